@@ -1,0 +1,183 @@
+//! `hopwise`: the command-line front end.
+
+// The CLI is the one place that reads the wall clock: to report how long a
+// run took and to decide when a progress bar is worth showing.
+#![allow(clippy::disallowed_methods)]
+
+mod model;
+mod net;
+mod reproduce;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "hopwise",
+    version,
+    about = "Transports for overlays, and a deterministic packet-level simulator to study them"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario file (or the built-in demo) and write summary.json, CSVs and SVG plots.
+    Sim {
+        /// Scenario file (TOML). Without it, runs the built-in demo scenario.
+        file: Option<PathBuf>,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Output directory.
+        #[arg(long, default_value = "out")]
+        out: PathBuf,
+        /// Override a scenario key, e.g. `--set duration=30s --set flow.f1.cc=cubic`. Repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Print only the summary path (no tables).
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
+    Reproduce {
+        /// Which reproduction, e.g. `pendulum`.
+        #[arg(required_unless_present = "list")]
+        name: Option<String>,
+        /// List the reproductions.
+        #[arg(long)]
+        list: bool,
+        /// A short variant (a couple of minutes) for CI and a first look.
+        #[arg(long)]
+        quick: bool,
+        /// Seeds (independent runs) per data point.
+        #[arg(long, alias = "runs")]
+        seeds: Option<u32>,
+        /// Output directory (default out/<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Exit with an error if any claim differs from the paper.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Evaluate an analytical model from a seed paper, e.g. `hopwise model pendulum ...`.
+    Model {
+        #[command(subcommand)]
+        model: model::ModelCmd,
+    },
+    /// Run the fixed scale benchmark (scenarios/scale.toml, built in) and report simulator speed.
+    Bench {
+        /// Override a scenario key of the benchmark, e.g. `--set duration=10s`.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Repeat the run this many times and report each.
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+    },
+    /// Run a relay: BackTap over UDP with encrypted links (docs/relay.md).
+    Relay {
+        /// Relay configuration file (TOML).
+        #[arg(long)]
+        config: PathBuf,
+        /// Print the relay's public key (creating the key file if needed) and exit.
+        #[arg(long)]
+        show_key: bool,
+    },
+    /// Run a SOCKS5 proxy that sends each connection through a circuit of relays.
+    Proxy {
+        /// Proxy configuration file (TOML).
+        #[arg(long)]
+        config: PathBuf,
+    },
+    /// Start three relays and a proxy on loopback, with generated keys and a directory.
+    Quickstart {
+        /// Where keys, the directory and config files go (default: a folder in the temp directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The proxy's SOCKS5 address.
+        #[arg(long, default_value = "127.0.0.1:1080")]
+        socks: std::net::SocketAddr,
+        /// Download a file from a local server through the circuit, check it, report MiB/s, exit.
+        #[arg(long)]
+        self_test: bool,
+        /// Size of the self-test's file.
+        #[arg(long, default_value = "256MiB")]
+        size: String,
+    },
+    /// Benchmark one circuit through three relay processes on loopback: MB/s and CPU s/GB.
+    BenchRelay {
+        /// Bytes to download per measurement.
+        #[arg(long, default_value = "1GB")]
+        size: String,
+        /// both, encrypted or plaintext (the test-only mode without link crypto).
+        #[arg(long, default_value = "both")]
+        mode: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Sim {
+            file,
+            seed,
+            out,
+            sets,
+            quiet,
+        } => run::sim(file.as_deref(), seed, &out, &sets, quiet),
+        Cmd::Bench { sets, repeat } => run::bench(&sets, repeat),
+        Cmd::Relay { config, show_key } => {
+            net::init_logging();
+            net::relay(&config, show_key)
+        }
+        Cmd::Proxy { config } => {
+            net::init_logging();
+            net::proxy(&config)
+        }
+        Cmd::Quickstart {
+            dir,
+            socks,
+            self_test,
+            size,
+        } => {
+            net::init_logging();
+            net::quickstart(dir, socks, self_test, &size)
+        }
+        Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
+        Cmd::Model { model } => model::run(model),
+        Cmd::Reproduce { list: true, .. } => {
+            reproduce::list();
+            Ok(())
+        }
+        Cmd::Reproduce {
+            name,
+            quick,
+            seeds,
+            out,
+            jobs,
+            strict,
+            ..
+        } => reproduce::run(
+            name.as_deref().unwrap_or_default(),
+            quick,
+            seeds,
+            out,
+            jobs,
+            strict,
+        ),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

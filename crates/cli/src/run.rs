@@ -1,0 +1,200 @@
+//! `hopwise sim` and `hopwise bench`.
+
+use anyhow::{Context, Result};
+use hopwise_proto::time::Dur;
+use hopwise_sim::report::{write_outputs, Summary};
+use hopwise_sim::spec::Scenario;
+use hopwise_sim::{scenario, Sim};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The scenario `hopwise sim` runs without a file.
+pub const DEMO: &str = include_str!("../../../scenarios/demo.toml");
+/// The benchmark scenario.
+pub const SCALE: &str = include_str!("../../../scenarios/scale.toml");
+
+/// Runs a simulation to its end, showing a progress bar once it has taken
+/// more than two seconds of wall time.
+pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
+    let t0 = Instant::now();
+    let end = sim.end_time();
+    let steps = 200u64;
+    let step = Dur::from_nanos((end.as_nanos() / steps).max(1));
+    let mut bar: Option<ProgressBar> = None;
+    let mut t = sim.now();
+    while t < end {
+        t = (t + step).min(end);
+        sim.run_until(t);
+        if bar.is_none() && t0.elapsed() > Duration::from_secs(2) && t < end {
+            let b = ProgressBar::new(end.as_nanos() / 1_000_000);
+            b.set_style(
+                ProgressStyle::with_template(
+                    "{prefix} [{bar:40}] {pos}/{len} ms simulated, {msg} (eta {eta})",
+                )
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b.set_prefix(label.to_string());
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position(t.as_nanos() / 1_000_000);
+            let wall = t0.elapsed().as_secs_f64();
+            b.set_message(format!(
+                "{:.1} M events/s",
+                sim.events() as f64 / wall / 1e6
+            ));
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    t0.elapsed().as_secs_f64()
+}
+
+fn load(file: Option<&Path>, sets: &[String]) -> Result<(Scenario, String)> {
+    match file {
+        Some(f) => {
+            let sc = scenario::load(f, sets)?;
+            Ok((sc, f.display().to_string()))
+        }
+        None => Ok((
+            scenario::parse(DEMO, "<built-in demo>", sets)?,
+            "<built-in demo>".to_string(),
+        )),
+    }
+}
+
+pub fn sim(
+    file: Option<&Path>,
+    seed: Option<u64>,
+    out: &Path,
+    sets: &[String],
+    quiet: bool,
+) -> Result<()> {
+    let mut sets = sets.to_vec();
+    if let Some(s) = seed {
+        sets.push(format!("seed={s}"));
+    }
+    let (sc, origin) = load(file, &sets)?;
+    if !quiet {
+        eprintln!(
+            "running `{}` ({}): {} nodes, {} links, {} flows, {} simulated",
+            sc.name,
+            origin,
+            sc.nodes.len(),
+            sc.links.len(),
+            sc.flows.len(),
+            sc.duration
+        );
+    }
+    let mut sim = Sim::new(&sc)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| origin.clone())?;
+    let wall = run_with_progress(&mut sim, &sc.name);
+    let summary = Summary::of(&sim, &sc.name, wall);
+    write_outputs(out, &sim, &summary)
+        .with_context(|| format!("writing results to {}", out.display()))?;
+    if !quiet {
+        print_summary(&summary);
+    }
+    println!("results: {}", out.join("summary.json").display());
+    Ok(())
+}
+
+fn mbps(x: f64) -> String {
+    format!("{:.3}", x / 1e6)
+}
+
+pub fn print_summary(s: &Summary) {
+    println!(
+        "{}: {:.0} s simulated in {:.2} s wall ({} events, {:.2} M events/s), seed {}, event hash {}",
+        s.scenario,
+        s.duration_s,
+        s.wall_s,
+        s.events,
+        s.events as f64 / s.wall_s.max(1e-9) / 1e6,
+        s.seed,
+        s.event_hash
+    );
+    println!();
+    println!(
+        "{:<24} {:<12} {:>14} {:>12} {:>8}",
+        "flow", "cc", "goodput Mbit/s", "delivered MB", "retx"
+    );
+    for f in s.flows.iter().take(40) {
+        println!(
+            "{:<24} {:<12} {:>14} {:>12.3} {:>8}{}",
+            f.name,
+            f.cc,
+            mbps(f.goodput_bps),
+            f.bytes_delivered as f64 / 1e6,
+            f.retransmits,
+            if f.corrupt_bytes > 0 { "  CORRUPT" } else { "" }
+        );
+    }
+    if s.flows.len() > 40 {
+        println!("... {} more flows in flows.csv", s.flows.len() - 40);
+    }
+    if let Some(j) = s.jain {
+        println!("Jain's fairness index over flows: {j:.4}");
+    }
+    println!();
+    println!(
+        "{:<28} {:>10} {:>8} {:>12} {:>10} {:>8}",
+        "link direction", "Mbit/s", "util", "mean queue B", "mean pkts", "drops"
+    );
+    let busy: Vec<_> = s
+        .links
+        .iter()
+        .filter(|l| l.utilization > 0.01 || l.drops > 0)
+        .collect();
+    for l in busy.iter().take(20) {
+        println!(
+            "{:<28} {:>10} {:>8.3} {:>12.0} {:>10.1} {:>8}",
+            l.name,
+            mbps(l.rate_bps as f64),
+            l.utilization,
+            l.mean_queue_bytes,
+            l.mean_queue_packets,
+            l.drops
+        );
+    }
+    if busy.len() > 20 {
+        println!("... {} more in links.csv", busy.len() - 20);
+    }
+    println!();
+}
+
+pub fn bench(sets: &[String], repeat: u32) -> Result<()> {
+    let sc = scenario::parse(SCALE, "scenarios/scale.toml", sets)?;
+    println!(
+        "bench: {} ({} flows, {} simulated)",
+        sc.name,
+        sc.flows.len(),
+        sc.duration
+    );
+    for i in 0..repeat.max(1) {
+        let mut sim = Sim::new(&sc).map_err(anyhow::Error::msg)?;
+        let wall = run_with_progress(&mut sim, "bench");
+        let s = Summary::of(&sim, &sc.name, wall);
+        let bott = s
+            .links
+            .iter()
+            .filter(|l| l.name.starts_with("bottleneck"))
+            .max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+        println!(
+            "run {}: wall {:.3} s | {} events | {:.3} M events/s | {:.2} simulated s per wall s | bottleneck utilisation {} | Jain {} | event hash {}",
+            i + 1,
+            wall,
+            s.events,
+            s.events as f64 / wall / 1e6,
+            s.duration_s / wall,
+            bott.map_or("n/a".into(), |l| format!("{:.4}", l.utilization)),
+            s.jain.map_or("n/a".into(), |j| format!("{j:.4}")),
+            s.event_hash
+        );
+    }
+    Ok(())
+}

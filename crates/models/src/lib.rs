@@ -1,0 +1,9 @@
+//! # hopwise-models
+//!
+//! Closed-form and numerical models from the seed papers, as pure functions
+//! that the reproductions compare simulations against and that the
+//! `hopwise model ...` commands expose.
+
+#![forbid(unsafe_code)]
+
+pub mod pendulum;

@@ -1,0 +1,1039 @@
+//! The BackTap endpoint: one per node, all its peers and circuits.
+//!
+//! Data structures (all deterministic, O(1) amortised per cell unless noted):
+//!
+//! * circuits in a `Vec` indexed by [`CircuitId`] (ids are not reused), each
+//!   with two fused queues ([`Queue`]): a `VecDeque` ring of cells indexed by
+//!   `seq − head`, with holes for out-of-order cells, and a ring of first-send
+//!   times indexed by `seq − fwd_seen`;
+//! * `(peer, circ_id) → (circuit, side)` in a hash map used for lookups only
+//!   (never iterated);
+//! * the scheduler's round-robin list of queues that have a sendable cell
+//!   (a `VecDeque`; a queue joins when it becomes sendable and leaves when it
+//!   is not);
+//! * one timer heap (binary heap, O(log n)) for RTO/probe deadlines and
+//!   pack delays, with lazy deletion: a deadline that moves later keeps its
+//!   old entry until that entry reaches the top, so restarting the RTO on
+//!   every ACK costs nothing;
+//! * per peer the datagram being filled, as a list of item references that
+//!   are serialized when the datagram leaves: feedback therefore goes out with
+//!   its latest cumulative values (coalescing in place), and a cell ACKed in
+//!   the meantime is skipped.
+
+use super::queue::{AckResult, Arrival, Queue, Timer};
+use super::wire::{
+    self, CellBody, DecodeError, Feedback, Item, CELL_ITEM_LEN, FEEDBACK_MAX_LEN, FLAG_CLOSE,
+    FLAG_OPEN,
+};
+use super::{CircuitId, Config, Direction, EndpointStats, Event, Full, HopStats, PeerId};
+use crate::bucket::TokenBucket;
+use crate::rtt::RttEstimator;
+use crate::time::{Dur, Time};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A small multiplicative hasher for `(peer, circ_id)` keys. Lookups only:
+/// the map is never iterated, so the hash cannot influence output order.
+#[derive(Default)]
+struct LegHasher(u64);
+impl Hasher for LegHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(n as u64);
+    }
+}
+type LegMap = HashMap<u64, (u32, Side), BuildHasherDefault<LegHasher>>;
+
+fn leg_key(peer: u32, circ_id: u32) -> u64 {
+    (peer as u64) << 32 | circ_id as u64
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Side {
+    Prev,
+    Next,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Leg {
+    peer: u32,
+    circ_id: u32,
+}
+
+struct Circuit {
+    prev: Option<Leg>,
+    next: Option<Leg>,
+    q: [Queue; 2],
+}
+
+impl Circuit {
+    fn in_leg(&self, d: usize) -> Option<Leg> {
+        if d == 0 {
+            self.prev
+        } else {
+            self.next
+        }
+    }
+    fn out_leg(&self, d: usize) -> Option<Leg> {
+        if d == 0 {
+            self.next
+        } else {
+            self.prev
+        }
+    }
+}
+
+/// A queue: circuit index and direction index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct QRef {
+    c: u32,
+    d: u8,
+}
+
+/// An item waiting in a datagram, serialized when the datagram leaves.
+#[derive(Clone, Copy, Debug)]
+enum PItem {
+    Cell {
+        q: QRef,
+        seq: u32,
+    },
+    /// The queue's owed ACK/FWD, with the values current at serialization.
+    Feedback {
+        q: QRef,
+    },
+    /// A duplicate ACK for an out-of-order arrival; never coalesced, so that
+    /// the sender can count them (RFC 5681 §4.2).
+    DupAck {
+        circ_id: u32,
+        ack: u32,
+    },
+    /// A feedback request (kinds = 0) from the FWD probe timer.
+    Request {
+        circ_id: u32,
+    },
+}
+
+#[derive(Default)]
+struct Pending {
+    items: Vec<PItem>,
+    /// Bytes reserved, header included (feedback at its largest size).
+    size: usize,
+}
+
+struct Peer {
+    addr: u64,
+    /// Smallest FORWARD-RTT of any circuit sending to this peer.
+    base_rtt: Dur,
+    /// The RTT estimate of the last circuit to this peer that took a sample:
+    /// new circuits start from it instead of RFC 6298's 1 s.
+    rtt_seed: Option<RttEstimator>,
+    open: Option<Pending>,
+    pack_at: Option<Time>,
+    heap_at: Option<Time>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum TimerKey {
+    Queue(QRef),
+    Pack(u32),
+}
+
+/// A BackTap node. See the module documentation of [`super`] for the driving
+/// contract and `docs/backtap.md` for the protocol.
+pub struct Endpoint {
+    cfg: Config,
+    peers: Vec<Peer>,
+    circuits: Vec<Option<Box<Circuit>>>,
+    legs: LegMap,
+    rr: VecDeque<QRef>,
+    timers: BinaryHeap<Reverse<(Time, TimerKey)>>,
+    bucket: Option<TokenBucket>,
+    bucket_wake: Option<Time>,
+    ready: VecDeque<(u32, Pending)>,
+    spare: Vec<Vec<PItem>>,
+    events: VecDeque<Event>,
+    stats: EndpointStats,
+    /// Circuits installed and not removed.
+    live: usize,
+}
+
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("peers", &self.peers.len())
+            .field("circuits", &self.live)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Endpoint {
+    pub fn new(mut cfg: Config) -> Endpoint {
+        cfg.payload_budget = cfg.payload_budget.max(wire::HEADER_LEN + CELL_ITEM_LEN);
+        cfg.max_window = cfg.max_window.max(1);
+        cfg.circuit_limit = cfg.circuit_limit.max(1);
+        let bucket = cfg
+            .bucket
+            .map(|b| TokenBucket::new(b.rate, b.burst, b.refill));
+        Endpoint {
+            cfg,
+            peers: Vec::new(),
+            circuits: Vec::new(),
+            legs: LegMap::default(),
+            rr: VecDeque::new(),
+            timers: BinaryHeap::new(),
+            bucket,
+            bucket_wake: None,
+            ready: VecDeque::new(),
+            spare: Vec::new(),
+            events: VecDeque::new(),
+            stats: EndpointStats::default(),
+            live: 0,
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Registers a neighbour; `addr` is opaque to the protocol (a node id, a
+    /// socket address index).
+    pub fn add_peer(&mut self, addr: u64) -> PeerId {
+        self.peers.push(Peer {
+            addr,
+            base_rtt: Dur::MAX,
+            rtt_seed: None,
+            open: None,
+            pack_at: None,
+            heap_at: None,
+        });
+        PeerId(self.peers.len() as u32 - 1)
+    }
+
+    /// The `addr` given to [`Endpoint::add_peer`].
+    pub fn peer_addr(&self, p: PeerId) -> Option<u64> {
+        self.peers.get(p.0 as usize).map(|p| p.addr)
+    }
+
+    /// Installs a circuit at this node. `prev`/`next` are `(peer, circ_id)`;
+    /// `None` means the application is that side (client: `prev = None`;
+    /// exit: `next = None`).
+    ///
+    /// # Panics
+    /// If a peer is unknown or a `(peer, circ_id)` leg is already in use:
+    /// both are errors of the caller, not of the network.
+    pub fn add_circuit(
+        &mut self,
+        prev: Option<(PeerId, u32)>,
+        next: Option<(PeerId, u32)>,
+    ) -> CircuitId {
+        let idx = self.circuits.len() as u32;
+        let mut mk = |l: Option<(PeerId, u32)>, side| {
+            l.map(|(p, circ_id)| {
+                assert!(
+                    (p.0 as usize) < self.peers.len(),
+                    "add_circuit: unknown peer {p:?}"
+                );
+                let k = leg_key(p.0, circ_id);
+                assert!(
+                    !self.legs.contains_key(&k),
+                    "add_circuit: leg ({p:?}, circ_id {circ_id}) already in use"
+                );
+                self.legs.insert(k, (idx, side));
+                Leg { peer: p.0, circ_id }
+            })
+        };
+        let prev = mk(prev, Side::Prev);
+        let next = mk(next, Side::Next);
+        let cfg = &self.cfg;
+        let mut c = Circuit {
+            prev,
+            next,
+            q: [
+                Queue::new(cfg, prev.is_none(), next.is_none()),
+                Queue::new(cfg, next.is_none(), prev.is_none()),
+            ],
+        };
+        for d in 0..2 {
+            if let Some(seed) = c
+                .out_leg(d)
+                .and_then(|l| self.peers[l.peer as usize].rtt_seed.clone())
+            {
+                c.q[d].rtt = seed;
+            }
+        }
+        self.circuits.push(Some(Box::new(c)));
+        self.live += 1;
+        CircuitId(idx)
+    }
+
+    /// Removes a circuit and everything it holds. Items already packed for
+    /// it are dropped when their datagram leaves.
+    pub fn remove_circuit(&mut self, c: CircuitId) {
+        if let Some(Some(circ)) = self.circuits.get_mut(c.0 as usize).map(Option::take) {
+            for l in [circ.prev, circ.next].into_iter().flatten() {
+                self.legs.remove(&leg_key(l.peer, l.circ_id));
+            }
+            self.live -= 1;
+        }
+        self.tidy();
+    }
+
+    fn queue(&self, r: QRef) -> Option<&Queue> {
+        self.circuits
+            .get(r.c as usize)?
+            .as_ref()
+            .map(|c| &c.q[r.d as usize])
+    }
+
+    fn queue_mut(&mut self, r: QRef) -> Option<&mut Queue> {
+        self.circuits
+            .get_mut(r.c as usize)?
+            .as_mut()
+            .map(|c| &mut c.q[r.d as usize])
+    }
+
+    fn qref(c: CircuitId, dir: Direction) -> QRef {
+        QRef {
+            c: c.0,
+            d: dir.idx() as u8,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Input
+
+    /// A datagram arrived from `from`. A malformed datagram is rejected whole
+    /// (and counted); items naming unknown circuits are skipped.
+    pub fn handle_datagram(
+        &mut self,
+        now: Time,
+        from: PeerId,
+        data: &[u8],
+    ) -> Result<(), DecodeError> {
+        self.stats.datagrams_in += 1;
+        self.stats.bytes_in += data.len() as u64;
+        let dg = match wire::decode(data) {
+            Ok(d) => d,
+            Err(e) => {
+                self.stats.decode_errors += 1;
+                return Err(e);
+            }
+        };
+        if from.0 as usize >= self.peers.len() {
+            self.stats.unknown_circuit += dg.len() as u64;
+            return Ok(());
+        }
+        for item in dg.items() {
+            match item {
+                Item::Cell(c) => {
+                    self.stats.cells_in += 1;
+                    self.on_cell(now, from.0, c.circ_id, c.seq, c.flags, c.body);
+                }
+                Item::Feedback(f) => {
+                    self.stats.feedback_in += 1;
+                    self.on_feedback(now, from.0, &f);
+                }
+            }
+        }
+        self.tidy();
+        Ok(())
+    }
+
+    fn lookup(&self, peer: u32, circ_id: u32) -> Option<(u32, Side)> {
+        self.legs.get(&leg_key(peer, circ_id)).copied()
+    }
+
+    /// Paper §3: a cell arrives from the predecessor and is queued; the
+    /// predecessor is owed `ACK(tail + 1)` at once.
+    fn on_cell(
+        &mut self,
+        now: Time,
+        peer: u32,
+        circ_id: u32,
+        seq: u32,
+        flags: u8,
+        body: &CellBody,
+    ) {
+        let Some((c, side)) = self.lookup(peer, circ_id) else {
+            self.stats.unknown_circuit += 1;
+            return;
+        };
+        // Cells from prev travel forward, cells from next backward.
+        let r = QRef {
+            c,
+            d: if side == Side::Prev { 0 } else { 1 },
+        };
+        let cfg = &self.cfg;
+        let Some(q) = self.circuits[c as usize]
+            .as_mut()
+            .map(|x| &mut x.q[r.d as usize])
+        else {
+            return;
+        };
+        if seq == 0 || q.in_app {
+            self.stats.invalid_items += 1;
+            return;
+        }
+        // OPEN is recomputed on every hop; only CLOSE travels with the cell.
+        match q.arrive(cfg, seq, flags & FLAG_CLOSE, body) {
+            Arrival::InOrder => {
+                q.owe_ack = true;
+                q.note_limited();
+                self.queue_feedback(now, r);
+                self.activate(r);
+                self.check_edge(r);
+            }
+            Arrival::OutOfOrder => {
+                let ack = q.ack_value();
+                self.push_item(now, peer, PItem::DupAck { circ_id, ack }, 10);
+            }
+            Arrival::Duplicate => {
+                q.owe_ack = true;
+                q.owe_fwd = true;
+                self.queue_feedback(now, r);
+            }
+            Arrival::Dropped => self.stats.drops += 1,
+        }
+    }
+
+    /// Feedback from `peer` on one of our legs. Feedback arriving on the next
+    /// leg is about the forward direction, on the prev leg about the backward
+    /// direction; a request (neither ACK nor FWD) asks for our feedback
+    /// about the direction we receive on that leg.
+    fn on_feedback(&mut self, now: Time, peer: u32, f: &Feedback) {
+        let Some((c, side)) = self.lookup(peer, f.circ_id) else {
+            self.stats.unknown_circuit += 1;
+            return;
+        };
+        if f.ack.is_none() && f.fwd.is_none() {
+            let r = QRef {
+                c,
+                d: if side == Side::Prev { 0 } else { 1 },
+            };
+            if let Some(q) = self.queue_mut(r) {
+                q.owe_ack = true;
+                q.owe_fwd = true;
+                self.queue_feedback(now, r);
+            }
+            return;
+        }
+        let r = QRef {
+            c,
+            d: if side == Side::Next { 0 } else { 1 },
+        };
+        let cfg = &self.cfg;
+        let Some(circ) = self.circuits[c as usize].as_mut() else {
+            return;
+        };
+        let Some(out) = circ.out_leg(r.d as usize) else {
+            return;
+        };
+        let q = &mut circ.q[r.d as usize];
+        let fwd_adv = f.fwd.is_some_and(|x| x > q.fwd_seen && x <= q.next_tx);
+        let mut progress = false;
+        let mut invalid = false;
+        if let Some(a) = f.ack {
+            match q.on_ack(cfg, now, a, !fwd_adv) {
+                AckResult::Advanced => {
+                    progress = true;
+                    q.update_timer(cfg, now, true);
+                    if q.rtt.has_sample() && q.rtt.backoff() == 0 {
+                        self.peers[out.peer as usize].rtt_seed = Some(q.rtt.clone());
+                    }
+                }
+                AckResult::Duplicate(_) => {}
+                AckResult::Ignored => invalid |= a > q.next_tx,
+            }
+        }
+        let mut round = false;
+        if let Some(x) = f.fwd {
+            invalid |= x > q.next_tx;
+            if let Some(sample) = q.on_fwd(now, x) {
+                let peer_base = &mut self.peers[out.peer as usize].base_rtt;
+                if let Some(s) = sample {
+                    *peer_base = (*peer_base).min(s);
+                }
+                let base = if cfg.share_base_rtt {
+                    *peer_base
+                } else {
+                    q.own_base
+                };
+                round = q.maybe_end_round(cfg, base);
+                progress = true;
+                // FWD progress restarts the probe timer; an implied ACK the
+                // retransmission timer.
+                q.update_timer(cfg, now, true);
+            }
+        }
+        if invalid {
+            self.stats.invalid_items += 1;
+        }
+        let q = &mut self.circuits[c as usize].as_mut().expect("present").q[r.d as usize];
+        if q.retx_due || progress || round {
+            if !progress {
+                q.update_timer(cfg, now, false);
+            }
+            self.arm(r);
+            self.activate(r);
+            self.check_edge(r);
+        }
+    }
+
+    /// The deadline from [`Endpoint::poll_timeout`] passed.
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.fire_timers(now);
+        self.tidy();
+    }
+
+    fn fire_timers(&mut self, now: Time) {
+        if self.bucket_wake.is_some_and(|t| t <= now) {
+            self.bucket_wake = None;
+        }
+        while let Some(&Reverse((t, key))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            match key {
+                TimerKey::Queue(r) => {
+                    let cfg = &self.cfg;
+                    let Some(circ) = self.circuits.get_mut(r.c as usize).and_then(|c| c.as_mut())
+                    else {
+                        continue;
+                    };
+                    let out = circ.out_leg(r.d as usize);
+                    let q = &mut circ.q[r.d as usize];
+                    if q.heap_at != Some(t) {
+                        continue;
+                    }
+                    q.heap_at = None;
+                    match q.timer {
+                        Timer::Rto(d) if d <= now => {
+                            q.on_rto(now);
+                            self.arm(r);
+                            self.activate(r);
+                        }
+                        Timer::Lost(d) if d <= now => {
+                            q.on_lost(cfg, now);
+                            self.arm(r);
+                            self.activate(r);
+                        }
+                        Timer::Probe(d) if d <= now => {
+                            q.on_probe(cfg, now);
+                            self.arm(r);
+                            if let Some(l) = out {
+                                self.push_item(
+                                    now,
+                                    l.peer,
+                                    PItem::Request { circ_id: l.circ_id },
+                                    6,
+                                );
+                            }
+                        }
+                        _ => self.arm(r),
+                    }
+                }
+                TimerKey::Pack(p) => {
+                    let peer = &mut self.peers[p as usize];
+                    if peer.heap_at != Some(t) {
+                        continue;
+                    }
+                    peer.heap_at = None;
+                    match peer.pack_at {
+                        Some(d) if d <= now => self.close_open(p),
+                        Some(d) => {
+                            peer.heap_at = Some(d);
+                            self.timers.push(Reverse((d, TimerKey::Pack(p))));
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+    }
+
+    /// Makes sure the heap holds an entry no later than the queue's deadline.
+    fn arm(&mut self, r: QRef) {
+        let Some(q) = self
+            .circuits
+            .get_mut(r.c as usize)
+            .and_then(|c| c.as_mut())
+            .map(|c| &mut c.q[r.d as usize])
+        else {
+            return;
+        };
+        if let Some(d) = q.timer.deadline() {
+            if q.heap_at.is_none_or(|h| d < h) {
+                q.heap_at = Some(d);
+                self.timers.push(Reverse((d, TimerKey::Queue(r))));
+            }
+        }
+    }
+
+    /// Pops stale entries off the top of the timer heap so that its top is
+    /// the exact earliest deadline ([`Endpoint::poll_timeout`] is `&self`).
+    fn tidy(&mut self) {
+        while let Some(&Reverse((t, key))) = self.timers.peek() {
+            let (heap_at, deadline) = match key {
+                TimerKey::Queue(r) => match self.queue(r) {
+                    Some(q) => (q.heap_at, q.timer.deadline()),
+                    None => (None, None),
+                },
+                TimerKey::Pack(p) => {
+                    let peer = &self.peers[p as usize];
+                    (peer.heap_at, peer.pack_at)
+                }
+            };
+            if heap_at == Some(t) && deadline == Some(t) {
+                break;
+            }
+            self.timers.pop();
+            if heap_at != Some(t) {
+                continue;
+            }
+            // The live entry of a deadline that moved: re-file it.
+            let d = deadline;
+            match key {
+                TimerKey::Queue(r) => {
+                    if let Some(q) = self.queue_mut(r) {
+                        q.heap_at = d;
+                    }
+                }
+                TimerKey::Pack(p) => self.peers[p as usize].heap_at = d,
+            }
+            if let Some(d) = d {
+                self.timers.push(Reverse((d, key)));
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Output
+
+    /// The next datagram to send, and to whom. Call until `None`.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<(PeerId, Vec<u8>)> {
+        let mut out = Vec::new();
+        let p = self.poll_transmit_into(now, &mut out)?;
+        Some((p, out))
+    }
+
+    /// [`Endpoint::poll_transmit`] writing into a caller-owned buffer (which
+    /// is cleared first), to avoid an allocation per datagram.
+    pub fn poll_transmit_into(&mut self, now: Time, out: &mut Vec<u8>) -> Option<PeerId> {
+        self.fire_timers(now);
+        self.schedule(now);
+        self.fire_timers(now);
+        let r = loop {
+            let Some((peer, pending)) = self.ready.pop_front() else {
+                break None;
+            };
+            self.serialize(&pending, out);
+            let mut items = pending.items;
+            items.clear();
+            self.spare.push(items);
+            if out.len() > wire::HEADER_LEN {
+                self.stats.datagrams_out += 1;
+                self.stats.bytes_out += out.len() as u64;
+                break Some(PeerId(peer));
+            }
+        };
+        self.tidy();
+        r
+    }
+
+    /// Earliest time [`Endpoint::handle_timeout`] should be called.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        let t = self.timers.peek().map(|Reverse((t, _))| *t);
+        match (t, self.bucket_wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Round-robin over queues with a sendable cell, one cell per turn
+    /// (paper §3), gated by the token bucket.
+    fn schedule(&mut self, now: Time) {
+        if self.bucket_wake.is_some_and(|t| now < t) {
+            return;
+        }
+        self.bucket_wake = None;
+        while let Some(r) = self.rr.pop_front() {
+            let Some(q) = self.queue_mut(r) else {
+                continue;
+            };
+            q.in_rr = false;
+            if !q.sendable() {
+                continue;
+            }
+            if let Some(b) = self.bucket.as_mut() {
+                let n = CELL_ITEM_LEN as u64;
+                if !b.allows(now, n) {
+                    if let Some(at) = b.retry_at(now, n) {
+                        self.stats.bucket_stalls += 1;
+                        self.bucket_wake = Some(at);
+                        self.rr.push_front(r);
+                        if let Some(q) = self.queue_mut(r) {
+                            q.in_rr = true;
+                        }
+                        break;
+                    }
+                }
+                b.consume(now, n);
+            }
+            self.send_one(now, r);
+        }
+    }
+
+    /// Sends one cell of queue `r` (a due retransmission first).
+    fn send_one(&mut self, now: Time, r: QRef) {
+        let cfg = &self.cfg;
+        let Some(circ) = self.circuits[r.c as usize].as_mut() else {
+            return;
+        };
+        let (Some(out), inl) = (circ.out_leg(r.d as usize), circ.in_leg(r.d as usize)) else {
+            return;
+        };
+        let q = &mut circ.q[r.d as usize];
+        let (seq, new) = q.take_for_send(now);
+        // A retransmission in recovery (re)starts the lost-retransmission timer.
+        q.update_timer(cfg, now, !new && q.recover.is_some());
+        q.note_limited();
+        if new && inl.is_some() {
+            // Paper §3, nstor: the cell leaves downstream, so FWD is owed upstream.
+            q.owe_fwd = true;
+        }
+        let again = q.sendable();
+        self.arm(r);
+        self.push_item(now, out.peer, PItem::Cell { q: r, seq }, CELL_ITEM_LEN);
+        if new && inl.is_some() {
+            self.queue_feedback(now, r);
+        }
+        if again {
+            if let Some(q) = self.queue_mut(r) {
+                q.in_rr = true;
+            }
+            self.rr.push_back(r);
+        }
+    }
+
+    /// Adds the queue to the round-robin list if it has something to send.
+    fn activate(&mut self, r: QRef) {
+        if let Some(q) = self.queue_mut(r) {
+            if !q.in_rr && q.sendable() {
+                q.in_rr = true;
+                self.rr.push_back(r);
+            }
+        }
+    }
+
+    /// Emits Readable/Writable on edge transitions.
+    fn check_edge(&mut self, r: QRef) {
+        let cfg = &self.cfg;
+        let Some(q) = self
+            .circuits
+            .get_mut(r.c as usize)
+            .and_then(|c| c.as_mut())
+            .map(|c| &mut c.q[r.d as usize])
+        else {
+            return;
+        };
+        let dir = if r.d == 0 {
+            Direction::Forward
+        } else {
+            Direction::Backward
+        };
+        let circuit = CircuitId(r.c);
+        if q.out_app {
+            let readable = q.head <= q.tail;
+            if readable && !q.edge_flag {
+                self.events.push_back(Event::Readable { circuit, dir });
+            }
+            q.edge_flag = readable;
+        } else if q.in_app {
+            let open = q.admission_open(cfg);
+            if open && !q.edge_flag {
+                self.events.push_back(Event::Writable { circuit, dir });
+            }
+            q.edge_flag = open;
+        }
+    }
+
+    /// Makes sure the queue's owed feedback has an item in the datagram to
+    /// its in-leg peer (one item per queue: later feedback updates it).
+    fn queue_feedback(&mut self, now: Time, r: QRef) {
+        let Some(circ) = self.circuits[r.c as usize].as_mut() else {
+            return;
+        };
+        let Some(inl) = circ.in_leg(r.d as usize) else {
+            return;
+        };
+        let q = &mut circ.q[r.d as usize];
+        if !(q.owe_ack || q.owe_fwd) {
+            return;
+        }
+        let urgent = q.owe_fwd;
+        if !q.fb_queued {
+            q.fb_queued = true;
+            self.push_item(now, inl.peer, PItem::Feedback { q: r }, FEEDBACK_MAX_LEN);
+        }
+        if urgent {
+            self.expedite(now, inl.peer);
+        }
+    }
+
+    /// [hopwise] A datagram carrying FWD leaves without waiting for
+    /// `pack_delay`: the FORWARD-RTT is the congestion signal, and holding
+    /// FWD would add up to `pack_delay` of systematic noise to it (with
+    /// coalescing, the hold is about `pack_delay` minus the burst length, which
+    /// Eq. 1 reads as queueing). ACK-only feedback and lone cells still wait.
+    fn expedite(&mut self, now: Time, peer: u32) {
+        let p = &mut self.peers[peer as usize];
+        if p.open.is_some() && p.pack_at.is_some_and(|t| t > now) {
+            p.pack_at = Some(now);
+            if p.heap_at.is_none_or(|h| now < h) {
+                p.heap_at = Some(now);
+                self.timers.push(Reverse((now, TimerKey::Pack(peer))));
+            }
+        }
+    }
+
+    /// Packs an item into the datagram being filled for `peer` (paper §3:
+    /// cells and feedback of any circuits share datagrams). A datagram that
+    /// cannot take the item leaves; one that cannot take another cell leaves
+    /// at once; otherwise it waits at most `pack_delay`.
+    fn push_item(&mut self, now: Time, peer: u32, item: PItem, size: usize) {
+        let budget = self.cfg.payload_budget;
+        if self.peers[peer as usize]
+            .open
+            .as_ref()
+            .is_some_and(|o| o.size + size > budget)
+        {
+            self.close_open(peer);
+        }
+        let p = &mut self.peers[peer as usize];
+        if p.open.is_none() {
+            let items = self.spare.pop().unwrap_or_default();
+            p.open = Some(Pending {
+                items,
+                size: wire::HEADER_LEN,
+            });
+            let at = now + self.cfg.pack_delay;
+            p.pack_at = Some(at);
+            if p.heap_at.is_none_or(|h| at < h) {
+                p.heap_at = Some(at);
+                self.timers.push(Reverse((at, TimerKey::Pack(peer))));
+            }
+        }
+        let open = p.open.as_mut().expect("just opened");
+        open.items.push(item);
+        open.size += size;
+        if open.size + CELL_ITEM_LEN > budget {
+            self.close_open(peer);
+        }
+    }
+
+    fn close_open(&mut self, peer: u32) {
+        let p = &mut self.peers[peer as usize];
+        p.pack_at = None;
+        if let Some(o) = p.open.take() {
+            self.ready.push_back((peer, o));
+        }
+    }
+
+    fn serialize(&mut self, pending: &Pending, out: &mut Vec<u8>) {
+        wire::begin(out);
+        for it in &pending.items {
+            match *it {
+                PItem::Cell { q: r, seq } => {
+                    let Some(circ) = self.circuits.get(r.c as usize).and_then(|c| c.as_ref())
+                    else {
+                        continue;
+                    };
+                    let Some(out_leg) = circ.out_leg(r.d as usize) else {
+                        continue;
+                    };
+                    // A cell ACKed since it was packed needs no (re)transmission.
+                    let Some(slot) = circ.q[r.d as usize].cell(seq) else {
+                        continue;
+                    };
+                    let flags = slot.flags | if seq == 1 { FLAG_OPEN } else { 0 };
+                    wire::put_cell(out, out_leg.circ_id, seq, flags, &slot.body);
+                    self.stats.cells_out += 1;
+                }
+                PItem::Feedback { q: r } => {
+                    let Some(circ) = self.circuits.get_mut(r.c as usize).and_then(|c| c.as_mut())
+                    else {
+                        continue;
+                    };
+                    let Some(in_leg) = circ.in_leg(r.d as usize) else {
+                        continue;
+                    };
+                    let q = &mut circ.q[r.d as usize];
+                    if !q.fb_queued {
+                        continue;
+                    }
+                    let fb = Feedback {
+                        circ_id: in_leg.circ_id,
+                        ack: q.owe_ack.then(|| q.ack_value()),
+                        fwd: q.owe_fwd.then(|| q.fwd_value()),
+                    };
+                    q.fb_queued = false;
+                    q.owe_ack = false;
+                    q.owe_fwd = false;
+                    if fb.ack.is_some() || fb.fwd.is_some() {
+                        wire::put_feedback(out, &fb);
+                        self.stats.feedback_out += 1;
+                    }
+                }
+                PItem::DupAck { circ_id, ack } => {
+                    wire::put_feedback(
+                        out,
+                        &Feedback {
+                            circ_id,
+                            ack: Some(ack),
+                            fwd: None,
+                        },
+                    );
+                    self.stats.feedback_out += 1;
+                }
+                PItem::Request { circ_id } => {
+                    wire::put_feedback(
+                        out,
+                        &Feedback {
+                            circ_id,
+                            ack: None,
+                            fwd: None,
+                        },
+                    );
+                    self.stats.feedback_out += 1;
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Application edges
+
+    /// Room for another cell at the packaging edge of `dir`.
+    pub fn can_send(&self, c: CircuitId, dir: Direction) -> bool {
+        self.queue(Self::qref(c, dir))
+            .is_some_and(|q| q.admission_open(&self.cfg))
+    }
+
+    /// Queues a 509-byte relay-cell body at the packaging edge; `Err(Full)` if
+    /// there is no room ([`Endpoint::can_send`] is false).
+    pub fn send_cell(
+        &mut self,
+        now: Time,
+        c: CircuitId,
+        dir: Direction,
+        body: &CellBody,
+    ) -> Result<(), Full> {
+        self.send_cell_flags(now, c, dir, body, 0)
+    }
+
+    /// [`Endpoint::send_cell`] with cell flags: [`wire::FLAG_CLOSE`] marks the
+    /// last cell. `OPEN` is set by the transport on the first cell; other bits
+    /// are ignored.
+    pub fn send_cell_flags(
+        &mut self,
+        _now: Time,
+        c: CircuitId,
+        dir: Direction,
+        body: &CellBody,
+        flags: u8,
+    ) -> Result<(), Full> {
+        let r = Self::qref(c, dir);
+        let cfg = &self.cfg;
+        let Some(q) = self
+            .circuits
+            .get_mut(c.0 as usize)
+            .and_then(|c| c.as_mut())
+            .map(|c| &mut c.q[r.d as usize])
+        else {
+            return Err(Full);
+        };
+        if !q.admission_open(cfg) {
+            q.limited = true;
+            q.edge_flag = false;
+            return Err(Full);
+        }
+        q.package(flags & FLAG_CLOSE, body);
+        if !q.admission_open(cfg) {
+            q.limited = true;
+        }
+        self.activate(r);
+        self.check_edge(r);
+        self.tidy();
+        Ok(())
+    }
+
+    /// Takes the next in-order body at the delivering edge; this is when FWD
+    /// is owed to the predecessor.
+    pub fn recv_cell(&mut self, now: Time, c: CircuitId, dir: Direction) -> Option<Box<CellBody>> {
+        let mut b = Box::new([0u8; wire::CELL_BODY_LEN]);
+        self.recv_cell_into(now, c, dir, &mut b)?;
+        Some(b)
+    }
+
+    /// [`Endpoint::recv_cell`] into a caller-owned buffer; returns the cell's
+    /// flags ([`wire::FLAG_CLOSE`] on the last cell).
+    pub fn recv_cell_into(
+        &mut self,
+        now: Time,
+        c: CircuitId,
+        dir: Direction,
+        out: &mut CellBody,
+    ) -> Option<u8> {
+        let r = Self::qref(c, dir);
+        let q = self.queue_mut(r)?;
+        let flags = q.take_delivered(out)?;
+        q.owe_fwd = true;
+        self.queue_feedback(now, r);
+        self.check_edge(r);
+        self.tidy();
+        Some(flags)
+    }
+
+    // ------------------------------------------------------------------
+    // Observation
+
+    /// The state of one circuit and direction; all zero for an unknown circuit.
+    pub fn circuit_stats(&self, c: CircuitId, dir: Direction) -> HopStats {
+        let r = Self::qref(c, dir);
+        let Some(circ) = self.circuits.get(r.c as usize).and_then(|c| c.as_ref()) else {
+            return HopStats::default();
+        };
+        let q = &circ.q[r.d as usize];
+        let base = match circ.out_leg(r.d as usize) {
+            Some(l) if self.cfg.share_base_rtt => self.peers[l.peer as usize].base_rtt,
+            _ => q.own_base,
+        };
+        q.stats(base)
+    }
+
+    pub fn stats(&self) -> &EndpointStats {
+        &self.stats
+    }
+
+    /// Circuits currently installed.
+    pub fn circuit_count(&self) -> usize {
+        self.live
+    }
+}

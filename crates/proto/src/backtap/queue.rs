@@ -1,0 +1,621 @@
+//! The fused queue of one circuit and direction (seed 002 §3, Fig. 2b) and
+//! the per-hop sender state attached to it.
+//!
+//! ```text
+//!   seq:   head ........ tail  (holes, out-of-order cells)
+//!   cells: [ring indexed by seq − head]
+//!   tx:    [first-send times indexed by seq − fwd_seen], seq < next_tx
+//! ```
+//!
+//! Invariants: `fwd_seen ≤ head ≤ next_tx ≤ tail + 1`; `cells` holds
+//! `head ..= tail` (all present) and possibly further slots, present or not,
+//! up to `next_tx + circuit_limit − 1`; `tx` holds one entry per cell in
+//! `fwd_seen .. next_tx`. A FWD implies an ACK (the successor holds what it
+//! forwarded), which keeps `fwd_seen ≤ head`.
+
+use super::wire::{CellBody, CELL_BODY_LEN};
+use super::{Config, HopStats, Startup};
+use crate::rtt::RttEstimator;
+use crate::time::{Dur, Time};
+use std::collections::VecDeque;
+
+/// One slot of the ring: a cell, or a hole above the in-order part.
+#[derive(Clone)]
+pub(super) struct Slot {
+    pub have: bool,
+    pub flags: u8,
+    pub body: CellBody,
+}
+
+impl Slot {
+    const HOLE: Slot = Slot {
+        have: false,
+        flags: 0,
+        body: [0; CELL_BODY_LEN],
+    };
+}
+
+/// First transmission of a cell to the successor.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TxInfo {
+    pub sent: Time,
+    /// Retransmitted at least once: no RTT sample from it (Karn).
+    pub retx: bool,
+}
+
+/// The queue's one timer: the RFC 6298 retransmission timer while cells are
+/// unacknowledged (or, in loss recovery, the shorter lost-retransmission
+/// timer), otherwise the FWD probe timer while cells are ACKed but not
+/// forwarded ([hopwise], `docs/backtap.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Timer {
+    Off,
+    Rto(Time),
+    /// [hopwise] A retransmission sent in recovery was not acknowledged
+    /// within about two round trips: send it again without backing off.
+    Lost(Time),
+    Probe(Time),
+}
+
+impl Timer {
+    pub fn deadline(self) -> Option<Time> {
+        match self {
+            Timer::Off => None,
+            Timer::Rto(t) | Timer::Lost(t) | Timer::Probe(t) => Some(t),
+        }
+    }
+}
+
+/// Lost-retransmission timeouts per cell before the RTO (with backoff) takes over.
+const LOST_TRIES: u32 = 2;
+
+/// What an arriving cell did to the queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Arrival {
+    /// `tail` advanced: a cumulative ACK is owed.
+    InOrder,
+    /// Held above a gap: a duplicate ACK is owed at once (RFC 5681 §4.2).
+    OutOfOrder,
+    /// Seen before: ACK and FWD are owed again (the sender may have lost them).
+    Duplicate,
+    /// Beyond `circuit_limit`: refused, nothing owed (paper §3).
+    Dropped,
+}
+
+/// What an ACK did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AckResult {
+    Ignored,
+    /// New cells acknowledged.
+    Advanced,
+    /// A duplicate ACK; `true` if it triggered fast retransmit.
+    Duplicate(bool),
+}
+
+pub(super) struct Queue {
+    pub head: u32,
+    pub tail: u32,
+    pub next_tx: u32,
+    pub fwd_seen: u32,
+    pub cells: VecDeque<Slot>,
+    /// Present slots above `tail`.
+    pub ooo: u32,
+    pub tx: VecDeque<TxInfo>,
+
+    // Window (paper Eq. 1).
+    pub swnd: u32,
+    pub slow_start: bool,
+    /// Slow start: the last round doubled the window; this one only measures.
+    pub ss_wait: bool,
+    /// The round ends when a FWD covers this cell (nstor `begRttSeq`).
+    pub round_end: u32,
+    pub samples: u32,
+    pub round_min: Dur,
+    /// The latest FORWARD-RTT sample of the round (slow start only).
+    pub round_last: Dur,
+    pub limited: bool,
+    pub own_base: Dur,
+    pub last_actual: Dur,
+
+    // Reliability (RFC 6298, RFC 5681, RFC 6582).
+    pub rtt: RttEstimator,
+    pub dupacks: u32,
+    /// NewReno recovery point: the highest cell sent when loss was detected.
+    pub recover: Option<u32>,
+    /// Retransmit `head` at the next opportunity.
+    pub retx_due: bool,
+    /// Lost-retransmission timeouts since the last ACK progress.
+    pub lost_tries: u32,
+    pub timer: Timer,
+    pub probe_backoff: u32,
+    /// Time of this queue's live entry in the endpoint's timer heap.
+    pub heap_at: Option<Time>,
+    pub in_rr: bool,
+
+    // Feedback owed to the predecessor (coalesced in place).
+    pub owe_ack: bool,
+    pub owe_fwd: bool,
+    pub fb_queued: bool,
+
+    /// The application sits on the in side (packaging edge) / out side
+    /// (delivering edge).
+    pub in_app: bool,
+    pub out_app: bool,
+    /// Packaging edge: admission was open when last looked at. Delivering
+    /// edge: a cell was readable when last looked at.
+    pub edge_flag: bool,
+
+    pub st: HopStats,
+}
+
+impl Queue {
+    pub fn new(cfg: &Config, in_app: bool, out_app: bool) -> Queue {
+        Queue {
+            head: 1,
+            tail: 0,
+            next_tx: 1,
+            fwd_seen: 1,
+            cells: VecDeque::new(),
+            ooo: 0,
+            tx: VecDeque::new(),
+            swnd: cfg.initial_window.clamp(1, cfg.max_window.max(1)),
+            slow_start: matches!(cfg.startup, Startup::SlowStart { .. }),
+            ss_wait: false,
+            round_end: 1,
+            samples: 0,
+            round_min: Dur::MAX,
+            round_last: Dur::ZERO,
+            limited: false,
+            own_base: Dur::MAX,
+            last_actual: Dur::ZERO,
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
+            dupacks: 0,
+            recover: None,
+            retx_due: false,
+            lost_tries: 0,
+            timer: Timer::Off,
+            probe_backoff: 0,
+            heap_at: None,
+            in_rr: false,
+            owe_ack: false,
+            owe_fwd: false,
+            fb_queued: false,
+            in_app,
+            out_app,
+            edge_flag: in_app,
+            st: HopStats::default(),
+        }
+    }
+
+    /// Cumulative ACK value owed upstream.
+    pub fn ack_value(&self) -> u32 {
+        self.tail + 1
+    }
+    /// Cumulative FWD value owed upstream: every cell below it has left.
+    pub fn fwd_value(&self) -> u32 {
+        self.next_tx
+    }
+
+    /// Sent, not yet forwarded by the successor.
+    pub fn unforwarded(&self) -> u32 {
+        self.next_tx - self.fwd_seen
+    }
+
+    /// Paper §3: a new cell may go if `high_tx − (fwd_seen − 1) < swnd`
+    /// (with `high_tx = next_tx − 1`). RFC 3042 limited transmit: the first
+    /// two duplicate ACKs outside recovery each allow one cell more, so that
+    /// a small window still produces enough duplicate ACKs.
+    pub fn window_open(&self) -> bool {
+        let extra = if self.recover.is_none() {
+            self.dupacks.min(2)
+        } else {
+            0
+        };
+        self.unforwarded() < self.swnd + extra
+    }
+
+    /// Whether the scheduler has a cell to send for this queue.
+    pub fn sendable(&self) -> bool {
+        !self.out_app
+            && ((self.retx_due && self.head < self.next_tx)
+                || (self.next_tx <= self.tail && self.window_open()))
+    }
+
+    /// Packaging-edge admission (nstor `ReadFromEdge`): cells queued here plus
+    /// cells not yet forwarded by the successor stay below `swnd`.
+    pub fn admission_open(&self, cfg: &Config) -> bool {
+        if !self.in_app || self.tail >= u32::MAX - 2 {
+            return false;
+        }
+        if self.out_app {
+            // A circuit with the application on both sides: only the buffer bounds it.
+            return self.tail + 1 - self.head < cfg.circuit_limit;
+        }
+        self.tail + 1 - self.fwd_seen < self.swnd
+    }
+
+    /// Records that the window held back a cell, for
+    /// [`Config::grow_only_when_limited`].
+    pub fn note_limited(&mut self) {
+        if !self.out_app && self.next_tx <= self.tail && !self.window_open() {
+            self.limited = true;
+        }
+    }
+
+    /// Appends a cell at the packaging edge (the caller checked admission).
+    pub fn package(&mut self, flags: u8, body: &CellBody) {
+        debug_assert_eq!(self.cells.len() as u32, self.tail + 1 - self.head);
+        self.cells.push_back(Slot {
+            have: true,
+            flags,
+            body: *body,
+        });
+        self.tail += 1;
+        self.st.cells_in += 1;
+    }
+
+    /// A cell arrived from the predecessor.
+    pub fn arrive(&mut self, cfg: &Config, seq: u32, flags: u8, body: &CellBody) -> Arrival {
+        if seq <= self.tail {
+            self.st.duplicates += 1;
+            return Arrival::Duplicate;
+        }
+        // seq > tail ≥ head − 1, so seq ≥ head.
+        let idx = (seq - self.head) as usize;
+        // The limit counts cells not yet forwarded (from next_tx): cells
+        // forwarded but not yet acknowledged downstream are bounded by the
+        // window, and counting them would refuse cells a long, full hop needs
+        // (at 900 ms a hop holds ~870 cells in flight).
+        if seq >= self.next_tx.saturating_add(cfg.circuit_limit) || seq >= u32::MAX - 2 {
+            self.st.drops += 1;
+            return Arrival::Dropped;
+        }
+        if idx == self.cells.len() {
+            self.cells.push_back(Slot {
+                have: true,
+                flags,
+                body: *body,
+            });
+        } else {
+            if idx > self.cells.len() {
+                self.cells.resize(idx + 1, Slot::HOLE);
+            }
+            let slot = &mut self.cells[idx];
+            if slot.have {
+                self.st.duplicates += 1;
+                return Arrival::OutOfOrder;
+            }
+            slot.have = true;
+            slot.flags = flags;
+            slot.body = *body;
+        }
+        self.st.cells_in += 1;
+        if seq == self.tail + 1 {
+            self.tail = seq;
+            // Pull in the out-of-order cells the new one connects.
+            let mut i = (self.tail + 1 - self.head) as usize;
+            while self.ooo > 0 && i < self.cells.len() && self.cells[i].have {
+                self.tail += 1;
+                self.ooo -= 1;
+                i += 1;
+            }
+            Arrival::InOrder
+        } else {
+            self.ooo += 1;
+            Arrival::OutOfOrder
+        }
+    }
+
+    /// Drops cells below `upto` from the buffer.
+    fn release(&mut self, upto: u32) {
+        while self.head < upto {
+            self.cells.pop_front();
+            self.head += 1;
+        }
+        // Give back memory after a burst (thousands of queues share the heap).
+        let cap = self.cells.capacity();
+        if cap > 64 && self.cells.len() * 4 < cap {
+            self.cells.shrink_to((self.cells.len() * 2).max(16));
+        }
+    }
+
+    /// Whether any cell in `from .. to` was retransmitted (Karn's rule).
+    fn any_retx(&self, from: u32, to: u32) -> bool {
+        let a = (from - self.fwd_seen) as usize;
+        let b = (to - self.fwd_seen) as usize;
+        self.tx.range(a..b.min(self.tx.len())).any(|t| t.retx)
+    }
+
+    /// A cumulative ACK `a` from the successor. `may_be_dup`: the feedback
+    /// item carries no FWD progress (RFC 5681 §2's "window unchanged").
+    pub fn on_ack(&mut self, cfg: &Config, now: Time, a: u32, may_be_dup: bool) -> AckResult {
+        if a > self.next_tx || self.out_app {
+            return AckResult::Ignored;
+        }
+        if a > self.head {
+            // RFC 6298 §3 (Karn): no sample if the ACK covers a retransmission.
+            if !self.any_retx(self.head, a) {
+                if let Some(t) = self.tx.get((a - 1 - self.fwd_seen) as usize) {
+                    self.rtt.update(now.since(t.sent));
+                }
+            }
+            self.release(a);
+            self.dupacks = 0;
+            self.lost_tries = 0;
+            if let Some(r) = self.recover {
+                if a > r {
+                    self.recover = None;
+                } else {
+                    // RFC 6582 §3.2 step 5: a partial ACK means `a` was lost too.
+                    self.retx_due = true;
+                }
+            }
+            return AckResult::Advanced;
+        }
+        if a == self.head && self.head < self.next_tx && may_be_dup {
+            self.dupacks += 1;
+            // RFC 5681 §3.2: fast retransmit on the third duplicate ACK, once
+            // per loss (not again before the recovery point is acknowledged).
+            // RFC 5827 early retransmit: with fewer than four cells
+            // outstanding and no new cell allowed, one less than outstanding.
+            let outstanding = self.next_tx - self.head;
+            let new_allowed = self.next_tx <= self.tail && self.unforwarded() < self.swnd;
+            let thresh = if outstanding < 4 && !new_allowed {
+                cfg.dupthresh.min(outstanding - 1).max(1)
+            } else {
+                cfg.dupthresh.max(1)
+            };
+            if self.dupacks >= thresh && self.recover.is_none() {
+                self.retx_due = true;
+                self.recover = Some(self.next_tx - 1);
+                self.st.fast_retransmits += 1;
+                return AckResult::Duplicate(true);
+            }
+            return AckResult::Duplicate(false);
+        }
+        AckResult::Ignored
+    }
+
+    /// A cumulative FWD `f`. Returns the FORWARD-RTT sample if it gave one,
+    /// or `None` if nothing new was forwarded. `Some(None)`: progress, no sample.
+    pub fn on_fwd(&mut self, now: Time, f: u32) -> Option<Option<Dur>> {
+        if f <= self.fwd_seen || f > self.next_tx || self.out_app {
+            return None;
+        }
+        if f > self.head {
+            // The successor holds what it forwarded: an implied ACK.
+            self.release(f);
+            self.dupacks = 0;
+            if self.recover.is_some_and(|r| f > r) {
+                self.recover = None;
+            }
+        }
+        let sample = if self.any_retx(self.fwd_seen, f) {
+            None
+        } else {
+            self.tx
+                .get((f - 1 - self.fwd_seen) as usize)
+                .map(|t| now.since(t.sent))
+        };
+        let n = ((f - self.fwd_seen) as usize).min(self.tx.len());
+        self.tx.drain(..n);
+        self.fwd_seen = f;
+        self.probe_backoff = 0;
+        if let Some(s) = sample {
+            self.samples += 1;
+            self.round_min = self.round_min.min(s);
+            self.round_last = s;
+            self.own_base = self.own_base.min(s);
+            self.st.fwd_samples += 1;
+        }
+        Some(sample)
+    }
+
+    /// The round ends when a FWD covers the cell that was next to send when
+    /// it began (`docs/backtap.md`; nstor `begRttSeq`). Returns whether the
+    /// window was evaluated.
+    pub fn maybe_end_round(&mut self, cfg: &Config, base: Dur) -> bool {
+        if self.fwd_seen <= self.round_end {
+            return false;
+        }
+        self.round_end = self.next_tx;
+        // Fewer than `min_samples` samples carry over to the next round
+        // (nstor only resets its counter when it adjusts the window).
+        if self.samples < cfg.min_samples.max(1) || base == Dur::MAX {
+            return false;
+        }
+        let actual = self.round_min.max(base);
+        // Eq. 1: diff = swnd · (actualRtt − baseRtt) / baseRtt, compared in
+        // exact integer arithmetic as swnd · (actual − base) ⋚ k · base.
+        let swnd = self.swnd as u128;
+        let b = base.as_nanos() as u128;
+        let lhs = |rtt: Dur| swnd * (rtt.max(base) - base).as_nanos() as u128;
+        let may_grow = self.limited || !cfg.grow_only_when_limited;
+        let max = cfg.max_window.max(1);
+        let mut vegas = true;
+        if self.slow_start {
+            let gamma = match cfg.startup {
+                Startup::SlowStart { gamma } => gamma,
+                Startup::Linear => 0,
+            };
+            // [hopwise] Slow start judges a round by its latest sample: the
+            // minimum still includes cells sent before the last doubling
+            // reached the bottleneck, so it would see the overshoot a round late.
+            let latest = self.round_last.max(base);
+            if lhs(latest) < gamma as u128 * b {
+                vegas = false;
+                // Vegas doubles every other round: a round's samples come
+                // from cells sent in the round before, so the round after a
+                // doubling measures the old window.
+                if may_grow && !self.ss_wait {
+                    self.swnd = self.swnd.saturating_mul(2).min(max);
+                    self.ss_wait = true;
+                } else {
+                    self.ss_wait = false;
+                }
+            } else {
+                // Leaving slow start: clamp to the window that matches the
+                // measured rate, swnd · baseRtt / actualRtt, plus one (Linux
+                // tcp_vegas), so that Eq. 1 does not spend a round per cell
+                // of overshoot.
+                self.slow_start = false;
+                vegas = false;
+                let target = swnd * b / latest.as_nanos().max(1) as u128;
+                self.swnd = self.swnd.min(target as u32 + 1).max(1);
+            }
+        }
+        if vegas {
+            if lhs(actual) < cfg.alpha as u128 * b {
+                if may_grow {
+                    self.swnd = (self.swnd + 1).min(max);
+                }
+            } else if lhs(actual) > cfg.beta as u128 * b {
+                self.swnd = (self.swnd - 1).max(1);
+            }
+        }
+        self.last_actual = actual;
+        self.samples = 0;
+        self.round_min = Dur::MAX;
+        self.limited = false;
+        self.st.rounds += 1;
+        true
+    }
+
+    /// Picks the cell to send (a due retransmission of `head` first) and
+    /// updates the pointers. Returns `(seq, is_new)`.
+    pub fn take_for_send(&mut self, now: Time) -> (u32, bool) {
+        if self.retx_due && self.head < self.next_tx {
+            self.retx_due = false;
+            let seq = self.head;
+            if let Some(t) = self.tx.get_mut((seq - self.fwd_seen) as usize) {
+                t.retx = true;
+            }
+            self.st.retransmits += 1;
+            (seq, false)
+        } else {
+            self.retx_due = false;
+            let seq = self.next_tx;
+            self.next_tx += 1;
+            self.tx.push_back(TxInfo {
+                sent: now,
+                retx: false,
+            });
+            self.st.cells_out += 1;
+            (seq, true)
+        }
+    }
+
+    /// How long a retransmission in recovery may go unacknowledged before it
+    /// is presumed lost: SRTT + max(SRTT, 4·RTTVAR) plus two pack delays for
+    /// feedback that waits, never more than the RTO. (RFC 8985's RACK-TLP
+    /// detects lost retransmissions the same way, by time; without SACK this
+    /// is the only signal left.)
+    fn lost_timeout(&self, cfg: &Config) -> Dur {
+        let srtt = self.rtt.srtt();
+        (srtt + srtt.max(self.rtt.rttvar() * 4) + cfg.pack_delay * 2).min(self.rtt.rto())
+    }
+
+    /// Recomputes the timer after a change (RFC 6298 §5.1–5.3 for the
+    /// retransmission timer). `restart`: progress was made (or, in recovery,
+    /// a retransmission sent), start afresh.
+    pub fn update_timer(&mut self, cfg: &Config, now: Time, restart: bool) {
+        if self.out_app {
+            self.timer = Timer::Off;
+        } else if self.head < self.next_tx {
+            let quick =
+                self.recover.is_some() && self.lost_tries < LOST_TRIES && self.rtt.has_sample();
+            match (quick, self.timer) {
+                (true, Timer::Lost(_)) | (false, Timer::Rto(_)) if !restart => {}
+                (true, _) => self.timer = Timer::Lost(now + self.lost_timeout(cfg)),
+                (false, _) => self.timer = Timer::Rto(now + self.rtt.rto()),
+            }
+        } else if self.fwd_seen < self.next_tx {
+            if restart || !matches!(self.timer, Timer::Probe(_)) {
+                let iv = self.rtt.rto() * (1u64 << self.probe_backoff.min(20));
+                self.timer = Timer::Probe(now + iv.min(cfg.max_rto));
+            }
+        } else {
+            self.timer = Timer::Off;
+        }
+    }
+
+    /// The retransmission timer expired (RFC 6298 §5.4–5.6): retransmit the
+    /// oldest unacknowledged cell, back off, restart the timer. Later holes
+    /// are repaired by partial ACKs (RFC 6582).
+    pub fn on_rto(&mut self, now: Time) {
+        self.retx_due = true;
+        self.recover = Some(self.next_tx - 1);
+        self.dupacks = 0;
+        self.rtt.back_off();
+        self.st.timeouts += 1;
+        self.timer = Timer::Rto(now + self.rtt.rto());
+    }
+
+    /// The lost-retransmission timer expired: send `head` again, no backoff.
+    pub fn on_lost(&mut self, cfg: &Config, now: Time) {
+        self.retx_due = true;
+        self.lost_tries += 1;
+        self.st.lost_retransmits += 1;
+        self.timer = Timer::Off;
+        self.update_timer(cfg, now, true);
+    }
+
+    /// The probe timer expired: the caller sends a feedback request.
+    pub fn on_probe(&mut self, cfg: &Config, now: Time) {
+        self.probe_backoff = (self.probe_backoff + 1).min(20);
+        self.st.probes += 1;
+        let iv = self.rtt.rto() * (1u64 << self.probe_backoff);
+        self.timer = Timer::Probe(now + iv.min(cfg.max_rto));
+    }
+
+    /// Delivering edge: the application takes the next in-order cell.
+    pub fn take_delivered(&mut self, out: &mut CellBody) -> Option<u8> {
+        if !self.out_app || self.head > self.tail {
+            return None;
+        }
+        let slot = self.cells.pop_front()?;
+        *out = slot.body;
+        self.head += 1;
+        self.next_tx = self.head;
+        self.fwd_seen = self.head;
+        self.st.cells_out += 1;
+        let cap = self.cells.capacity();
+        if cap > 64 && self.cells.len() * 4 < cap {
+            self.cells.shrink_to((self.cells.len() * 2).max(16));
+        }
+        Some(slot.flags)
+    }
+
+    /// The cell `seq` for (re)transmission, if still held.
+    pub fn cell(&self, seq: u32) -> Option<&Slot> {
+        if seq < self.head {
+            return None;
+        }
+        self.cells
+            .get((seq - self.head) as usize)
+            .filter(|s| s.have)
+    }
+
+    pub fn stats(&self, base: Dur) -> HopStats {
+        let mut s = self.st;
+        s.swnd = self.swnd;
+        s.slow_start = self.slow_start;
+        s.head = self.head;
+        s.tail = self.tail;
+        s.next_tx = self.next_tx;
+        s.fwd_seen = self.fwd_seen;
+        s.queued = if self.out_app {
+            self.tail + 1 - self.head
+        } else {
+            self.tail + 1 - self.next_tx
+        };
+        s.in_flight = self.next_tx - self.head;
+        s.unforwarded = self.unforwarded();
+        s.out_of_order = self.ooo;
+        s.srtt = self.rtt.srtt();
+        s.rto = self.rtt.rto();
+        s.base_rtt = if base == Dur::MAX { Dur::ZERO } else { base };
+        s.actual_rtt = self.last_actual;
+        s
+    }
+}

@@ -1,0 +1,644 @@
+//! Unit tests of the endpoint, driven with hand-made datagrams.
+
+use super::wire::{self, Cell, CellBody, Feedback, Item, CELL_BODY_LEN, FLAG_CLOSE, FLAG_OPEN};
+use super::*;
+use crate::time::{Dur, Time};
+
+fn ms(x: u64) -> Time {
+    Time::ZERO + Dur::from_millis(x)
+}
+
+fn body(n: u32) -> CellBody {
+    let mut b = [0u8; CELL_BODY_LEN];
+    b[..4].copy_from_slice(&n.to_be_bytes());
+    b
+}
+
+/// An owned view of what an endpoint sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Out {
+    Cell {
+        circ: u32,
+        seq: u32,
+        flags: u8,
+        tag: u32,
+    },
+    Fb {
+        circ: u32,
+        ack: Option<u32>,
+        fwd: Option<u32>,
+    },
+}
+
+fn drain(ep: &mut Endpoint, now: Time) -> Vec<(PeerId, Vec<Out>)> {
+    let mut v = Vec::new();
+    while let Some((p, d)) = ep.poll_transmit(now) {
+        assert!(d.len() <= ep.config().payload_budget, "within the budget");
+        let items = wire::decode(&d)
+            .expect("endpoint output decodes")
+            .items()
+            .map(|it| match it {
+                Item::Cell(c) => Out::Cell {
+                    circ: c.circ_id,
+                    seq: c.seq,
+                    flags: c.flags,
+                    tag: u32::from_be_bytes(c.body[..4].try_into().unwrap()),
+                },
+                Item::Feedback(f) => Out::Fb {
+                    circ: f.circ_id,
+                    ack: f.ack,
+                    fwd: f.fwd,
+                },
+            })
+            .collect();
+        v.push((p, items));
+    }
+    v
+}
+
+/// Everything sent at `t` and, after the pack delay, at `t + 1 ms`.
+fn settle(ep: &mut Endpoint, t: Time) -> Vec<(PeerId, Vec<Out>)> {
+    let mut v = drain(ep, t);
+    let t1 = t + Dur::from_millis(1);
+    ep.handle_timeout(t1);
+    v.extend(drain(ep, t1));
+    v
+}
+
+fn cells(out: &[(PeerId, Vec<Out>)]) -> Vec<u32> {
+    out.iter()
+        .flat_map(|(_, d)| d.iter())
+        .filter_map(|o| match o {
+            Out::Cell { seq, .. } => Some(*seq),
+            _ => None,
+        })
+        .collect()
+}
+
+fn feedback(out: &[(PeerId, Vec<Out>)]) -> Vec<(Option<u32>, Option<u32>)> {
+    out.iter()
+        .flat_map(|(_, d)| d.iter())
+        .filter_map(|o| match o {
+            Out::Fb { ack, fwd, .. } => Some((*ack, *fwd)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn fb(circ: u32, ack: Option<u32>, fwd: Option<u32>) -> Vec<u8> {
+    wire::encode(&[Item::Feedback(Feedback {
+        circ_id: circ,
+        ack,
+        fwd,
+    })])
+}
+
+fn cells_dg(circ: u32, seqs: &[u32]) -> Vec<u8> {
+    let bodies: Vec<CellBody> = seqs.iter().map(|&s| body(s)).collect();
+    let items: Vec<Item> = seqs
+        .iter()
+        .zip(&bodies)
+        .map(|(&seq, b)| {
+            Item::Cell(Cell {
+                circ_id: circ,
+                seq,
+                flags: 0,
+                body: b,
+            })
+        })
+        .collect();
+    wire::encode(&items)
+}
+
+/// A client with one peer (the entry) and `n` circuits to it.
+fn client(cfg: Config, n: u32) -> (Endpoint, PeerId, Vec<CircuitId>) {
+    let mut ep = Endpoint::new(cfg);
+    let p = ep.add_peer(1);
+    let cs = (0..n)
+        .map(|i| ep.add_circuit(None, Some((p, 10 + i))))
+        .collect();
+    (ep, p, cs)
+}
+
+fn fill(ep: &mut Endpoint, now: Time, c: CircuitId) -> u32 {
+    let mut n = 0;
+    while ep.can_send(c, Direction::Forward) {
+        ep.send_cell(now, c, Direction::Forward, &body(n)).unwrap();
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn a_lone_cell_waits_pack_delay_two_cells_leave_at_once() {
+    let (mut ep, _, cs) = client(Config::default(), 1);
+    ep.send_cell(ms(0), cs[0], Direction::Forward, &body(7))
+        .unwrap();
+    assert!(
+        ep.poll_transmit(ms(0)).is_none(),
+        "one cell waits for company"
+    );
+    assert_eq!(ep.poll_timeout(), Some(ms(1)), "at most pack_delay");
+    ep.handle_timeout(ms(1));
+    let out = drain(&mut ep, ms(1));
+    assert_eq!(
+        out[0].1,
+        vec![Out::Cell {
+            circ: 10,
+            seq: 1,
+            flags: FLAG_OPEN,
+            tag: 7
+        }]
+    );
+    // The second cell (the window is 2) leaves with the next one... alone again.
+    ep.send_cell(ms(2), cs[0], Direction::Forward, &body(8))
+        .unwrap();
+    assert!(ep.poll_transmit(ms(2)).is_none());
+    let (mut ep, _, cs) = client(Config::default(), 1);
+    assert_eq!(
+        fill(&mut ep, ms(0), cs[0]),
+        2,
+        "admission: initial window 2"
+    );
+    let out = drain(&mut ep, ms(0));
+    assert_eq!(out.len(), 1, "two cells fill a datagram: no wait");
+    assert_eq!(cells(&out), vec![1, 2]);
+    assert_eq!(
+        ep.poll_timeout(),
+        Some(ms(1000)),
+        "RTO before any sample: 1 s (RFC 6298)"
+    );
+}
+
+#[test]
+fn relay_acks_on_arrival_and_forwards_with_fwd() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2]))
+        .unwrap();
+    let out = drain(&mut relay, ms(0));
+    // Downstream: both cells, seq unchanged, OPEN on seq 1; upstream: one
+    // coalesced item with ACK 3 (both arrived) and FWD 3 (both forwarded).
+    let down: Vec<_> = out.iter().filter(|(p, _)| *p == next).collect();
+    let up: Vec<_> = out.iter().filter(|(p, _)| *p == prev).collect();
+    assert_eq!(cells(&out), vec![1, 2]);
+    assert!(matches!(
+        down[0].1[0],
+        Out::Cell {
+            circ: 6,
+            seq: 1,
+            flags: FLAG_OPEN,
+            tag: 1
+        }
+    ));
+    assert_eq!(up.len(), 1);
+    assert_eq!(
+        up[0].1,
+        vec![Out::Fb {
+            circ: 5,
+            ack: Some(3),
+            fwd: Some(3)
+        }]
+    );
+    // A third cell arrives but the window (2) is full: ACK only, after pack_delay.
+    relay
+        .handle_datagram(ms(2), prev, &cells_dg(5, &[3]))
+        .unwrap();
+    assert!(drain(&mut relay, ms(2)).is_empty());
+    let out = drain(&mut relay, ms(3));
+    assert_eq!(feedback(&out), vec![(Some(4), None)]);
+    // The next hop forwards cell 1: the window opens, cell 3 leaves, FWD 4 goes up.
+    relay
+        .handle_datagram(ms(20), next, &fb(6, Some(3), Some(2)))
+        .unwrap();
+    let out = settle(&mut relay, ms(20));
+    assert_eq!(cells(&out), vec![3]);
+    assert_eq!(feedback(&out), vec![(None, Some(4))]);
+    let s = relay.circuit_stats(CircuitId(0), Direction::Forward);
+    assert_eq!((s.head, s.tail, s.next_tx, s.fwd_seen), (3, 3, 4, 2));
+}
+
+#[test]
+fn relay_refuses_cells_beyond_circuit_limit_without_acking() {
+    let cfg = Config {
+        circuit_limit: 50,
+        ..Config::default()
+    };
+    let mut relay = Endpoint::new(cfg);
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    let c = relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    // A predecessor that ignores the window floods 60 cells.
+    for s in (1..=60).step_by(2) {
+        relay
+            .handle_datagram(ms(0), prev, &cells_dg(5, &[s, s + 1]))
+            .unwrap();
+    }
+    let out = drain(&mut relay, ms(5));
+    let acks: Vec<u32> = feedback(&out).iter().filter_map(|f| f.0).collect();
+    assert_eq!(
+        acks.iter().max(),
+        Some(&51),
+        "cells 51..60 are not acknowledged"
+    );
+    let st = relay.circuit_stats(c, Direction::Forward);
+    assert_eq!(st.drops, 10);
+    assert_eq!(relay.stats().drops, 10);
+    assert_eq!(st.tail, 50);
+    assert_eq!(cells(&out), vec![1, 2], "only the window goes downstream");
+    // The next hop acknowledges and forwards 1 and 2: the buffer has room for
+    // two more, so the retransmitted 51 and 52 are taken, 53 is not.
+    relay
+        .handle_datagram(ms(20), next, &fb(6, Some(3), Some(3)))
+        .unwrap();
+    relay
+        .handle_datagram(ms(21), prev, &cells_dg(5, &[51, 52]))
+        .unwrap();
+    relay
+        .handle_datagram(ms(21), prev, &cells_dg(5, &[53]))
+        .unwrap();
+    let out = drain(&mut relay, ms(30));
+    let acks: Vec<u32> = feedback(&out).iter().filter_map(|f| f.0).collect();
+    assert_eq!(acks.iter().max(), Some(&53));
+    assert_eq!(relay.circuit_stats(c, Direction::Forward).drops, 11);
+}
+
+/// Sends one cell on `c` at `at` and returns when it went out.
+fn one_cell(ep: &mut Endpoint, c: CircuitId, at: Time, tag: u32) {
+    ep.send_cell(at, c, Direction::Forward, &body(tag)).unwrap();
+    assert_eq!(cells(&settle(ep, at)).len(), 1);
+}
+
+#[test]
+fn base_rtt_is_shared_per_next_hop() {
+    for share in [true, false] {
+        let cfg = Config {
+            min_samples: 1,
+            share_base_rtt: share,
+            ..Config::default()
+        };
+        let (mut ep, p, cs) = client(cfg, 2);
+        // Circuit A: one cell, forwarded 10 ms after it was sent.
+        one_cell(&mut ep, cs[0], ms(0), 0);
+        ep.handle_datagram(ms(10), p, &fb(10, Some(2), Some(2)))
+            .unwrap();
+        assert_eq!(
+            ep.circuit_stats(cs[0], Direction::Forward).base_rtt,
+            Dur::from_millis(10)
+        );
+        // Circuit B: its application fills the window; FWD after 40 ms.
+        assert_eq!(fill(&mut ep, ms(100), cs[1]), 2);
+        drain(&mut ep, ms(100));
+        ep.handle_datagram(ms(140), p, &fb(11, Some(3), Some(2)))
+            .unwrap();
+        let b = ep.circuit_stats(cs[1], Direction::Forward);
+        if share {
+            // baseRtt 10 ms from A: diff = 2 · (40 − 10) / 10 = 6 > β → 1.
+            assert_eq!(b.base_rtt, Dur::from_millis(10));
+            assert_eq!(b.swnd, 1);
+        } else {
+            // Its own baseRtt is 40 ms: diff = 0 < α and the window was full → 3.
+            assert_eq!(b.base_rtt, Dur::from_millis(40));
+            assert_eq!(b.swnd, 3);
+        }
+        assert_eq!(b.actual_rtt, Dur::from_millis(40));
+    }
+}
+
+#[test]
+fn fast_retransmit_on_the_third_duplicate_ack() {
+    let cfg = Config {
+        initial_window: 8,
+        ..Config::default()
+    };
+    let (mut ep, p, cs) = client(cfg, 1);
+    assert_eq!(fill(&mut ep, ms(0), cs[0]), 8);
+    assert_eq!(cells(&drain(&mut ep, ms(1))), (1..=8).collect::<Vec<_>>());
+    // Cell 2 was lost: 1 arrives (ACK 2), then 3, 4, 5 (duplicate ACK 2).
+    ep.handle_datagram(ms(10), p, &fb(10, Some(2), None))
+        .unwrap();
+    for (i, t) in [11, 12].iter().enumerate() {
+        ep.handle_datagram(ms(*t), p, &fb(10, Some(2), None))
+            .unwrap();
+        assert!(
+            cells(&drain(&mut ep, ms(*t))).is_empty(),
+            "duplicate ACK {} alone does nothing",
+            i + 1
+        );
+    }
+    ep.handle_datagram(ms(13), p, &fb(10, Some(2), None))
+        .unwrap();
+    assert_eq!(
+        cells(&settle(&mut ep, ms(13))),
+        vec![2],
+        "retransmitted after the third"
+    );
+    // More duplicates do not retransmit again (once per loss).
+    ep.handle_datagram(ms(15), p, &fb(10, Some(2), None))
+        .unwrap();
+    assert!(cells(&settle(&mut ep, ms(15))).is_empty());
+    // A partial ACK (2 arrived, 6 missing) retransmits 6 at once (RFC 6582).
+    ep.handle_datagram(ms(25), p, &fb(10, Some(6), None))
+        .unwrap();
+    assert_eq!(cells(&settle(&mut ep, ms(25))), vec![6]);
+    let s = ep.circuit_stats(cs[0], Direction::Forward);
+    assert_eq!((s.fast_retransmits, s.retransmits, s.timeouts), (1, 2, 0));
+}
+
+#[test]
+fn early_retransmit_with_few_cells_outstanding() {
+    // RFC 5827: three cells outstanding, no new cell allowed: two duplicates suffice.
+    let cfg = Config {
+        initial_window: 4,
+        ..Config::default()
+    };
+    let (mut ep, p, cs) = client(cfg, 1);
+    assert_eq!(fill(&mut ep, ms(0), cs[0]), 4);
+    drain(&mut ep, ms(1));
+    ep.handle_datagram(ms(10), p, &fb(10, Some(2), None))
+        .unwrap();
+    ep.handle_datagram(ms(11), p, &fb(10, Some(2), None))
+        .unwrap();
+    assert!(cells(&settle(&mut ep, ms(11))).is_empty(), "one duplicate");
+    ep.handle_datagram(ms(13), p, &fb(10, Some(2), None))
+        .unwrap();
+    assert_eq!(
+        cells(&settle(&mut ep, ms(13))),
+        vec![2],
+        "the second suffices"
+    );
+}
+
+#[test]
+fn rto_retransmits_the_oldest_cell_and_backs_off() {
+    let (mut ep, _, cs) = client(Config::default(), 1);
+    fill(&mut ep, ms(0), cs[0]);
+    drain(&mut ep, ms(0));
+    let t1 = ep.poll_timeout().unwrap();
+    assert_eq!(t1, ms(1000));
+    ep.handle_timeout(t1);
+    let out = drain(&mut ep, t1);
+    ep.handle_timeout(t1 + Dur::from_millis(1));
+    let out2 = drain(&mut ep, t1 + Dur::from_millis(1));
+    assert_eq!([cells(&out), cells(&out2)].concat(), vec![1]);
+    let t2 = ep.poll_timeout().unwrap();
+    assert_eq!(t2, t1 + Dur::from_secs(2), "backed off");
+    assert_eq!(ep.circuit_stats(cs[0], Direction::Forward).timeouts, 1);
+}
+
+#[test]
+fn a_lost_fwd_is_recovered_by_a_feedback_request() {
+    let (mut ep, p, cs) = client(Config::default(), 1);
+    fill(&mut ep, ms(0), cs[0]);
+    drain(&mut ep, ms(0));
+    // Both cells ACKed (10 ms RTT) but the FWD that would follow is lost.
+    ep.handle_datagram(ms(10), p, &fb(10, Some(3), None))
+        .unwrap();
+    assert!(!ep.can_send(cs[0], Direction::Forward), "window still full");
+    let t = ep.poll_timeout().unwrap();
+    assert!(t > ms(10) && t <= ms(1010), "probe timer armed: {t:?}");
+    ep.handle_timeout(t);
+    ep.handle_timeout(t + Dur::from_millis(1));
+    let out = drain(&mut ep, t + Dur::from_millis(1));
+    assert_eq!(
+        out[0].1,
+        vec![Out::Fb {
+            circ: 10,
+            ack: None,
+            fwd: None
+        }],
+        "a request"
+    );
+    assert_eq!(ep.circuit_stats(cs[0], Direction::Forward).probes, 1);
+    // The answer reopens the window and says Writable.
+    ep.handle_datagram(t + Dur::from_millis(20), p, &fb(10, Some(3), Some(3)))
+        .unwrap();
+    assert!(ep.can_send(cs[0], Direction::Forward));
+    assert_eq!(
+        ep.poll_event(),
+        Some(Event::Writable {
+            circuit: cs[0],
+            dir: Direction::Forward
+        })
+    );
+    // A relay answers a request with its current ACK and FWD.
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2]))
+        .unwrap();
+    drain(&mut relay, ms(0));
+    relay
+        .handle_datagram(ms(50), prev, &fb(5, None, None))
+        .unwrap();
+    let out = drain(&mut relay, ms(50));
+    assert_eq!(
+        out,
+        vec![(
+            prev,
+            vec![Out::Fb {
+                circ: 5,
+                ack: Some(3),
+                fwd: Some(3)
+            }]
+        )]
+    );
+}
+
+#[test]
+fn out_of_order_cells_get_one_duplicate_ack_each_and_are_delivered_in_order() {
+    let mut exit = Endpoint::new(Config::default());
+    let prev = exit.add_peer(0);
+    let c = exit.add_circuit(Some((prev, 5)), None);
+    exit.handle_datagram(ms(0), prev, &cells_dg(5, &[1, 3]))
+        .unwrap();
+    exit.handle_datagram(ms(0), prev, &cells_dg(5, &[4]))
+        .unwrap();
+    assert_eq!(
+        exit.poll_event(),
+        Some(Event::Readable {
+            circuit: c,
+            dir: Direction::Forward
+        })
+    );
+    let out = drain(&mut exit, ms(1));
+    assert_eq!(
+        feedback(&out),
+        vec![(Some(2), None), (Some(2), None), (Some(2), None)]
+    );
+    let mut got = vec![];
+    while let Some(b) = exit.recv_cell(ms(2), c, Direction::Forward) {
+        got.push(u32::from_be_bytes(b[..4].try_into().unwrap()));
+    }
+    assert_eq!(got, vec![1]);
+    assert_eq!(exit.circuit_stats(c, Direction::Forward).out_of_order, 2);
+    exit.handle_datagram(ms(3), prev, &cells_dg(5, &[2]))
+        .unwrap();
+    assert_eq!(
+        exit.poll_event(),
+        Some(Event::Readable {
+            circuit: c,
+            dir: Direction::Forward
+        })
+    );
+    while let Some(b) = exit.recv_cell(ms(3), c, Direction::Forward) {
+        got.push(u32::from_be_bytes(b[..4].try_into().unwrap()));
+    }
+    assert_eq!(got, vec![1, 2, 3, 4]);
+    // FWD is owed when the application takes the cells; it leaves at once,
+    // with the latest cumulative values (one item, updated in place).
+    let out = drain(&mut exit, ms(3));
+    assert_eq!(feedback(&out), vec![(Some(5), Some(5))]);
+}
+
+#[test]
+fn close_flag_travels_and_open_is_set_per_hop() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    let b = body(1);
+    let dg = wire::encode(&[Item::Cell(Cell {
+        circ_id: 5,
+        seq: 1,
+        flags: FLAG_OPEN | FLAG_CLOSE,
+        body: &b,
+    })]);
+    relay.handle_datagram(ms(0), prev, &dg).unwrap();
+    let out = settle(&mut relay, ms(0));
+    assert!(out.iter().any(|(p, d)| *p == next
+        && d.contains(&Out::Cell {
+            circ: 6,
+            seq: 1,
+            flags: FLAG_OPEN | FLAG_CLOSE,
+            tag: 1
+        })));
+    let (mut ep, _, cs) = client(Config::default(), 1);
+    ep.send_cell_flags(ms(0), cs[0], Direction::Forward, &body(0), 0xff)
+        .unwrap();
+    ep.send_cell_flags(ms(0), cs[0], Direction::Forward, &body(1), FLAG_CLOSE)
+        .unwrap();
+    let out = drain(&mut ep, ms(0));
+    let flags: Vec<u8> = out[0]
+        .1
+        .iter()
+        .map(|o| match o {
+            Out::Cell { flags, .. } => *flags,
+            _ => 0,
+        })
+        .collect();
+    assert_eq!(
+        flags,
+        vec![FLAG_OPEN | FLAG_CLOSE, FLAG_CLOSE],
+        "reserved bits are dropped"
+    );
+}
+
+#[test]
+fn bad_input_is_counted_not_fatal() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    let c = relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    assert!(relay.handle_datagram(ms(0), prev, &[]).is_err());
+    assert!(relay.handle_datagram(ms(0), prev, &[9, 1]).is_err());
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(99, &[1]))
+        .unwrap();
+    relay
+        .handle_datagram(ms(0), PeerId(42), &cells_dg(5, &[1]))
+        .unwrap();
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[0]))
+        .unwrap();
+    relay
+        .handle_datagram(ms(0), next, &fb(6, Some(1000), Some(1000)))
+        .unwrap();
+    let s = *relay.stats();
+    assert_eq!(s.decode_errors, 2);
+    assert_eq!(s.unknown_circuit, 2);
+    assert_eq!(s.invalid_items, 2);
+    assert!(drain(&mut relay, ms(5)).is_empty());
+    relay.remove_circuit(c);
+    relay
+        .handle_datagram(ms(6), prev, &cells_dg(5, &[1]))
+        .unwrap();
+    assert_eq!(relay.stats().unknown_circuit, 3);
+    assert_eq!(relay.circuit_count(), 0);
+    assert_eq!(
+        relay.circuit_stats(c, Direction::Forward),
+        HopStats::default()
+    );
+}
+
+#[test]
+fn removing_a_circuit_drops_its_packed_items() {
+    let (mut ep, _, cs) = client(Config::default(), 2);
+    ep.send_cell(ms(0), cs[0], Direction::Forward, &body(0))
+        .unwrap();
+    assert!(
+        drain(&mut ep, ms(0)).is_empty(),
+        "packed, waiting for company"
+    );
+    ep.remove_circuit(cs[0]);
+    ep.send_cell(ms(0), cs[1], Direction::Forward, &body(1))
+        .unwrap();
+    let out = drain(&mut ep, ms(0));
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        out[0].1,
+        vec![Out::Cell {
+            circ: 11,
+            seq: 1,
+            flags: FLAG_OPEN,
+            tag: 1
+        }],
+        "only circuit 1's cell"
+    );
+    assert!(ep.poll_timeout().is_some());
+    ep.remove_circuit(cs[1]);
+    // Stale timers are skipped without firing anything.
+    while let Some(t) = ep.poll_timeout() {
+        ep.handle_timeout(t);
+        assert!(drain(&mut ep, t).is_empty());
+    }
+}
+
+#[test]
+fn token_bucket_gates_cells_not_feedback() {
+    let cfg = Config {
+        bucket: Some(BucketConfig {
+            rate: 519 * 100,
+            burst: 519,
+            refill: crate::bucket::Refill::Periodic(Dur::from_millis(10)),
+        }),
+        ..Config::default()
+    };
+    let mut relay = Endpoint::new(cfg);
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2]))
+        .unwrap();
+    let out = settle(&mut relay, ms(0));
+    assert_eq!(cells(&out), vec![1], "one cell's worth of tokens");
+    assert_eq!(
+        feedback(&out),
+        vec![(Some(3), Some(2))],
+        "feedback is not limited"
+    );
+    assert_eq!(
+        relay.poll_timeout(),
+        Some(ms(10)),
+        "bucket retry at the refill"
+    );
+    assert!(relay.stats().bucket_stalls >= 1);
+    relay.handle_timeout(ms(10));
+    assert_eq!(cells(&settle(&mut relay, ms(10))), vec![2]);
+}

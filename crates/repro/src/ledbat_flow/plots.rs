@@ -1,0 +1,359 @@
+//! The SVG figures of `ledbat-flow`.
+
+use super::{fig2_pairs, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS, LOW_PRIORITY};
+use hopwise_plot::{BarChart, Chart, Figure, Series};
+use std::path::Path as FsPath;
+
+fn label(p: &str) -> &str {
+    match p {
+        "newreno" => "NewReno",
+        "vegas" => "Vegas",
+        "lp" => "LP",
+        "nice" => "NICE",
+        "ledbat" => "LEDBAT",
+        other => other,
+    }
+}
+
+/// cwnd (packets) of each flow of `r` against time.
+fn cwnd_series(r: &RunResult, names: &[String]) -> Vec<Series> {
+    r.cwnd_pkts
+        .iter()
+        .zip(names)
+        .map(|(c, name)| {
+            let pts = r.times.iter().copied().zip(c.iter().copied()).collect();
+            Series::line(name.clone(), pts)
+        })
+        .collect()
+}
+
+fn fig2(dir: &FsPath, traces: &[RunResult]) -> std::io::Result<()> {
+    let mut fig = Figure::new(
+        "Fig. 2: cwnd of two backlogged flows (10 Mbit/s, RTT 50 ms, 100-packet buffer); top: NewReno against X, bottom: X against X",
+        4,
+    )
+    .panel_size(460, 300);
+    for (k, ((_, a, b), r)) in fig2_pairs().iter().zip(traces).enumerate() {
+        let letter = (b'a' + k as u8) as char;
+        let names = if a == b {
+            vec![format!("{} 1", label(a)), format!("{} 2", label(b))]
+        } else {
+            vec![label(a).to_string(), label(b).to_string()]
+        };
+        let mut c = Chart::new(format!("({letter}) {} + {}", label(a), label(b)))
+            .x_label("time (s)")
+            .y_label("cwnd (packets)");
+        for s in cwnd_series(r, &names) {
+            c.push_series(s);
+        }
+        fig.push_panel(c);
+    }
+    fig.write_svg(dir.join("fig2_cwnd.svg"))
+}
+
+fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
+    let mut share = Chart::new("(a) share of the one NewReno flow")
+        .x_label("N (low-priority flows)")
+        .y_label("NewReno share")
+        .y_range(0.0, 1.0);
+    let mut loss = Chart::new("(b) loss rate at the bottleneck")
+        .x_label("N (low-priority flows)")
+        .y_label("loss rate");
+    let mut util = Chart::new("(c) link utilisation")
+        .x_label("N (low-priority flows)")
+        .y_label("utilisation")
+        .y_range(0.8, 1.0);
+    let mut protos: Vec<&str> = LOW_PRIORITY.to_vec();
+    protos.push("newreno");
+    for p in protos {
+        let rows: Vec<_> = s.fig4.iter().filter(|r| r.protocol == p).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let name = if p == "newreno" {
+            "N+1 NewReno (flow 0)".to_string()
+        } else {
+            label(p).to_string()
+        };
+        let sh = Series::line_points(
+            name.clone(),
+            rows.iter().map(|r| (r.n as f64, r.tcp_share)).collect(),
+        )
+        .with_error_bars(
+            rows.iter()
+                .map(|r| (r.tcp_share_min, r.tcp_share_max))
+                .collect(),
+        );
+        let lo = Series::line_points(
+            name.clone(),
+            rows.iter().map(|r| (r.n as f64, r.loss_rate)).collect(),
+        )
+        .with_error_bars(
+            rows.iter()
+                .map(|r| (r.loss_rate_min, r.loss_rate_max))
+                .collect(),
+        );
+        let ut = Series::line_points(
+            name,
+            rows.iter().map(|r| (r.n as f64, r.utilization)).collect(),
+        );
+        let (sh, lo, ut) = if p == "newreno" {
+            (sh.dashed(), lo.dashed(), ut.dashed())
+        } else {
+            (sh, lo, ut)
+        };
+        share.push_series(sh);
+        loss.push_series(lo);
+        util.push_series(ut);
+    }
+    let fair: Vec<(f64, f64)> = s
+        .fig4
+        .iter()
+        .filter(|r| r.protocol == "newreno")
+        .map(|r| (r.n as f64, r.fair_share))
+        .collect();
+    share.push_series(Series::line("1/(N+1)", fair).dashed().color("#888888"));
+    Figure::new(
+        "Fig. 4: one NewReno flow against N low-priority flows (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); bars: min/max over seeds",
+        3,
+    )
+    .panel_size(520, 380)
+    .panel(share)
+    .panel(loss)
+    .panel(util)
+    .write_svg(dir.join("fig4.svg"))?;
+
+    // Sensitivity: NewReno share at the largest N, per protocol and setting.
+    let nmax = s.fig4.iter().map(|r| r.n).max().unwrap_or(10);
+    let mut fig = Figure::new(
+        format!("Fig. 4 sensitivity: NewReno share at N = {nmax} under other settings (main = per-segment ACKs, IW 2, no SACK)"),
+        4,
+    )
+    .panel_size(420, 340);
+    for p in LOW_PRIORITY {
+        let mut bars = Vec::new();
+        if let Some(r) = s.fig4.iter().find(|r| r.protocol == p && r.n == nmax) {
+            bars.push(("main".to_string(), r.tcp_share));
+        }
+        for v in s
+            .fig4_variants
+            .iter()
+            .filter(|v| v.row.protocol == p && v.row.n == nmax)
+        {
+            bars.push((v.variant.clone(), v.row.tcp_share));
+        }
+        if bars.is_empty() {
+            continue;
+        }
+        fig.push_panel(
+            BarChart::new(label(p))
+                .y_label("NewReno share")
+                .y_range(0.0, 1.0)
+                .group("NewReno share", bars),
+        );
+    }
+    fig.write_svg(dir.join("fig4_variants.svg"))
+}
+
+fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
+    let top = s.fig5.iter().map(|r| r.target_pct).fold(150.0, f64::max);
+    let mut util = Chart::new("(a) link utilisation")
+        .x_label("target tau (% of the buffer's 1.2 s queueing delay)")
+        .y_label("utilisation")
+        .x_range(0.0, top)
+        .y_range(0.8, 1.0)
+        .series(Series::line_points(
+            "mean utilisation (seeds)",
+            s.fig5
+                .iter()
+                .map(|r| (r.target_pct, r.utilization))
+                .collect(),
+        ));
+    let mut share = Chart::new("(b) share of the NewReno flow")
+        .x_label("target tau (% of the buffer's 1.2 s queueing delay)")
+        .y_label("NewReno share")
+        .x_range(0.0, top)
+        .y_range(0.0, 1.0)
+        .series(
+            Series::line_points(
+                "NewReno share (120 s)",
+                s.fig5.iter().map(|r| (r.target_pct, r.tcp_share)).collect(),
+            )
+            .with_error_bars(
+                s.fig5
+                    .iter()
+                    .map(|r| (r.tcp_share_min, r.tcp_share_max))
+                    .collect(),
+            ),
+        )
+        .hline(0.5, "fair");
+    if !s.fig5_long.is_empty() {
+        let secs = s.fig5_long[0].duration_s;
+        share.push_series(Series::points(
+            format!("last 120 s of a {secs:.0} s run"),
+            s.fig5_long
+                .iter()
+                .map(|r| (r.target_pct, r.tcp_share_last_120s))
+                .collect(),
+        ));
+    }
+    for r in &s.fig5_regions {
+        share = share.band_x(r.from_pct, r.to_pct.min(top), r.name.clone());
+        util = util.band_x(r.from_pct, r.to_pct.min(top), r.name.clone());
+    }
+    Figure::new(
+        "Fig. 5: NewReno against LEDBAT with target tau (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); bars: min/max over seeds",
+        1,
+    )
+    .panel_size(1000, 380)
+    .panel(util)
+    .panel(share)
+    .write_svg(dir.join("fig5.svg"))
+}
+
+fn fig6(dir: &FsPath, s: &LedbatFlowSummary, trace: Option<&RunResult>) -> std::io::Result<()> {
+    let mut a = Chart::new("(a) against tau1/tau2 (tau2 = 100 ms)")
+        .x_label("tau1 / tau2")
+        .y_label("fraction")
+        .y_range(0.0, 1.0)
+        .series(Series::line_points(
+            "share of the tau2 flow",
+            s.fig6
+                .iter()
+                .map(|r| (r.target_ratio, r.small_target_share))
+                .collect(),
+        ))
+        .series(
+            Series::line_points(
+                "its share, last 20 s",
+                s.fig6
+                    .iter()
+                    .map(|r| (r.target_ratio, r.small_target_share_end))
+                    .collect(),
+            )
+            .dashed(),
+        )
+        .series(Series::line_points(
+            "utilisation",
+            s.fig6
+                .iter()
+                .map(|r| (r.target_ratio, r.utilization))
+                .collect(),
+        ))
+        .series(Series::line_points(
+            "E[B]/Bmax",
+            s.fig6
+                .iter()
+                .map(|r| (r.target_ratio, r.mean_queue_norm))
+                .collect(),
+        ));
+    if !s.fig6_jittered.is_empty() {
+        a.push_series(
+            Series::points(
+                "tau2 share, starts jittered (mean, min/max)",
+                s.fig6_jittered
+                    .iter()
+                    .map(|r| (r.target_ratio, r.small_target_share))
+                    .collect(),
+            )
+            .with_error_bars(
+                s.fig6_jittered
+                    .iter()
+                    .map(|r| (r.small_target_share_min, r.small_target_share_max))
+                    .collect(),
+            ),
+        );
+    }
+    let mut fig = Figure::new(
+        "Fig. 6: two LEDBAT flows with targets tau1 >= tau2 = 100 ms (1 Mbit/s, RTT 50 ms, 100 packets), simultaneous starts",
+        2,
+    )
+    .panel_size(620, 400)
+    .panel(a);
+    if let Some(r) = trace {
+        let mut b = Chart::new("(b) cwnd at tau1/tau2 = 1.2")
+            .x_label("time (s)")
+            .y_label("cwnd (packets)");
+        for s in cwnd_series(
+            r,
+            &["tau1 = 120 ms".to_string(), "tau2 = 100 ms".to_string()],
+        ) {
+            b.push_series(s);
+        }
+        fig.push_panel(b);
+    }
+    fig.write_svg(dir.join("fig6.svg"))
+}
+
+fn latecomer(
+    dir: &FsPath,
+    s: &LedbatFlowSummary,
+    traces: &[RunResult],
+    p: &Params,
+) -> std::io::Result<()> {
+    let mut fig = Figure::new(
+        format!(
+            "Latecomers: {} LEDBAT flows starting {} s apart (1 Mbit/s, RTT 50 ms, 100 packets)",
+            p.late_flows, p.late_gap_secs
+        ),
+        2,
+    )
+    .panel_size(620, 340);
+    for ((v, _), r) in LATE_VARIANTS.iter().zip(traces) {
+        let names: Vec<String> = (0..r.cwnd_pkts.len())
+            .map(|i| format!("flow {} (t = {} s)", i + 1, i as u64 * p.late_gap_secs))
+            .collect();
+        let mut c = Chart::new(format!("{v}: cwnd"))
+            .x_label("time (s)")
+            .y_label("cwnd (packets)");
+        for s in cwnd_series(r, &names) {
+            c.push_series(s);
+        }
+        fig.push_panel(c);
+    }
+    let mut bars = BarChart::new("Jain index while all flows are active (mean over seeds)")
+        .y_label("Jain index")
+        .y_range(0.0, 1.0)
+        .group(
+            format!("1 Mbit/s, {} flows", p.late_flows),
+            s.latecomer
+                .iter()
+                .map(|r| (r.variant.clone(), r.jain))
+                .collect(),
+        );
+    if !s.latecomer_10mbit.is_empty() {
+        bars = bars.group(
+            "10 Mbit/s, 4 flows",
+            s.latecomer_10mbit
+                .iter()
+                .map(|r| (r.variant.clone(), r.jain))
+                .collect(),
+        );
+    }
+    fig.push_panel(bars);
+    fig.write_svg(dir.join("latecomer.svg"))
+}
+
+/// Writes every figure; returns the file names.
+pub fn write_all(
+    dir: &FsPath,
+    s: &LedbatFlowSummary,
+    fig2_traces: &[RunResult],
+    fig6_trace: Option<&RunResult>,
+    late_traces: &[RunResult],
+    p: &Params,
+) -> std::io::Result<Vec<String>> {
+    fig2(dir, fig2_traces)?;
+    fig4(dir, s)?;
+    fig5(dir, s)?;
+    fig6(dir, s, fig6_trace)?;
+    latecomer(dir, s, late_traces, p)?;
+    Ok(vec![
+        "fig2_cwnd.svg".into(),
+        "fig4.svg".into(),
+        "fig4_variants.svg".into(),
+        "fig5.svg".into(),
+        "fig6.svg".into(),
+        "latecomer.svg".into(),
+    ])
+}

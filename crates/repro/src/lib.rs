@@ -1,0 +1,367 @@
+//! # hopwise-repro
+//!
+//! Reproductions of the seed papers' key experiments. Each reproduction is a
+//! module with built-in scenarios; `hopwise reproduce <name>` runs it, writes
+//! `summary.json`, CSVs and SVG figures into the output directory, and prints
+//! each paper claim beside the value we measured.
+//!
+//! A reproduction module exposes one [`Experiment`] in [`registry`]. It uses
+//! [`par_map`] to spread independent runs over the available cores with
+//! results in a deterministic order, reports progress through [`Progress`],
+//! and returns its [`Claim`]s.
+
+#![forbid(unsafe_code)]
+
+pub mod backtap_circuit;
+pub mod ledbat_flow;
+pub mod overlay_ack;
+pub mod pendulum;
+
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Options shared by every reproduction.
+#[derive(Clone, Debug)]
+pub struct ReproOpts {
+    /// A short variant (a couple of minutes at most) for CI and a first look.
+    pub quick: bool,
+    /// Seeds (or runs) per data point; `None` = the reproduction's default
+    /// (which `quick` may lower).
+    pub seeds: Option<u32>,
+    /// Output directory.
+    pub out: PathBuf,
+    /// Worker threads for independent runs (default: available cores).
+    pub jobs: usize,
+}
+
+impl ReproOpts {
+    /// Seeds per point: the user's choice, else `full` or `quick`.
+    pub fn seeds_or(&self, full: u32, quick: u32) -> u32 {
+        self.seeds
+            .unwrap_or(if self.quick { quick } else { full })
+            .max(1)
+    }
+}
+
+/// Whether a measurement supports a paper's claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// The measurement meets the claim (as the "must show" states it).
+    Holds,
+    /// It does not.
+    Differs,
+    /// Reported for comparison only; no pass/fail criterion.
+    Info,
+}
+
+/// One line of the claim-versus-measurement table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Claim {
+    /// Where the claim comes from, e.g. "Fig. 4".
+    pub figure: String,
+    /// What the paper (or the acceptance criterion) says.
+    pub claim: String,
+    /// What we measured, with numbers.
+    pub measured: String,
+    pub verdict: Verdict,
+}
+
+impl Claim {
+    pub fn new(
+        figure: impl Into<String>,
+        claim: impl Into<String>,
+        measured: impl Into<String>,
+        holds: bool,
+    ) -> Claim {
+        Claim {
+            figure: figure.into(),
+            claim: claim.into(),
+            measured: measured.into(),
+            verdict: if holds {
+                Verdict::Holds
+            } else {
+                Verdict::Differs
+            },
+        }
+    }
+    pub fn info(
+        figure: impl Into<String>,
+        claim: impl Into<String>,
+        measured: impl Into<String>,
+    ) -> Claim {
+        Claim {
+            figure: figure.into(),
+            claim: claim.into(),
+            measured: measured.into(),
+            verdict: Verdict::Info,
+        }
+    }
+}
+
+/// What a reproduction returns.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub claims: Vec<Claim>,
+    /// Files written, relative to the output directory (for the closing message).
+    pub files: Vec<String>,
+}
+
+/// Progress reporting, implemented by the CLI (a progress bar) or by tests (nothing).
+pub trait Progress: Sync {
+    /// A phase with `total` units of work begins.
+    fn start(&self, label: &str, total: u64);
+    /// One unit finished.
+    fn inc(&self);
+    /// The phase is over.
+    fn finish(&self);
+    /// A line of text for the user (e.g. which figure is running).
+    fn note(&self, _msg: &str) {}
+}
+
+/// Progress that goes nowhere.
+pub struct Silent;
+impl Progress for Silent {
+    fn start(&self, _: &str, _: u64) {}
+    fn inc(&self) {}
+    fn finish(&self) {}
+}
+
+/// A reproduction that `hopwise reproduce` can run.
+pub struct Experiment {
+    /// The name on the command line, e.g. "pendulum".
+    pub name: &'static str,
+    /// Which seed paper and what it shows, one line.
+    pub about: &'static str,
+    pub run: fn(&ReproOpts, &dyn Progress) -> anyhow::Result<Outcome>,
+}
+
+/// Every reproduction, in the order `--list` shows them.
+pub fn registry() -> Vec<Experiment> {
+    vec![
+        pendulum::experiment(),
+        ledbat_flow::experiment(),
+        overlay_ack::experiment(),
+        backtap_circuit::experiment(),
+    ]
+}
+
+/// Finds a reproduction by name.
+pub fn find(name: &str) -> Option<Experiment> {
+    registry().into_iter().find(|e| e.name == name)
+}
+
+/// Maps `f` over `items` on up to `jobs` threads. Results come back in the
+/// order of `items`, whatever order the work finished in, so reproductions
+/// stay deterministic. Each finished item ticks `progress`.
+pub fn par_map<T, R, F>(items: Vec<T>, jobs: usize, progress: &dyn Progress, f: F) -> Vec<R>
+where
+    T: Send,
+    R: Send,
+    F: Fn(T) -> R + Sync,
+{
+    let n = items.len();
+    let slots: Vec<Mutex<Option<T>>> = items.into_iter().map(|t| Mutex::new(Some(t))).collect();
+    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let workers = jobs.clamp(1, n.max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let item = slots[i]
+                    .lock()
+                    .expect("no poisoned slot")
+                    .take()
+                    .expect("each item taken once");
+                let r = f(item);
+                *results[i].lock().expect("no poisoned slot") = Some(r);
+                progress.inc();
+            });
+        }
+    });
+    results
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no poisoned slot")
+                .expect("every item ran")
+        })
+        .collect()
+}
+
+/// Writes `value` as pretty JSON to `dir/summary.json`.
+pub fn write_summary<T: Serialize>(dir: &Path, value: &T) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let s = serde_json::to_string_pretty(value)?;
+    std::fs::write(dir.join("summary.json"), s + "\n")?;
+    Ok(())
+}
+
+/// Writes a CSV file from a header and rows of already-formatted cells.
+pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
+    let mut s = header.join(",");
+    s.push('\n');
+    for r in rows {
+        s.push_str(&r.join(","));
+        s.push('\n');
+    }
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    std::fs::write(path, s)?;
+    Ok(())
+}
+
+/// Mean and sample standard deviation; `(NaN, NaN)` for no samples.
+pub fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = xs.iter().sum::<f64>() / n as f64;
+    if n == 1 {
+        return (m, 0.0);
+    }
+    let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1) as f64;
+    (m, v.sqrt())
+}
+
+/// Two-sided Student-t critical value for a 90 % confidence interval with
+/// `df` degrees of freedom (table for small df, normal limit beyond).
+pub fn t90(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782, 1.771,
+        1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711, 1.708, 1.706,
+        1.703, 1.701, 1.699, 1.697,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        31..=60 => 1.671,
+        61..=120 => 1.658,
+        _ => 1.645,
+    }
+}
+
+/// Mean with the half-width of its 90 % confidence interval.
+pub fn mean_ci90(xs: &[f64]) -> (f64, f64) {
+    let (m, sd) = mean_sd(xs);
+    if xs.len() < 2 {
+        return (m, f64::NAN);
+    }
+    (m, t90(xs.len() - 1) * sd / (xs.len() as f64).sqrt())
+}
+
+/// The `q`-quantile (0..=1) by linear interpolation; NaN for no samples.
+pub fn quantile(xs: &[f64], q: f64) -> f64 {
+    let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let pos = q.clamp(0.0, 1.0) * (v.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let hi = pos.ceil() as usize;
+    v[lo] + (v[hi] - v[lo]) * (pos - lo as f64)
+}
+
+/// Formats a table of claims for the terminal.
+pub fn claims_table(claims: &[Claim]) -> String {
+    let mut s = String::new();
+    for c in claims {
+        let mark = match c.verdict {
+            Verdict::Holds => "holds  ",
+            Verdict::Differs => "DIFFERS",
+            Verdict::Info => "info   ",
+        };
+        s.push_str(&format!(
+            "[{mark}] {}: {}\n          paper: {}\n          ours:  {}\n",
+            c.figure,
+            short(&c.claim),
+            c.claim,
+            c.measured
+        ));
+    }
+    s
+}
+
+/// The headline of a claim: up to the first `;` or the first full stop that
+/// ends a sentence (". " before a capital letter, not after "Fig", "Eq" or
+/// another abbreviation), so that decimals ("0.7", "2.4 Mbit/s") and
+/// references ("Eq. 11") stay whole.
+fn short(s: &str) -> &str {
+    const ABBREVIATIONS: [&str; 8] = ["Fig", "Figs", "Eq", "Eqs", "Sec", "e.g", "i.e", "cf"];
+    for (i, c) in s.char_indices() {
+        match c {
+            ';' => return s[..i].trim_end(),
+            '.' => {
+                let mut rest = s[i + 1..].chars();
+                let ends_sentence = rest.next() == Some(' ')
+                    && rest.next().is_some_and(char::is_uppercase)
+                    && !ABBREVIATIONS.iter().any(|a| s[..i].ends_with(a));
+                if ends_sentence {
+                    return &s[..i];
+                }
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn par_map_keeps_order() {
+        let v: Vec<u64> = (0..100).collect();
+        let r = par_map(v, 4, &Silent, |x| {
+            // Uneven work so that completion order differs from item order.
+            let mut a = 0u64;
+            for i in 0..(100 - x) * 1000 {
+                a = a.wrapping_add(i);
+            }
+            (x, a)
+        });
+        assert_eq!(
+            r.iter().map(|p| p.0).collect::<Vec<_>>(),
+            (0..100).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn claim_headline_keeps_decimals_and_references() {
+        assert_eq!(
+            short("Without uploads the download gets nearly all of the 2.4 Mbit/s (>= 90 %)"),
+            "Without uploads the download gets nearly all of the 2.4 Mbit/s (>= 90 %)"
+        );
+        assert_eq!(
+            short("Tp = 100 ms: simulation follows Eq. 11 (within +-40 %)"),
+            "Tp = 100 ms: simulation follows Eq. 11 (within +-40 %)"
+        );
+        assert_eq!(
+            short("NewReno keeps most of the link; criterion: share >= 0.7"),
+            "NewReno keeps most of the link"
+        );
+        assert_eq!(short("As in Fig. 4. Then more"), "As in Fig. 4");
+        assert_eq!(short("share >= 0.7. Paper: 0.9"), "share >= 0.7");
+    }
+
+    #[test]
+    fn statistics() {
+        let (m, sd) = mean_sd(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((m - 2.5).abs() < 1e-12 && (sd - 1.290_994_448_735_805_6).abs() < 1e-12);
+        assert_eq!(quantile(&[3.0, 1.0, 2.0], 0.5), 2.0);
+        assert_eq!(quantile(&[1.0, 2.0], 0.25), 1.25);
+        let (_, hw) = mean_ci90(&[1.0, 2.0, 3.0, 4.0]);
+        assert!((hw - 2.353 * 1.290_994_448_735_805_6 / 2.0).abs() < 1e-9);
+        assert!(t90(1000) < t90(10));
+    }
+}

@@ -1,0 +1,180 @@
+//! `hopwise reproduce overlay-ack` (seed 000) on shortened setups: the
+//! collapse without prioritisation and its fix, the dynamic split policy's
+//! splits and merges, and the outputs of a quick run.
+
+use hopwise_proto::time::Time;
+use hopwise_repro::overlay_ack::{
+    mean_between, run_with, DynPolicy, Mode, OverlayNode, Params, PeerPlan, PolicyEventKind, Setup,
+    Timeline,
+};
+use hopwise_repro::{ReproOpts, Silent};
+use hopwise_sim::Sim;
+
+/// The paper's timeline at 40 %: A→B 0–100 s, B→C 20–120 s.
+fn short(mode: Mode, seed: u64) -> Setup {
+    let mut s = Setup::paper(mode, seed);
+    s.timeline = Timeline::scaled(0.4);
+    s
+}
+
+fn ratio(mode: Mode, seed: u64) -> (f64, f64) {
+    let s = short(mode, seed);
+    let r = s.run().expect("run");
+    assert_eq!(r.corrupt, 0);
+    let (p1, p2) = (s.timeline.phase1(), s.timeline.phase2());
+    let a = mean_between(&r.ab, p1.0, p1.1);
+    let b = mean_between(&r.ab, p2.0, p2.1);
+    (b / a, mean_between(&r.bc, p2.0, p2.1))
+}
+
+#[test]
+fn plain_collapses_and_ack_priority_fixes_it() {
+    for seed in [1, 2] {
+        let (plain, _) = ratio(Mode::Plain, seed);
+        let (prio, bc) = ratio(Mode::AckPrio, seed);
+        assert!(
+            plain <= 0.8,
+            "seed {seed}: without prioritisation A→B keeps {plain:.2} of its rate"
+        );
+        assert!(
+            prio >= 0.9,
+            "seed {seed}: with ACKs first A→B keeps only {prio:.2} of its rate"
+        );
+        // B→C near the throttled link: 0.95 × 10 Mbit/s × 1448/1500 = 9.17 Mbit/s.
+        assert!(bc >= 0.9 * 9.17e6, "seed {seed}: B→C {bc:.0} bit/s");
+    }
+}
+
+#[test]
+fn dynamic_policy_splits_and_merges() {
+    // Only the A–B pair: A writes 0–60 s, B writes back 0–15 s. The policy
+    // should split once both directions are busy, and merge once B's
+    // direction has been idle for `idle` (20 s), with A's stream continuing
+    // on the primary connection, in order.
+    let mut s = Setup::paper(Mode::SplitDynamic, 7);
+    s.timeline = Timeline {
+        ab: (0.0, 60.0),
+        bc: (65.0, 65.0),
+        duration: 65.0,
+        jitter: 0.0,
+        warmup: 5.0,
+    };
+    let sc = s.scenario();
+    let mut sim = Sim::new(&sc).expect("sim");
+    let at = |x: f64| Time::from_secs_f64(x);
+    let policy = DynPolicy::default();
+    let a = sim
+        .add_agent(
+            "A",
+            "overlay/A",
+            Time::ZERO,
+            Box::new(OverlayNode::new(
+                "A",
+                vec![PeerPlan {
+                    peer: "B".into(),
+                    decider: true,
+                    start: at(0.0),
+                    stop: at(60.0),
+                }],
+                s.tcp.clone(),
+                s.cc.clone(),
+                policy.clone(),
+            )),
+        )
+        .expect("agent A");
+    let b = sim
+        .add_agent(
+            "B",
+            "overlay/B",
+            Time::ZERO,
+            Box::new(OverlayNode::new(
+                "B",
+                vec![PeerPlan {
+                    peer: "A".into(),
+                    decider: false,
+                    start: at(0.0),
+                    stop: at(15.0),
+                }],
+                s.tcp.clone(),
+                s.cc.clone(),
+                policy.clone(),
+            )),
+        )
+        .expect("agent B");
+    sim.run();
+    let na: &OverlayNode = sim.agent(a).expect("A");
+    let nb: &OverlayNode = sim.agent(b).expect("B");
+    let kinds: Vec<(PolicyEventKind, f64)> = na.events.iter().map(|e| (e.kind, e.t)).collect();
+    assert!(
+        matches!(kinds.as_slice(), [(PolicyEventKind::Split, t1), (PolicyEventKind::Merge, t2)]
+            if *t1 < 8.0 && *t2 > 35.0 && *t2 < 40.0),
+        "events: {:?}",
+        na.events
+    );
+    assert!(na.events[1].reason.contains("peer"), "{:?}", na.events[1]);
+    assert_eq!(na.corrupt() + nb.corrupt(), 0, "streams arrive in order");
+    // A's stream kept flowing after the merge, on the primary.
+    let ab = nb.incoming_bps("A", sim.end_time());
+    let after = mean_between(&ab, 45.0, 60.0);
+    assert!(after > 8e6, "A→B after the merge: {after:.0} bit/s");
+    // B's 15 s of data arrived.
+    assert!(
+        na.received_from("B") > 10_000_000,
+        "{}",
+        na.received_from("B")
+    );
+}
+
+#[test]
+fn quick_run_writes_summary_and_figures() {
+    let dir = std::env::temp_dir().join(format!("hopwise-overlay-ack-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut params = Params::quick(1);
+    // 20 % of the paper's timeline: A→B 0–50 s, B→C 10–60 s.
+    params.base.timeline = Timeline::scaled(0.2);
+    let opts = ReproOpts {
+        quick: true,
+        seeds: Some(1),
+        out: dir.clone(),
+        jobs: 2,
+    };
+    let outcome = run_with(&params, &opts, &Silent).expect("run");
+    assert!(!outcome.claims.is_empty());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let modes = v["modes"].as_array().expect("modes");
+    let names: Vec<&str> = modes.iter().map(|m| m["mode"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        Mode::ALL.iter().map(|m| m.name()).collect::<Vec<_>>()
+    );
+    for m in modes {
+        for key in [
+            "ab_phase1_bps",
+            "ab_phase2_bps",
+            "ab_phase2_cov",
+            "bc_phase2_bps",
+            "var_10s",
+        ] {
+            assert!(m[key].is_number(), "{}: {key} = {}", m["mode"], m[key]);
+        }
+    }
+    for f in [
+        "fig2a.svg",
+        "fig2b.svg",
+        "fig3.svg",
+        "fig5.svg",
+        "fig6.svg",
+        "fig7.svg",
+        "fig8.svg",
+        "fig9.svg",
+        "split_dynamic.svg",
+        "goodput_10s.csv",
+        "runs.csv",
+        "splits.csv",
+    ] {
+        assert!(dir.join(f).exists(), "{f} missing");
+        assert!(outcome.files.iter().any(|x| x == f), "{f} not listed");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

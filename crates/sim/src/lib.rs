@@ -1,0 +1,20 @@
+//! # hopwise-sim
+//!
+//! A deterministic, packet-level discrete-event network simulator. It runs
+//! the sans-IO protocol code of `hopwise-proto` unchanged.
+
+#![forbid(unsafe_code)]
+
+pub mod agent;
+pub mod measure;
+pub mod packet;
+pub mod qdisc;
+pub mod report;
+pub mod rng;
+pub mod scenario;
+pub mod sim;
+pub mod spec;
+
+pub use agent::{Agent, Cx, Sock, SockEvent};
+pub use packet::NodeId;
+pub use sim::Sim;

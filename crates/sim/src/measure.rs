@@ -1,0 +1,213 @@
+//! Measurement primitives: binned counters, sampled traces, time-weighted
+//! queue statistics and ACK-burst runs.
+
+use hopwise_proto::time::{Dur, Time};
+
+/// A counter accumulated into fixed-width time bins: bin `i` covers
+/// `[i·interval, (i+1)·interval)`.
+#[derive(Clone, Debug)]
+pub struct Binned {
+    pub interval: Dur,
+    pub bins: Vec<u64>,
+}
+
+impl Binned {
+    pub fn new(interval: Dur) -> Self {
+        Binned {
+            interval,
+            bins: Vec::new(),
+        }
+    }
+    pub fn add(&mut self, now: Time, n: u64) {
+        let i = (now.as_nanos() / self.interval.as_nanos().max(1)) as usize;
+        if self.bins.len() <= i {
+            self.bins.resize(i + 1, 0);
+        }
+        self.bins[i] += n;
+    }
+    /// Extends with empty bins so that the series covers `[0, end)`.
+    pub fn pad_to(&mut self, end: Time) {
+        let n = end.as_nanos().div_ceil(self.interval.as_nanos().max(1)) as usize;
+        if self.bins.len() < n {
+            self.bins.resize(n, 0);
+        }
+    }
+    /// Bin values as bit rates (bits per second), assuming the counter counts bytes.
+    pub fn rates_bps(&self) -> Vec<f64> {
+        let s = self.interval.as_secs_f64();
+        self.bins.iter().map(|&b| b as f64 * 8.0 / s).collect()
+    }
+}
+
+/// Queue occupancy statistics of one output port, plus what left it.
+#[derive(Clone, Debug, Default)]
+pub struct QueueStats {
+    last_change: Time,
+    cur_bytes: u64,
+    cur_packets: u64,
+    /// ∫ bytes dt and ∫ packets dt over the measured window, in byte·ns.
+    int_bytes: u128,
+    int_packets: u128,
+    pub max_bytes: u64,
+    pub max_packets: u64,
+    pub enqueued: u64,
+    /// Packets refused by the queue (buffer overflow).
+    pub drops: u64,
+    /// Packets lost on the wire by the random-loss process.
+    pub wire_losses: u64,
+    /// Bytes and packets sent after the warm-up (for utilisation).
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    pub tx_bytes_total: u64,
+    /// Consecutive pure ACKs seen leaving since the last data packet.
+    ack_run: u32,
+    /// `ack_bursts[n]` = how many runs of exactly `n` pure ACKs left the queue
+    /// between two data packets (seed 004 §2.1). Index 0 is unused.
+    pub ack_bursts: Vec<u64>,
+}
+
+impl QueueStats {
+    /// Accounts occupancy up to `now`, counting only time after `warmup`.
+    pub fn advance(&mut self, now: Time, warmup: Time) {
+        let from = self.last_change.max(warmup);
+        if now > from {
+            let dt = (now - from).as_nanos() as u128;
+            self.int_bytes += self.cur_bytes as u128 * dt;
+            self.int_packets += self.cur_packets as u128 * dt;
+        }
+        self.last_change = now;
+    }
+
+    /// Sets the occupancy after a change (call [`QueueStats::advance`] first).
+    pub fn set(&mut self, bytes: u64, packets: u64) {
+        self.cur_bytes = bytes;
+        self.cur_packets = packets;
+        self.max_bytes = self.max_bytes.max(bytes);
+        self.max_packets = self.max_packets.max(packets);
+    }
+
+    pub fn current(&self) -> (u64, u64) {
+        (self.cur_bytes, self.cur_packets)
+    }
+
+    /// Records a departure (start of transmission).
+    pub fn departed(&mut self, now: Time, warmup: Time, size: u32, pure_ack: bool) {
+        self.tx_bytes_total += size as u64;
+        if now >= warmup {
+            self.tx_bytes += size as u64;
+            self.tx_packets += 1;
+        }
+        if pure_ack {
+            self.ack_run += 1;
+        } else if self.ack_run > 0 {
+            let n = self.ack_run as usize;
+            if self.ack_bursts.len() <= n {
+                self.ack_bursts.resize(n + 1, 0);
+            }
+            self.ack_bursts[n] += 1;
+            self.ack_run = 0;
+        }
+    }
+
+    /// Time-weighted mean occupancy `(bytes, packets)` over `window`.
+    pub fn means(&self, window: Dur) -> (f64, f64) {
+        let w = window.as_nanos().max(1) as f64;
+        (self.int_bytes as f64 / w, self.int_packets as f64 / w)
+    }
+
+    /// Median ACK-burst length, if any burst was seen.
+    pub fn median_ack_burst(&self) -> Option<u64> {
+        let total: u64 = self.ack_bursts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut acc = 0;
+        for (n, &c) in self.ack_bursts.iter().enumerate() {
+            acc += c;
+            if acc * 2 >= total {
+                return Some(n as u64);
+            }
+        }
+        None
+    }
+}
+
+/// Jain's fairness index (Jain, Chiu & Hawe 1984): (Σx)² / (n·Σx²).
+/// 1 when all equal, 1/n when one takes everything. `None` for no samples.
+pub fn jain(xs: &[f64]) -> Option<f64> {
+    if xs.is_empty() {
+        return None;
+    }
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return Some(1.0);
+    }
+    Some(s * s / (xs.len() as f64 * s2))
+}
+
+/// Pearson correlation of two equally long series; `None` if either is constant.
+pub fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
+    let n = a.len().min(b.len());
+    if n < 2 {
+        return None;
+    }
+    let (a, b) = (&a[..n], &b[..n]);
+    let ma = a.iter().sum::<f64>() / n as f64;
+    let mb = b.iter().sum::<f64>() / n as f64;
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        let (da, db) = (a[i] - ma, b[i] - mb);
+        sab += da * db;
+        saa += da * da;
+        sbb += db * db;
+    }
+    if saa == 0.0 || sbb == 0.0 {
+        return None;
+    }
+    Some(sab / (saa * sbb).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_weighted_mean_respects_warmup() {
+        let mut q = QueueStats::default();
+        let w = Time::ZERO + Dur::SECOND;
+        q.advance(Time::ZERO, w);
+        q.set(1000, 1);
+        q.advance(Time::ZERO + Dur::from_secs(2), w);
+        q.set(0, 0);
+        q.advance(Time::ZERO + Dur::from_secs(3), w);
+        // 1000 B for the 1 s after warm-up, 0 for the next second: mean 500 B over 2 s.
+        let (b, p) = q.means(Dur::from_secs(2));
+        assert!((b - 500.0).abs() < 1e-9 && (p - 0.5).abs() < 1e-12);
+        assert_eq!(q.max_bytes, 1000);
+    }
+
+    #[test]
+    fn ack_bursts_are_runs_between_data() {
+        let mut q = QueueStats::default();
+        for &ack in &[
+            true, true, false, true, false, false, true, true, true, false,
+        ] {
+            q.departed(Time::ZERO, Time::ZERO, if ack { 52 } else { 1500 }, ack);
+        }
+        assert_eq!(q.ack_bursts, vec![0, 1, 1, 1]);
+        assert_eq!(q.median_ack_burst(), Some(2));
+    }
+
+    #[test]
+    fn jain_and_correlation() {
+        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
+        assert!((correlation(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).unwrap() + 1.0).abs() < 1e-12);
+        assert_eq!(correlation(&[1.0, 1.0], &[1.0, 2.0]), None);
+        let mut b = Binned::new(Dur::SECOND);
+        b.add(Time::ZERO + Dur::from_millis(1500), 125_000);
+        b.pad_to(Time::ZERO + Dur::from_secs(3));
+        assert_eq!(b.rates_bps(), vec![0.0, 1e6, 0.0]);
+    }
+}

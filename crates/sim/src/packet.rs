@@ -1,0 +1,68 @@
+//! Packets as the simulated network carries them.
+
+use bytes::Bytes;
+use hopwise_proto::tcp::Segment;
+
+/// Index of a node in the simulation.
+pub type NodeId = u32;
+
+/// What a packet carries.
+#[derive(Clone, Debug)]
+pub enum Body {
+    Tcp(Segment),
+    Udp {
+        src_port: u16,
+        dst_port: u16,
+        data: Bytes,
+    },
+}
+
+/// IPv4 and UDP headers.
+pub const UDP_OVERHEAD: u32 = 28;
+
+/// A packet in flight. `size` is the IP total length; `payload` the transport
+/// payload, kept beside the body so that queue disciplines and statistics
+/// never have to look inside.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    pub src: NodeId,
+    pub dst: NodeId,
+    /// Receiving endpoint at `dst`.
+    pub endpoint: u32,
+    pub size: u32,
+    pub payload: u32,
+    /// A TCP segment without payload, SYN, FIN or RST: a pure ACK.
+    pub pure_ack: bool,
+    pub body: Body,
+}
+
+impl Packet {
+    /// A UDP datagram; `endpoint` is unused.
+    pub fn udp(src: NodeId, dst: NodeId, src_port: u16, dst_port: u16, data: Bytes) -> Packet {
+        Packet {
+            src,
+            dst,
+            endpoint: u32::MAX,
+            size: UDP_OVERHEAD + data.len() as u32,
+            payload: data.len() as u32,
+            pure_ack: false,
+            body: Body::Udp {
+                src_port,
+                dst_port,
+                data,
+            },
+        }
+    }
+
+    pub fn tcp(src: NodeId, dst: NodeId, endpoint: u32, seg: Segment) -> Packet {
+        Packet {
+            src,
+            dst,
+            endpoint,
+            size: seg.wire_len(),
+            payload: seg.payload_len(),
+            pure_ack: seg.is_pure_ack(),
+            body: Body::Tcp(seg),
+        }
+    }
+}

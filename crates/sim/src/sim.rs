@@ -1,0 +1,1136 @@
+//! The discrete-event engine: event queue, network, TCP endpoints and their
+//! applications.
+//!
+//! # Determinism
+//! Events are ordered totally by `(time, insertion sequence)`. Every random
+//! decision comes from a per-component [`Rng`] seeded from the scenario seed
+//! and the component's name. No hash map is iterated on a simulation path.
+//! Every processed event is folded into a 64-bit FNV-1a hash
+//! ([`Sim::event_hash`]); two runs of the same scenario and seed give the
+//! same hash, and tests check it.
+
+use crate::agent::{Agent, Cx, SockEvent};
+use crate::measure::{Binned, QueueStats};
+use crate::packet::{Body, NodeId, Packet};
+use crate::qdisc::{Dequeue, Qdisc};
+use crate::rng::Rng;
+use crate::spec::{NodeKind, Scenario, Traffic};
+use bytes::Bytes;
+use hopwise_proto::cc::{CcConfig, CongestionControl};
+use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
+use hopwise_proto::time::{Dur, Time};
+use hopwise_proto::units::Rate;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::sync::OnceLock;
+
+/// What happens at an instant. Small and `Copy`: packets wait in the queues
+/// and link pipelines, not in the event heap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// An interface finished serialising a packet.
+    TxDone(u32),
+    /// The oldest packet in flight on an interface reaches the far end.
+    Arrive(u32),
+    /// A shaped queue may have a packet ready.
+    Wake(u32),
+    /// A TCP endpoint's timer.
+    Timer(u32),
+    FlowStart(u32),
+    FlowStop(u32),
+    /// Periodic trace sampling.
+    Sample,
+    AgentStart(u32),
+    AgentTimer(u32, u64),
+}
+
+impl Ev {
+    fn code(self) -> u64 {
+        let (k, id) = match self {
+            Ev::TxDone(i) => (1, i),
+            Ev::Arrive(i) => (2, i),
+            Ev::Wake(i) => (3, i),
+            Ev::Timer(i) => (4, i),
+            Ev::FlowStart(i) => (5, i),
+            Ev::FlowStop(i) => (6, i),
+            Ev::Sample => (7, 0),
+            Ev::AgentStart(a) => (8, a),
+            Ev::AgentTimer(a, t) => return (9 << 32 | a as u64) ^ t.rotate_left(40),
+        };
+        (k << 32) | id as u64
+    }
+}
+
+#[derive(PartialEq, Eq, PartialOrd, Ord)]
+struct Entry {
+    key: Reverse<(Time, u64)>,
+    ev: Ev,
+}
+
+/// One direction of a link: a node's output port.
+#[derive(Debug)]
+pub struct Iface {
+    pub name: String,
+    pub link: String,
+    pub from: NodeId,
+    pub to: NodeId,
+    pub rate: Rate,
+    pub delay: Dur,
+    pub loss: f64,
+    qdisc: Qdisc,
+    busy: bool,
+    wake_pending: bool,
+    /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
+    pipeline: VecDeque<(Time, Packet)>,
+    rng: Rng,
+    pub stats: QueueStats,
+    /// Sampled occupancy (bytes, packets) at each trace tick.
+    pub trace: Vec<(u64, u64)>,
+}
+
+#[derive(Debug)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Output interface towards each destination node (`u32::MAX`: unreachable).
+    /// Empty for a node with a single interface, which uses `default_route`.
+    routes: Vec<u32>,
+    /// The only interface of a single-homed node.
+    default_route: u32,
+    /// Connected component (nodes reach each other iff their components match).
+    component: u32,
+}
+
+/// One end of a TCP connection and the application on it.
+#[derive(Debug)]
+pub struct Endpoint {
+    pub conn: Option<Connection>,
+    pub node: NodeId,
+    pub peer_node: NodeId,
+    pub peer: u32,
+    /// The scenario flow this endpoint belongs to (`u32::MAX` for an agent's socket).
+    pub flow: u32,
+    /// The agent that owns this endpoint, if it is an agent's socket.
+    pub agent: Option<u32>,
+    /// Configuration for accepting the peer's SYN (an agent's listening side).
+    accept: Option<Box<(TcpConfig, CcConfig)>>,
+    /// The connection was accepted and the owning agent not yet told.
+    accepted: bool,
+    pub initiator: bool,
+    /// The application writes data on this end.
+    pub sender: bool,
+    timer_at: Option<Time>,
+    /// Bytes written so far (also the stream offset of the next write).
+    pub written: u64,
+    stopped: bool,
+    /// Bytes the application read, and how many of them differed from what was written.
+    pub received: u64,
+    pub corrupt: u64,
+    pub received_after_warmup: u64,
+    pub last_delivery: Option<Time>,
+    pub goodput: Binned,
+    /// Time the last byte of a fixed-size transfer was read.
+    pub completed_at: Option<Time>,
+    pub reset: bool,
+    pub timed_out: bool,
+    /// Sampled (cwnd, ssthresh, srtt ms, pipe) of this end as a sender.
+    pub trace: Vec<[f64; 4]>,
+}
+
+/// Runtime state of a flow.
+#[derive(Debug)]
+pub struct Flow {
+    pub name: String,
+    pub from: NodeId,
+    pub to: NodeId,
+    pub cc: CcConfig,
+    pub tcp: TcpConfig,
+    pub traffic: Traffic,
+    pub bidir: bool,
+    pub start: Time,
+    pub stop: Option<Time>,
+    /// Endpoint indices: initiator, responder.
+    pub ends: [u32; 2],
+    rng: Rng,
+}
+
+/// A simulation built from a [`Scenario`].
+pub struct Sim {
+    now: Time,
+    seq: u64,
+    heap: BinaryHeap<Entry>,
+    hash: u64,
+    events: u64,
+    pub duration: Dur,
+    pub seed: u64,
+    pub warmup: Time,
+    pub trace_interval: Dur,
+    goodput_interval: Dur,
+    pub nodes: Vec<Node>,
+    pub ifaces: Vec<Iface>,
+    pub endpoints: Vec<Endpoint>,
+    pub flows: Vec<Flow>,
+    /// Trace tick times actually sampled.
+    pub trace_times: Vec<Time>,
+    scratch: Vec<Segment>,
+    agents: Vec<AgentSlot>,
+    /// Node ids by name (lookups only, never iterated).
+    node_index: BTreeMap<String, NodeId>,
+    listeners: BTreeMap<(NodeId, u16), (u32, TcpConfig, CcConfig)>,
+    udp_ports: BTreeMap<(NodeId, u16), u32>,
+    next_port: Vec<u16>,
+}
+
+/// An agent and what the engine keeps for it. The agent is taken out of its
+/// slot while one of its callbacks runs.
+struct AgentSlot {
+    agent: Option<Box<dyn Agent>>,
+    name: String,
+    node: NodeId,
+    rng: Rng,
+}
+
+/// Bytes written by bulk applications: a fixed pseudo-random pattern, so a
+/// receiver can check every byte it reads. Its odd length keeps segment
+/// boundaries drifting across it.
+const PATTERN_LEN: usize = 65_537;
+
+fn pattern() -> &'static Bytes {
+    static P: OnceLock<Bytes> = OnceLock::new();
+    P.get_or_init(|| {
+        let mut x: u32 = 0x1234_5678;
+        let v: Vec<u8> = (0..PATTERN_LEN)
+            .map(|_| {
+                // Numerical Recipes LCG; the high byte is well mixed.
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 24) as u8
+            })
+            .collect();
+        Bytes::from(v)
+    })
+}
+
+/// Counts bytes of `data` (at stream offset `off`) that differ from the pattern.
+fn count_corrupt(off: u64, data: &[u8]) -> u64 {
+    let p = pattern();
+    let mut bad = 0;
+    let mut pos = (off % PATTERN_LEN as u64) as usize;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let n = rest.len().min(PATTERN_LEN - pos);
+        if rest[..n] != p[pos..pos + n] {
+            bad += rest[..n]
+                .iter()
+                .zip(&p[pos..pos + n])
+                .filter(|(a, b)| a != b)
+                .count() as u64;
+        }
+        rest = &rest[n..];
+        pos = 0;
+    }
+    bad
+}
+
+impl Sim {
+    /// Builds the simulation. The scenario should have been validated
+    /// ([`crate::scenario::validate`]); remaining inconsistencies are errors.
+    pub fn new(sc: &Scenario) -> Result<Sim, String> {
+        let node_index: BTreeMap<String, NodeId> = sc
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name.clone(), i as NodeId))
+            .collect();
+        let node_id = |name: &str| -> Result<NodeId, String> {
+            node_index
+                .get(name)
+                .copied()
+                .ok_or_else(|| format!("unknown node `{name}`"))
+        };
+        let mut nodes: Vec<Node> = sc
+            .nodes
+            .iter()
+            .map(|n| Node {
+                name: n.name.clone(),
+                kind: n.kind,
+                routes: Vec::new(),
+                default_route: u32::MAX,
+                component: 0,
+            })
+            .collect();
+        let mut ifaces = Vec::new();
+        for l in &sc.links {
+            let a = node_id(&l.a)?;
+            let b = node_id(&l.b)?;
+            for (from, to, d, dir) in [(a, b, &l.ab, "ab"), (b, a, &l.ba, "ba")] {
+                let name = format!("{}:{}", l.name, dir);
+                ifaces.push(Iface {
+                    rng: Rng::for_component(sc.seed, &format!("iface/{name}")),
+                    name,
+                    link: l.name.clone(),
+                    from,
+                    to,
+                    rate: d.rate,
+                    delay: d.delay,
+                    loss: d.loss,
+                    qdisc: Qdisc::from_spec(&d.queue, d.rate),
+                    busy: false,
+                    wake_pending: false,
+                    pipeline: VecDeque::new(),
+                    stats: QueueStats::default(),
+                    trace: Vec::new(),
+                });
+            }
+        }
+        compute_routes(&mut nodes, &ifaces);
+
+        let mut flows = Vec::new();
+        let mut endpoints = Vec::new();
+        for (fi, f) in sc.flows.iter().enumerate() {
+            let from = node_id(&f.from)?;
+            let to = node_id(&f.to)?;
+            if route(&nodes, from, to) == u32::MAX {
+                return Err(format!(
+                    "flow `{}`: no route from `{}` to `{}`",
+                    f.name, f.from, f.to
+                ));
+            }
+            let mut rng = Rng::for_component(sc.seed, &format!("flow/{}", f.name));
+            let jitter = if sc.start_jitter.is_zero() {
+                Dur::ZERO
+            } else {
+                Dur::from_nanos(rng.below(sc.start_jitter.as_nanos()))
+            };
+            let start = Time::ZERO + f.start + jitter;
+            let stop = f.stop.map(|s| Time::ZERO + s + jitter);
+            let e0 = endpoints.len() as u32;
+            for (initiator, node, peer_node) in [(true, from, to), (false, to, from)] {
+                endpoints.push(Endpoint {
+                    conn: None,
+                    node,
+                    peer_node,
+                    peer: if initiator { e0 + 1 } else { e0 },
+                    flow: fi as u32,
+                    agent: None,
+                    accept: None,
+                    accepted: false,
+                    initiator,
+                    sender: initiator || f.bidir,
+                    timer_at: None,
+                    written: 0,
+                    stopped: false,
+                    received: 0,
+                    corrupt: 0,
+                    received_after_warmup: 0,
+                    last_delivery: None,
+                    goodput: Binned::new(sc.measure.goodput_interval),
+                    completed_at: None,
+                    reset: false,
+                    timed_out: false,
+                    trace: Vec::new(),
+                });
+            }
+            flows.push(Flow {
+                name: f.name.clone(),
+                from,
+                to,
+                cc: f.cc.clone(),
+                tcp: f.tcp.clone(),
+                traffic: f.traffic,
+                bidir: f.bidir,
+                start,
+                stop,
+                ends: [e0, e0 + 1],
+                rng,
+            });
+        }
+
+        let mut sim = Sim {
+            now: Time::ZERO,
+            seq: 0,
+            heap: BinaryHeap::new(),
+            hash: 0xcbf2_9ce4_8422_2325,
+            events: 0,
+            duration: sc.duration,
+            seed: sc.seed,
+            warmup: Time::ZERO + sc.measure.warmup,
+            trace_interval: sc.measure.trace_interval,
+            goodput_interval: sc.measure.goodput_interval,
+            nodes,
+            ifaces,
+            endpoints,
+            flows,
+            trace_times: Vec::new(),
+            scratch: Vec::new(),
+            agents: Vec::new(),
+            node_index: BTreeMap::new(),
+            listeners: BTreeMap::new(),
+            udp_ports: BTreeMap::new(),
+            next_port: Vec::new(),
+        };
+        sim.next_port = vec![40_000; sim.nodes.len()];
+        sim.node_index = node_index;
+        for i in 0..sim.flows.len() {
+            let f = &sim.flows[i];
+            let (start, stop) = (f.start, f.stop);
+            sim.schedule(start, Ev::FlowStart(i as u32));
+            if let Some(s) = stop {
+                sim.schedule(s, Ev::FlowStop(i as u32));
+            }
+        }
+        if !sim.trace_interval.is_zero() {
+            sim.schedule(Time::ZERO, Ev::Sample);
+        }
+        Ok(sim)
+    }
+
+    pub fn now(&self) -> Time {
+        self.now
+    }
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+    /// FNV-1a hash over every processed event's time, kind and target.
+    pub fn event_hash(&self) -> u64 {
+        self.hash
+    }
+    pub fn end_time(&self) -> Time {
+        Time::ZERO + self.duration
+    }
+
+    fn schedule(&mut self, at: Time, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Entry {
+            key: Reverse((at, self.seq)),
+            ev,
+        });
+    }
+
+    /// Folds 64-bit words into the event-log hash (FNV-1a over their bytes).
+    fn fold_hash(&mut self, words: &[u64]) {
+        for w in words {
+            for b in w.to_le_bytes() {
+                self.hash ^= b as u64;
+                self.hash = self.hash.wrapping_mul(0x0000_0100_0000_01B3);
+            }
+        }
+    }
+
+    /// Runs until the scenario's end.
+    pub fn run(&mut self) {
+        let end = self.end_time();
+        self.run_until(end);
+    }
+
+    /// Processes every event up to and including `until` (capped at the end).
+    pub fn run_until(&mut self, until: Time) {
+        let until = until.min(self.end_time());
+        while let Some(top) = self.heap.peek() {
+            let Reverse((t, _)) = top.key;
+            if t > until {
+                break;
+            }
+            let e = self.heap.pop().expect("peeked");
+            self.now = t;
+            self.events += 1;
+            self.fold_hash(&[t.as_nanos(), e.ev.code()]);
+            self.dispatch(e.ev);
+        }
+        self.now = self.now.max(until);
+        if until == self.end_time() {
+            self.finish();
+        }
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::TxDone(i) => {
+                self.ifaces[i as usize].busy = false;
+                self.try_send(i);
+            }
+            Ev::Wake(i) => {
+                self.ifaces[i as usize].wake_pending = false;
+                if !self.ifaces[i as usize].busy {
+                    self.try_send(i);
+                }
+            }
+            Ev::Arrive(i) => {
+                let (_, p) = self.ifaces[i as usize]
+                    .pipeline
+                    .pop_front()
+                    .expect("arrival has a packet");
+                let node = self.ifaces[i as usize].to;
+                // The log also covers what arrived, so protocol state (ISNs,
+                // ACK numbers, windows) is part of the hash, not only timing.
+                let w = match &p.body {
+                    Body::Tcp(seg) => (
+                        (seg.seq as u64) << 32 | seg.ack as u64,
+                        (p.size as u64) << 32 | seg.window as u64,
+                    ),
+                    Body::Udp {
+                        src_port,
+                        dst_port,
+                        data,
+                    } => (
+                        (*src_port as u64) << 16 | *dst_port as u64,
+                        (p.size as u64) << 32 | data.first().copied().unwrap_or(0) as u64,
+                    ),
+                };
+                self.fold_hash(&[w.0, w.1]);
+                self.deliver(node, p);
+            }
+            Ev::Timer(e) => {
+                let ep = &mut self.endpoints[e as usize];
+                if ep.timer_at == Some(self.now) {
+                    ep.timer_at = None;
+                }
+                if let Some(c) = ep.conn.as_mut() {
+                    if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                        c.handle_timeout(self.now);
+                    }
+                }
+                self.service(e);
+            }
+            Ev::FlowStart(f) => self.start_flow(f),
+            Ev::FlowStop(f) => {
+                for e in self.flows[f as usize].ends {
+                    self.endpoints[e as usize].stopped = true;
+                    self.service(e);
+                }
+            }
+            Ev::Sample => self.sample(),
+            Ev::AgentStart(a) => self.with_agent(a, |ag, cx| ag.start(cx)),
+            Ev::AgentTimer(a, token) => self.with_agent(a, |ag, cx| ag.timer(cx, token)),
+        }
+    }
+
+    fn start_flow(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let iss = flow.rng.next_u64() as u32;
+        let port = 10_000 + (f % 50_000) as u16;
+        let conn = Connection::connect(flow.tcp.clone(), &flow.cc, port, 5001, iss);
+        let e = flow.ends[0];
+        self.endpoints[e as usize].conn = Some(conn);
+        self.service(e);
+    }
+
+    /// After input on an endpoint: its application's work, then output
+    /// draining and timer scheduling.
+    fn service(&mut self, e: u32) {
+        match self.endpoints[e as usize].agent {
+            None => self.flow_app(e),
+            Some(a) => self.agent_events(e, a),
+        }
+        self.flush(e);
+    }
+
+    /// The built-in application of a scenario flow (bulk, fixed-size, bidirectional).
+    fn flow_app(&mut self, e: u32) {
+        let now = self.now;
+        let warmup = self.warmup;
+        let ep = &mut self.endpoints[e as usize];
+        let Some(c) = ep.conn.as_mut() else { return };
+        let flow = &self.flows[ep.flow as usize];
+        while let Some(ev) = c.poll_event() {
+            match ev {
+                Event::Reset => ep.reset = true,
+                Event::TimedOut => ep.timed_out = true,
+                _ => {}
+            }
+        }
+        // Receive side: read everything, check it, count it.
+        while let Some(b) = c.recv(usize::MAX) {
+            let n = b.len() as u64;
+            ep.corrupt += count_corrupt(ep.received, &b);
+            ep.received += n;
+            ep.goodput.add(now, n);
+            ep.last_delivery = Some(now);
+            if now >= warmup {
+                ep.received_after_warmup += n;
+            }
+        }
+        let peer_sends = flow.bidir || !ep.initiator;
+        if let Traffic::Fixed(size) = flow.traffic {
+            if peer_sends && ep.received >= size && ep.completed_at.is_none() {
+                ep.completed_at = Some(now);
+            }
+        }
+        // Send side.
+        if ep.sender && c.state().is_synchronized() {
+            let limit = match flow.traffic {
+                Traffic::Fixed(size) => size,
+                Traffic::Bulk if ep.stopped => ep.written,
+                Traffic::Bulk => u64::MAX,
+            };
+            // Keep the unsent backlog near two windows (as Linux's send-buffer
+            // autotuning does), so that stopping a bulk flow drains quickly.
+            let unsent = c.send_buffered().saturating_sub(c.outstanding());
+            let target = (2 * c.cwnd()).max(64 << 10);
+            let mut want = target.saturating_sub(unsent).min(limit - ep.written);
+            while want > 0 {
+                let off = (ep.written % PATTERN_LEN as u64) as usize;
+                let n = (want as usize).min(PATTERN_LEN - off);
+                let took = c.send(pattern().slice(off..off + n)) as u64;
+                ep.written += took;
+                want -= took;
+                if took < n as u64 {
+                    break;
+                }
+            }
+            if ep.written >= limit && matches!(c.state(), State::Established | State::CloseWait) {
+                c.close();
+            }
+        } else if !ep.sender && c.state() == State::CloseWait {
+            c.close();
+        }
+        if ep.stopped && !ep.sender && matches!(c.state(), State::Established | State::CloseWait) {
+            c.close();
+        }
+    }
+
+    /// Puts an endpoint's pending output on the wire and re-arms its timer.
+    /// Never runs application code, so it is safe inside agent callbacks.
+    fn flush(&mut self, e: u32) {
+        let now = self.now;
+        let ep = &mut self.endpoints[e as usize];
+        let Some(c) = ep.conn.as_mut() else { return };
+        // Output.
+        let mut out = std::mem::take(&mut self.scratch);
+        while let Some(s) = c.poll_transmit(now) {
+            out.push(s);
+        }
+        let timeout = c.poll_timeout();
+        if let Some(t) = timeout {
+            if ep.timer_at.is_none_or(|x| t < x) {
+                ep.timer_at = Some(t);
+                let at = t.max(now);
+                self.schedule(at, Ev::Timer(e));
+            }
+        }
+        let ep = &self.endpoints[e as usize];
+        let (src, dst, peer) = (ep.node, ep.peer_node, ep.peer);
+        for s in out.drain(..) {
+            self.send(src, Packet::tcp(src, dst, peer, s));
+        }
+        self.scratch = out;
+    }
+
+    /// Hands a packet to `node`'s routing.
+    fn send(&mut self, node: NodeId, p: Packet) {
+        let i = route(&self.nodes, node, p.dst);
+        if i == u32::MAX {
+            return;
+        }
+        self.enqueue(i, p);
+    }
+
+    fn enqueue(&mut self, i: u32, p: Packet) {
+        let now = self.now;
+        let warmup = self.warmup;
+        let f = &mut self.ifaces[i as usize];
+        f.stats.advance(now, warmup);
+        if f.qdisc.enqueue(p) {
+            f.stats.enqueued += 1;
+        } else {
+            f.stats.drops += 1;
+        }
+        f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
+        if !f.busy && !f.wake_pending {
+            self.try_send(i);
+        }
+    }
+
+    fn try_send(&mut self, i: u32) {
+        let now = self.now;
+        let warmup = self.warmup;
+        let f = &mut self.ifaces[i as usize];
+        match f.qdisc.dequeue(now) {
+            Dequeue::Packet(p) => {
+                f.stats.advance(now, warmup);
+                f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
+                f.stats.departed(now, warmup, p.size, p.pure_ack);
+                f.busy = true;
+                let done = now + f.rate.tx_time(p.size as u64);
+                let lost = f.rng.chance(f.loss);
+                if lost {
+                    f.stats.wire_losses += 1;
+                } else {
+                    let at = done + f.delay;
+                    f.pipeline.push_back((at, p));
+                    self.schedule(at, Ev::Arrive(i));
+                }
+                self.schedule(done, Ev::TxDone(i));
+            }
+            Dequeue::WaitUntil(t) => {
+                if !f.wake_pending {
+                    f.wake_pending = true;
+                    self.schedule(t.max(now), Ev::Wake(i));
+                }
+            }
+            Dequeue::Empty => {}
+        }
+    }
+
+    fn deliver(&mut self, node: NodeId, p: Packet) {
+        if p.dst != node {
+            self.send(node, p);
+            return;
+        }
+        let e = p.endpoint;
+        let seg = match p.body {
+            Body::Tcp(seg) => seg,
+            Body::Udp {
+                src_port,
+                dst_port,
+                data,
+            } => {
+                // No ICMP: a datagram to a port nobody bound is dropped.
+                if let Some(&a) = self.udp_ports.get(&(node, dst_port)) {
+                    let from = p.src;
+                    self.with_agent(a, |ag, cx| ag.datagram(cx, from, src_port, dst_port, data));
+                }
+                return;
+            }
+        };
+        let now = self.now;
+        let ep = &mut self.endpoints[e as usize];
+        match ep.conn.as_mut() {
+            Some(c) if c.state() != State::Closed => {
+                c.handle_segment(now, seg);
+            }
+            None if !ep.initiator => {
+                let accepted = if let Some(cfg) = ep.accept.as_deref() {
+                    let a = ep.agent.expect("an agent socket has an agent");
+                    let iss = self.agents[a as usize].rng.next_u64() as u32;
+                    Connection::accept(cfg.0.clone(), &cfg.1, &seg, iss, now)
+                } else {
+                    let flow = &mut self.flows[ep.flow as usize];
+                    let iss = flow.rng.next_u64() as u32;
+                    Connection::accept(flow.tcp.clone(), &flow.cc, &seg, iss, now)
+                };
+                let ep = &mut self.endpoints[e as usize];
+                match accepted {
+                    Some(c) => {
+                        ep.conn = Some(c);
+                        ep.accepted = ep.agent.is_some();
+                    }
+                    None => return self.reply_reset(e, &seg),
+                }
+            }
+            _ => return self.reply_reset(e, &seg),
+        }
+        self.service(e);
+    }
+
+    fn reply_reset(&mut self, e: u32, seg: &Segment) {
+        if let Some(r) = reset_for(seg) {
+            let ep = &self.endpoints[e as usize];
+            let p = Packet::tcp(ep.node, ep.peer_node, ep.peer, r);
+            self.send(ep.node, p);
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        self.trace_times.push(now);
+        for ep in &mut self.endpoints {
+            if !ep.sender {
+                continue;
+            }
+            let row = match &ep.conn {
+                Some(c) if c.state() != State::Closed => {
+                    let ss = c.ssthresh();
+                    [
+                        c.cwnd() as f64,
+                        if ss == u64::MAX { f64::NAN } else { ss as f64 },
+                        c.srtt().as_millis_f64(),
+                        c.pipe() as f64,
+                    ]
+                }
+                _ => [f64::NAN; 4],
+            };
+            ep.trace.push(row);
+        }
+        for f in &mut self.ifaces {
+            f.trace.push(f.stats.current());
+        }
+        let next = now + self.trace_interval;
+        if next <= self.end_time() {
+            self.schedule(next, Ev::Sample);
+        }
+    }
+
+    /// Closes the books at the end time.
+    fn finish(&mut self) {
+        let end = self.end_time();
+        let warmup = self.warmup;
+        for f in &mut self.ifaces {
+            f.stats.advance(end, warmup);
+        }
+        for ep in &mut self.endpoints {
+            ep.goodput.pad_to(end);
+        }
+    }
+
+    // ----- agents -------------------------------------------------------
+
+    /// Adds an agent on node `node`, started at `start`. Returns its id.
+    pub fn add_agent(
+        &mut self,
+        node: &str,
+        name: &str,
+        start: Time,
+        agent: Box<dyn Agent>,
+    ) -> Result<u32, String> {
+        let n = self
+            .node_id(node)
+            .ok_or_else(|| format!("agent `{name}`: unknown node `{node}`"))?;
+        let id = self.agents.len() as u32;
+        self.agents.push(AgentSlot {
+            agent: Some(agent),
+            name: name.to_string(),
+            node: n,
+            rng: Rng::for_component(self.seed, &format!("agent/{name}")),
+        });
+        self.schedule(start, Ev::AgentStart(id));
+        Ok(id)
+    }
+
+    /// An agent, downcast to its concrete type (to read its results).
+    pub fn agent<T: Agent>(&self, id: u32) -> Option<&T> {
+        let a: &dyn Agent = self.agents.get(id as usize)?.agent.as_deref()?;
+        (a as &dyn std::any::Any).downcast_ref::<T>()
+    }
+
+    /// Mutable access to an agent (e.g. to configure it between runs of `run_until`).
+    pub fn agent_mut<T: Agent>(&mut self, id: u32) -> Option<&mut T> {
+        let a: &mut dyn Agent = self.agents.get_mut(id as usize)?.agent.as_deref_mut()?;
+        (a as &mut dyn std::any::Any).downcast_mut::<T>()
+    }
+
+    /// The name an agent was added with.
+    pub fn agent_name(&self, id: u32) -> &str {
+        &self.agents[id as usize].name
+    }
+
+    /// A node's id by name.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| i as NodeId)
+    }
+
+    pub(crate) fn agent_node(&self, a: u32) -> NodeId {
+        self.agents[a as usize].node
+    }
+
+    pub(crate) fn agent_rng(&mut self, a: u32) -> &mut Rng {
+        &mut self.agents[a as usize].rng
+    }
+
+    /// Runs `f` on agent `a` with a context. The agent is out of its slot
+    /// meanwhile, so a callback can never re-enter it.
+    fn with_agent(&mut self, a: u32, f: impl FnOnce(&mut dyn Agent, &mut Cx<'_>)) {
+        let Some(mut ag) = self.agents[a as usize].agent.take() else {
+            return;
+        };
+        f(
+            &mut *ag,
+            &mut Cx {
+                sim: self,
+                agent: a,
+            },
+        );
+        self.agents[a as usize].agent = Some(ag);
+    }
+
+    /// Hands an agent socket's connection events to its agent.
+    fn agent_events(&mut self, e: u32, a: u32) {
+        let mut evs: Vec<SockEvent> = Vec::new();
+        let ep = &mut self.endpoints[e as usize];
+        if std::mem::take(&mut ep.accepted) {
+            evs.push(SockEvent::Accepted);
+        }
+        if let Some(c) = ep.conn.as_mut() {
+            while let Some(ev) = c.poll_event() {
+                evs.push(match ev {
+                    Event::Connected if !ep.initiator => continue,
+                    Event::Connected => SockEvent::Connected,
+                    Event::Readable => SockEvent::Readable,
+                    Event::Writable => SockEvent::Writable,
+                    Event::PeerClosed => SockEvent::PeerClosed,
+                    Event::Closed => SockEvent::Closed,
+                    Event::Reset => {
+                        ep.reset = true;
+                        SockEvent::Reset
+                    }
+                    Event::TimedOut => {
+                        ep.timed_out = true;
+                        SockEvent::TimedOut
+                    }
+                });
+            }
+        }
+        for ev in evs {
+            self.with_agent(a, |ag, cx| ag.tcp_event(cx, e, ev));
+        }
+    }
+
+    pub(crate) fn listen(
+        &mut self,
+        a: u32,
+        port: u16,
+        tcp: TcpConfig,
+        cc: CcConfig,
+    ) -> Result<(), String> {
+        let node = self.agent_node(a);
+        if self.listeners.contains_key(&(node, port)) {
+            return Err(format!(
+                "TCP port {port} on `{}` is already in use",
+                self.nodes[node as usize].name
+            ));
+        }
+        self.listeners.insert((node, port), (a, tcp, cc));
+        Ok(())
+    }
+
+    pub(crate) fn agent_connect(
+        &mut self,
+        a: u32,
+        to: NodeId,
+        port: u16,
+        tcp: TcpConfig,
+        cc: &CcConfig,
+    ) -> Result<u32, String> {
+        let node = self.agent_node(a);
+        let Some((listener, ltcp, lcc)) = self.listeners.get(&(to, port)).cloned() else {
+            return Err(format!(
+                "nothing listens on TCP port {port} of `{}`",
+                self.nodes.get(to as usize).map_or("?", |n| &n.name)
+            ));
+        };
+        if route(&self.nodes, node, to) == u32::MAX {
+            return Err(format!(
+                "no route from `{}` to `{}`",
+                self.nodes[node as usize].name, self.nodes[to as usize].name
+            ));
+        }
+        let local_port = {
+            let p = &mut self.next_port[node as usize];
+            *p = p.checked_add(1).unwrap_or(40_000);
+            *p
+        };
+        let e0 = self.endpoints.len() as u32;
+        let interval = self.goodput_interval;
+        for (initiator, n, peer_node, owner, accept) in [
+            (true, node, to, a, None),
+            (
+                false,
+                to,
+                node,
+                listener,
+                Some(Box::new((ltcp.clone(), lcc.clone()))),
+            ),
+        ] {
+            self.endpoints.push(Endpoint {
+                conn: None,
+                node: n,
+                peer_node,
+                peer: if initiator { e0 + 1 } else { e0 },
+                flow: u32::MAX,
+                agent: Some(owner),
+                accept,
+                accepted: false,
+                initiator,
+                sender: false,
+                timer_at: None,
+                written: 0,
+                stopped: false,
+                received: 0,
+                corrupt: 0,
+                received_after_warmup: 0,
+                last_delivery: None,
+                goodput: Binned::new(interval),
+                completed_at: None,
+                reset: false,
+                timed_out: false,
+                trace: Vec::new(),
+            });
+        }
+        let iss = self.agents[a as usize].rng.next_u64() as u32;
+        self.endpoints[e0 as usize].conn =
+            Some(Connection::connect(tcp, cc, local_port, port, iss));
+        self.flush(e0);
+        Ok(e0)
+    }
+
+    pub(crate) fn sock_send(&mut self, e: u32, data: Bytes) -> usize {
+        let Some(c) = self
+            .endpoints
+            .get_mut(e as usize)
+            .and_then(|ep| ep.conn.as_mut())
+        else {
+            return 0;
+        };
+        let n = c.send(data);
+        self.flush(e);
+        n
+    }
+
+    pub(crate) fn sock_recv(&mut self, e: u32, max: usize) -> Option<Bytes> {
+        let now = self.now;
+        let warmup = self.warmup;
+        let ep = self.endpoints.get_mut(e as usize)?;
+        let b = ep.conn.as_mut()?.recv(max)?;
+        let n = b.len() as u64;
+        ep.received += n;
+        ep.goodput.add(now, n);
+        ep.last_delivery = Some(now);
+        if now >= warmup {
+            ep.received_after_warmup += n;
+        }
+        // Reading may open the window: a window update may be due.
+        self.flush(e);
+        Some(b)
+    }
+
+    pub(crate) fn sock_close(&mut self, e: u32, abort: bool) {
+        if let Some(c) = self
+            .endpoints
+            .get_mut(e as usize)
+            .and_then(|ep| ep.conn.as_mut())
+        {
+            if abort {
+                c.abort();
+            } else {
+                c.close();
+            }
+            self.flush(e);
+        }
+    }
+
+    pub(crate) fn bind_udp(&mut self, a: u32, port: u16) -> Result<(), String> {
+        let node = self.agent_node(a);
+        if self.udp_ports.contains_key(&(node, port)) {
+            return Err(format!(
+                "UDP port {port} on `{}` is already in use",
+                self.nodes[node as usize].name
+            ));
+        }
+        self.udp_ports.insert((node, port), a);
+        Ok(())
+    }
+
+    pub(crate) fn send_udp(
+        &mut self,
+        node: NodeId,
+        src_port: u16,
+        to: NodeId,
+        dst_port: u16,
+        data: Bytes,
+    ) {
+        // A datagram to the sender's own node has no route and is dropped:
+        // delivering it at once would run one agent inside another's callback.
+        self.send(node, Packet::udp(node, to, src_port, dst_port, data));
+    }
+
+    pub(crate) fn set_agent_timer(&mut self, a: u32, at: Time, token: u64) {
+        let at = at.max(self.now);
+        self.schedule(at, Ev::AgentTimer(a, token));
+    }
+
+    /// The controller name of an endpoint's connection.
+    pub fn cc_name(&self, e: u32) -> &'static str {
+        match &self.endpoints[e as usize].conn {
+            Some(c) => c.controller_ref().name(),
+            None => self.flows[self.endpoints[e as usize].flow as usize]
+                .cc
+                .name(),
+        }
+    }
+
+    /// A quick look at a connection's congestion state, for tests and tools.
+    pub fn cwnd_of(&self, e: u32) -> Option<u64> {
+        self.endpoints[e as usize]
+            .conn
+            .as_ref()
+            .map(|c| c.controller_ref().cwnd())
+    }
+}
+
+/// The output interface of `node` towards `dst`, or `u32::MAX` if none.
+fn route(nodes: &[Node], node: NodeId, dst: NodeId) -> u32 {
+    let n = &nodes[node as usize];
+    if n.routes.is_empty() {
+        if node != dst && nodes[dst as usize].component == n.component {
+            n.default_route
+        } else {
+            u32::MAX
+        }
+    } else {
+        n.routes[dst as usize]
+    }
+}
+
+/// Breadth-first shortest paths (in hops); ties go to the lower interface
+/// index, so routes are deterministic. Only nodes with several interfaces
+/// (switches, multi-homed hosts) get a table, so that a star of thousands of
+/// hosts needs one table, not one per host; a single-homed node sends
+/// everything through its only interface.
+fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
+    let n = nodes.len();
+    let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (i, f) in ifaces.iter().enumerate() {
+        out[f.from as usize].push(i as u32);
+    }
+    // Reachability is symmetric (links are full duplex): one component id per node.
+    let mut comp = vec![u32::MAX; n];
+    for s in 0..n {
+        if comp[s] != u32::MAX {
+            continue;
+        }
+        comp[s] = s as u32;
+        let mut q = VecDeque::from([s]);
+        while let Some(u) = q.pop_front() {
+            for &i in &out[u] {
+                let t = ifaces[i as usize].to as usize;
+                if comp[t] == u32::MAX {
+                    comp[t] = s as u32;
+                    q.push_back(t);
+                }
+            }
+        }
+    }
+    for src in 0..n {
+        nodes[src].component = comp[src];
+        if out[src].len() == 1 {
+            nodes[src].default_route = out[src][0];
+            continue;
+        }
+        let mut first_hop = vec![u32::MAX; n];
+        let mut seen = vec![false; n];
+        seen[src] = true;
+        let mut q = VecDeque::new();
+        for &i in &out[src] {
+            let to = ifaces[i as usize].to as usize;
+            if !seen[to] {
+                seen[to] = true;
+                first_hop[to] = i;
+                q.push_back(to);
+            }
+        }
+        while let Some(u) = q.pop_front() {
+            for &i in &out[u] {
+                let to = ifaces[i as usize].to as usize;
+                if !seen[to] {
+                    seen[to] = true;
+                    first_hop[to] = first_hop[u];
+                    q.push_back(to);
+                }
+            }
+        }
+        nodes[src].routes = first_hop;
+    }
+}

@@ -1,0 +1,181 @@
+//! Scenario specification: a plain description of nodes, links, queues,
+//! flows and measurement options. Scenario files (TOML, see
+//! [`crate::scenario`]) parse into this; reproductions build it in code.
+
+use hopwise_proto::cc::CcConfig;
+use hopwise_proto::tcp::TcpConfig;
+use hopwise_proto::time::Dur;
+use hopwise_proto::units::Rate;
+
+/// A whole experiment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    /// Simulated time to run.
+    pub duration: Dur,
+    /// Master seed; every component derives its own stream from it and its name.
+    pub seed: u64,
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    pub flows: Vec<FlowSpec>,
+    pub measure: MeasureSpec,
+    /// Each flow's start (and stop) is shifted by a uniform random amount in
+    /// `[0, start_jitter)`, drawn from the flow's own random stream.
+    pub start_jitter: Dur,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeKind {
+    /// An end system that runs TCP endpoints (and forwards, if routes go through it).
+    Host,
+    /// A switch or router: forwards only, one output queue per port.
+    Switch,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKind,
+}
+
+/// A full-duplex point-to-point link between nodes `a` and `b`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    pub name: String,
+    pub a: String,
+    pub b: String,
+    /// Direction a → b: `a`'s output port.
+    pub ab: DirSpec,
+    /// Direction b → a: `b`'s output port.
+    pub ba: DirSpec,
+}
+
+/// One direction of a link: the sending node's output port.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirSpec {
+    pub rate: Rate,
+    pub delay: Dur,
+    pub queue: QueueSpec,
+    /// Probability that a packet is lost on this direction (after the queue), seeded.
+    pub loss: f64,
+}
+
+/// How a queue limit is counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    Bytes(u64),
+    Packets(u64),
+}
+
+impl Default for Limit {
+    /// Linux's default txqueuelen.
+    fn default() -> Self {
+        Limit::Packets(1000)
+    }
+}
+
+/// What counts as an ACK for the "ACKs first" discipline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AckClassifier {
+    /// Seed 000 §IV: a TCP segment whose IP total length is below 64 B.
+    /// ACKs with SACK blocks (64 B and more with timestamps) fall outside.
+    Len64,
+    /// Any TCP segment without payload.
+    NoPayload,
+}
+
+/// An output queue discipline.
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueueSpec {
+    /// First in, first out; arrivals beyond the limit are dropped.
+    DropTail { limit: Limit },
+    /// Seed 000 §IV's HTB setup: ACKs in a high-priority class, data in a
+    /// class with `data_share` of the link rate guaranteed; both classes
+    /// together throttled to `throttle` of the link rate, so that the queue
+    /// forms here and not in the device.
+    AckFirst {
+        classifier: AckClassifier,
+        data_share: f64,
+        throttle: f64,
+        ack_limit: Limit,
+        data_limit: Limit,
+    },
+    /// A token-bucket shaper (rate, burst) in front of a drop-tail queue.
+    TokenBucket {
+        rate: Rate,
+        burst: u64,
+        limit: Limit,
+    },
+}
+
+impl Default for QueueSpec {
+    fn default() -> Self {
+        QueueSpec::DropTail {
+            limit: Limit::default(),
+        }
+    }
+}
+
+/// What a flow's application does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Traffic {
+    /// Backlogged: the sender always has data, until `stop`.
+    Bulk,
+    /// Sends exactly this many bytes, then closes.
+    Fixed(u64),
+}
+
+/// One TCP connection from `from` (the initiator) to `to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    pub name: String,
+    pub from: String,
+    pub to: String,
+    /// Congestion control of the initiator (and of the responder when `bidir`).
+    pub cc: CcConfig,
+    pub tcp: TcpConfig,
+    pub start: Dur,
+    /// When the application stops writing and closes (bulk flows); `None` = run to the end.
+    pub stop: Option<Dur>,
+    pub traffic: Traffic,
+    /// The responder sends the same traffic back on the same connection
+    /// (data both ways, ACKs piggybacked).
+    pub bidir: bool,
+}
+
+/// Measurement options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MeasureSpec {
+    /// Goodput time-series bin (default 1 s).
+    pub goodput_interval: Dur,
+    /// Sampling interval of cwnd/RTT and queue traces (default 100 ms).
+    pub trace_interval: Dur,
+    /// Utilisation, mean queue and goodput totals ignore the first `warmup`.
+    pub warmup: Dur,
+}
+
+impl Default for MeasureSpec {
+    fn default() -> Self {
+        MeasureSpec {
+            goodput_interval: Dur::SECOND,
+            trace_interval: Dur::from_millis(100),
+            warmup: Dur::ZERO,
+        }
+    }
+}
+
+impl Scenario {
+    /// An empty scenario with defaults; add nodes, links and flows.
+    pub fn new(name: impl Into<String>, duration: Dur, seed: u64) -> Self {
+        Scenario {
+            name: name.into(),
+            duration,
+            seed,
+            nodes: Vec::new(),
+            links: Vec::new(),
+            flows: Vec::new(),
+            measure: MeasureSpec::default(),
+            start_jitter: Dur::ZERO,
+        }
+    }
+}

@@ -1,0 +1,1334 @@
+//! Scenario files: every example parses, every error class names the file,
+//! the key path and the problem, overrides work, and nothing panics.
+
+use hopwise_proto::cc::{CcConfig, ParamValue};
+use hopwise_proto::time::Dur;
+use hopwise_proto::units::Rate;
+use hopwise_sim::scenario::{load, parse, validate, ScenarioError};
+use hopwise_sim::spec::{AckClassifier, Limit, NodeKind, QueueSpec, Scenario, Traffic};
+use proptest::prelude::*;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+
+const FILE: &str = "test.toml";
+
+/// A small valid dumbbell: h1 - r1 = r2 - h2, flows f1 (NewReno) and f2 (LEDBAT).
+const BASE: &str = r#"
+duration = "60s"
+
+[defaults.link]
+rate = "1Gbit"
+delay = "1ms"
+
+[[node]]
+name = "h1"
+[[node]]
+name = "r1"
+kind = "switch"
+[[node]]
+name = "r2"
+kind = "switch"
+[[node]]
+name = "h2"
+
+[[link]]
+a = "h1"
+b = "r1"
+
+[[link]]
+name = "bottleneck"
+a = "r1"
+b = "r2"
+rate = "10Mbit"
+delay = "8ms"
+queue = "17pkt"
+
+[[link]]
+a = "r2"
+b = "h2"
+
+[[flow]]
+name = "f1"
+from = "h1"
+to = "h2"
+cc = "newreno"
+
+[[flow]]
+name = "f2"
+from = "h1"
+to = "h2"
+cc = "ledbat"
+start = "1s"
+"#;
+
+fn ok(text: &str) -> Scenario {
+    match parse(text, FILE, &[]) {
+        Ok(s) => s,
+        Err(e) => panic!("expected success, got: {e}"),
+    }
+}
+
+fn ok_with(overrides: &[&str]) -> Scenario {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    match parse(BASE, FILE, &o) {
+        Ok(s) => s,
+        Err(e) => panic!("expected success with {overrides:?}, got: {e}"),
+    }
+}
+
+/// BASE with one substring replaced (which must occur exactly once).
+fn edit(from: &str, to: &str) -> String {
+    assert_eq!(
+        BASE.matches(from).count(),
+        1,
+        "`{from}` must occur once in BASE"
+    );
+    BASE.replacen(from, to, 1)
+}
+
+/// Parses `text`, expects an error whose key contains `key` and whose
+/// message contains every phrase; the displayed error names the file.
+#[track_caller]
+fn fails(text: &str, key: &str, phrases: &[&str]) -> ScenarioError {
+    fails_with(text, &[], key, phrases)
+}
+
+#[track_caller]
+fn fails_with(text: &str, overrides: &[&str], key: &str, phrases: &[&str]) -> ScenarioError {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let e = match parse(text, FILE, &o) {
+        Ok(_) => panic!("expected an error at `{key}`, but it parsed"),
+        Err(e) => e,
+    };
+    let shown = e.to_string();
+    assert_eq!(e.file, FILE);
+    assert!(shown.starts_with(&format!("{FILE}: ")), "{shown}");
+    assert!(
+        e.key.contains(key),
+        "key `{}` lacks `{key}`: {shown}",
+        e.key
+    );
+    for p in phrases {
+        assert!(e.message.contains(p), "message lacks `{p}`: {shown}");
+    }
+    e
+}
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+fn scenario_files() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(scenarios_dir())
+        .expect("scenarios/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Sum of one-way delays along the (unique in our examples) shortest-hop path.
+fn base_rtt(s: &Scenario, from: &str, to: &str) -> Dur {
+    let mut adj: HashMap<&str, Vec<(&str, Dur)>> = HashMap::new();
+    for l in &s.links {
+        adj.entry(&l.a).or_default().push((&l.b, l.ab.delay));
+        adj.entry(&l.b).or_default().push((&l.a, l.ba.delay));
+    }
+    let mut dist: HashMap<&str, Dur> = HashMap::from([(from, Dur::ZERO)]);
+    let mut q = VecDeque::from([from]);
+    while let Some(n) = q.pop_front() {
+        let d = dist[n];
+        for &(m, w) in adj.get(n).map(|v| v.as_slice()).unwrap_or(&[]) {
+            if !dist.contains_key(m) {
+                dist.insert(m, d + w);
+                q.push_back(m);
+            }
+        }
+    }
+    dist[to] * 2
+}
+
+fn link<'a>(s: &'a Scenario, name: &str) -> &'a hopwise_sim::spec::LinkSpec {
+    s.links
+        .iter()
+        .find(|l| l.name == name)
+        .expect("link exists")
+}
+
+// ---------------------------------------------------------------------------
+// The example scenarios
+// ---------------------------------------------------------------------------
+
+#[test]
+fn every_example_scenario_parses_and_validates() {
+    let files = scenario_files();
+    assert!(
+        files.len() >= 9,
+        "expected the nine examples, found {files:?}"
+    );
+    for f in files {
+        let s = load(&f, &[]).unwrap_or_else(|e| panic!("{e}"));
+        validate(&s, &f.display().to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let text = std::fs::read_to_string(&f).unwrap();
+        assert!(
+            text.starts_with('#'),
+            "{}: starts with a header comment",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn example_numbers_are_right() {
+    let get = |n: &str| load(&scenarios_dir().join(n), &[]).unwrap_or_else(|e| panic!("{e}"));
+
+    let s = get("newreno-single.toml");
+    assert_eq!(s.flows.len(), 1);
+    assert_eq!(s.duration, Dur::from_secs(60));
+    assert_eq!(s.measure.warmup, Dur::from_secs(5));
+    assert_eq!(base_rtt(&s, "h1", "h2"), Dur::from_millis(20));
+    let b = link(&s, "bottleneck");
+    assert_eq!(b.ab.rate, Rate::from_mbps(10));
+    assert_eq!(
+        b.ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(17)
+        }
+    );
+    assert_eq!(s.flows[0].cc, CcConfig::NewReno);
+
+    let s = get("newreno-two-flows.toml");
+    assert_eq!(s.flows.len(), 2);
+    assert_eq!(s.duration, Dur::from_secs(120));
+    assert!(!s.start_jitter.is_zero());
+    let r: Vec<Dur> = s
+        .flows
+        .iter()
+        .map(|f| base_rtt(&s, &f.from, &f.to))
+        .collect();
+    assert_eq!(r, vec![Dur::from_millis(20); 2]);
+
+    let s = get("ledbat-single.toml");
+    assert_eq!(s.flows[0].cc.name(), "ledbat");
+    assert_eq!(base_rtt(&s, "h1", "h2"), Dur::from_millis(50));
+    let b = link(&s, "bottleneck");
+    assert_eq!(b.ab.rate, Rate::from_mbps(1));
+    assert_eq!(
+        b.ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(100)
+        }
+    );
+    assert_eq!(s.duration, Dur::from_secs(120));
+
+    let s = get("newreno-vs-ledbat.toml");
+    let names: Vec<&str> = s.flows.iter().map(|f| f.cc.name()).collect();
+    assert_eq!(names, ["newreno", "ledbat"]);
+    assert!(s.flows.iter().all(|f| f.start == Dur::ZERO));
+
+    let s = get("vegas-single.toml");
+    let mut vegas = CcConfig::from_name("vegas").unwrap();
+    vegas.set("alpha", ParamValue::Num(2.0)).unwrap();
+    vegas.set("beta", ParamValue::Num(4.0)).unwrap();
+    assert_eq!(s.flows[0].cc, vegas);
+    assert_eq!(base_rtt(&s, "h1", "h2"), Dur::from_millis(50));
+    assert_eq!(link(&s, "bottleneck").ab.rate, Rate::from_mbps(10));
+
+    let s = get("scale.toml");
+    assert_eq!(s.flows.len(), 100);
+    for (i, f) in s.flows.iter().enumerate() {
+        assert_eq!(f.start, Dur::from_millis(10 * i as u64));
+        assert_eq!(f.cc, CcConfig::NewReno);
+        assert!(f.tcp.sack && f.tcp.delayed_ack);
+        assert_eq!(base_rtt(&s, &f.from, &f.to), Dur::from_millis(20));
+    }
+    let b = link(&s, "bottleneck");
+    assert_eq!(b.ab.rate, Rate::from_mbps(100));
+    assert_eq!(
+        b.ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(167)
+        }
+    );
+
+    let s = get("asymmetric-pendulum.toml");
+    let adsl = link(&s, "adsl");
+    assert_eq!(adsl.ab.rate, Rate::from_kbps(2400));
+    assert_eq!(adsl.ba.rate, Rate::from_kbps(196));
+    assert_eq!(
+        adsl.ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Bytes(30_000)
+        }
+    );
+    assert_eq!(
+        adsl.ba.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Bytes(30_000)
+        }
+    );
+    let up = s.flows.iter().find(|f| f.name == "upload").unwrap();
+    assert_eq!(
+        (up.start, up.stop),
+        (Dur::from_secs(30), Some(Dur::from_secs(50)))
+    );
+
+    let s = get("overlay-ackprio.toml");
+    assert_eq!(s.duration, Dur::from_secs(300));
+    assert!(s.flows.iter().all(|f| f.cc.name() == "cubic"));
+    assert!(matches!(
+        link(&s, "B-sw").ab.queue,
+        QueueSpec::AckFirst {
+            classifier: AckClassifier::NoPayload,
+            ..
+        }
+    ));
+
+    let s = get("lossy-link.toml");
+    let l = &s.links[0];
+    assert_eq!((l.ab.loss, l.ba.loss), (0.01, 0.0));
+    assert!(!s.flows[0].tcp.sack);
+}
+
+#[test]
+fn documented_example_parses() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/scenario-format.md"),
+    )
+    .expect("docs/scenario-format.md exists");
+    let start = doc.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let len = doc[start..].find("```").expect("closed block");
+    let s = parse(&doc[start..start + len], "docs/scenario-format.md", &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["reno", "bg-0", "bg-1", "bg-2", "bg-3", "download"]);
+    assert_eq!(s.flows[4].start, Dur::from_secs(13));
+    let b = link(&s, "bottleneck");
+    assert_eq!(
+        (b.ab.rate, b.ba.rate),
+        (Rate::from_mbps(10), Rate::from_mbps(1))
+    );
+    assert_eq!(
+        b.ba.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Bytes(30_000)
+        }
+    );
+    assert_eq!(s.flows[5].traffic, Traffic::Fixed(10_000_000));
+}
+
+#[test]
+fn base_scenario_maps_onto_the_spec() {
+    let s = ok(BASE);
+    assert_eq!(s.name, "test"); // the file stem
+    assert_eq!(s.seed, 1);
+    assert_eq!(s.start_jitter, Dur::ZERO);
+    assert_eq!(s.nodes[1].kind, NodeKind::Switch);
+    assert_eq!(s.nodes[0].kind, NodeKind::Host);
+    assert_eq!(s.links[0].name, "h1-r1");
+    assert_eq!(
+        s.links[0].ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(1000)
+        }
+    );
+    assert_eq!(s.links[0].ab.loss, 0.0);
+    assert_eq!(s.links[1].ba.delay, Dur::from_millis(8));
+    assert_eq!(s.flows[0].traffic, Traffic::Bulk);
+    assert_eq!(s.flows[0].stop, None);
+    assert!(!s.flows[0].bidir);
+    assert_eq!(s.measure.goodput_interval, Dur::SECOND);
+    assert_eq!(s.measure.trace_interval, Dur::from_millis(100));
+}
+
+#[test]
+fn queue_tables_and_flow_options() {
+    let s = ok(&edit(
+        "queue = \"17pkt\"",
+        "queue = \"64kB\"\n  [link.ab]\n  queue = { type = \"ackfirst\", classifier = \"len64\", throttle = 0.9 }\n  [link.ba]\n  queue = { type = \"tbf\", rate = \"1Mbit\", burst = \"3000B\", limit = \"50pkt\" }",
+    ));
+    let b = &s.links[1];
+    assert_eq!(
+        b.ab.queue,
+        QueueSpec::AckFirst {
+            classifier: AckClassifier::Len64,
+            data_share: 0.9,
+            throttle: 0.9,
+            ack_limit: Limit::Packets(1000),
+            data_limit: Limit::Packets(1000),
+        }
+    );
+    assert_eq!(
+        b.ba.queue,
+        QueueSpec::TokenBucket {
+            rate: Rate::from_mbps(1),
+            burst: 3000,
+            limit: Limit::Packets(50)
+        }
+    );
+    let s = ok(&edit(
+        "start = \"1s\"",
+        "start = \"1s\"\nstop = \"30s\"\nsize = \"10MB\"\nbidir = true\ntcp = { delayed_ack = false, mss = 1000, min_rto = \"1s\" }\ncount = 3\nstart_step = \"2s\"",
+    ));
+    let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["f1", "f2-0", "f2-1", "f2-2"]);
+    assert_eq!(s.flows[3].start, Dur::from_secs(5));
+    assert_eq!(s.flows[3].stop, Some(Dur::from_secs(30)));
+    assert_eq!(s.flows[1].traffic, Traffic::Fixed(10_000_000));
+    assert!(s.flows[1].bidir && !s.flows[1].tcp.delayed_ack);
+    assert_eq!(s.flows[1].tcp.mss, 1000);
+    assert_eq!(s.flows[1].tcp.min_rto, Dur::SECOND);
+    assert!(s.flows[0].tcp.delayed_ack, "per-flow tcp does not leak");
+}
+
+// ---------------------------------------------------------------------------
+// Error classes
+// ---------------------------------------------------------------------------
+
+#[test]
+fn toml_syntax_error_has_line_and_column() {
+    let e = fails(
+        &edit("rate = \"10Mbit\"", "rate = 10Mbit"),
+        "",
+        &["line 27", "column", "TOML"],
+    );
+    assert!(e.key.is_empty());
+    assert!(
+        e.message.contains("rate = \"10Mbit\""),
+        "hints at quoting: {e}"
+    );
+}
+
+#[test]
+fn unknown_keys_suggest_near_misses() {
+    fails(
+        &edit("duration", "durration"),
+        "durration",
+        &["unknown key", "did you mean `duration`"],
+    );
+    fails(
+        &edit("[[node]]\nname = \"h1\"", "[[nodes]]\nname = \"h1\""),
+        "nodes",
+        &["did you mean `node`"],
+    );
+    fails(
+        &edit("rate = \"10Mbit\"", "rat = \"10Mbit\""),
+        "link[1] \"bottleneck\".rat",
+        &["did you mean `rate`", "allowed here"],
+    );
+    fails(
+        &edit(
+            "kind = \"switch\"\n[[node]]\nname = \"r2\"",
+            "kind = \"switch\"\n[[node]]\nname = \"r2\"\nknd = \"switch\"",
+        ),
+        "node[2] \"r2\".knd",
+        &["did you mean `kind`"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\nwarmpu = \"1s\"\n"),
+        "measure.warmpu",
+        &["did you mean `warmup`"],
+    );
+    fails(
+        &edit("delay = \"1ms\"", "delay = \"1ms\"\nqueu = \"10pkt\""),
+        "defaults.link.queu",
+        &["did you mean `queue`"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { sakc = false }",
+        ),
+        "flow \"f1\".tcp.sakc",
+        &["did you mean `sack`"],
+    );
+    fails(
+        &edit("cc = \"newreno\"", "cc = \"newreno\"\nsack = false"),
+        "flow \"f1\".sack",
+        &["unknown key", "TCP options go in"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"droptail\", limt = \"5pkt\" }",
+        ),
+        "link[1] \"bottleneck\".queue.limt",
+        &["did you mean `limit`"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = { type = \"droptial\" }"),
+        "link[1] \"bottleneck\".queue.type",
+        &[
+            "unknown queue type",
+            "did you mean `droptail`",
+            "ackfirst",
+            "tbf",
+        ],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "[link.ab]\nrte = \"1Mbit\""),
+        "link[1] \"bottleneck\".ab.rte",
+        &["did you mean `rate`"],
+    );
+}
+
+#[test]
+fn missing_required_keys() {
+    fails(
+        &edit("duration = \"60s\"", ""),
+        "duration",
+        &["missing required key"],
+    );
+    fails(
+        &edit("to = \"h2\"\ncc = \"newreno\"", "cc = \"newreno\""),
+        "flow \"f1\".to",
+        &["missing"],
+    );
+    fails(
+        &edit("cc = \"newreno\"", ""),
+        "flow \"f1\".cc",
+        &["missing", "cubic"],
+    );
+    fails(
+        &edit("name = \"h2\"", "kind = \"host\""),
+        "node[3].name",
+        &["missing"],
+    );
+    fails(
+        &edit("a = \"r2\"\nb = \"h2\"", "a = \"r2\""),
+        "link[2].b",
+        &["missing"],
+    );
+    // A direction without a rate anywhere.
+    let no_default = edit("rate = \"1Gbit\"\n", "");
+    fails(
+        &no_default,
+        "link[0] \"h1-r1\".ab.rate",
+        &["missing", "h1 -> r1", "[defaults.link]"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"tbf\", burst = \"3000B\" }",
+        ),
+        "queue.rate",
+        &["missing"],
+    );
+    let no_nodes: String = BASE
+        .lines()
+        .filter(|l| !l.contains("[[node]]"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(parse(&no_nodes, FILE, &[]).is_err());
+}
+
+#[test]
+fn wrong_types() {
+    fails(
+        &edit("duration = \"60s\"", "duration = \"60s\"\nseed = \"x\""),
+        "seed",
+        &["whole number", "string"],
+    );
+    fails(
+        &edit("start = \"1s\"", "start = \"1s\"\nbidir = \"yes\""),
+        "flow \"f2\".bidir",
+        &["true or false"],
+    );
+    fails(
+        &edit("cc = \"newreno\"", "cc = 5"),
+        "flow \"f1\".cc",
+        &["algorithm name"],
+    );
+    fails(
+        "duration = \"1s\"\n[node]\nname = \"h1\"\n",
+        "node",
+        &["[[node]]", "double brackets"],
+    );
+    fails(
+        &edit("name = \"bottleneck\"", "name = 7"),
+        "link[1].name",
+        &["expected a string"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = true"),
+        "link[1] \"bottleneck\".queue",
+        &["expected a queue"],
+    );
+    fails(
+        &edit("delay = \"8ms\"", "delay = [1]"),
+        "bottleneck\".delay",
+        &["expected a duration"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { mss = \"big\" }",
+        ),
+        "flow \"f1\".tcp.mss",
+        &["whole number"],
+    );
+}
+
+#[test]
+fn unparseable_quantities() {
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = \"-10Mbit\""),
+        "link[1] \"bottleneck\".rate",
+        &["negative"],
+    );
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = \"10 Mbs\""),
+        "bottleneck\".rate",
+        &["unknown rate unit", "Mbit"],
+    );
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = \"10mbit\""),
+        "bottleneck\".rate",
+        &["unknown prefix"],
+    );
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = 10"),
+        "bottleneck\".rate",
+        &["needs a unit", "\"10Mbit\""],
+    );
+    fails(
+        &edit("delay = \"8ms\"", "delay = 8"),
+        "bottleneck\".delay",
+        &["needs a unit", "\"8ms\""],
+    );
+    fails(
+        &edit("duration = \"60s\"", "duration = \"60\""),
+        "duration",
+        &["no unit"],
+    );
+    fails(
+        &edit("delay = \"8ms\"", "delay = \"8 fortnights\""),
+        "bottleneck\".delay",
+        &["unknown time unit"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"17\""),
+        "bottleneck\".queue",
+        &["ambiguous", "\"17pkt\""],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"1.5pkt\""),
+        "bottleneck\".queue",
+        &["whole number"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"17 apples\""),
+        "bottleneck\".queue",
+        &["neither a packet count"],
+    );
+    fails(
+        &edit("start = \"1s\"", "size = \"3 apples\""),
+        "flow \"f2\".size",
+        &["invalid size"],
+    );
+}
+
+#[test]
+fn zero_or_negative_rates() {
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = \"0Mbit\""),
+        "link[1] \"bottleneck\".rate",
+        &["must be positive"],
+    );
+    fails(
+        &edit("rate = \"1Gbit\"", "rate = \"0bit\""),
+        "defaults.link.rate",
+        &["must be positive"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"tbf\", rate = \"0kbit\", burst = \"3000B\" }",
+        ),
+        "queue.rate",
+        &["must be positive"],
+    );
+}
+
+#[test]
+fn loss_out_of_range() {
+    fails(
+        &edit("queue = \"17pkt\"", "loss = 1.0"),
+        "link[1] \"bottleneck\".loss",
+        &["[0, 1)"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "[link.ba]\nloss = -0.1"),
+        "bottleneck\".ba.loss",
+        &["[0, 1)"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "loss = \"150%\""),
+        "bottleneck\".loss",
+        &["[0, 1)"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "loss = \"lots\""),
+        "bottleneck\".loss",
+        &["probability"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "loss = nan"),
+        "bottleneck\".loss",
+        &["finite"],
+    );
+    let s = ok(&edit("queue = \"17pkt\"", "loss = \"1%\""));
+    assert_eq!(s.links[1].ab.loss, 0.01);
+}
+
+#[test]
+fn ackfirst_shares_out_of_range() {
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"ackfirst\", data_share = 0 }",
+        ),
+        "bottleneck\".queue.data_share",
+        &["(0, 1]"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"ackfirst\", throttle = 1.5 }",
+        ),
+        "bottleneck\".queue.throttle",
+        &["(0, 1]"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"ackfirst\", classifier = \"len46\" }",
+        ),
+        "queue.classifier",
+        &["unknown classifier", "len64", "no-payload"],
+    );
+}
+
+#[test]
+fn unknown_nodes() {
+    let e = fails(
+        &edit("b = \"r2\"", "b = \"r3\""),
+        "link[1] \"bottleneck\".b",
+        &["unknown node \"r3\"", "h1, r1, r2, h2"],
+    );
+    assert!(
+        !e.message.contains("did you mean"),
+        "r1 and r2 tie: no suggestion: {e}"
+    );
+    fails(
+        &edit("b = \"r2\"", "b = \"rr2\""),
+        "link[1] \"bottleneck\".b",
+        &["did you mean `r2`"],
+    );
+    fails(
+        &edit("cc = \"newreno\"", "cc = \"newreno\"").replacen("to = \"h2\"", "to = \"h3\"", 1),
+        "flow \"f1\".to",
+        &["unknown node \"h3\""],
+    );
+}
+
+#[test]
+fn duplicate_names() {
+    fails(
+        &edit("name = \"r2\"", "name = \"r1\""),
+        "node[2] \"r1\".name",
+        &["duplicate node name \"r1\"", "node[1]"],
+    );
+    fails(
+        &edit(
+            "a = \"h1\"\nb = \"r1\"",
+            "name = \"bottleneck\"\na = \"h1\"\nb = \"r1\"",
+        ),
+        "link[1] \"bottleneck\".name",
+        &["duplicate link name"],
+    );
+    fails(
+        &edit("name = \"f2\"", "name = \"f1\""),
+        "flow \"f1\".name",
+        &["duplicate flow name"],
+    );
+    // Replicas collide with an explicit name.
+    let text = edit("name = \"f2\"", "name = \"f\"\ncount = 2").replacen(
+        "name = \"f1\"",
+        "name = \"f-1\"",
+        1,
+    );
+    fails(&text, "flow \"f-1\".name", &["duplicate flow name"]);
+}
+
+#[test]
+fn flow_endpoints() {
+    fails(
+        &edit(
+            "to = \"h2\"\ncc = \"newreno\"",
+            "to = \"h1\"\ncc = \"newreno\"",
+        ),
+        "flow \"f1\".to",
+        &["same as from", "two different hosts"],
+    );
+    fails(
+        &edit(
+            "to = \"h2\"\ncc = \"newreno\"",
+            "to = \"r2\"\ncc = \"newreno\"",
+        ),
+        "flow \"f1\".to",
+        &["\"r2\" is a switch"],
+    );
+    let island = format!("{BASE}\n[[node]]\nname = \"h9\"\n[[node]]\nname = \"h8\"\n[[link]]\na = \"h8\"\nb = \"h9\"\n[[flow]]\nname = \"lost\"\nfrom = \"h1\"\nto = \"h9\"\ncc = \"cubic\"\n");
+    fails(
+        &island,
+        "flow \"lost\".to",
+        &["no path from \"h1\" to \"h9\""],
+    );
+    fails(
+        &edit("a = \"r1\"\nb = \"r2\"", "a = \"r1\"\nb = \"r1\""),
+        "link[1] \"bottleneck\".b",
+        &["two different nodes"],
+    );
+}
+
+#[test]
+fn congestion_control_errors() {
+    let e = fails(
+        &edit("cc = \"newreno\"", "cc = \"bbr\""),
+        "flow \"f1\".cc",
+        &["unknown congestion control \"bbr\""],
+    );
+    for n in CcConfig::NAMES {
+        assert!(e.message.contains(n), "lists {n}: {e}");
+    }
+    fails(
+        &edit("cc = \"newreno\"", "cc = \"cubci\""),
+        "flow \"f1\".cc",
+        &["did you mean `cubic`"],
+    );
+    fails(
+        &edit(
+            "cc = \"ledbat\"",
+            "cc = { algo = \"ledbat\", target = \"fast\" }",
+        ),
+        "flow \"f2\".cc.target",
+        &["fast"],
+    );
+    fails(
+        &edit("cc = \"ledbat\"", "cc = { algo = \"vegas\", alpha = -1 }"),
+        "flow \"f2\".cc.alpha",
+        &["-1"],
+    );
+    fails(
+        &edit("cc = \"ledbat\"", "cc = { algo = \"vegas\", alpah = 1 }"),
+        "flow \"f2\".cc.alpah",
+        &["unknown parameter", "did you mean `alpha`"],
+    );
+    fails(
+        &edit("cc = \"ledbat\"", "cc = { algo = \"newreno\", beta = 0.5 }"),
+        "flow \"f2\".cc.beta",
+        &["takes no parameters"],
+    );
+    fails(
+        &edit("cc = \"ledbat\"", "cc = { target = \"50ms\" }"),
+        "flow \"f2\".cc.algo",
+        &["missing"],
+    );
+    fails(
+        &edit(
+            "cc = \"ledbat\"",
+            "cc = { algo = \"ledbat\", variant = \"utpp\" }",
+        ),
+        "flow \"f2\".cc.variant",
+        &["unknown LEDBAT variant", "utp"],
+    );
+    fails(
+        &edit(
+            "cc = \"ledbat\"",
+            "cc = { algo = \"cubic\", variant = \"utp\" }",
+        ),
+        "flow \"f2\".cc.variant",
+        &["no variants"],
+    );
+    // Variants and case-insensitive names work.
+    let s = ok(&edit(
+        "cc = \"ledbat\"",
+        "cc = { algo = \"ledbat\", target = \"100ms\", variant = \"utp\" }",
+    ));
+    assert_eq!(s.flows[1].cc.name(), "ledbat-utp");
+    let s = ok(&edit("cc = \"ledbat\"", "cc = \"CUBIC\""));
+    assert_eq!(s.flows[1].cc.name(), "cubic");
+}
+
+#[test]
+fn timing_errors() {
+    fails(
+        &edit("start = \"1s\"", "start = \"60s\""),
+        "flow \"f2\".start",
+        &["after the end", "60s"],
+    );
+    fails(
+        &edit("start = \"1s\"", "start = \"1s\"\nstop = \"1s\""),
+        "flow \"f2\".stop",
+        &["after start"],
+    );
+    fails(
+        &edit("start = \"1s\"", "start = \"5s\"\nstop = \"2s\""),
+        "flow \"f2\".stop",
+        &["after start"],
+    );
+    fails(
+        &edit("duration = \"60s\"", "duration = \"0s\""),
+        "duration",
+        &["positive"],
+    );
+    fails(
+        &edit("start = \"1s\"", "count = 0"),
+        "flow \"f2\".count",
+        &["at least 1"],
+    );
+    fails(
+        &edit("start = \"1s\"", "count = -3"),
+        "flow \"f2\".count",
+        &["negative"],
+    );
+    fails(
+        &edit("start = \"1s\"", "start_step = \"1s\""),
+        "flow \"f2\".start_step",
+        &["only applies with `count`"],
+    );
+    fails(
+        &edit("start = \"1s\"", "count = 100\nstart_step = \"1s\""),
+        "flow \"f2\".start_step",
+        &["replica 99", "after the end"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\nwarmup = \"60s\"\n"),
+        "measure.warmup",
+        &["nothing would be measured"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\ngoodput_interval = \"0s\"\n"),
+        "measure.goodput_interval",
+        &["positive"],
+    );
+}
+
+#[test]
+fn queue_limit_errors() {
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"0pkt\""),
+        "link[1] \"bottleneck\".queue",
+        &["limit of 0"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"0B\""),
+        "bottleneck\".queue",
+        &["limit of 0"],
+    );
+    fails(
+        &edit("queue = \"17pkt\"", "queue = \"1000B\""),
+        "bottleneck\".ab.queue",
+        &["cannot hold one full-sized packet"],
+    );
+    fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"tbf\", rate = \"1Mbit\", burst = \"500B\" }",
+        ),
+        "bottleneck\".ab.queue.burst",
+        &["smaller than one full-sized packet"],
+    );
+}
+
+#[test]
+fn tcp_sanity() {
+    fails(
+        &edit("cc = \"newreno\"", "cc = \"newreno\"\ntcp = { mss = 40 }"),
+        "flow \"f1\".tcp.mss",
+        &["at least 64"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { mss = 70000 }",
+        ),
+        "flow \"f1\".tcp.mss",
+        &["65535"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { recv_buffer = \"1kB\" }",
+        ),
+        "flow \"f1\".tcp.recv_buffer",
+        &["smaller than one segment"],
+    );
+    fails(
+        &edit(
+            "delay = \"1ms\"",
+            "delay = \"1ms\"\n[defaults.tcp]\nsend_buffer = 100",
+        ),
+        "defaults.tcp.send_buffer",
+        &["smaller than one segment"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { min_rto = \"2s\", max_rto = \"1s\" }",
+        ),
+        "flow \"f1\".tcp.max_rto",
+        &["below min_rto"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { initial_window = 0 }",
+        ),
+        "tcp.initial_window",
+        &["at least 1"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { dupthresh = 0 }",
+        ),
+        "tcp.dupthresh",
+        &["at least 1"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { delack_timeout = \"0s\" }",
+        ),
+        "tcp.delack_timeout",
+        &["positive"],
+    );
+}
+
+#[test]
+fn io_errors_name_the_file() {
+    let p = Path::new("/nonexistent/dir/missing.toml");
+    let e = load(p, &[]).unwrap_err();
+    assert_eq!(e.file, "/nonexistent/dir/missing.toml");
+    assert!(
+        e.to_string().contains("missing.toml") && e.message.contains("cannot read"),
+        "{e}"
+    );
+}
+
+#[test]
+fn validate_checks_scenarios_built_in_code() {
+    let mut s = ok(BASE);
+    validate(&s, "code").unwrap();
+    s.links[1].ba.loss = 1.5;
+    let e = validate(&s, "code").unwrap_err();
+    assert_eq!(e.key, "link[1] \"bottleneck\".ba.loss");
+    assert_eq!(e.file, "code");
+    let mut s = ok(BASE);
+    s.links[1].ab.rate = Rate::from_bps(0);
+    assert_eq!(
+        validate(&s, "code").unwrap_err().key,
+        "link[1] \"bottleneck\".ab.rate"
+    );
+    let mut s = ok(BASE);
+    s.flows[0].tcp.mss = 10;
+    assert_eq!(validate(&s, "code").unwrap_err().key, "flow \"f1\".tcp.mss");
+    let mut s = ok(BASE);
+    s.links[1].ab.queue = QueueSpec::AckFirst {
+        classifier: AckClassifier::Len64,
+        data_share: 0.0,
+        throttle: 0.95,
+        ack_limit: Limit::Packets(10),
+        data_limit: Limit::Packets(10),
+    };
+    assert_eq!(
+        validate(&s, "code").unwrap_err().key,
+        "link[1] \"bottleneck\".ab.queue.data_share"
+    );
+    let mut s = ok(BASE);
+    s.flows.clear();
+    assert!(validate(&s, "code")
+        .unwrap_err()
+        .message
+        .contains("no flows"));
+    let mut s = ok(BASE);
+    s.nodes.push(s.nodes[0].clone());
+    assert!(validate(&s, "code")
+        .unwrap_err()
+        .message
+        .contains("duplicate node name"));
+}
+
+// ---------------------------------------------------------------------------
+// Overrides
+// ---------------------------------------------------------------------------
+
+#[test]
+fn overrides_top_level() {
+    let s = ok_with(&["duration=30s", "seed=7", "start_jitter=5ms", "name=renamed"]);
+    assert_eq!(s.duration, Dur::from_secs(30));
+    assert_eq!(s.seed, 7);
+    assert_eq!(s.start_jitter, Dur::from_millis(5));
+    assert_eq!(s.name, "renamed");
+    let s = ok_with(&["measure.warmup=2s"]);
+    assert_eq!(s.measure.warmup, Dur::from_secs(2));
+}
+
+#[test]
+fn overrides_by_index_and_by_name() {
+    let s = ok_with(&["flow[0].cc=cubic"]);
+    assert_eq!(s.flows[0].cc.name(), "cubic");
+    let s = ok_with(&["flow.f1.cc=vegas", "flow.f2.start=3s"]);
+    assert_eq!(s.flows[0].cc.name(), "vegas");
+    assert_eq!(s.flows[1].start, Dur::from_secs(3));
+    let s = ok_with(&["link.bottleneck.ba.queue=20pkt"]);
+    assert_eq!(
+        s.links[1].ba.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(20)
+        }
+    );
+    assert_eq!(
+        s.links[1].ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(17)
+        }
+    );
+    // Unnamed links answer to their default name "<a>-<b>"; [name] also selects.
+    let s = ok_with(&["link.h1-r1.delay=3ms", "link[bottleneck].rate=20Mbit"]);
+    assert_eq!(s.links[0].ab.delay, Dur::from_millis(3));
+    assert_eq!(s.links[1].ab.rate, Rate::from_mbps(20));
+    let s = ok_with(&["node[0].name=h1", "flow[1].size=1MB"]);
+    assert_eq!(s.flows[1].traffic, Traffic::Fixed(1_000_000));
+}
+
+#[test]
+fn overrides_create_missing_tables() {
+    let s = ok_with(&["defaults.tcp.sack=false"]);
+    assert!(s.flows.iter().all(|f| !f.tcp.sack));
+    let s = ok_with(&["link.bottleneck.ab.rate=1Mbit"]);
+    assert_eq!(s.links[1].ab.rate, Rate::from_mbps(1));
+    assert_eq!(s.links[1].ba.rate, Rate::from_mbps(10));
+    let s = ok_with(&["flow.f1.tcp.mss=1000"]);
+    assert_eq!(s.flows[0].tcp.mss, 1000);
+    let s = ok_with(&["link.bottleneck.loss=0.05"]);
+    assert_eq!(s.links[1].ab.loss, 0.05);
+}
+
+#[test]
+fn overrides_turn_shorthands_into_tables() {
+    let s = ok_with(&["flow[1].cc.target=50ms"]);
+    let mut want = CcConfig::from_name("ledbat").unwrap();
+    want.set("target", ParamValue::Str("50ms")).unwrap();
+    assert_eq!(s.flows[1].cc, want);
+    let s = ok_with(&["flow.f1.cc={ algo = \"vegas\", alpha = 1, beta = 3 }"]);
+    let mut want = CcConfig::from_name("vegas").unwrap();
+    want.set("alpha", ParamValue::Num(1.0)).unwrap();
+    want.set("beta", ParamValue::Num(3.0)).unwrap();
+    assert_eq!(s.flows[0].cc, want);
+    let s = ok_with(&["link.bottleneck.queue.limit=5pkt"]);
+    assert_eq!(
+        s.links[1].ab.queue,
+        QueueSpec::DropTail {
+            limit: Limit::Packets(5)
+        }
+    );
+    // A quoted value stays a string.
+    let s = ok_with(&["flow.f1.name=\"g1\""]);
+    assert_eq!(s.flows[0].name, "g1");
+}
+
+#[test]
+fn bad_overrides_name_the_override() {
+    let bad = |o: &str, phrase: &str| {
+        let e = parse(BASE, FILE, &[o.to_string()]).unwrap_err();
+        assert_eq!(e.key, format!("--set {o}"), "{e}");
+        assert!(e.message.contains(phrase), "`{phrase}` missing: {e}");
+        assert!(e.to_string().starts_with(FILE), "{e}");
+    };
+    bad("duration", "key=value");
+    bad("=30s", "empty key");
+    bad("flow[5].cc=cubic", "out of range");
+    bad("flow.nope.cc=cubic", "named \"nope\"");
+    bad("link.botleneck.rate=1Mbit", "did you mean `bottleneck`");
+    bad("durtion=30s", "did you mean `duration`");
+    bad("flow.f1.ccc=cubic", "did you mean `cc`");
+    bad("defaults.tcp.sak=false", "did you mean `sack`");
+    bad("duration.x=1", "not a table");
+    bad("duration[0]=1", "not an array");
+    bad("flow..cc=x", "empty key segment");
+    bad("flow[1.cc=x", "unterminated");
+    // A value of the wrong type is reported at its key.
+    let e = parse(BASE, FILE, &["seed=abc".to_string()]).unwrap_err();
+    assert_eq!(e.key, "seed");
+    // An override that makes the scenario invalid is reported like a file error.
+    let e = parse(BASE, FILE, &["flow.f1.to=h9".to_string()]).unwrap_err();
+    assert!(
+        e.key == "flow \"f1\".to" && e.message.contains("unknown node \"h9\""),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Never panic
+// ---------------------------------------------------------------------------
+
+fn corpus() -> Vec<String> {
+    let mut v: Vec<String> = scenario_files()
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    v.push(BASE.to_string());
+    v
+}
+
+/// Tokens that make mutations reach deep into the reader.
+const TOKENS: &[&str] = &[
+    "\"0s\"",
+    "\"-1s\"",
+    "0",
+    "-1",
+    "1e308",
+    "nan",
+    "inf",
+    "\"\"",
+    "true",
+    "[]",
+    "{}",
+    "\"0pkt\"",
+    "\"0B\"",
+    "\"1e30Gbit\"",
+    "\"18446744073709551615B\"",
+    "9223372036854775807",
+    "{ type = \"tbf\" }",
+    "{ algo = \"ledbat\", variant = \"++\" }",
+    "\"h1\"",
+    "\"r1\"",
+    "[[flow]]",
+    "[[link]]",
+    "[link.ab]",
+    "count = 100000",
+    "\"1.5pkt\"",
+    "\"µs\"",
+    "1.5",
+    "\"100%\"",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    Delete {
+        at: usize,
+        len: usize,
+    },
+    Insert {
+        at: usize,
+        text: String,
+    },
+    /// Replace the value of the n-th `key = value` line.
+    Value {
+        line: usize,
+        token: usize,
+    },
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (any::<usize>(), 0usize..40).prop_map(|(at, len)| Mutation::Delete { at, len }),
+        (any::<usize>(), ".{0,12}").prop_map(|(at, text)| Mutation::Insert { at, text }),
+        (any::<usize>(), any::<usize>()).prop_map(|(line, token)| Mutation::Value { line, token }),
+    ]
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn mutate(mut s: String, m: &Mutation) -> String {
+    match m {
+        Mutation::Delete { at, len } => {
+            let a = floor_boundary(&s, at % (s.len() + 1));
+            let b = floor_boundary(&s, a + len);
+            s.replace_range(a..b, "");
+            s
+        }
+        Mutation::Insert { at, text } => {
+            let a = floor_boundary(&s, at % (s.len() + 1));
+            s.insert_str(a, text);
+            s
+        }
+        Mutation::Value { line, token } => {
+            let lines: Vec<&str> = s.lines().collect();
+            let kv: Vec<usize> = (0..lines.len())
+                .filter(|&i| lines[i].contains(" = "))
+                .collect();
+            if kv.is_empty() {
+                return s;
+            }
+            let target = kv[line % kv.len()];
+            let mut out = Vec::with_capacity(lines.len());
+            for (i, l) in lines.iter().enumerate() {
+                if i == target {
+                    let key = l.split(" = ").next().unwrap_or("");
+                    out.push(format!("{key} = {}", TOKENS[token % TOKENS.len()]));
+                } else {
+                    out.push(l.to_string());
+                }
+            }
+            out.join("\n")
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_text_never_panics(text in ".{0,400}") {
+        let _ = parse(&text, FILE, &[]);
+    }
+
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = parse(&String::from_utf8_lossy(&bytes), FILE, &[]);
+    }
+
+    #[test]
+    fn mutated_scenarios_never_panic(
+        pick in any::<usize>(),
+        muts in proptest::collection::vec(mutation(), 1..6),
+    ) {
+        let corpus = corpus();
+        let mut s = corpus[pick % corpus.len()].clone();
+        for m in &muts {
+            s = mutate(s, m);
+        }
+        let _ = parse(&s, FILE, &[]);
+    }
+
+    #[test]
+    fn random_overrides_never_panic(
+        o in proptest::collection::vec("[a-z0-9_\\[\\]\\.=\"{}, -]{0,30}", 0..4),
+    ) {
+        let _ = parse(BASE, FILE, &o);
+    }
+
+    #[test]
+    fn structured_overrides_never_panic(
+        key in prop::sample::select(vec![
+            "duration", "seed", "flow[0].cc", "flow.f2.cc.target", "flow[1].count", "flow[1].start_step",
+            "link.bottleneck.ab.queue", "link.bottleneck.queue.limit", "link[1].ba.loss",
+            "defaults.tcp.mss", "defaults.link.rate", "node[0].kind", "measure.warmup", "flow.f1.tcp",
+            "link.bottleneck.queue.burst", "flow[0].tcp.recv_buffer",
+        ]),
+        token in 0usize..TOKENS.len(),
+    ) {
+        let _ = parse(BASE, FILE, &[format!("{key}={}", TOKENS[token])]);
+    }
+}

@@ -1,0 +1,260 @@
+//! BackTap: one `hopwise_proto::backtap::Endpoint` per node, moving UDP
+//! datagrams. The agent holds no protocol logic: datagrams go to
+//! `handle_datagram`, deadlines to `handle_timeout`, `poll_transmit` is
+//! drained after every call, and the edges use `can_send`/`send_cell` at the
+//! packaging edge and `recv_cell` at the delivering edge (which is when the
+//! endpoint owes FORWARD feedback upstream).
+//!
+//! A relay's [`crate::config::BucketSpec`] becomes the endpoint's token
+//! bucket, which limits the cells the relay sends (docs/backtap.md). The
+//! endpoint reads the simulation clock directly, so its periodic refills are
+//! not phase-shifted per relay as the vanilla buckets are.
+
+use super::{token, Shared, Transport};
+use crate::buckets::Side;
+use crate::config::{BacktapTransportConfig, Dir};
+use crate::plan::{Leg, NodePlan};
+use crate::results::{HopSample, NodeSample, TransportStats};
+use bytes::Bytes;
+use hopwise_proto::backtap::{
+    BucketConfig, CircuitId, Direction, Endpoint, Event, PeerId, CELL_BODY_LEN,
+};
+use hopwise_proto::time::Time;
+use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
+use std::collections::BTreeMap;
+
+const _: () = assert!(CELL_BODY_LEN == crate::cell::BODY_LEN);
+
+fn to_dir(d: Dir) -> Direction {
+    match d {
+        Dir::Forward => Direction::Forward,
+        Dir::Backward => Direction::Backward,
+    }
+}
+
+/// A duration in whole microseconds, saturating (zero stays zero).
+fn us(d: hopwise_proto::time::Dur) -> u32 {
+    (d.as_nanos() / 1_000).min(u32::MAX as u64) as u32
+}
+
+fn from_dir(d: Direction) -> Dir {
+    match d {
+        Direction::Forward => Dir::Forward,
+        Direction::Backward => Dir::Backward,
+    }
+}
+
+/// The BackTap transport of one node.
+pub struct BacktapTransport {
+    ep: Endpoint,
+    port: u16,
+    /// Peer index → simulation node, and back.
+    peer_node: Vec<NodeId>,
+    node_peer: BTreeMap<NodeId, PeerId>,
+    /// Hop index → endpoint circuit, and back (circuit ids are assigned in
+    /// hop order, so `circ[h].0 == h`).
+    circ: Vec<CircuitId>,
+    armed: Option<Time>,
+    dropped: u64,
+}
+
+/// The BackTap transport for `plan`.
+pub fn transport(
+    cfg: &BacktapTransportConfig,
+    plan: &NodePlan,
+) -> Result<Box<dyn Transport>, String> {
+    Ok(Box::new(BacktapTransport::new(cfg, plan)))
+}
+
+impl BacktapTransport {
+    pub fn new(cfg: &BacktapTransportConfig, plan: &NodePlan) -> BacktapTransport {
+        let mut ecfg = cfg.endpoint.clone();
+        if let Some(b) = plan.bucket {
+            ecfg.bucket = Some(BucketConfig {
+                rate: b.rate,
+                burst: b.burst,
+                refill: b.refill,
+            });
+        }
+        let mut ep = Endpoint::new(ecfg);
+        let mut peer_node = Vec::new();
+        let mut node_peer = BTreeMap::new();
+        // One peer per neighbour: links are per pair for BackTap.
+        let link_peer: Vec<PeerId> = plan
+            .links
+            .iter()
+            .map(|l| {
+                *node_peer.entry(l.peer).or_insert_with(|| {
+                    peer_node.push(l.peer);
+                    ep.add_peer(l.peer as u64)
+                })
+            })
+            .collect();
+        let leg = |l: Leg| match l {
+            Leg::Edge => None,
+            Leg::Link { link, circ_id } => Some((link_peer[link as usize], circ_id as u32)),
+        };
+        let circ = plan
+            .hops
+            .iter()
+            .map(|h| ep.add_circuit(leg(h.prev), leg(h.next)))
+            .collect();
+        BacktapTransport {
+            ep,
+            port: cfg.udp_port,
+            peer_node,
+            node_peer,
+            circ,
+            armed: None,
+            dropped: 0,
+        }
+    }
+
+    fn hop_of(&self, c: CircuitId) -> u32 {
+        debug_assert_eq!(self.circ.get(c.0 as usize), Some(&c));
+        c.0
+    }
+}
+
+impl Transport for BacktapTransport {
+    fn start(&mut self, cx: &mut Cx<'_>) {
+        cx.bind_udp(self.port).expect("one Tor node per host");
+    }
+
+    fn connect(&mut self, _cx: &mut Cx<'_>) {}
+
+    fn tcp_event(
+        &mut self,
+        _cx: &mut Cx<'_>,
+        _sock: Sock,
+        _ev: SockEvent,
+        _sh: &mut Shared<'_>,
+    ) -> bool {
+        false
+    }
+
+    fn datagram(&mut self, cx: &mut Cx<'_>, from: NodeId, data: Bytes, _sh: &mut Shared<'_>) {
+        let Some(&p) = self.node_peer.get(&from) else {
+            self.dropped += 1;
+            return;
+        };
+        // Decode errors are counted by the endpoint.
+        let _ = self.ep.handle_datagram(cx.now(), p, &data);
+    }
+
+    fn timer(&mut self, cx: &mut Cx<'_>, _payload: u64, _sh: &mut Shared<'_>) {
+        let now = cx.now();
+        if self.armed.is_some_and(|a| a <= now) {
+            self.armed = None;
+        }
+        if self.ep.poll_timeout().is_some_and(|t| t <= now) {
+            self.ep.handle_timeout(now);
+        }
+    }
+
+    fn bucket_refilled(&mut self, _side: Side) {}
+
+    fn can_send(&self, hop: u32, dir: Dir) -> bool {
+        self.ep.can_send(self.circ[hop as usize], to_dir(dir))
+    }
+
+    fn send_cell(
+        &mut self,
+        cx: &mut Cx<'_>,
+        hop: u32,
+        dir: Dir,
+        cell: u32,
+        sh: &mut Shared<'_>,
+    ) -> bool {
+        let c = self.circ[hop as usize];
+        match self
+            .ep
+            .send_cell(cx.now(), c, to_dir(dir), sh.pool.get(cell))
+        {
+            Ok(()) => {
+                sh.pool.free(cell);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn poll_reads(&mut self, cx: &mut Cx<'_>, sh: &mut Shared<'_>) {
+        let now = cx.now();
+        while let Some(ev) = self.ep.poll_event() {
+            match ev {
+                Event::Readable { circuit, dir } => {
+                    let hop = self.hop_of(circuit);
+                    loop {
+                        let slot = sh.pool.alloc();
+                        if self
+                            .ep
+                            .recv_cell_into(now, circuit, dir, sh.pool.get_mut(slot))
+                            .is_none()
+                        {
+                            sh.pool.free(slot);
+                            break;
+                        }
+                        sh.io.delivered.push((hop, from_dir(dir), slot));
+                    }
+                }
+                Event::Writable { circuit, dir } => {
+                    sh.io.writable.push((self.hop_of(circuit), from_dir(dir)));
+                }
+            }
+        }
+    }
+
+    fn poll_writes(&mut self, cx: &mut Cx<'_>, _sh: &mut Shared<'_>) {
+        let now = cx.now();
+        while let Some((p, data)) = self.ep.poll_transmit(now) {
+            let to = self.peer_node[p.0 as usize];
+            cx.send_udp(self.port, to, self.port, Bytes::from(data));
+        }
+        if let Some(t) = self.ep.poll_timeout() {
+            if self.armed.is_none_or(|a| t < a) {
+                self.armed = Some(t);
+                cx.set_timer(t, token::make(token::TRANSPORT, 0));
+            }
+        }
+    }
+
+    fn sample_hop(&mut self, _cx: &mut Cx<'_>, hop: u32) -> HopSample {
+        let c = self.circ[hop as usize];
+        let f = self.ep.circuit_stats(c, Direction::Forward);
+        let b = self.ep.circuit_stats(c, Direction::Backward);
+        HopSample {
+            queued: [f.queued, b.queued],
+            in_transit: [f.unforwarded, b.unforwarded],
+            swnd: [f.swnd, b.swnd],
+            base_rtt_us: [us(f.base_rtt), us(b.base_rtt)],
+            actual_rtt_us: [us(f.actual_rtt), us(b.actual_rtt)],
+            ..HopSample::default()
+        }
+    }
+
+    fn sample_node(&mut self, _cx: &mut Cx<'_>) -> NodeSample {
+        let mut s = NodeSample::default();
+        for &c in &self.circ {
+            for d in Direction::BOTH {
+                s.queued_cells += self.ep.circuit_stats(c, d).queued as u64;
+            }
+        }
+        s
+    }
+
+    fn stats(&self) -> TransportStats {
+        let s = self.ep.stats();
+        TransportStats {
+            cells_in: s.cells_in,
+            cells_out: s.cells_out,
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+            datagrams_in: s.datagrams_in,
+            datagrams_out: s.datagrams_out,
+            dropped: s.decode_errors + s.unknown_circuit + s.invalid_items + s.drops + self.dropped,
+            write_stalls: s.bucket_stalls,
+            ..TransportStats::default()
+        }
+    }
+}
