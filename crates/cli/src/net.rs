@@ -1,0 +1,305 @@
+//! `hopwise relay`, `hopwise proxy`, `hopwise quickstart` and `hopwise
+//! bench-relay`: thin wrappers around `hopwise-net`.
+
+use anyhow::{anyhow, bail, Context, Result};
+use hopwise_net::config::{ProxyConfig, RelayConfig};
+use hopwise_net::daemon::wait_for_shutdown_signal;
+use hopwise_net::testbed::{self, Lab, LabOptions};
+use hopwise_net::{spawn_proxy, spawn_relay};
+use hopwise_proto::link::hex;
+use hopwise_proto::units::parse_bytes;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Logs to stderr; `RUST_LOG` overrides the default `info`.
+pub fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+pub fn relay(config: &Path, show_key: bool) -> Result<()> {
+    let cfg = RelayConfig::load(config)?;
+    if show_key {
+        let kp = hopwise_net::keys::load_or_create(&cfg.key_file)?;
+        println!("{}", hex(&kp.public));
+        return Ok(());
+    }
+    let h = spawn_relay(cfg)?;
+    if let Some(m) = h.metrics {
+        tracing::info!("metrics on http://{m}/metrics");
+    }
+    wait_for_shutdown_signal();
+    h.shutdown();
+    Ok(())
+}
+
+pub fn proxy(config: &Path) -> Result<()> {
+    let cfg = ProxyConfig::load(config)?;
+    let h = spawn_proxy(cfg)?;
+    let socks = h.socks.expect("a proxy has a SOCKS address");
+    tracing::info!("SOCKS5 proxy on {socks}");
+    wait_for_shutdown_signal();
+    h.shutdown();
+    Ok(())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn default_dir() -> PathBuf {
+    std::env::temp_dir().join("hopwise-quickstart")
+}
+
+pub fn quickstart(
+    dir: Option<PathBuf>,
+    socks: SocketAddr,
+    self_test: bool,
+    size: &str,
+) -> Result<()> {
+    let size = parse_bytes(size).map_err(|e| anyhow!("--size: {e}"))?.0;
+    let dir = dir.unwrap_or_else(default_dir);
+    let mut o = LabOptions::new(&dir);
+    o.socks = socks;
+    o.allow_loopback_exit = self_test;
+    let lab = Lab::start(&o).with_context(|| {
+        format!(
+            "starting the local overlay in {} (is {socks} in use? pick another with --socks)",
+            dir.display()
+        )
+    })?;
+    let socks = lab.socks();
+    println!("hopwise quick start: three relays and a proxy on loopback");
+    println!("  files (keys, directory, configs): {}", dir.display());
+    for (r, f) in lab.relays.iter().zip(&lab.files.relays) {
+        println!("  {:<7} udp {}  {}", r.name, r.addr, f.display());
+    }
+    println!("  SOCKS5 proxy: {socks}");
+    let rt = runtime();
+    rt.block_on(lab.wait_ready(Duration::from_secs(30)))
+        .map_err(|e| anyhow!(e))?;
+    println!("  circuit: relay1 -> relay2 -> relay3 (exit) is built");
+    if !self_test {
+        println!();
+        println!("Try it (the exit refuses loopback and private addresses by default):");
+        println!("  curl --socks5-hostname {socks} https://example.org/");
+        println!("Press Ctrl-C to stop.");
+        wait_for_shutdown_signal();
+        lab.shutdown();
+        return Ok(());
+    }
+    let seed = 0x0068_6f70_7769_7365;
+    let r = rt.block_on(async {
+        let server = testbed::start_file_server(seed, size).await?;
+        println!(
+            "self-test: downloading {} MiB from http://{server}/file through the circuit",
+            size as f64 / (1 << 20) as f64
+        );
+        println!(
+            "  (the same as: curl --socks5-hostname {socks} http://{server}/file -o /dev/null)"
+        );
+        let d = tokio::time::timeout(
+            Duration::from_secs(600),
+            testbed::download(socks, "127.0.0.1", server.port()),
+        )
+        .await
+        .map_err(|_| anyhow!("the download did not finish within 10 minutes"))?
+        .map_err(|e| anyhow!(e))?;
+        anyhow::Ok(d)
+    });
+    let snaps: Vec<_> = lab.relays.iter().filter_map(|r| r.snapshot()).collect();
+    lab.shutdown();
+    let d = r?;
+    let want = testbed::expected_hash(seed, size);
+    println!(
+        "  received {} bytes in {:.2} s: {:.1} MiB/s",
+        d.bytes,
+        d.secs,
+        d.mib_per_s()
+    );
+    println!("  SHA-256 {}", testbed::hash_hex(&d.hash));
+    for s in &snaps {
+        let retx: u64 = s
+            .circuits
+            .iter()
+            .map(|c| c.forward.retransmits + c.backward.retransmits)
+            .sum();
+        println!(
+            "  {}: {} datagrams in, {} out, {} retransmissions, {} kernel drops, {} authentication failures",
+            s.name,
+            s.links.datagrams_in,
+            s.links.datagrams_out,
+            retx,
+            s.socket_drops.unwrap_or(0),
+            s.links.auth_failures
+        );
+    }
+    if d.bytes != size {
+        bail!("self-test FAILED: received {} of {size} bytes", d.bytes);
+    }
+    if d.hash != want {
+        bail!(
+            "self-test FAILED: SHA-256 {} differs from the expected {}",
+            testbed::hash_hex(&d.hash),
+            testbed::hash_hex(&want)
+        );
+    }
+    println!("self-test passed: every byte arrived intact");
+    Ok(())
+}
+
+/// CPU seconds (user + system) of a process, from /proc.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &s[s.rfind(')')? + 2..];
+    let f: Vec<&str> = after.split_whitespace().collect();
+    // Fields 14 and 15 (utime, stime) of proc(5), counted from after the name.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+struct Child(std::process::Child);
+impl Drop for Child {
+    fn drop(&mut self) {
+        // SIGTERM for a graceful stop would need libc; kill is fine here.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Throughput (MB/s) and CPU seconds per GB of each relay.
+type BenchResult = (f64, Vec<(String, f64)>);
+
+fn run_bench(encrypt: bool, size: u64, dir: &Path) -> Result<BenchResult> {
+    let exe = std::env::current_exe()?;
+    let mut o = LabOptions::new(dir);
+    o.allow_loopback_exit = true;
+    o.encrypt = encrypt;
+    let files = testbed::write_lab(&o)?;
+    // The proxy's SOCKS port: any free one.
+    let socks = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        l.local_addr()?
+    };
+    let proxy_cfg = std::fs::read_to_string(&files.proxy)?
+        .replace("socks = \"127.0.0.1:0\"", &format!("socks = \"{socks}\""));
+    std::fs::write(&files.proxy, proxy_cfg)?;
+    let log = |name: &str| -> Result<std::fs::File> {
+        Ok(std::fs::File::create(dir.join(format!("{name}.log")))?)
+    };
+    let mut relays = Vec::new();
+    for (f, name) in files.relays.iter().zip(testbed::NAMES) {
+        let c = std::process::Command::new(&exe)
+            .args(["relay", "--config"])
+            .arg(f)
+            .stdout(std::process::Stdio::null())
+            .stderr(log(name)?)
+            .spawn()?;
+        relays.push((name.to_string(), Child(c)));
+    }
+    let proxy = Child(
+        std::process::Command::new(&exe)
+            .args(["proxy", "--config"])
+            .arg(&files.proxy)
+            .stdout(std::process::Stdio::null())
+            .stderr(log("proxy")?)
+            .spawn()?,
+    );
+    let rt = runtime();
+    let seed = 7;
+    let r = rt.block_on(async {
+        let warm = testbed::start_file_server(seed, 1 << 20).await?;
+        let t0 = Instant::now();
+        loop {
+            match testbed::download(socks, "127.0.0.1", warm.port()).await {
+                Ok(_) => break,
+                Err(e) if t0.elapsed() > Duration::from_secs(30) => {
+                    bail!(
+                        "the overlay did not come up: {e} (logs in {})",
+                        dir.display()
+                    )
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+            }
+        }
+        let server = testbed::start_file_server(seed, size).await?;
+        let before: Vec<f64> = relays
+            .iter()
+            .map(|(_, c)| cpu_seconds(c.0.id()).unwrap_or(0.0))
+            .collect();
+        let d = testbed::download(socks, "127.0.0.1", server.port())
+            .await
+            .map_err(|e| anyhow!(e))?;
+        let after: Vec<f64> = relays
+            .iter()
+            .map(|(_, c)| cpu_seconds(c.0.id()).unwrap_or(0.0))
+            .collect();
+        anyhow::Ok((d, before, after))
+    });
+    drop(proxy);
+    let (d, before, after) = r?;
+    if d.bytes != size || d.hash != testbed::expected_hash(seed, size) {
+        bail!(
+            "the benchmark download arrived damaged ({} of {size} bytes)",
+            d.bytes
+        );
+    }
+    let gb = d.bytes as f64 / 1e9;
+    let cpu = relays
+        .iter()
+        .zip(before.iter().zip(&after))
+        .map(|((n, _), (b, a))| (n.clone(), (a - b) / gb))
+        .collect();
+    Ok((d.bytes as f64 / 1e6 / d.secs, cpu))
+}
+
+pub fn bench_relay(size: &str, mode: &str) -> Result<()> {
+    let size = parse_bytes(size).map_err(|e| anyhow!("--size: {e}"))?.0;
+    let modes: Vec<bool> = match mode {
+        "both" => vec![true, false],
+        "encrypted" => vec![true],
+        "plaintext" => vec![false],
+        m => bail!("--mode: `{m}`: use both, encrypted or plaintext"),
+    };
+    println!(
+        "one circuit through three relays on loopback, {} MB download, no limits",
+        size / 1_000_000
+    );
+    println!(
+        "{:<34} {:>10} {:>12} {:>12} {:>12}",
+        "link", "MB/s", "relay1 s/GB", "relay2 s/GB", "relay3 s/GB"
+    );
+    for enc in modes {
+        let dir = tempdir_path(if enc { "bench-enc" } else { "bench-plain" });
+        let _ = std::fs::remove_dir_all(&dir);
+        let (mbps, cpu) = run_bench(enc, size, &dir)?;
+        let label = if enc {
+            "encrypted (Noise IK + AES-256-GCM)"
+        } else {
+            "plaintext (test-only)"
+        };
+        print!("{label:<34} {mbps:>10.1}");
+        for (_, c) in &cpu {
+            print!(" {c:>12.2}");
+        }
+        println!();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    println!(
+        "(CPU seconds per GB of payload for each relay process: user + system time from /proc)"
+    );
+    Ok(())
+}
+
+fn tempdir_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("hopwise-{name}-{}", std::process::id()))
+}

@@ -1,0 +1,1240 @@
+//! Relay, proxy and directory files (TOML), validated with errors that name
+//! the file, the key and the problem:
+//!
+//! ```text
+//! error: relay.toml: bandwidth.rate: `10 MBs`: unknown rate unit `MBs` (use bit/kbit/Mbit/Gbit, or kB/s, MB/s)
+//! ```
+//!
+//! `docs/relay.md` is the reference for every key.
+
+use hopwise_proto::backtap::BucketConfig;
+use hopwise_proto::bucket::Refill;
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
+use hopwise_proto::link::parse_key;
+use hopwise_proto::time::Dur;
+use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use toml::{Table, Value};
+
+/// A configuration problem: `file: key: message`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    pub file: String,
+    pub key: String,
+    pub msg: String,
+}
+
+impl ConfigError {
+    pub fn new(file: impl fmt::Display, key: impl Into<String>, msg: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.to_string(),
+            key: key.into(),
+            msg: msg.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.key.is_empty() {
+            write!(f, "{}: {}", self.file, self.msg)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.key, self.msg)
+        }
+    }
+}
+impl std::error::Error for ConfigError {}
+
+type R<T> = Result<T, (String, String)>;
+
+fn err<T>(key: &str, msg: impl Into<String>) -> R<T> {
+    Err((key.to_string(), msg.into()))
+}
+
+fn at(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("the string {s:?}"),
+        Value::Integer(i) => format!("the integer {i}"),
+        Value::Float(x) => format!("the float {x}"),
+        Value::Boolean(b) => format!("the boolean {b}"),
+        Value::Datetime(d) => format!("the date-time {d}"),
+        Value::Array(_) => "an array".into(),
+        Value::Table(_) => "a table".into(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// "; did you mean `x`?" for a close candidate.
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    let best = candidates
+        .iter()
+        .map(|c| (edit_distance(word, c), *c))
+        .filter(|&(d, _)| d <= 2 && d < word.len().max(1))
+        .min();
+    match best {
+        Some((_, c)) => format!("; did you mean `{c}`?"),
+        None => String::new(),
+    }
+}
+
+/// Refuses keys a table should not have.
+fn known(t: &Table, path: &str, keys: &[&str]) -> R<()> {
+    for k in t.keys() {
+        if !keys.contains(&k.as_str()) {
+            return err(
+                &at(path, k),
+                format!(
+                    "unknown key{} (known: {})",
+                    did_you_mean(k, keys),
+                    keys.join(", ")
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn get_str<'a>(t: &'a Table, path: &str, k: &str) -> R<Option<&'a str>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => err(
+            &at(path, k),
+            format!("expected a string, got {}", describe(v)),
+        ),
+    }
+}
+
+fn get_bool(t: &Table, path: &str, k: &str) -> R<Option<bool>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::Boolean(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s == "true" || s == "false" => err(
+            &at(path, k),
+            format!("expected a boolean, got the string \"{s}\" (write {s} without quotes)"),
+        ),
+        Some(v) => err(
+            &at(path, k),
+            format!("expected true or false, got {}", describe(v)),
+        ),
+    }
+}
+
+fn get_int(t: &Table, path: &str, k: &str, lo: u64, hi: u64) -> R<Option<u64>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::Integer(n)) if *n >= 0 && (*n as u64) >= lo && (*n as u64) <= hi => {
+            Ok(Some(*n as u64))
+        }
+        Some(Value::Integer(n)) => err(&at(path, k), format!("must be {lo} to {hi}, got {n}")),
+        Some(v) => err(
+            &at(path, k),
+            format!("expected a whole number, got {}", describe(v)),
+        ),
+    }
+}
+
+fn get_table<'a>(t: &'a Table, path: &str, k: &str) -> R<Option<&'a Table>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::Table(x)) => Ok(Some(x)),
+        Some(v) => err(
+            &at(path, k),
+            format!("expected a table ([{}]), got {}", at(path, k), describe(v)),
+        ),
+    }
+}
+
+fn get_str_list(t: &Table, path: &str, k: &str) -> R<Option<Vec<String>>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::Array(a)) => {
+            let mut out = Vec::new();
+            for (i, v) in a.iter().enumerate() {
+                match v {
+                    Value::String(s) => out.push(s.clone()),
+                    v => {
+                        return err(
+                            &format!("{}[{i}]", at(path, k)),
+                            format!("expected a string, got {}", describe(v)),
+                        )
+                    }
+                }
+            }
+            Ok(Some(out))
+        }
+        Some(v) => err(
+            &at(path, k),
+            format!("expected an array of strings, got {}", describe(v)),
+        ),
+    }
+}
+
+fn get_addr(t: &Table, path: &str, k: &str) -> R<Option<SocketAddr>> {
+    let Some(s) = get_str(t, path, k)? else {
+        return Ok(None);
+    };
+    match s.parse::<SocketAddr>() {
+        Ok(a) => Ok(Some(a)),
+        Err(_) => err(
+            &at(path, k),
+            format!("`{s}` is not an address with a port (e.g. 127.0.0.1:9001 or [::1]:9001)"),
+        ),
+    }
+}
+
+fn get_dur(t: &Table, path: &str, k: &str) -> R<Option<Duration>> {
+    if let Some(Value::Integer(_) | Value::Float(_)) = t.get(k) {
+        return err(
+            &at(path, k),
+            "durations are strings with a unit, e.g. \"20ms\"",
+        );
+    }
+    let Some(s) = get_str(t, path, k)? else {
+        return Ok(None);
+    };
+    match parse_duration(s) {
+        Ok(d) => Ok(Some(Duration::from_nanos(d.as_nanos()))),
+        Err(e) => err(&at(path, k), e.0),
+    }
+}
+
+fn get_bytes(t: &Table, path: &str, k: &str) -> R<Option<u64>> {
+    match t.get(k) {
+        None => Ok(None),
+        Some(Value::Integer(n)) if *n >= 0 => Ok(Some(*n as u64)),
+        Some(Value::String(s)) => match parse_bytes(s) {
+            Ok(b) => Ok(Some(b.0)),
+            Err(e) => err(&at(path, k), e.0),
+        },
+        Some(v) => err(
+            &at(path, k),
+            format!("expected a size like \"4MiB\", got {}", describe(v)),
+        ),
+    }
+}
+
+/// Bytes per second from `"10MB/s"` or `"80Mbit"`.
+fn get_rate(t: &Table, path: &str, k: &str) -> R<Option<u64>> {
+    if let Some(Value::Integer(_) | Value::Float(_)) = t.get(k) {
+        return err(
+            &at(path, k),
+            "rates are strings with a unit, e.g. \"10MB/s\" or \"80Mbit\"",
+        );
+    }
+    let Some(s) = get_str(t, path, k)? else {
+        return Ok(None);
+    };
+    match parse_rate(s) {
+        Ok(r) if r.bps() >= 8 => Ok(Some(r.bps() / 8)),
+        Ok(_) => err(&at(path, k), "must be at least 1 byte per second"),
+        Err(e) => err(&at(path, k), e.0),
+    }
+}
+
+fn get_fraction(t: &Table, path: &str, k: &str) -> R<Option<f64>> {
+    let v = match t.get(k) {
+        None => return Ok(None),
+        Some(Value::Float(x)) => *x,
+        Some(Value::Integer(n)) => *n as f64,
+        Some(Value::String(s)) if s.trim_end().ends_with('%') => {
+            match s.trim().trim_end_matches('%').trim().parse::<f64>() {
+                Ok(p) => p / 100.0,
+                Err(_) => return err(&at(path, k), format!("`{s}` is not a percentage")),
+            }
+        }
+        Some(v) => {
+            return err(
+                &at(path, k),
+                format!(
+                    "expected a fraction like 0.05 or \"5%\", got {}",
+                    describe(v)
+                ),
+            )
+        }
+    };
+    if !(0.0..=1.0).contains(&v) || v.is_nan() {
+        return err(&at(path, k), format!("must be between 0 and 1, got {v}"));
+    }
+    Ok(Some(v))
+}
+
+fn parse_toml(text: &str, file: &str) -> Result<Table, ConfigError> {
+    text.parse::<Table>().map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        match e.span() {
+            Some(sp) => {
+                let line = text[..sp.start.min(text.len())].matches('\n').count() + 1;
+                ConfigError::new(file, "", format!("line {line}: TOML syntax error: {msg}"))
+            }
+            None => ConfigError::new(file, "", format!("TOML syntax error: {msg}")),
+        }
+    })
+}
+
+fn read(path: &Path) -> Result<String, ConfigError> {
+    std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(path.display(), "", format!("cannot read: {e}")))
+}
+
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let p = Path::new(p);
+    if p.is_absolute() {
+        p.to_path_buf()
+    } else {
+        base.join(p)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Directory
+
+/// A relay of the directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelayEntry {
+    pub name: String,
+    pub address: SocketAddr,
+    pub key: [u8; 32],
+    /// May be the last hop (`exit` flag).
+    pub exit: bool,
+    /// May be the first hop (`guard` flag).
+    pub guard: bool,
+}
+
+/// The static list of relays; relays and proxies read the same file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Directory {
+    pub relays: Vec<RelayEntry>,
+}
+
+pub const FLAGS: &[&str] = &["exit", "guard"];
+
+impl Directory {
+    pub fn load(path: &Path) -> Result<Directory, ConfigError> {
+        let text = read(path)?;
+        Directory::parse(&text, &path.display().to_string())
+    }
+
+    pub fn parse(text: &str, file: &str) -> Result<Directory, ConfigError> {
+        let t = parse_toml(text, file)?;
+        Directory::from_table(&t).map_err(|(k, m)| ConfigError::new(file, k, m))
+    }
+
+    fn from_table(t: &Table) -> R<Directory> {
+        known(t, "", &["relay"])?;
+        let Some(v) = t.get("relay") else {
+            return err(
+                "relay",
+                "the directory lists no relays (add [[relay]] tables)",
+            );
+        };
+        let Value::Array(a) = v else {
+            return err("relay", "expected [[relay]] tables");
+        };
+        let mut relays: Vec<RelayEntry> = Vec::new();
+        for (i, v) in a.iter().enumerate() {
+            let p = format!("relay[{i}]");
+            let Value::Table(r) = v else {
+                return err(&p, "expected a table");
+            };
+            known(r, &p, &["name", "address", "key", "flags"])?;
+            let name = get_str(r, &p, "name")?
+                .filter(|s| !s.trim().is_empty())
+                .ok_or_else(|| (at(&p, "name"), "missing (every relay needs a name)".into()))?
+                .to_string();
+            let p = format!("relay.{name}");
+            let address = get_addr(r, &p, "address")?
+                .ok_or_else(|| (at(&p, "address"), "missing".to_string()))?;
+            let key_s =
+                get_str(r, &p, "key")?.ok_or_else(|| (at(&p, "key"), "missing".to_string()))?;
+            let key = parse_key(key_s).ok_or_else(|| {
+                (
+                    at(&p, "key"),
+                    format!("`{key_s}` is not a public key (64 hex digits)"),
+                )
+            })?;
+            let flags = get_str_list(r, &p, "flags")?.unwrap_or_default();
+            for f in &flags {
+                if !FLAGS.contains(&f.as_str()) {
+                    return err(
+                        &at(&p, "flags"),
+                        format!(
+                            "unknown flag `{f}`{} (known: exit, guard)",
+                            did_you_mean(f, FLAGS)
+                        ),
+                    );
+                }
+            }
+            if relays.iter().any(|x| x.name == name) {
+                return err(&at(&p, "name"), format!("relay `{name}` is listed twice"));
+            }
+            if relays.iter().any(|x| x.key == key) {
+                return err(&at(&p, "key"), "the same key is listed for another relay");
+            }
+            relays.push(RelayEntry {
+                name,
+                address,
+                key,
+                exit: flags.iter().any(|f| f == "exit"),
+                guard: flags.iter().any(|f| f == "guard"),
+            });
+        }
+        Ok(Directory { relays })
+    }
+
+    /// The file text.
+    pub fn to_toml(&self) -> String {
+        let mut s =
+            String::from("# hopwise directory: the relays, their addresses, keys and flags.\n");
+        for r in &self.relays {
+            let mut flags = Vec::new();
+            if r.guard {
+                flags.push("\"guard\"");
+            }
+            if r.exit {
+                flags.push("\"exit\"");
+            }
+            s.push_str(&format!(
+                "\n[[relay]]\nname = \"{}\"\naddress = \"{}\"\nkey = \"{}\"\nflags = [{}]\n",
+                r.name,
+                r.address,
+                hopwise_proto::link::hex(&r.key),
+                flags.join(", ")
+            ));
+        }
+        s
+    }
+
+    pub fn find(&self, name: &str) -> Option<usize> {
+        self.relays.iter().position(|r| r.name == name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shared sections
+
+/// `[link]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkOptions {
+    /// AEAD on every datagram (test-only: false).
+    pub encrypt: bool,
+    /// BackTap datagram payload budget.
+    pub payload_budget: usize,
+    /// SO_RCVBUF and SO_SNDBUF.
+    pub socket_buffer: usize,
+    pub handshake_timeout: Duration,
+    pub keepalive: Duration,
+    pub idle_timeout: Duration,
+}
+
+impl Default for LinkOptions {
+    fn default() -> Self {
+        LinkOptions {
+            encrypt: true,
+            payload_budget: 1400,
+            socket_buffer: 4 << 20,
+            handshake_timeout: Duration::from_secs(15),
+            keepalive: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+fn link_options(t: Option<&Table>) -> R<LinkOptions> {
+    let mut o = LinkOptions::default();
+    let Some(t) = t else {
+        return Ok(o);
+    };
+    let p = "link";
+    known(
+        t,
+        p,
+        &[
+            "encrypt",
+            "payload_budget",
+            "socket_buffer",
+            "handshake_timeout",
+            "keepalive",
+            "idle_timeout",
+        ],
+    )?;
+    if let Some(b) = get_bool(t, p, "encrypt")? {
+        o.encrypt = b;
+    }
+    if let Some(b) = get_bytes(t, p, "payload_budget")? {
+        if !(560..=65_000).contains(&b) {
+            return err(
+                "link.payload_budget",
+                format!("must be 560 to 65000 bytes (one cell is 519, plus headers), got {b}"),
+            );
+        }
+        o.payload_budget = b as usize;
+    }
+    if let Some(b) = get_bytes(t, p, "socket_buffer")? {
+        o.socket_buffer = b.clamp(64 << 10, 1 << 30) as usize;
+    }
+    if let Some(d) = get_dur(t, p, "handshake_timeout")? {
+        o.handshake_timeout = d;
+    }
+    if let Some(d) = get_dur(t, p, "keepalive")? {
+        o.keepalive = d;
+    }
+    if let Some(d) = get_dur(t, p, "idle_timeout")? {
+        if d <= o.keepalive {
+            return err("link.idle_timeout", "must be longer than link.keepalive");
+        }
+        o.idle_timeout = d;
+    }
+    Ok(o)
+}
+
+/// `[transport]`: BackTap's knobs (`docs/backtap.md`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transport {
+    /// How long a datagram that could take another cell waits for one. The
+    /// daemon packs what one wake-up produces anyway, so 0 by default.
+    pub pack_delay: Duration,
+    /// Eq. 1 thresholds in cells. The daemon's defaults (10, 20) are larger
+    /// than the paper's (2, 4): on loopback and LANs the per-hop RTT is tens of
+    /// microseconds and scheduling jitter of the same order reads as
+    /// queueing, which pins windows of 2 to 4 cells at one or two cells.
+    pub alpha: u32,
+    pub beta: u32,
+    /// Vegas slow start instead of +1 cell per round.
+    pub slow_start: bool,
+    pub max_window: u32,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport {
+            pack_delay: Duration::ZERO,
+            alpha: 10,
+            beta: 20,
+            slow_start: false,
+            max_window: 10_000,
+        }
+    }
+}
+
+fn transport(t: Option<&Table>) -> R<Transport> {
+    let mut o = Transport::default();
+    let Some(t) = t else {
+        return Ok(o);
+    };
+    let p = "transport";
+    known(
+        t,
+        p,
+        &["pack_delay", "alpha", "beta", "startup", "max_window"],
+    )?;
+    if let Some(d) = get_dur(t, p, "pack_delay")? {
+        o.pack_delay = d;
+    }
+    if let Some(a) = get_int(t, p, "alpha", 1, 100_000)? {
+        o.alpha = a as u32;
+    }
+    if let Some(b) = get_int(t, p, "beta", 1, 100_000)? {
+        o.beta = b as u32;
+    }
+    if o.beta < o.alpha {
+        return err("transport.beta", "must not be below transport.alpha");
+    }
+    match get_str(t, p, "startup")? {
+        None | Some("linear") => {}
+        Some("slow-start") => o.slow_start = true,
+        Some(s) => {
+            return err(
+                "transport.startup",
+                format!("`{s}`: use \"linear\" or \"slow-start\""),
+            )
+        }
+    }
+    if let Some(w) = get_int(t, p, "max_window", 1, 1_000_000)? {
+        o.max_window = w as u32;
+    }
+    Ok(o)
+}
+
+/// `[limits]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Cells buffered per circuit and direction (BackTap `circuit_limit`).
+    pub circuit_queue: u32,
+    pub max_circuits: usize,
+    pub max_streams: usize,
+    /// Per-stream window in bytes.
+    pub stream_window: u32,
+    pub max_clients: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            circuit_queue: 1000,
+            max_circuits: 10_000,
+            max_streams: 1024,
+            stream_window: 1 << 20,
+            max_clients: 10_000,
+        }
+    }
+}
+
+fn limits(t: Option<&Table>) -> R<Limits> {
+    let mut o = Limits::default();
+    let Some(t) = t else {
+        return Ok(o);
+    };
+    let p = "limits";
+    known(
+        t,
+        p,
+        &[
+            "circuit_queue",
+            "max_circuits",
+            "max_streams",
+            "stream_window",
+            "max_clients",
+        ],
+    )?;
+    if let Some(n) = get_int(t, p, "circuit_queue", 4, 1_000_000)? {
+        o.circuit_queue = n as u32;
+    }
+    if let Some(n) = get_int(t, p, "max_circuits", 1, 10_000_000)? {
+        o.max_circuits = n as usize;
+    }
+    if let Some(n) = get_int(t, p, "max_streams", 1, 65_535)? {
+        o.max_streams = n as usize;
+    }
+    if let Some(n) = get_bytes(t, p, "stream_window")? {
+        if !(4096..=1 << 30).contains(&n) {
+            return err("limits.stream_window", "must be 4KiB to 1GiB");
+        }
+        o.stream_window = n as u32;
+    }
+    if let Some(n) = get_int(t, p, "max_clients", 1, 10_000_000)? {
+        o.max_clients = n as usize;
+    }
+    Ok(o)
+}
+
+/// One `[emulation.PEER]` section: what happens to datagrams sent to PEER.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Emulation {
+    pub delay: Duration,
+    /// Probability of dropping a datagram.
+    pub loss: f64,
+    /// Bytes per second; `None` is unlimited.
+    pub rate: Option<u64>,
+    /// Bytes waiting for the rate limit before tail drop.
+    pub queue: u64,
+    pub seed: u64,
+}
+
+impl Default for Emulation {
+    fn default() -> Self {
+        Emulation {
+            delay: Duration::ZERO,
+            loss: 0.0,
+            rate: None,
+            queue: 1 << 20,
+            seed: 1,
+        }
+    }
+}
+
+/// Which peers an emulation section applies to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeerSel {
+    /// `"*"`: every peer (relays and clients) without a section of its own.
+    All,
+    Addr(SocketAddr),
+}
+
+fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>> {
+    let mut out = Vec::new();
+    let Some(t) = t else {
+        return Ok(out);
+    };
+    for (name, v) in t {
+        let p = format!("emulation.{name}");
+        let Value::Table(e) = v else {
+            return err(
+                &p,
+                "expected a table: [emulation.PEER] with delay, loss, rate, queue",
+            );
+        };
+        let sel = if name == "*" {
+            PeerSel::All
+        } else if let Some(i) = dir.find(name) {
+            PeerSel::Addr(dir.relays[i].address)
+        } else if let Ok(a) = name.parse::<SocketAddr>() {
+            PeerSel::Addr(a)
+        } else {
+            let names: Vec<&str> = dir.relays.iter().map(|r| r.name.as_str()).collect();
+            return err(
+                &p,
+                format!(
+                    "`{name}` is not a relay of the directory, an address, or \"*\"{}",
+                    did_you_mean(name, &names)
+                ),
+            );
+        };
+        known(e, &p, &["delay", "loss", "rate", "queue", "seed"])?;
+        let mut em = Emulation::default();
+        if let Some(d) = get_dur(e, &p, "delay")? {
+            em.delay = d;
+        }
+        if let Some(l) = get_fraction(e, &p, "loss")? {
+            em.loss = l;
+        }
+        em.rate = get_rate(e, &p, "rate")?;
+        if let Some(q) = get_bytes(e, &p, "queue")? {
+            em.queue = q.max(1500);
+        }
+        if let Some(s) = get_int(e, &p, "seed", 0, i64::MAX as u64)? {
+            em.seed = s;
+        }
+        out.push((sel, em));
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Relay
+
+/// `[exit]`: whether this relay is an exit, and its policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExitOptions {
+    pub enabled: bool,
+    pub policy: ExitPolicy,
+    pub connect_timeout: Duration,
+}
+
+impl Default for ExitOptions {
+    fn default() -> Self {
+        ExitOptions {
+            enabled: false,
+            policy: ExitPolicy::default(),
+            connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `hopwise relay --config FILE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RelayConfig {
+    pub name: String,
+    /// UDP address to bind.
+    pub listen: SocketAddr,
+    pub key_file: PathBuf,
+    pub directory: Directory,
+    pub accept_clients: bool,
+    pub exit: ExitOptions,
+    /// Token bucket (BandwidthRate/BandwidthBurst).
+    pub bandwidth: Option<BucketConfig>,
+    pub limits: Limits,
+    /// Prometheus endpoint (loopback only); `None` is off.
+    pub metrics: Option<SocketAddr>,
+    pub link: LinkOptions,
+    pub transport: Transport,
+    pub emulation: Vec<(PeerSel, Emulation)>,
+    /// The file it came from, for messages.
+    pub origin: String,
+}
+
+impl RelayConfig {
+    /// A relay with every default.
+    pub fn new(name: &str, listen: SocketAddr, key_file: PathBuf, directory: Directory) -> Self {
+        RelayConfig {
+            name: name.to_string(),
+            listen,
+            key_file,
+            directory,
+            accept_clients: true,
+            exit: ExitOptions::default(),
+            bandwidth: None,
+            limits: Limits::default(),
+            metrics: None,
+            link: LinkOptions::default(),
+            transport: Transport::default(),
+            emulation: Vec::new(),
+            origin: format!("relay {name}"),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<RelayConfig, ConfigError> {
+        let text = read(path)?;
+        let file = path.display().to_string();
+        let base = path.parent().unwrap_or(Path::new("."));
+        RelayConfig::parse(&text, &file, base)
+    }
+
+    /// Parses a relay file; relative paths are relative to `base`.
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<RelayConfig, ConfigError> {
+        let t = parse_toml(text, file)?;
+        let e = |(k, m): (String, String)| ConfigError::new(file, k, m);
+        known(
+            &t,
+            "",
+            &[
+                "name",
+                "listen",
+                "key_file",
+                "directory",
+                "accept_clients",
+                "exit",
+                "bandwidth",
+                "limits",
+                "metrics",
+                "link",
+                "transport",
+                "emulation",
+            ],
+        )
+        .map_err(e)?;
+        let name = get_str(&t, "", "name")
+            .map_err(e)?
+            .filter(|s| !s.trim().is_empty())
+            .ok_or_else(|| {
+                ConfigError::new(file, "name", "missing (the relay's name in the directory)")
+            })?
+            .to_string();
+        let listen = get_addr(&t, "", "listen").map_err(e)?.ok_or_else(|| {
+            ConfigError::new(
+                file,
+                "listen",
+                "missing (the UDP address to bind, e.g. \"127.0.0.1:9001\")",
+            )
+        })?;
+        let key_file = resolve(
+            base,
+            get_str(&t, "", "key_file").map_err(e)?.ok_or_else(|| {
+                ConfigError::new(
+                    file,
+                    "key_file",
+                    "missing (where the relay's static key lives; created on first start)",
+                )
+            })?,
+        );
+        let dir_path = resolve(
+            base,
+            get_str(&t, "", "directory").map_err(e)?.ok_or_else(|| {
+                ConfigError::new(file, "directory", "missing (the directory file)")
+            })?,
+        );
+        let directory = Directory::load(&dir_path)?;
+        let mut cfg = RelayConfig::new(&name, listen, key_file, directory);
+        cfg.origin = file.to_string();
+        cfg.accept_clients = get_bool(&t, "", "accept_clients")
+            .map_err(e)?
+            .unwrap_or(true);
+        cfg.exit = exit_options(get_table(&t, "", "exit").map_err(e)?).map_err(e)?;
+        cfg.bandwidth = bandwidth(get_table(&t, "", "bandwidth").map_err(e)?).map_err(e)?;
+        cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
+        cfg.link = link_options(get_table(&t, "", "link").map_err(e)?).map_err(e)?;
+        cfg.transport = transport(get_table(&t, "", "transport").map_err(e)?).map_err(e)?;
+        cfg.emulation =
+            emulation(get_table(&t, "", "emulation").map_err(e)?, &cfg.directory).map_err(e)?;
+        if let Some(m) = get_table(&t, "", "metrics").map_err(e)? {
+            known(m, "metrics", &["listen"]).map_err(e)?;
+            if let Some(a) = get_addr(m, "metrics", "listen").map_err(e)? {
+                if !a.ip().is_loopback() {
+                    return Err(ConfigError::new(
+                        file,
+                        "metrics.listen",
+                        format!("{a} is not a loopback address; the metrics endpoint only listens on loopback (127.0.0.1 or ::1)"),
+                    ));
+                }
+                cfg.metrics = Some(a);
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
+    let mut o = ExitOptions::default();
+    let Some(t) = t else {
+        return Ok(o);
+    };
+    let p = "exit";
+    known(
+        t,
+        p,
+        &[
+            "enabled",
+            "policy",
+            "reject_private",
+            "default",
+            "connect_timeout",
+        ],
+    )?;
+    o.enabled = get_bool(t, p, "enabled")?.unwrap_or(false);
+    if let Some(rules) = get_str_list(t, p, "policy")? {
+        for (i, r) in rules.iter().enumerate() {
+            match Rule::parse(r) {
+                Ok(rule) => o.policy.rules.push(rule),
+                Err(e) => return err(&format!("exit.policy[{i}]"), e.0),
+            }
+        }
+    }
+    if let Some(b) = get_bool(t, p, "reject_private")? {
+        o.policy.reject_private = b;
+    }
+    if let Some(d) = get_str(t, p, "default")? {
+        o.policy.default = match d {
+            "accept" => Verdict::Accept,
+            "reject" => Verdict::Reject,
+            d => {
+                return err(
+                    "exit.default",
+                    format!("`{d}`: use \"accept\" or \"reject\""),
+                )
+            }
+        };
+    }
+    if let Some(d) = get_dur(t, p, "connect_timeout")? {
+        o.connect_timeout = d;
+    }
+    Ok(o)
+}
+
+fn bandwidth(t: Option<&Table>) -> R<Option<BucketConfig>> {
+    let Some(t) = t else {
+        return Ok(None);
+    };
+    let p = "bandwidth";
+    known(t, p, &["rate", "burst", "refill"])?;
+    let Some(rate) = get_rate(t, p, "rate")? else {
+        return err("bandwidth.rate", "missing (e.g. \"10MB/s\")");
+    };
+    let burst = get_bytes(t, p, "burst")?.unwrap_or(rate);
+    if burst < 519 {
+        return err("bandwidth.burst", "must hold at least one cell (519 bytes)");
+    }
+    let refill = match get_str(t, p, "refill")? {
+        None => Refill::Periodic(Dur::from_millis(1)),
+        Some("on-demand") => Refill::OnDemand {
+            reenable: Dur::from_millis(1),
+        },
+        Some(s) => match parse_duration(s) {
+            Ok(d) if d >= Dur::from_micros(100) => Refill::Periodic(d),
+            Ok(_) => return err("bandwidth.refill", "must be at least 100us"),
+            Err(e) => return err("bandwidth.refill", format!("{} (or \"on-demand\")", e.0)),
+        },
+    };
+    Ok(Some(BucketConfig {
+        rate,
+        burst,
+        refill,
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// Proxy
+
+/// `hopwise proxy --config FILE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProxyConfig {
+    /// SOCKS5 listener (127.0.0.1:1080 by default).
+    pub socks: SocketAddr,
+    /// UDP address to bind (an ephemeral port by default).
+    pub listen: SocketAddr,
+    pub directory: Directory,
+    /// Relay names, entry first; `None`: a random guard, middle and exit.
+    pub path: Option<Vec<String>>,
+    /// Static key file; `None`: a fresh key every start (unlinkable).
+    pub key_file: Option<PathBuf>,
+    /// How long a SOCKS request waits for its stream.
+    pub connect_timeout: Duration,
+    pub limits: Limits,
+    pub link: LinkOptions,
+    pub transport: Transport,
+    pub emulation: Vec<(PeerSel, Emulation)>,
+    pub metrics: Option<SocketAddr>,
+    pub origin: String,
+}
+
+impl ProxyConfig {
+    pub fn new(directory: Directory) -> ProxyConfig {
+        ProxyConfig {
+            socks: SocketAddr::from(([127, 0, 0, 1], 1080)),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            directory,
+            path: None,
+            key_file: None,
+            connect_timeout: Duration::from_secs(30),
+            limits: Limits::default(),
+            link: LinkOptions::default(),
+            transport: Transport::default(),
+            emulation: Vec::new(),
+            metrics: None,
+            origin: "proxy".to_string(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
+        let text = read(path)?;
+        let file = path.display().to_string();
+        let base = path.parent().unwrap_or(Path::new("."));
+        ProxyConfig::parse(&text, &file, base)
+    }
+
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<ProxyConfig, ConfigError> {
+        let t = parse_toml(text, file)?;
+        let e = |(k, m): (String, String)| ConfigError::new(file, k, m);
+        known(
+            &t,
+            "",
+            &[
+                "socks",
+                "listen",
+                "directory",
+                "path",
+                "key_file",
+                "connect_timeout",
+                "limits",
+                "link",
+                "transport",
+                "emulation",
+                "metrics",
+            ],
+        )
+        .map_err(e)?;
+        let dir_path = resolve(
+            base,
+            get_str(&t, "", "directory").map_err(e)?.ok_or_else(|| {
+                ConfigError::new(file, "directory", "missing (the directory file)")
+            })?,
+        );
+        let mut cfg = ProxyConfig::new(Directory::load(&dir_path)?);
+        cfg.origin = file.to_string();
+        if let Some(a) = get_addr(&t, "", "socks").map_err(e)? {
+            if !is_local(a.ip()) {
+                tracing::warn!("{file}: socks = {a} is not a loopback address: anyone who can reach it can use the proxy");
+            }
+            cfg.socks = a;
+        }
+        if let Some(a) = get_addr(&t, "", "listen").map_err(e)? {
+            cfg.listen = a;
+        }
+        if let Some(p) = get_str_list(&t, "", "path").map_err(e)? {
+            if p.is_empty() {
+                return Err(ConfigError::new(
+                    file,
+                    "path",
+                    "empty (leave it out for a random path)",
+                ));
+            }
+            if p.len() > 9 {
+                return Err(ConfigError::new(file, "path", "at most 9 relays"));
+            }
+            let names: Vec<&str> = cfg
+                .directory
+                .relays
+                .iter()
+                .map(|r| r.name.as_str())
+                .collect();
+            for (i, n) in p.iter().enumerate() {
+                if cfg.directory.find(n).is_none() {
+                    return Err(ConfigError::new(
+                        file,
+                        format!("path[{i}]"),
+                        format!(
+                            "unknown relay `{n}`{} (the directory {} lists: {})",
+                            did_you_mean(n, &names),
+                            dir_path.display(),
+                            names.join(", ")
+                        ),
+                    ));
+                }
+            }
+            cfg.path = Some(p);
+        }
+        cfg.key_file = get_str(&t, "", "key_file")
+            .map_err(e)?
+            .map(|k| resolve(base, k));
+        if let Some(d) = get_dur(&t, "", "connect_timeout").map_err(e)? {
+            cfg.connect_timeout = d;
+        }
+        cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
+        cfg.link = link_options(get_table(&t, "", "link").map_err(e)?).map_err(e)?;
+        cfg.transport = transport(get_table(&t, "", "transport").map_err(e)?).map_err(e)?;
+        cfg.emulation =
+            emulation(get_table(&t, "", "emulation").map_err(e)?, &cfg.directory).map_err(e)?;
+        if let Some(m) = get_table(&t, "", "metrics").map_err(e)? {
+            known(m, "metrics", &["listen"]).map_err(e)?;
+            if let Some(a) = get_addr(m, "metrics", "listen").map_err(e)? {
+                if !a.ip().is_loopback() {
+                    return Err(ConfigError::new(
+                        file,
+                        "metrics.listen",
+                        format!("{a} is not a loopback address"),
+                    ));
+                }
+                cfg.metrics = Some(a);
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+fn is_local(ip: IpAddr) -> bool {
+    ip.is_loopback()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIR: &str = r#"
+[[relay]]
+name = "r1"
+address = "127.0.0.1:9001"
+key = "0101010101010101010101010101010101010101010101010101010101010101"
+flags = ["guard"]
+
+[[relay]]
+name = "r2"
+address = "127.0.0.1:9002"
+key = "0202020202020202020202020202020202020202020202020202020202020202"
+flags = ["exit"]
+"#;
+
+    fn with_dir(f: impl FnOnce(&Path)) {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("dir.toml"), DIR).unwrap();
+        f(d.path());
+    }
+
+    #[test]
+    fn directory_round_trips() {
+        let d = Directory::parse(DIR, "dir.toml").unwrap();
+        assert_eq!(d.relays.len(), 2);
+        assert!(d.relays[0].guard && d.relays[1].exit);
+        assert_eq!(Directory::parse(&d.to_toml(), "x").unwrap(), d);
+    }
+
+    #[test]
+    fn relay_errors_name_file_key_and_problem() {
+        with_dir(|base| {
+            let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+            let c = RelayConfig::parse(ok, "relay.toml", base).unwrap();
+            assert_eq!(c.key_file, base.join("r1.key"));
+            let cases = [
+                (
+                    "[bandwidth]\nrate = \"10 MBs\"\n",
+                    "relay.toml: bandwidth.rate: ",
+                ),
+                (
+                    "[bandwidth]\nrate = 10\n",
+                    "relay.toml: bandwidth.rate: rates are strings",
+                ),
+                (
+                    "listn = 3\n",
+                    "relay.toml: listn: unknown key; did you mean `listen`?",
+                ),
+                (
+                    "[exit]\npolicy = [\"allow *:*\"]\n",
+                    "relay.toml: exit.policy[0]: `allow *:*`: unknown verb",
+                ),
+                (
+                    "[metrics]\nlisten = \"0.0.0.0:9100\"\n",
+                    "relay.toml: metrics.listen: 0.0.0.0:9100 is not a loopback",
+                ),
+                (
+                    "[emulation.r9]\ndelay = \"1ms\"\n",
+                    "relay.toml: emulation.r9: `r9` is not a relay",
+                ),
+                (
+                    "[emulation.r2]\nloss = 2.0\n",
+                    "relay.toml: emulation.r2.loss: must be between 0 and 1",
+                ),
+                (
+                    "[limits]\ncircuit_queue = 0\n",
+                    "relay.toml: limits.circuit_queue: must be 4 to",
+                ),
+            ];
+            for (extra, want) in cases {
+                let text = format!("{ok}{extra}");
+                let e = RelayConfig::parse(&text, "relay.toml", base).unwrap_err();
+                assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
+            }
+            let e = RelayConfig::parse("name = \"r1\"\n", "relay.toml", base).unwrap_err();
+            assert_eq!(e.key, "listen");
+            let e = RelayConfig::parse("name = [\n", "relay.toml", base).unwrap_err();
+            assert!(e.msg.contains("TOML syntax error"), "{e}");
+            let bad_dir = format!(
+                "{}directory = \"missing.toml\"\n",
+                &ok[..ok.find("directory").unwrap()]
+            );
+            let e = RelayConfig::parse(&bad_dir, "relay.toml", base).unwrap_err();
+            assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
+        });
+    }
+
+    #[test]
+    fn proxy_path_must_name_known_relays() {
+        with_dir(|base| {
+            let e = ProxyConfig::parse(
+                "directory = \"dir.toml\"\npath = [\"r1\", \"r3\"]\n",
+                "proxy.toml",
+                base,
+            )
+            .unwrap_err();
+            assert_eq!(e.key, "path[1]");
+            assert!(
+                e.msg.contains("unknown relay `r3`; did you mean `r1`?"),
+                "{e}"
+            );
+            let c = ProxyConfig::parse(
+                "directory = \"dir.toml\"\npath = [\"r1\", \"r2\"]\nsocks = \"127.0.0.1:0\"\n[emulation.\"*\"]\ndelay = \"20ms\"\nloss = \"5%\"\n",
+                "proxy.toml",
+                base,
+            )
+            .unwrap();
+            assert_eq!(c.emulation[0].1.loss, 0.05);
+            assert_eq!(c.emulation[0].0, PeerSel::All);
+        });
+    }
+
+    #[test]
+    fn bad_directories() {
+        for (text, want) in [
+            ("", "relay: the directory lists no relays"),
+            ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
+        ] {
+            let e = Directory::parse(text, "d.toml").unwrap_err();
+            assert!(e.to_string().starts_with(&format!("d.toml: {want}")), "got {e}");
+        }
+    }
+}

@@ -1,0 +1,654 @@
+//! The node task: one UDP socket, one sans-IO [`Host`], and channels to the
+//! tasks that own TCP connections. Nothing here decides anything about the
+//! protocol: datagrams go into the host, what it wants sent goes out (through
+//! the link emulator when configured), its events start or feed stream tasks.
+
+use crate::clock::Clock;
+use crate::config::{Directory, ExitOptions};
+use crate::emu::{EmuStats, Emulator};
+use crate::stream;
+use hopwise_proto::backtap::{CircuitId, Direction, EndpointStats, HopStats};
+use hopwise_proto::circuit::cell::EndReason;
+use hopwise_proto::circuit::{DestroyReason, NodeEvent, NodeStats, Read, Role, StreamKey};
+use hopwise_proto::link::LinkStats;
+use hopwise_proto::overlay::Host;
+use hopwise_proto::time::{Dur, Time};
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// Bytes a stream may have in flight from the node task to its TCP writer.
+const MAX_IN_CHANNEL: usize = 256 * 1024;
+/// Credit is granted to a TCP reader in steps of at least this.
+const MIN_GRANT: usize = 16 * 1024;
+/// Datagrams (or commands) handled per wake-up before output is flushed.
+const BATCH: usize = 256;
+
+/// To the stream tasks.
+#[derive(Debug)]
+pub(crate) enum Down {
+    Data(Vec<u8>),
+    /// The task may read this many more bytes from TCP.
+    Credit(usize),
+    /// The peer finished: shut down the TCP write side after the data.
+    Eof,
+    /// The stream was reset: reset the TCP connection.
+    Reset,
+}
+
+pub(crate) type OpenResult = Result<(StreamKey, mpsc::UnboundedReceiver<Down>), EndReason>;
+
+/// From stream tasks, SOCKS tasks, the metrics server and handles.
+pub(crate) enum Cmd {
+    Data(StreamKey, Vec<u8>),
+    Eof(StreamKey),
+    Reset(StreamKey),
+    Consumed(StreamKey, usize),
+    Gone(StreamKey),
+    ExitConnected(StreamKey, Result<(), EndReason>),
+    Open {
+        host: String,
+        port: u16,
+        reply: oneshot::Sender<OpenResult>,
+    },
+    Snapshot(oneshot::Sender<Snapshot>),
+}
+
+struct Io {
+    tx: mpsc::UnboundedSender<Down>,
+    granted: usize,
+    in_channel: usize,
+    read_blocked: bool,
+    backlog: Vec<u8>,
+    pending_open: Option<(oneshot::Sender<OpenResult>, mpsc::UnboundedReceiver<Down>)>,
+}
+
+impl Io {
+    fn new(tx: mpsc::UnboundedSender<Down>) -> Io {
+        Io {
+            tx,
+            granted: 0,
+            in_channel: 0,
+            read_blocked: false,
+            backlog: Vec::new(),
+            pending_open: None,
+        }
+    }
+}
+
+/// The proxy's circuit management: one circuit at a time, rebuilt with
+/// backoff when it closes; SOCKS requests wait for it.
+pub(crate) struct ClientState {
+    pub directory: Directory,
+    pub path: Option<Vec<String>>,
+    pub connect_timeout: Dur,
+    pub circuit: Option<CircuitId>,
+    pub ready: bool,
+    pub waiting: VecDeque<(String, u16, oneshot::Sender<OpenResult>, Time)>,
+    pub rebuild_at: Option<Time>,
+    pub backoff: Dur,
+    pub rng: u64,
+    pub built: u64,
+}
+
+/// Everything a relay or proxy reports (tests, metrics).
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub name: String,
+    pub uptime: Dur,
+    pub links: LinkStats,
+    pub links_up: usize,
+    pub clients: usize,
+    pub node: NodeStats,
+    pub transport: EndpointStats,
+    pub emulation: EmuStats,
+    pub circuits: Vec<CircuitSnapshot>,
+    pub streams: usize,
+    pub send_errors: u64,
+    /// Datagrams the kernel dropped at this socket (from /proc/net/udp).
+    pub socket_drops: Option<u64>,
+    pub rcvbuf: usize,
+    pub sndbuf: usize,
+    /// Proxy: the circuit in use.
+    pub client_circuit: Option<u32>,
+    pub client_ready: bool,
+    pub circuits_built: u64,
+    /// Time until the node's next timer (diagnostics).
+    pub next_timer: Option<Dur>,
+}
+
+/// One circuit at this node.
+#[derive(Clone, Debug)]
+pub struct CircuitSnapshot {
+    pub id: u32,
+    pub role: Role,
+    pub forward: HopStats,
+    pub backward: HopStats,
+}
+
+pub(crate) struct Core {
+    pub name: String,
+    pub host: Host,
+    pub sock: UdpSocket,
+    pub clock: Clock,
+    pub emu: Emulator,
+    pub cmd_tx: mpsc::UnboundedSender<Cmd>,
+    pub cmd_rx: mpsc::UnboundedReceiver<Cmd>,
+    pub exit: Option<ExitOptions>,
+    pub client: Option<ClientState>,
+    pub rcvbuf: usize,
+    pub sndbuf: usize,
+    streams: HashMap<StreamKey, Io>,
+    send_errors: u64,
+}
+
+impl Core {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: String,
+        host: Host,
+        sock: UdpSocket,
+        clock: Clock,
+        emu: Emulator,
+        cmd: (mpsc::UnboundedSender<Cmd>, mpsc::UnboundedReceiver<Cmd>),
+        exit: Option<ExitOptions>,
+        client: Option<ClientState>,
+    ) -> Core {
+        Core {
+            name,
+            host,
+            sock,
+            clock,
+            emu,
+            cmd_tx: cmd.0,
+            cmd_rx: cmd.1,
+            exit,
+            client,
+            rcvbuf: 0,
+            sndbuf: 0,
+            streams: HashMap::new(),
+            send_errors: 0,
+        }
+    }
+
+    pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let mut buf = vec![0u8; 65_536];
+        if self.client.is_some() {
+            let now = self.clock.now();
+            self.build(now);
+        }
+        loop {
+            self.flush().await;
+            let deadline = self.next_deadline();
+            let sleep =
+                tokio::time::sleep_until(deadline.map(|t| self.clock.deadline(t)).unwrap_or_else(
+                    || self.clock.deadline(self.clock.now() + Dur::from_secs(3600)),
+                ));
+            tokio::select! {
+                biased;
+                _ = shutdown.changed() => break,
+                r = self.sock.recv_from(&mut buf) => {
+                    let now = self.clock.now();
+                    if let Ok((n, from)) = r {
+                        self.host.handle_datagram(now, from, &buf[..n]);
+                    }
+                    for _ in 1..BATCH {
+                        match self.sock.try_recv_from(&mut buf) {
+                            Ok((n, from)) => self.host.handle_datagram(now, from, &buf[..n]),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                Some(cmd) = self.cmd_rx.recv() => {
+                    let now = self.clock.now();
+                    self.on_cmd(now, cmd);
+                    for _ in 1..BATCH {
+                        match self.cmd_rx.try_recv() {
+                            Ok(cmd) => self.on_cmd(now, cmd),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = sleep => {
+                    let now = self.clock.now();
+                    self.host.handle_timeout(now);
+                    self.client_timers(now);
+                }
+            }
+        }
+        // Graceful shutdown: tear every circuit down (DESTROY to the
+        // neighbours, best effort) and reset the streams.
+        tracing::info!(node = %self.name, "shutting down");
+        let now = self.clock.now();
+        self.host
+            .node_mut()
+            .destroy_all(now, DestroyReason::Shutdown);
+        self.emu = Emulator::new(Vec::new());
+        self.flush().await;
+        for (_, io) in self.streams.drain() {
+            let _ = io.tx.send(Down::Reset);
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Time> {
+        let mut d = [self.host.poll_timeout(), self.emu.poll_timeout()]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(c) = &self.client {
+            for t in c
+                .rebuild_at
+                .into_iter()
+                .chain(c.waiting.front().map(|w| w.3))
+            {
+                d = Some(d.map_or(t, |x| x.min(t)));
+            }
+        }
+        d
+    }
+
+    async fn send(&mut self, to: SocketAddr, d: &[u8]) {
+        match self.sock.try_send_to(d, to) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                if self.sock.send_to(d, to).await.is_err() {
+                    self.send_errors += 1;
+                }
+            }
+            Err(_) => self.send_errors += 1,
+        }
+    }
+
+    /// Sends everything due and handles every event, until both are empty.
+    async fn flush(&mut self) {
+        loop {
+            let now = self.clock.now();
+            while let Some((to, d)) = self.emu.poll(now) {
+                self.send(to, &d).await;
+            }
+            while let Some((to, d)) = self.host.poll_transmit(now) {
+                if let Some(d) = self.emu.push(now, to, d) {
+                    self.send(to, &d).await;
+                }
+            }
+            let mut any = false;
+            while let Some(ev) = self.host.poll_event() {
+                any = true;
+                self.on_event(now, ev);
+            }
+            if !any {
+                return;
+            }
+        }
+    }
+
+    fn on_event(&mut self, now: Time, ev: NodeEvent) {
+        match ev {
+            NodeEvent::CircuitReady(c) => {
+                tracing::info!(node = %self.name, circuit = c.0, "circuit built");
+                if let Some(cl) = self.client.as_mut() {
+                    if cl.circuit == Some(c) {
+                        cl.ready = true;
+                        cl.backoff = Dur::from_secs(1);
+                        cl.built += 1;
+                        let waiting: Vec<_> = cl.waiting.drain(..).collect();
+                        for (host, port, reply, _) in waiting {
+                            self.open(now, host, port, reply);
+                        }
+                    }
+                }
+            }
+            NodeEvent::CircuitClosed { circuit, reason } => {
+                tracing::warn!(node = %self.name, circuit = circuit.0, %reason, "circuit closed");
+                if let Some(cl) = self.client.as_mut() {
+                    if cl.circuit == Some(circuit) {
+                        cl.circuit = None;
+                        cl.ready = false;
+                        cl.rebuild_at = Some(now + cl.backoff);
+                        cl.backoff = (cl.backoff + cl.backoff).min(Dur::from_secs(30));
+                    }
+                }
+            }
+            NodeEvent::StreamBegin { stream, host, port } => {
+                let Some(x) = self.exit.clone() else {
+                    let _ = self
+                        .host
+                        .node_mut()
+                        .stream_refuse(now, stream, EndReason::ExitPolicy);
+                    return;
+                };
+                tracing::debug!(node = %self.name, %stream, %host, port, "stream begin");
+                let (tx, rx) = mpsc::unbounded_channel();
+                self.streams.insert(stream, Io::new(tx));
+                tokio::spawn(stream::exit_connect(
+                    host,
+                    port,
+                    x,
+                    stream,
+                    self.cmd_tx.clone(),
+                    rx,
+                ));
+            }
+            NodeEvent::StreamConnected(k) => {
+                let Some(io) = self.streams.get_mut(&k) else {
+                    return;
+                };
+                if let Some((reply, rx)) = io.pending_open.take() {
+                    if reply.send(Ok((k, rx))).is_err() {
+                        // The SOCKS client gave up meanwhile.
+                        self.streams.remove(&k);
+                        let _ = self
+                            .host
+                            .node_mut()
+                            .stream_reset(now, k, EndReason::ConnReset);
+                        return;
+                    }
+                }
+                self.top_up(now, k);
+            }
+            NodeEvent::StreamReadable(k) => self.pump_read(now, k),
+            NodeEvent::StreamWritable(k) => self.top_up(now, k),
+            NodeEvent::StreamReset { stream, reason } => {
+                tracing::debug!(node = %self.name, %stream, %reason, "stream reset");
+                if let Some(io) = self.streams.remove(&stream) {
+                    match io.pending_open {
+                        Some((reply, _)) => {
+                            let _ = reply.send(Err(reason));
+                        }
+                        None => {
+                            let _ = io.tx.send(Down::Reset);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn top_up(&mut self, now: Time, k: StreamKey) {
+        let node = self.host.node_mut();
+        let Some(io) = self.streams.get_mut(&k) else {
+            return;
+        };
+        if io.pending_open.is_some() {
+            return;
+        }
+        if !io.backlog.is_empty() {
+            match node.stream_write(now, k, &io.backlog) {
+                Ok(n) => {
+                    io.backlog.drain(..n);
+                }
+                Err(_) => io.backlog.clear(),
+            }
+            if !io.backlog.is_empty() {
+                return;
+            }
+        }
+        let space = node.stream_send_space(k);
+        if space > io.granted {
+            let g = space - io.granted;
+            if g >= MIN_GRANT || io.granted == 0 {
+                io.granted += g;
+                let _ = io.tx.send(Down::Credit(g));
+            }
+        }
+    }
+
+    fn pump_read(&mut self, now: Time, k: StreamKey) {
+        let node = self.host.node_mut();
+        let Some(io) = self.streams.get_mut(&k) else {
+            return;
+        };
+        if io.pending_open.is_some() {
+            return;
+        }
+        loop {
+            if io.in_channel >= MAX_IN_CHANNEL {
+                io.read_blocked = true;
+                return;
+            }
+            io.read_blocked = false;
+            let avail = node.stream_readable_bytes(k);
+            let n = avail.min(65_536).min(MAX_IN_CHANNEL - io.in_channel).max(1);
+            let mut v = vec![0u8; n];
+            match node.stream_read(now, k, &mut v) {
+                Ok(Read::Data(m)) => {
+                    v.truncate(m);
+                    io.in_channel += m;
+                    let _ = io.tx.send(Down::Data(v));
+                }
+                Ok(Read::Eof) => {
+                    let _ = io.tx.send(Down::Eof);
+                    return;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    fn on_cmd(&mut self, now: Time, cmd: Cmd) {
+        match cmd {
+            Cmd::Data(k, v) => {
+                let node = self.host.node_mut();
+                if let Some(io) = self.streams.get_mut(&k) {
+                    io.granted = io.granted.saturating_sub(v.len());
+                    if !io.backlog.is_empty() {
+                        io.backlog.extend_from_slice(&v);
+                    } else {
+                        match node.stream_write(now, k, &v) {
+                            Ok(n) if n < v.len() => io.backlog.extend_from_slice(&v[n..]),
+                            _ => {}
+                        }
+                    }
+                    self.top_up(now, k);
+                }
+            }
+            Cmd::Eof(k) => {
+                let _ = self.host.node_mut().stream_shutdown(now, k);
+            }
+            Cmd::Reset(k) => {
+                if self.streams.remove(&k).is_some() {
+                    let _ = self
+                        .host
+                        .node_mut()
+                        .stream_reset(now, k, EndReason::ConnReset);
+                }
+            }
+            Cmd::Consumed(k, n) => {
+                if let Some(io) = self.streams.get_mut(&k) {
+                    io.in_channel = io.in_channel.saturating_sub(n);
+                    if io.read_blocked {
+                        self.pump_read(now, k);
+                    }
+                }
+            }
+            Cmd::Gone(k) => {
+                if self.streams.remove(&k).is_some() {
+                    self.host.node_mut().stream_close(now, k);
+                }
+            }
+            Cmd::ExitConnected(k, r) => {
+                if !self.streams.contains_key(&k) {
+                    return;
+                }
+                let node = self.host.node_mut();
+                match r {
+                    Ok(()) => {
+                        if node.stream_connected(now, k).is_err() {
+                            self.streams.remove(&k);
+                        }
+                    }
+                    Err(reason) => {
+                        tracing::debug!(node = %self.name, stream = %k, %reason, "stream refused");
+                        let _ = node.stream_refuse(now, k, reason);
+                        self.streams.remove(&k);
+                    }
+                }
+            }
+            Cmd::Open { host, port, reply } => {
+                let Some(cl) = self.client.as_mut() else {
+                    let _ = reply.send(Err(EndReason::Internal));
+                    return;
+                };
+                if cl.ready {
+                    self.open(now, host, port, reply);
+                } else {
+                    let deadline = now + cl.connect_timeout;
+                    cl.waiting.push_back((host, port, reply, deadline));
+                }
+            }
+            Cmd::Snapshot(tx) => {
+                let _ = tx.send(self.snapshot());
+            }
+        }
+    }
+
+    fn open(&mut self, now: Time, host: String, port: u16, reply: oneshot::Sender<OpenResult>) {
+        let Some(c) = self.client.as_ref().and_then(|c| c.circuit) else {
+            let _ = reply.send(Err(EndReason::Destroy));
+            return;
+        };
+        match self.host.node_mut().open_stream(now, c, &host, port) {
+            Ok(k) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let mut io = Io::new(tx);
+                io.pending_open = Some((reply, rx));
+                self.streams.insert(k, io);
+            }
+            Err(e) => {
+                tracing::debug!(node = %self.name, error = %e, "cannot open a stream");
+                let _ = reply.send(Err(EndReason::ResourceLimit));
+            }
+        }
+    }
+
+    fn client_timers(&mut self, now: Time) {
+        let Some(cl) = self.client.as_mut() else {
+            return;
+        };
+        while cl.waiting.front().is_some_and(|w| w.3 <= now) {
+            let (_, _, reply, _) = cl.waiting.pop_front().expect("front");
+            let _ = reply.send(Err(EndReason::Timeout));
+        }
+        if cl.rebuild_at.is_some_and(|t| t <= now) {
+            cl.rebuild_at = None;
+            self.build(now);
+        }
+    }
+
+    /// Builds the proxy's circuit: the configured path, or a random guard,
+    /// middle and exit.
+    fn build(&mut self, now: Time) {
+        let Some(cl) = self.client.as_mut() else {
+            return;
+        };
+        let dir = &cl.directory;
+        let idx: Vec<usize> = match &cl.path {
+            Some(p) => p.iter().filter_map(|n| dir.find(n)).collect(),
+            None => choose_path(dir, &mut cl.rng),
+        };
+        let keys: Vec<[u8; 32]> = idx.iter().map(|&i| dir.relays[i].key).collect();
+        let names: Vec<&str> = idx.iter().map(|&i| dir.relays[i].name.as_str()).collect();
+        let names = names.join(" -> ");
+        match self.host.node_mut().build_circuit(now, &keys) {
+            Ok(c) => {
+                tracing::info!(node = %self.name, circuit = c.0, path = %names, "building a circuit");
+                cl.circuit = Some(c);
+                cl.ready = false;
+            }
+            Err(e) => {
+                tracing::error!(node = %self.name, path = %names, error = %e, "cannot build a circuit");
+                cl.rebuild_at = Some(now + cl.backoff);
+                cl.backoff = (cl.backoff + cl.backoff).min(Dur::from_secs(30));
+            }
+        }
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        let node = self.host.node();
+        let ep = node.endpoint();
+        let circuits = node
+            .circuits()
+            .map(|(c, role)| CircuitSnapshot {
+                id: c.0,
+                role,
+                forward: ep.circuit_stats(c, Direction::Forward),
+                backward: ep.circuit_stats(c, Direction::Backward),
+            })
+            .collect();
+        let port = self.sock.local_addr().map(|a| a.port()).unwrap_or(0);
+        Snapshot {
+            name: self.name.clone(),
+            uptime: self.clock.now().since(Time::ZERO),
+            links: *self.host.links().stats(),
+            links_up: self.host.links().links_up(),
+            clients: self.host.links().client_count(),
+            node: *node.stats(),
+            transport: *ep.stats(),
+            emulation: self.emu.stats,
+            circuits,
+            streams: node.stream_count(),
+            send_errors: self.send_errors,
+            socket_drops: socket_drops(port),
+            rcvbuf: self.rcvbuf,
+            sndbuf: self.sndbuf,
+            client_circuit: self.client.as_ref().and_then(|c| c.circuit.map(|c| c.0)),
+            client_ready: self.client.as_ref().is_some_and(|c| c.ready),
+            circuits_built: self.client.as_ref().map_or(0, |c| c.built),
+            next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
+        }
+    }
+}
+
+/// A random exit, then a guard and a middle distinct from it.
+pub(crate) fn choose_path(dir: &Directory, rng: &mut u64) -> Vec<usize> {
+    let mut next = || {
+        *rng ^= *rng << 13;
+        *rng ^= *rng >> 7;
+        *rng ^= *rng << 17;
+        *rng
+    };
+    let n = dir.relays.len();
+    let mut pick = |ok: &dyn Fn(usize) -> bool| -> Option<usize> {
+        let c: Vec<usize> = (0..n).filter(|&i| ok(i)).collect();
+        if c.is_empty() {
+            None
+        } else {
+            Some(c[(next() % c.len() as u64) as usize])
+        }
+    };
+    let Some(exit) = pick(&|i| dir.relays[i].exit) else {
+        return Vec::new();
+    };
+    let guard = pick(&|i| i != exit && dir.relays[i].guard).or_else(|| pick(&|i| i != exit));
+    let Some(guard) = guard else {
+        return vec![exit];
+    };
+    match pick(&|i| i != exit && i != guard) {
+        Some(m) => vec![guard, m, exit],
+        None => vec![guard, exit],
+    }
+}
+
+/// The kernel's drop counter of the UDP socket bound to `port`.
+fn socket_drops(port: u16) -> Option<u64> {
+    let mut total = None;
+    for f in ["/proc/net/udp", "/proc/net/udp6"] {
+        let Ok(text) = std::fs::read_to_string(f) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            let Some(local) = cols.get(1) else { continue };
+            let Some(p) = local.rsplit(':').next() else {
+                continue;
+            };
+            if u16::from_str_radix(p, 16).ok() == Some(port) {
+                if let Some(d) = cols.last().and_then(|d| d.parse::<u64>().ok()) {
+                    total = Some(total.unwrap_or(0) + d);
+                }
+            }
+        }
+    }
+    total
+}

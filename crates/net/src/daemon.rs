@@ -1,0 +1,407 @@
+//! Starting relays and proxies: sockets are bound in the caller's thread (so
+//! "port in use" is an error of `spawn_*`, not a log line), then the node
+//! runs on a thread of its own with a single-threaded tokio runtime.
+
+use crate::clock::Clock;
+use crate::config::{LinkOptions, ProxyConfig, RelayConfig, Transport};
+use crate::core::{ClientState, Cmd, Core, Snapshot};
+use crate::emu::Emulator;
+use crate::keys;
+use hopwise_proto::backtap;
+use hopwise_proto::circuit::{Node, NodeConfig};
+use hopwise_proto::link::{hex, Keypair, LinkConfig, Links};
+use hopwise_proto::overlay::Host;
+use hopwise_proto::time::Dur;
+use std::fmt;
+use std::net::SocketAddr;
+use std::thread::JoinHandle;
+use tokio::sync::{mpsc, oneshot, watch};
+
+/// Why a relay or proxy could not start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartError(pub String);
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for StartError {}
+
+impl From<crate::config::ConfigError> for StartError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        StartError(e.to_string())
+    }
+}
+
+fn dur(d: std::time::Duration) -> Dur {
+    Dur::from_nanos(d.as_nanos() as u64)
+}
+
+struct Udp {
+    sock: std::net::UdpSocket,
+    rcvbuf: usize,
+    sndbuf: usize,
+}
+
+fn bind_udp(addr: SocketAddr, size: usize, origin: &str, key: &str) -> Result<Udp, StartError> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let fail =
+        |e: std::io::Error| StartError(format!("{origin}: {key}: cannot bind UDP {addr}: {e}"));
+    let s =
+        Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP)).map_err(fail)?;
+    let _ = s.set_recv_buffer_size(size);
+    let _ = s.set_send_buffer_size(size);
+    s.bind(&addr.into()).map_err(fail)?;
+    s.set_nonblocking(true).map_err(fail)?;
+    let rcvbuf = s.recv_buffer_size().unwrap_or(0);
+    let sndbuf = s.send_buffer_size().unwrap_or(0);
+    if rcvbuf < size {
+        tracing::warn!(
+            requested = size,
+            got = rcvbuf,
+            "the kernel capped SO_RCVBUF (net.core.rmem_max): datagrams may be dropped under load"
+        );
+    }
+    Ok(Udp {
+        sock: s.into(),
+        rcvbuf,
+        sndbuf,
+    })
+}
+
+fn bind_tcp(
+    addr: SocketAddr,
+    origin: &str,
+    key: &str,
+) -> Result<std::net::TcpListener, StartError> {
+    let l = std::net::TcpListener::bind(addr)
+        .map_err(|e| StartError(format!("{origin}: {key}: cannot listen on TCP {addr}: {e}")))?;
+    l.set_nonblocking(true)
+        .map_err(|e| StartError(format!("{origin}: {key}: {e}")))?;
+    Ok(l)
+}
+
+fn backtap_config(
+    link: &LinkOptions,
+    t: &Transport,
+    queue: u32,
+    bucket: Option<backtap::BucketConfig>,
+) -> backtap::Config {
+    backtap::Config {
+        circuit_limit: queue,
+        payload_budget: link.payload_budget - hopwise_proto::link::OVERHEAD,
+        pack_delay: dur(t.pack_delay),
+        alpha: t.alpha,
+        beta: t.beta,
+        startup: if t.slow_start {
+            backtap::Startup::SlowStart { gamma: 1 }
+        } else {
+            backtap::Startup::Linear
+        },
+        max_window: t.max_window,
+        bucket,
+        ..backtap::Config::default()
+    }
+}
+
+fn link_config(kp: Keypair, dir: &crate::config::Directory, o: &LinkOptions) -> LinkConfig {
+    let mut c = LinkConfig::new(kp, dir.relays.iter().map(|r| (r.key, r.address)).collect());
+    c.encrypt = o.encrypt;
+    c.handshake_timeout = dur(o.handshake_timeout);
+    c.keepalive = dur(o.keepalive);
+    c.idle_timeout = dur(o.idle_timeout);
+    c.index_seed = {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish() as u32
+    };
+    c
+}
+
+/// A running relay or proxy.
+pub struct Handle {
+    pub name: String,
+    /// The UDP address it is bound to.
+    pub addr: SocketAddr,
+    /// Its static public key.
+    pub public_key: [u8; 32],
+    /// The proxy's SOCKS5 address.
+    pub socks: Option<SocketAddr>,
+    /// The metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+    cmd: mpsc::UnboundedSender<Cmd>,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("name", &self.name)
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Handle {
+    /// The node's counters and circuits (blocks until the node answers).
+    pub fn snapshot(&self) -> Option<Snapshot> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(Cmd::Snapshot(tx)).ok()?;
+        rx.blocking_recv().ok()
+    }
+
+    /// [`Handle::snapshot`] from async code.
+    pub async fn snapshot_async(&self) -> Option<Snapshot> {
+        let (tx, rx) = oneshot::channel();
+        self.cmd.send(Cmd::Snapshot(tx)).ok()?;
+        rx.await.ok()
+    }
+
+    /// Tears the circuits down, stops the node and waits for its thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+struct Parts {
+    name: String,
+    udp: Udp,
+    host: Host,
+    emu: Emulator,
+    exit: Option<crate::config::ExitOptions>,
+    client: Option<ClientState>,
+    socks: Option<(std::net::TcpListener, std::time::Duration)>,
+    metrics: Option<std::net::TcpListener>,
+    public_key: [u8; 32],
+}
+
+fn start(p: Parts) -> Result<Handle, StartError> {
+    let addr = p
+        .udp
+        .sock
+        .local_addr()
+        .map_err(|e| StartError(e.to_string()))?;
+    let socks_addr = p.socks.as_ref().and_then(|(l, _)| l.local_addr().ok());
+    let metrics_addr = p.metrics.as_ref().and_then(|l| l.local_addr().ok());
+    let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let name = p.name.clone();
+    let tx = cmd_tx.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("hopwise-{name}"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            rt.block_on(async move {
+                let sock =
+                    tokio::net::UdpSocket::from_std(p.udp.sock).expect("registered UDP socket");
+                if let Some((l, t)) = p.socks {
+                    let l = tokio::net::TcpListener::from_std(l).expect("registered listener");
+                    tokio::spawn(crate::socks::serve(l, tx.clone(), t));
+                }
+                if let Some(l) = p.metrics {
+                    let l = tokio::net::TcpListener::from_std(l).expect("registered listener");
+                    tokio::spawn(crate::metrics::serve(l, tx.clone()));
+                }
+                let mut core = Core::new(
+                    p.name,
+                    p.host,
+                    sock,
+                    Clock::new(),
+                    p.emu,
+                    (tx, cmd_rx),
+                    p.exit,
+                    p.client,
+                );
+                core.rcvbuf = p.udp.rcvbuf;
+                core.sndbuf = p.udp.sndbuf;
+                core.run(stop_rx).await;
+            });
+        })
+        .map_err(|e| StartError(format!("cannot start a thread: {e}")))?;
+    Ok(Handle {
+        name,
+        addr,
+        public_key: p.public_key,
+        socks: socks_addr,
+        metrics: metrics_addr,
+        cmd: cmd_tx,
+        stop: stop_tx,
+        thread: Some(thread),
+    })
+}
+
+/// Starts a relay: loads (or creates) its key, binds its sockets, runs it.
+pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
+    let kp = keys::load_or_create(&cfg.key_file)?;
+    let origin = cfg.origin.clone();
+    if let Some(me) = cfg.directory.relays.iter().find(|r| r.key == kp.public) {
+        if me.address != cfg.listen && !cfg.listen.ip().is_unspecified() {
+            tracing::warn!(
+                directory = %me.address,
+                listen = %cfg.listen,
+                "this relay's address in the directory differs from `listen`"
+            );
+        }
+        if me.exit != cfg.exit.enabled {
+            tracing::warn!(
+                "the directory's `exit` flag of {} differs from [exit] enabled = {}",
+                me.name,
+                cfg.exit.enabled
+            );
+        }
+    } else {
+        tracing::warn!(
+            name = %cfg.name,
+            public = %hex(&kp.public),
+            "this relay's key is not in the directory: no circuit can be extended to it"
+        );
+    }
+    let udp = bind_udp(cfg.listen, cfg.link.socket_buffer, &origin, "listen")?;
+    let metrics = match cfg.metrics {
+        Some(a) => Some(bind_tcp(a, &origin, "metrics.listen")?),
+        None => None,
+    };
+    let mut lc = link_config(kp.clone(), &cfg.directory, &cfg.link);
+    lc.accept_clients = cfg.accept_clients;
+    lc.max_clients = cfg.limits.max_clients;
+    let mut nc = NodeConfig::new(
+        kp.public,
+        cfg.directory.relays.iter().map(|r| r.key).collect(),
+    );
+    nc.backtap = backtap_config(
+        &cfg.link,
+        &cfg.transport,
+        cfg.limits.circuit_queue,
+        cfg.bandwidth,
+    );
+    nc.exit = cfg.exit.enabled;
+    nc.max_circuits = cfg.limits.max_circuits;
+    nc.max_streams = cfg.limits.max_streams;
+    nc.stream_window = cfg.limits.stream_window;
+    tracing::info!(
+        relay = %cfg.name,
+        listen = %cfg.listen,
+        public = %hex(&kp.public),
+        exit = cfg.exit.enabled,
+        encrypt = cfg.link.encrypt,
+        "relay starting"
+    );
+    if !cfg.link.encrypt {
+        tracing::warn!(
+            "link encryption is OFF (test-only): datagrams are neither encrypted nor authenticated"
+        );
+    }
+    start(Parts {
+        name: cfg.name.clone(),
+        udp,
+        host: Host::new(Links::new(lc), Node::new(nc)),
+        emu: Emulator::new(cfg.emulation.clone()),
+        exit: cfg.exit.enabled.then(|| cfg.exit.clone()),
+        client: None,
+        socks: None,
+        metrics,
+        public_key: kp.public,
+    })
+}
+
+/// Starts a proxy: a SOCKS5 listener and a client node that builds a circuit.
+pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
+    let origin = cfg.origin.clone();
+    let kp = match &cfg.key_file {
+        Some(p) => keys::load_or_create(p)?,
+        None => Keypair::generate(),
+    };
+    if cfg.directory.relays.iter().any(|r| r.key == kp.public) {
+        return Err(StartError(format!(
+            "{origin}: key_file: the proxy's key is a relay's key"
+        )));
+    }
+    let udp = bind_udp(cfg.listen, cfg.link.socket_buffer, &origin, "listen")?;
+    let socks = bind_tcp(cfg.socks, &origin, "socks")?;
+    let metrics = match cfg.metrics {
+        Some(a) => Some(bind_tcp(a, &origin, "metrics.listen")?),
+        None => None,
+    };
+    let mut lc = link_config(kp.clone(), &cfg.directory, &cfg.link);
+    lc.accept_clients = false;
+    let mut nc = NodeConfig::new(
+        kp.public,
+        cfg.directory.relays.iter().map(|r| r.key).collect(),
+    );
+    nc.backtap = backtap_config(&cfg.link, &cfg.transport, cfg.limits.circuit_queue, None);
+    nc.max_streams = cfg.limits.max_streams;
+    nc.stream_window = cfg.limits.stream_window;
+    let seed = {
+        use std::hash::{BuildHasher, Hasher};
+        std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
+            | 1
+    };
+    let client = ClientState {
+        directory: cfg.directory.clone(),
+        path: cfg.path.clone(),
+        connect_timeout: dur(cfg.connect_timeout),
+        circuit: None,
+        ready: false,
+        waiting: Default::default(),
+        rebuild_at: None,
+        backoff: Dur::from_secs(1),
+        rng: seed,
+        built: 0,
+    };
+    tracing::info!(socks = %cfg.socks, "proxy starting");
+    start(Parts {
+        name: "proxy".into(),
+        udp,
+        host: Host::new(Links::new(lc), Node::new(nc)),
+        emu: Emulator::new(cfg.emulation.clone()),
+        exit: None,
+        client: Some(client),
+        socks: Some((socks, cfg.connect_timeout)),
+        metrics,
+        public_key: kp.public,
+    })
+}
+
+/// Blocks until SIGINT (Ctrl-C) or SIGTERM.
+pub fn wait_for_shutdown_signal() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(async {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    });
+}

@@ -1,0 +1,173 @@
+//! The relay's long-term static key: generated on first start, stored with
+//! mode 0600, refused if other users can read it.
+//!
+//! ```text
+//! # hopwise static key (X25519). Keep this file private.
+//! private = "64 hex digits"
+//! public = "64 hex digits"
+//! ```
+
+use crate::config::ConfigError;
+use hopwise_proto::link::{hex, parse_key, Keypair};
+use std::io::Write;
+use std::path::Path;
+
+/// Loads the key at `path`, or creates it (and its directory) if there is
+/// no file. `origin` names the config file and key for messages.
+pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {
+    match std::fs::metadata(path) {
+        Ok(_) => load(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path),
+        Err(e) => Err(ConfigError::new(
+            path.display(),
+            "",
+            format!("cannot read the key file: {e}"),
+        )),
+    }
+}
+
+fn create(path: &Path) -> Result<Keypair, ConfigError> {
+    let kp = Keypair::generate();
+    let err = |e: std::io::Error| {
+        ConfigError::new(
+            path.display(),
+            "",
+            format!("cannot create the key file: {e}"),
+        )
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path).map_err(err)?;
+    write!(
+        f,
+        "# hopwise static key (X25519). Keep this file private: whoever has it can\n\
+         # impersonate this node. The public key goes into the directory.\n\
+         private = \"{}\"\npublic = \"{}\"\n",
+        hex(&kp.private),
+        hex(&kp.public)
+    )
+    .and_then(|_| f.sync_all())
+    .map_err(err)?;
+    tracing::info!(path = %path.display(), public = %hex(&kp.public), "generated a new static key");
+    Ok(kp)
+}
+
+fn load(path: &Path) -> Result<Keypair, ConfigError> {
+    let file = path.display().to_string();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|e| ConfigError::new(&file, "", format!("cannot read the key file: {e}")))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(ConfigError::new(
+                &file,
+                "",
+                format!(
+                    "the key file is accessible by other users (mode {:o}); run `chmod 600 {file}`",
+                    mode & 0o777
+                ),
+            ));
+        }
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| ConfigError::new(&file, "", format!("cannot read the key file: {e}")))?;
+    let t: toml::Table = text.parse().map_err(|_| {
+        ConfigError::new(
+            &file,
+            "",
+            "not a hopwise key file (expected `private = \"<64 hex digits>\"`)",
+        )
+    })?;
+    let private = match t.get("private") {
+        Some(toml::Value::String(s)) => parse_key(s)
+            .ok_or_else(|| ConfigError::new(&file, "private", "not a key (64 hex digits)"))?,
+        _ => {
+            return Err(ConfigError::new(
+                &file,
+                "private",
+                "missing: not a hopwise key file",
+            ))
+        }
+    };
+    let kp = Keypair::from_private(private);
+    if let Some(toml::Value::String(s)) = t.get("public") {
+        if parse_key(s) != Some(kp.public) {
+            return Err(ConfigError::new(
+                &file,
+                "public",
+                "does not belong to the private key (the file is damaged)",
+            ));
+        }
+    }
+    Ok(kp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn created_private_and_reloaded() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/relay.key");
+        let k = load_or_create(&p).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(load_or_create(&p).unwrap(), k);
+    }
+
+    #[test]
+    fn bad_key_files_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("k");
+        let write = |s: &str, mode: u32| {
+            std::fs::write(&p, s).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            }
+        };
+        write("garbage garbage", 0o600);
+        assert!(load_or_create(&p)
+            .unwrap_err()
+            .msg
+            .contains("not a hopwise key file"));
+        write("private = \"1234\"\n", 0o600);
+        assert!(load_or_create(&p)
+            .unwrap_err()
+            .msg
+            .contains("64 hex digits"));
+        let k = Keypair::generate();
+        write(&format!("private = \"{}\"\n", hex(&k.private)), 0o644);
+        #[cfg(unix)]
+        assert!(load_or_create(&p).unwrap_err().msg.contains("chmod 600"));
+        write(
+            &format!(
+                "private = \"{}\"\npublic = \"{}\"\n",
+                hex(&k.private),
+                hex(&[7; 32])
+            ),
+            0o600,
+        );
+        assert!(load_or_create(&p)
+            .unwrap_err()
+            .msg
+            .contains("does not belong"));
+    }
+}

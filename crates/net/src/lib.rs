@@ -1,0 +1,30 @@
+//! # hopwise-net
+//!
+//! The daemons behind `hopwise relay`, `hopwise proxy` and `hopwise
+//! quickstart`: tokio drives the sans-IO protocol code of `hopwise-proto`
+//! over real sockets. This crate holds no protocol logic of its own:
+//!
+//! * `hopwise_proto::overlay::Host` (Noise links, circuits, streams, BackTap)
+//!   gets every UDP datagram and timer; what it wants sent goes to the socket;
+//! * TCP connections (SOCKS clients at the proxy, destinations at the exit)
+//!   live in tasks that move bytes to and from the host's streams;
+//! * around that: configuration files ([`config`]), key files ([`keys`]), the
+//!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), and a local
+//!   three-relay overlay for the quick start and the tests ([`testbed`]).
+//!
+//! `docs/relay.md` is the operator's guide. tokio appears in no crate below
+//! this one.
+
+pub mod clock;
+pub mod config;
+mod core;
+pub mod daemon;
+pub mod emu;
+pub mod keys;
+pub mod metrics;
+pub mod socks;
+mod stream;
+pub mod testbed;
+
+pub use crate::core::{CircuitSnapshot, Snapshot};
+pub use daemon::{spawn_proxy, spawn_relay, Handle, StartError};

@@ -1,0 +1,290 @@
+//! Prometheus text exposition (format 0.0.4) of a node's [`Snapshot`], and a
+//! minimal HTTP server for it on loopback.
+
+use crate::core::{Cmd, Snapshot};
+use hopwise_proto::backtap::HopStats;
+use hopwise_proto::circuit::Role;
+use std::fmt::Write as _;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, oneshot};
+
+/// Per-circuit series are written for this many circuits at most.
+const MAX_CIRCUIT_SERIES: usize = 100;
+
+struct W {
+    out: String,
+    node: String,
+}
+
+impl W {
+    fn head(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.out, "# HELP hopwise_{name} {help}");
+        let _ = writeln!(self.out, "# TYPE hopwise_{name} {kind}");
+    }
+    fn val(&mut self, name: &str, labels: &str, v: impl std::fmt::Display) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let _ = writeln!(
+            self.out,
+            "hopwise_{name}{{node=\"{}\"{sep}{labels}}} {v}",
+            self.node
+        );
+    }
+    fn one(&mut self, name: &str, kind: &str, help: &str, v: impl std::fmt::Display) {
+        self.head(name, kind, help);
+        self.val(name, "", v);
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Renders a snapshot as Prometheus text.
+pub fn render(s: &Snapshot) -> String {
+    let mut w = W {
+        out: String::new(),
+        node: escape(&s.name),
+    };
+    w.one(
+        "uptime_seconds",
+        "gauge",
+        "Seconds since the node started.",
+        s.uptime.as_secs_f64(),
+    );
+    w.head(
+        "circuits",
+        "gauge",
+        "Circuits at this node, by the part it plays.",
+    );
+    for (role, name) in [
+        (Role::Client, "client"),
+        (Role::Relay, "relay"),
+        (Role::Exit, "exit"),
+    ] {
+        let n = s.circuits.iter().filter(|c| c.role == role).count();
+        w.val("circuits", &format!("role=\"{name}\""), n);
+    }
+    w.one(
+        "streams",
+        "gauge",
+        "Streams open at this node's edges.",
+        s.streams,
+    );
+    w.one(
+        "links_up",
+        "gauge",
+        "Links with an authenticated session.",
+        s.links_up,
+    );
+    w.one("clients", "gauge", "Client links.", s.clients);
+    let t = &s.transport;
+    w.one(
+        "cells_in_total",
+        "counter",
+        "BackTap cells received (including duplicates).",
+        t.cells_in,
+    );
+    w.one(
+        "cells_out_total",
+        "counter",
+        "BackTap cells sent (including retransmissions).",
+        t.cells_out,
+    );
+    w.one(
+        "feedback_in_total",
+        "counter",
+        "BackTap feedback items received.",
+        t.feedback_in,
+    );
+    w.one(
+        "feedback_out_total",
+        "counter",
+        "BackTap feedback items sent.",
+        t.feedback_out,
+    );
+    w.head("datagrams_total", "counter", "UDP datagrams.");
+    w.val("datagrams_total", "dir=\"in\"", s.links.datagrams_in);
+    w.val("datagrams_total", "dir=\"out\"", s.links.datagrams_out);
+    w.head("bytes_total", "counter", "UDP payload bytes.");
+    w.val("bytes_total", "dir=\"in\"", s.links.bytes_in);
+    w.val("bytes_total", "dir=\"out\"", s.links.bytes_out);
+    w.head(
+        "drops_total",
+        "counter",
+        "Datagrams, cells and frames dropped, by reason.",
+    );
+    let l = &s.links;
+    for (reason, v) in [
+        ("auth_failure", l.auth_failures),
+        ("replay", l.replays),
+        ("unknown_peer", l.unknown_peer),
+        ("malformed", l.malformed),
+        ("handshake_failure", l.handshake_failures),
+        ("handshake_refused", l.handshake_refused),
+        ("plaintext", l.plaintext_rejected),
+        ("link_queue", l.frames_dropped),
+        ("backtap_decode", t.decode_errors),
+        ("unknown_circuit", t.unknown_circuit),
+        ("invalid_item", t.invalid_items),
+        ("circuit_queue_full", t.drops),
+        ("protocol", s.node.protocol_errors),
+        ("emulated_loss", s.emulation.lost),
+        ("emulated_queue", s.emulation.queue_drops),
+        ("socket", s.socket_drops.unwrap_or(0)),
+        ("send_error", s.send_errors),
+    ] {
+        w.val("drops_total", &format!("reason=\"{reason}\""), v);
+    }
+    let sum = |f: fn(&HopStats) -> u64| -> u64 {
+        s.circuits
+            .iter()
+            .map(|c| f(&c.forward) + f(&c.backward))
+            .sum()
+    };
+    w.head(
+        "retransmits",
+        "gauge",
+        "Cell retransmissions over the circuits open now, by kind.",
+    );
+    w.val("retransmits", "kind=\"all\"", sum(|h| h.retransmits));
+    w.val("retransmits", "kind=\"fast\"", sum(|h| h.fast_retransmits));
+    w.val("retransmits", "kind=\"timeout\"", sum(|h| h.timeouts));
+    w.val(
+        "retransmits",
+        "kind=\"lost_retransmission\"",
+        sum(|h| h.lost_retransmits),
+    );
+    w.one(
+        "control_retransmits_total",
+        "counter",
+        "Control messages (CREATE, CREATED, DESTROY) sent again.",
+        s.node.ctl_retransmits,
+    );
+    w.one(
+        "handshake_retransmits_total",
+        "counter",
+        "Noise handshake messages sent again.",
+        l.handshake_retransmits,
+    );
+    w.one(
+        "handshakes_total",
+        "counter",
+        "Noise handshakes completed or answered.",
+        l.handshakes_completed + l.handshakes_answered,
+    );
+    w.one(
+        "bucket_stalls_total",
+        "counter",
+        "Times the token bucket held the scheduler back.",
+        t.bucket_stalls,
+    );
+    w.one(
+        "queue_cells",
+        "gauge",
+        "Cells queued over all circuits and directions.",
+        sum(|h| h.queued as u64),
+    );
+    w.one(
+        "queue_cells_max",
+        "gauge",
+        "The longest queue of any circuit and direction, in cells.",
+        s.circuits
+            .iter()
+            .map(|c| c.forward.queued.max(c.backward.queued))
+            .max()
+            .unwrap_or(0),
+    );
+    w.head(
+        "circuit_queue_cells",
+        "gauge",
+        "Cells queued per circuit and direction.",
+    );
+    for c in s.circuits.iter().take(MAX_CIRCUIT_SERIES) {
+        for (d, h) in [("forward", &c.forward), ("backward", &c.backward)] {
+            w.val(
+                "circuit_queue_cells",
+                &format!("circuit=\"{}\",dir=\"{d}\"", c.id),
+                h.queued,
+            );
+        }
+    }
+    w.head(
+        "circuit_swnd_cells",
+        "gauge",
+        "BackTap sending window per circuit and direction.",
+    );
+    for c in s.circuits.iter().take(MAX_CIRCUIT_SERIES) {
+        for (d, h) in [("forward", &c.forward), ("backward", &c.backward)] {
+            w.val(
+                "circuit_swnd_cells",
+                &format!("circuit=\"{}\",dir=\"{d}\"", c.id),
+                h.swnd,
+            );
+        }
+    }
+    w.head(
+        "circuit_srtt_seconds",
+        "gauge",
+        "Smoothed per-hop RTT per circuit and direction.",
+    );
+    for c in s.circuits.iter().take(MAX_CIRCUIT_SERIES) {
+        for (d, h) in [("forward", &c.forward), ("backward", &c.backward)] {
+            w.val(
+                "circuit_srtt_seconds",
+                &format!("circuit=\"{}\",dir=\"{d}\"", c.id),
+                h.srtt.as_secs_f64(),
+            );
+        }
+    }
+    w.one(
+        "udp_rcvbuf_bytes",
+        "gauge",
+        "SO_RCVBUF of the UDP socket.",
+        s.rcvbuf,
+    );
+    w.one(
+        "udp_sndbuf_bytes",
+        "gauge",
+        "SO_SNDBUF of the UDP socket.",
+        s.sndbuf,
+    );
+    w.out
+}
+
+/// Serves `GET` (any path) with the metrics of the node behind `cmd`.
+pub(crate) async fn serve(listener: TcpListener, cmd: mpsc::UnboundedSender<Cmd>) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let cmd = cmd.clone();
+        tokio::spawn(async move {
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                match tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await {
+                    Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
+                    _ => return,
+                }
+            }
+            let (tx, rx) = oneshot::channel();
+            if cmd.send(Cmd::Snapshot(tx)).is_err() {
+                return;
+            }
+            let Ok(snap) = rx.await else { return };
+            let body = render(&snap);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = s.write_all(head.as_bytes()).await;
+            let _ = s.write_all(body.as_bytes()).await;
+            let _ = s.shutdown().await;
+        });
+    }
+}

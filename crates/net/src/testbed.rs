@@ -1,0 +1,351 @@
+//! A local overlay for the quick start, the self-test, the benchmark and the
+//! tests: three relays and a proxy on loopback with generated keys, a
+//! directory and config files, plus a local HTTP server of a deterministic
+//! file and a downloader that fetches it through SOCKS5 and hashes it.
+
+use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
+use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
+use crate::keys;
+use hopwise_proto::link::hex;
+use sha2::{Digest, Sha256};
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// What the local overlay looks like.
+#[derive(Clone, Debug)]
+pub struct LabOptions {
+    /// Where keys, the directory and config files go.
+    pub dir: PathBuf,
+    /// The proxy's SOCKS5 address (port 0: any free port).
+    pub socks: SocketAddr,
+    /// Let the exit connect to 127.0.0.1 (the self-test's server).
+    pub allow_loopback_exit: bool,
+    pub encrypt: bool,
+    /// `[emulation."*"]` on every relay and the proxy.
+    pub emulation: Option<Emulation>,
+    /// `[bandwidth]` of the middle relay: rate in bytes per second.
+    pub middle_rate: Option<u64>,
+    /// Extra lines for every relay file (after the generated ones).
+    pub relay_extra: String,
+}
+
+impl LabOptions {
+    pub fn new(dir: &Path) -> LabOptions {
+        LabOptions {
+            dir: dir.to_path_buf(),
+            socks: SocketAddr::from(([127, 0, 0, 1], 0)),
+            allow_loopback_exit: false,
+            encrypt: true,
+            emulation: None,
+            middle_rate: None,
+            relay_extra: String::new(),
+        }
+    }
+}
+
+/// The files of a local overlay.
+#[derive(Clone, Debug)]
+pub struct LabFiles {
+    pub directory: PathBuf,
+    pub relays: Vec<PathBuf>,
+    pub proxy: PathBuf,
+}
+
+/// Relay names of the local overlay.
+pub const NAMES: [&str; 3] = ["relay1", "relay2", "relay3"];
+
+fn free_udp_port() -> std::io::Result<u16> {
+    let s = std::net::UdpSocket::bind(("127.0.0.1", 0))?;
+    Ok(s.local_addr()?.port())
+}
+
+fn emulation_toml(e: &Emulation) -> String {
+    let mut s = String::from("\n[emulation.\"*\"]\n");
+    let _ = writeln!(s, "delay = \"{}us\"", e.delay.as_micros());
+    let _ = writeln!(s, "loss = {}", e.loss);
+    if let Some(r) = e.rate {
+        let _ = writeln!(s, "rate = \"{}B/s\"", r);
+    }
+    let _ = writeln!(s, "queue = {}", e.queue);
+    let _ = writeln!(s, "seed = {}", e.seed);
+    s
+}
+
+/// Writes keys, the directory and the config files of three relays (the
+/// third an exit) and a proxy into `o.dir`.
+pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
+    let io = |e: std::io::Error| StartError(format!("{}: {e}", o.dir.display()));
+    std::fs::create_dir_all(&o.dir).map_err(io)?;
+    let mut dir = Directory::default();
+    for (i, name) in NAMES.iter().enumerate() {
+        let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
+        let port = free_udp_port().map_err(io)?;
+        dir.relays.push(RelayEntry {
+            name: name.to_string(),
+            address: SocketAddr::from(([127, 0, 0, 1], port)),
+            key: kp.public,
+            exit: i == 2,
+            guard: i == 0,
+        });
+    }
+    let directory = o.dir.join("directory.toml");
+    std::fs::write(&directory, dir.to_toml()).map_err(io)?;
+    let mut relays = Vec::new();
+    for (i, r) in dir.relays.iter().enumerate() {
+        let mut s = format!(
+            "# hopwise relay configuration (reference: docs/relay.md).\n\
+             name = \"{}\"\nlisten = \"{}\"\nkey_file = \"{}.key\"\ndirectory = \"directory.toml\"\n",
+            r.name, r.address, r.name
+        );
+        if r.exit {
+            s.push_str("\n[exit]\nenabled = true\n");
+            if o.allow_loopback_exit {
+                s.push_str(
+                    "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n\
+                     policy = [\"accept 127.0.0.1/32:*\"]\n",
+                );
+            }
+        }
+        if !o.encrypt {
+            s.push_str("\n[link]\nencrypt = false  # test-only\n");
+        }
+        if let (1, Some(rate)) = (i, o.middle_rate) {
+            // A burst of 100 ms at the rate (Tor's refill interval).
+            let _ = write!(
+                s,
+                "\n[bandwidth]\nrate = \"{rate}B/s\"\nburst = \"{}B\"\n",
+                (rate / 10).max(1038)
+            );
+        }
+        if let Some(e) = &o.emulation {
+            s.push_str(&emulation_toml(e));
+        }
+        s.push_str(&o.relay_extra);
+        let p = o.dir.join(format!("{}.toml", r.name));
+        std::fs::write(&p, s).map_err(io)?;
+        relays.push(p);
+    }
+    let mut s = format!(
+        "# hopwise proxy configuration (reference: docs/relay.md).\n\
+         socks = \"{}\"\ndirectory = \"directory.toml\"\npath = [\"relay1\", \"relay2\", \"relay3\"]\n",
+        o.socks
+    );
+    if !o.encrypt {
+        s.push_str("\n[link]\nencrypt = false  # test-only\n");
+    }
+    if let Some(e) = &o.emulation {
+        s.push_str(&emulation_toml(e));
+    }
+    let proxy = o.dir.join("proxy.toml");
+    std::fs::write(&proxy, s).map_err(io)?;
+    Ok(LabFiles {
+        directory,
+        relays,
+        proxy,
+    })
+}
+
+/// A running local overlay.
+pub struct Lab {
+    pub files: LabFiles,
+    pub relays: Vec<Handle>,
+    pub proxy: Handle,
+}
+
+impl Lab {
+    /// Writes the files and starts everything from them, in this process.
+    pub fn start(o: &LabOptions) -> Result<Lab, StartError> {
+        let files = write_lab(o)?;
+        let mut relays = Vec::new();
+        for p in &files.relays {
+            relays.push(spawn_relay(RelayConfig::load(p)?)?);
+        }
+        let proxy = spawn_proxy(ProxyConfig::load(&files.proxy)?)?;
+        Ok(Lab {
+            files,
+            relays,
+            proxy,
+        })
+    }
+
+    pub fn socks(&self) -> SocketAddr {
+        self.proxy.socks.expect("a proxy has a SOCKS address")
+    }
+
+    /// Waits until the proxy's circuit is built.
+    pub async fn wait_ready(&self, limit: Duration) -> Result<(), String> {
+        let t0 = tokio::time::Instant::now();
+        loop {
+            if let Some(s) = self.proxy.snapshot_async().await {
+                if s.client_ready {
+                    return Ok(());
+                }
+            }
+            if t0.elapsed() > limit {
+                return Err(format!("the circuit was not built within {limit:?}"));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub fn shutdown(self) {
+        let Lab { relays, proxy, .. } = self;
+        drop(proxy);
+        for r in relays {
+            r.shutdown();
+        }
+    }
+}
+
+/// Fills `buf` with bytes `offset..` of the deterministic file `seed`
+/// (`offset` a multiple of 8).
+pub fn fill(seed: u64, offset: u64, buf: &mut [u8]) {
+    debug_assert_eq!(offset % 8, 0);
+    for (i, chunk) in (offset / 8..).zip(buf.chunks_mut(8)) {
+        // splitmix64 of the word index: any offset can be generated directly.
+        let mut z = i.wrapping_add(seed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        let b = z.to_le_bytes();
+        chunk.copy_from_slice(&b[..chunk.len()]);
+    }
+}
+
+/// SHA-256 of the deterministic file.
+pub fn expected_hash(seed: u64, size: u64) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut off = 0;
+    while off < size {
+        let n = ((size - off) as usize).min(buf.len());
+        fill(seed, off, &mut buf[..n]);
+        h.update(&buf[..n]);
+        off += n as u64;
+    }
+    h.finalize().into()
+}
+
+/// Serves the deterministic file of `size` bytes to every HTTP request
+/// (any path), HTTP/1.0 style: the body, then close.
+pub async fn serve_file(listener: TcpListener, seed: u64, size: u64) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(async move {
+            let mut req = Vec::new();
+            let mut b = [0u8; 1024];
+            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b).await {
+                    Ok(n) if n > 0 && req.len() < 16384 => req.extend_from_slice(&b[..n]),
+                    _ => return,
+                }
+            }
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+            );
+            if s.write_all(head.as_bytes()).await.is_err() {
+                return;
+            }
+            let mut buf = vec![0u8; 1 << 16];
+            let mut off = 0;
+            while off < size {
+                let n = ((size - off) as usize).min(buf.len());
+                fill(seed, off, &mut buf[..n]);
+                if s.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+                off += n as u64;
+            }
+            let _ = s.shutdown().await;
+        });
+    }
+}
+
+/// A finished download.
+#[derive(Clone, Debug)]
+pub struct Download {
+    pub bytes: u64,
+    pub hash: [u8; 32],
+    /// From the first body byte to the last.
+    pub secs: f64,
+    /// Including the SOCKS and HTTP exchange.
+    pub total_secs: f64,
+}
+
+impl Download {
+    pub fn mib_per_s(&self) -> f64 {
+        self.bytes as f64 / (1 << 20) as f64 / self.secs.max(1e-9)
+    }
+}
+
+/// Fetches `http://host:port/file` through the SOCKS5 proxy, hashing the body.
+pub async fn download(socks: SocketAddr, host: &str, port: u16) -> Result<Download, String> {
+    let t0 = tokio::time::Instant::now();
+    let mut s = crate::socks::connect(socks, host, port)
+        .await
+        .map_err(|e| format!("SOCKS connect to {host}:{port}: {e}"))?;
+    s.write_all(format!("GET /file HTTP/1.0\r\nHost: {host}\r\n\r\n").as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut head = Vec::new();
+    let body_start;
+    loop {
+        let n = s.read(&mut buf).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the connection closed before the HTTP header ended".into());
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(p) = head.windows(4).position(|w| w == b"\r\n\r\n") {
+            body_start = p + 4;
+            break;
+        }
+    }
+    let status =
+        String::from_utf8_lossy(&head[..head.iter().position(|&b| b == b'\r').unwrap_or(0)])
+            .to_string();
+    if !status.contains(" 200 ") {
+        return Err(format!("HTTP status: {status}"));
+    }
+    let t1 = tokio::time::Instant::now();
+    let mut h = Sha256::new();
+    let first = &head[body_start..];
+    h.update(first);
+    let mut bytes = first.len() as u64;
+    loop {
+        let n = s
+            .read(&mut buf)
+            .await
+            .map_err(|e| format!("after {bytes} bytes: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+        bytes += n as u64;
+    }
+    Ok(Download {
+        bytes,
+        hash: h.finalize().into(),
+        secs: t1.elapsed().as_secs_f64(),
+        total_secs: t0.elapsed().as_secs_f64(),
+    })
+}
+
+/// Starts the file server on loopback; returns its address.
+pub async fn start_file_server(seed: u64, size: u64) -> std::io::Result<SocketAddr> {
+    let l = TcpListener::bind(("127.0.0.1", 0)).await?;
+    let a = l.local_addr()?;
+    tokio::spawn(serve_file(l, seed, size));
+    Ok(a)
+}
+
+/// Hex of a hash.
+pub fn hash_hex(h: &[u8; 32]) -> String {
+    hex(h)
+}

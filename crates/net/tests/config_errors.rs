@@ -1,0 +1,66 @@
+//! Starting with a broken setup fails with a message that names the file,
+//! the key and the problem, never with a panic.
+
+use hopwise_net::config::{ProxyConfig, RelayConfig};
+use hopwise_net::testbed::{write_lab, LabOptions};
+use hopwise_net::{spawn_proxy, spawn_relay};
+
+#[test]
+fn bad_key_file_port_in_use_and_unknown_relay() {
+    let d = tempfile::tempdir().unwrap();
+    let files = write_lab(&LabOptions::new(d.path())).unwrap();
+
+    // A damaged key file.
+    let key = d.path().join("relay1.key");
+    std::fs::write(&key, "private = \"not a key\"\n").unwrap();
+    let e = spawn_relay(RelayConfig::load(&files.relays[0]).unwrap()).unwrap_err();
+    assert!(
+        e.0.contains("relay1.key") && e.0.contains("private") && e.0.contains("64 hex digits"),
+        "{e}"
+    );
+
+    // A key file others can read.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let k2 = d.path().join("relay2.key");
+        std::fs::set_permissions(&k2, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = spawn_relay(RelayConfig::load(&files.relays[1]).unwrap()).unwrap_err();
+        assert!(
+            e.0.contains("relay2.key") && e.0.contains("chmod 600"),
+            "{e}"
+        );
+    }
+
+    // The UDP port is taken.
+    let cfg = RelayConfig::load(&files.relays[2]).unwrap();
+    let _squatter = std::net::UdpSocket::bind(cfg.listen).unwrap();
+    let e = spawn_relay(cfg).unwrap_err();
+    assert!(
+        e.0.contains("relay3.toml: listen: cannot bind UDP 127.0.0.1:") && e.0.contains("in use"),
+        "{e}"
+    );
+
+    // The SOCKS port is taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut p = ProxyConfig::load(&files.proxy).unwrap();
+    p.socks = taken.local_addr().unwrap();
+    let e = spawn_proxy(p).unwrap_err();
+    assert!(
+        e.0.contains("proxy.toml: socks: cannot listen on TCP") && e.0.contains("in use"),
+        "{e}"
+    );
+
+    // An unknown relay in the path.
+    let text = std::fs::read_to_string(&files.proxy)
+        .unwrap()
+        .replace("\"relay2\"", "\"relay9\"");
+    std::fs::write(&files.proxy, text).unwrap();
+    let e = ProxyConfig::load(&files.proxy).unwrap_err();
+    assert_eq!(e.key, "path[1]");
+    assert!(
+        e.to_string()
+            .contains("proxy.toml: path[1]: unknown relay `relay9`"),
+        "{e}"
+    );
+}

@@ -1,0 +1,1407 @@
+//! The circuit and stream node: client, forwarding relay and exit in one
+//! state machine around a BackTap endpoint.
+//!
+//! Driving contract (as for every sans-IO endpoint here):
+//!
+//! 1. input: [`Node::handle_frame`] for every frame a link delivers,
+//!    [`Node::link_up`] / [`Node::link_down`] for link changes,
+//!    [`Node::handle_timeout`] once [`Node::poll_timeout`] has passed;
+//! 2. application: the client and stream calls (`build_circuit`,
+//!    `open_stream`, `stream_write`, `stream_read`, ...);
+//! 3. output: [`Node::poll_frame`] until `None` (frames for links), then
+//!    [`Node::poll_event`] until `None`; re-read [`Node::poll_timeout`].
+
+use super::cell::{self, EndReason, RelayMsg};
+use super::control::{self, CtlMsg, DestroyReason, Frame, Identity, MAX_HOPS};
+use super::LinkId;
+use crate::backtap::wire::{CellBody, CELL_BODY_LEN, CELL_DATA_LEN};
+use crate::backtap::{self, CircuitId, Direction, Endpoint, Event, PeerId};
+use crate::time::{Dur, Time};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::fmt;
+
+/// Settings of a node.
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    /// This node's identity (its link static public key).
+    pub identity: Identity,
+    /// Identities of the relays in the directory: `LinkId(i)` is entry `i`.
+    pub directory: Vec<Identity>,
+    /// The transport's settings (token bucket, per-circuit queue limit, ...).
+    pub backtap: backtap::Config,
+    /// Whether this node may be the last hop of a circuit and open streams.
+    pub exit: bool,
+    /// Circuits this node carries at most; more CREATEs are refused.
+    pub max_circuits: usize,
+    /// Streams per circuit at most.
+    pub max_streams: usize,
+    /// Bytes a stream's receiver lets its sender have outstanding (announced
+    /// in BEGIN and CONNECTED); bounds what a node buffers per stream.
+    pub stream_window: u32,
+    /// Bytes of application data a stream buffers before packaging.
+    pub stream_send_buffer: usize,
+    /// A circuit that is not built after this long is torn down.
+    pub build_timeout: Dur,
+    /// First retransmission timeout of control messages (doubles to `ctl_max_rto`).
+    pub ctl_rto: Dur,
+    pub ctl_max_rto: Dur,
+}
+
+impl NodeConfig {
+    pub fn new(identity: Identity, directory: Vec<Identity>) -> NodeConfig {
+        NodeConfig {
+            identity,
+            directory,
+            backtap: backtap::Config::default(),
+            exit: false,
+            max_circuits: 10_000,
+            max_streams: 1024,
+            stream_window: 1 << 20,
+            stream_send_buffer: 256 * 1024,
+            build_timeout: Dur::from_secs(30),
+            ctl_rto: Dur::from_millis(250),
+            ctl_max_rto: Dur::from_secs(4),
+        }
+    }
+}
+
+/// A stream: its circuit and its id on that circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamKey {
+    pub circuit: CircuitId,
+    pub id: u16,
+}
+
+impl fmt::Display for StreamKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.circuit.0, self.id)
+    }
+}
+
+/// What a node's application (the daemon) should know about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NodeEvent {
+    /// A circuit this node built is ready for streams.
+    CircuitReady(CircuitId),
+    /// A circuit this node built failed or was torn down; its streams were
+    /// reset (each also gets [`NodeEvent::StreamReset`]).
+    CircuitClosed {
+        circuit: CircuitId,
+        reason: DestroyReason,
+    },
+    /// Exit: a client asks for a TCP connection. Answer with
+    /// [`Node::stream_connected`] or [`Node::stream_refuse`].
+    StreamBegin {
+        stream: StreamKey,
+        host: String,
+        port: u16,
+    },
+    /// Client: the exit connected the stream.
+    StreamConnected(StreamKey),
+    /// Data or the end of the stream can be read ([`Node::stream_read`]).
+    StreamReadable(StreamKey),
+    /// The stream's send buffer has room again.
+    StreamWritable(StreamKey),
+    /// The stream is gone: reset by the peer, refused, or its circuit closed.
+    StreamReset {
+        stream: StreamKey,
+        reason: EndReason,
+    },
+}
+
+/// What [`Node::stream_read`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Read {
+    Data(usize),
+    /// The peer finished sending (TCP FIN) and every byte was read.
+    Eof,
+    /// Nothing now; a [`NodeEvent::StreamReadable`] follows when there is.
+    WouldBlock,
+}
+
+/// A stream call that could not be carried out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StreamError {
+    UnknownCircuit,
+    /// The circuit is still being built.
+    NotReady,
+    UnknownStream,
+    TooManyStreams,
+    /// Host name empty or longer than 255 bytes.
+    BadTarget,
+    /// The stream was shut down for writing.
+    Closed,
+    /// Not connected yet.
+    NotOpen,
+}
+
+impl fmt::Display for StreamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            StreamError::UnknownCircuit => "no such circuit",
+            StreamError::NotReady => "circuit not built yet",
+            StreamError::UnknownStream => "no such stream",
+            StreamError::TooManyStreams => "too many streams on the circuit",
+            StreamError::BadTarget => "host name empty or too long",
+            StreamError::Closed => "stream shut down",
+            StreamError::NotOpen => "stream not connected",
+        };
+        f.write_str(s)
+    }
+}
+impl std::error::Error for StreamError {}
+
+/// Why [`Node::build_circuit`] refused a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BuildError {
+    EmptyPath,
+    TooLong,
+    /// Hop `i` of the path is not in the directory (or is this node).
+    UnknownRelay(usize),
+    TooManyCircuits,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BuildError::EmptyPath => write!(f, "empty path"),
+            BuildError::TooLong => write!(f, "path longer than {} relays", MAX_HOPS + 1),
+            BuildError::UnknownRelay(i) => {
+                write!(f, "hop {i} of the path is not a relay of the directory")
+            }
+            BuildError::TooManyCircuits => write!(f, "too many circuits"),
+        }
+    }
+}
+impl std::error::Error for BuildError {}
+
+/// The part a node plays in a circuit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Client,
+    Relay,
+    Exit,
+}
+
+/// Counters of a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeStats {
+    pub circuits_built: u64,
+    pub circuits_extended: u64,
+    pub circuits_exited: u64,
+    pub circuits_destroyed: u64,
+    pub creates_refused: u64,
+    pub build_timeouts: u64,
+    pub ctl_in: u64,
+    pub ctl_out: u64,
+    pub ctl_retransmits: u64,
+    /// Control messages out of order or repeated (dropped, re-acknowledged).
+    pub ctl_duplicates: u64,
+    /// Frames, control messages or relay cells that broke the protocol.
+    pub protocol_errors: u64,
+    /// BackTap datagrams the codec rejected.
+    pub backtap_decode_errors: u64,
+    pub streams_opened: u64,
+    pub streams_reset: u64,
+    /// Relay cells for streams that do not exist (normal after a reset).
+    pub unknown_stream_cells: u64,
+    pub data_cells_in: u64,
+    pub data_cells_out: u64,
+}
+
+// ---------------------------------------------------------------------------
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StreamState {
+    /// Client: BEGIN sent, waiting for CONNECTED.
+    Connecting,
+    /// Exit: waiting for the application to connect.
+    Resolving,
+    Open,
+}
+
+struct Stream {
+    state: StreamState,
+    send_buf: VecDeque<u8>,
+    /// Bytes the peer lets us send.
+    credit: u64,
+    /// The peer's window: `credit` never exceeds it.
+    peer_window: u64,
+    fin_requested: bool,
+    fin_sent: bool,
+    in_rr: bool,
+    writable_wanted: bool,
+    recv_buf: VecDeque<u8>,
+    /// Bytes the peer may still send before our next SENDME.
+    recv_allowed: u64,
+    consumed: u64,
+    fin_received: bool,
+    readable_sent: bool,
+}
+
+impl Stream {
+    fn new(state: StreamState, window: u32, peer_window: u32) -> Stream {
+        Stream {
+            state,
+            send_buf: VecDeque::new(),
+            credit: peer_window as u64,
+            peer_window: peer_window as u64,
+            fin_requested: false,
+            fin_sent: false,
+            in_rr: false,
+            writable_wanted: false,
+            recv_buf: VecDeque::new(),
+            recv_allowed: window as u64,
+            consumed: 0,
+            fin_received: false,
+            readable_sent: false,
+        }
+    }
+    fn sendable(&self) -> bool {
+        self.state == StreamState::Open
+            && ((!self.send_buf.is_empty() && self.credit > 0)
+                || (self.send_buf.is_empty() && self.fin_requested && !self.fin_sent))
+    }
+    fn finished(&self) -> bool {
+        self.fin_sent && self.fin_received && self.recv_buf.is_empty()
+    }
+}
+
+/// Relay cells other than DATA waiting for room at the packaging edge.
+#[derive(Clone, Debug)]
+enum PendingCell {
+    Begin {
+        host: String,
+        port: u16,
+        window: u32,
+    },
+    Connected {
+        window: u32,
+    },
+    End(EndReason),
+    Sendme(u32),
+}
+
+/// A stream edge of a circuit: the client's or the exit's.
+struct Edge {
+    /// The direction this edge packages cells into.
+    send_dir: Direction,
+    streams: BTreeMap<u16, Stream>,
+    next_id: u16,
+    pending: VecDeque<(u16, PendingCell)>,
+    rr: VecDeque<u16>,
+}
+
+impl Edge {
+    fn new(client: bool) -> Edge {
+        Edge {
+            send_dir: if client {
+                Direction::Forward
+            } else {
+                Direction::Backward
+            },
+            streams: BTreeMap::new(),
+            next_id: 1,
+            pending: VecDeque::new(),
+            rr: VecDeque::new(),
+        }
+    }
+    fn recv_dir(&self) -> Direction {
+        self.send_dir.reverse()
+    }
+    fn activate(&mut self, id: u16) {
+        if let Some(s) = self.streams.get_mut(&id) {
+            if !s.in_rr && s.sendable() {
+                s.in_rr = true;
+                self.rr.push_back(id);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CircState {
+    Building { deadline: Time },
+    Open,
+}
+
+struct Circ {
+    role: Role,
+    prev: Option<(LinkId, u32)>,
+    next: Option<(LinkId, u32)>,
+    state: CircState,
+    edge: Option<Edge>,
+}
+
+struct LinkState {
+    peer: PeerId,
+    key: Option<Identity>,
+    next_circ: u32,
+    tx_seq: u32,
+    unacked: VecDeque<(u32, Vec<u8>)>,
+    rto: Dur,
+    rto_at: Option<Time>,
+    rx_next: u32,
+    ack_owed: bool,
+    circuits: BTreeSet<CircuitId>,
+}
+
+/// Control messages a link keeps unacknowledged at most; beyond it new
+/// messages are dropped (and counted as protocol errors).
+const MAX_UNACKED: usize = 4096;
+/// Control messages resent per retransmission timeout at most.
+const RETX_BURST: usize = 64;
+const HIGH_BIT: u32 = 0x8000_0000;
+
+/// A circuit and stream node. See the module documentation for the driving
+/// contract and `docs/relay.md` for the protocol.
+pub struct Node {
+    cfg: NodeConfig,
+    ep: Endpoint,
+    links: HashMap<LinkId, LinkState>,
+    peer_link: Vec<LinkId>,
+    circs: BTreeMap<CircuitId, Circ>,
+    legs: HashMap<(LinkId, u32), CircuitId>,
+    events: VecDeque<NodeEvent>,
+    out: VecDeque<(LinkId, Vec<u8>)>,
+    acks: BTreeSet<LinkId>,
+    dirty: BTreeSet<CircuitId>,
+    next_check: Option<Time>,
+    stats: NodeStats,
+    cell: Box<CellBody>,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("circuits", &self.circs.len())
+            .field("links", &self.links.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node {
+    pub fn new(cfg: NodeConfig) -> Node {
+        let ep = Endpoint::new(cfg.backtap.clone());
+        Node {
+            cfg,
+            ep,
+            links: HashMap::new(),
+            peer_link: Vec::new(),
+            circs: BTreeMap::new(),
+            legs: HashMap::new(),
+            events: VecDeque::new(),
+            out: VecDeque::new(),
+            acks: BTreeSet::new(),
+            dirty: BTreeSet::new(),
+            next_check: None,
+            stats: NodeStats::default(),
+            cell: Box::new([0u8; CELL_BODY_LEN]),
+        }
+    }
+
+    pub fn config(&self) -> &NodeConfig {
+        &self.cfg
+    }
+    pub fn stats(&self) -> &NodeStats {
+        &self.stats
+    }
+    /// The BackTap endpoint (for its statistics).
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.ep
+    }
+    /// Circuits at this node and the part it plays in each.
+    pub fn circuits(&self) -> impl Iterator<Item = (CircuitId, Role)> + '_ {
+        self.circs.iter().map(|(&c, x)| (c, x.role))
+    }
+    pub fn circuit_count(&self) -> usize {
+        self.circs.len()
+    }
+    /// Streams open at edges of this node.
+    pub fn stream_count(&self) -> usize {
+        self.circs
+            .values()
+            .filter_map(|c| c.edge.as_ref())
+            .map(|e| e.streams.len())
+            .sum()
+    }
+    /// Whether a circuit exists and is built.
+    pub fn circuit_ready(&self, c: CircuitId) -> bool {
+        self.circs
+            .get(&c)
+            .is_some_and(|x| x.state == CircState::Open)
+    }
+
+    /// The link carrying the relay with `identity`, if it is in the directory.
+    pub fn link_of(&self, identity: &Identity) -> Option<LinkId> {
+        if *identity == self.cfg.identity {
+            return None;
+        }
+        self.cfg
+            .directory
+            .iter()
+            .position(|k| k == identity)
+            .map(|i| LinkId(i as u32))
+    }
+
+    fn link(&mut self, l: LinkId) -> &mut LinkState {
+        let ctl_rto = self.cfg.ctl_rto;
+        let dir_key = self.cfg.directory.get(l.0 as usize).copied();
+        let ep = &mut self.ep;
+        let peer_link = &mut self.peer_link;
+        self.links.entry(l).or_insert_with(|| {
+            let peer = ep.add_peer(l.0 as u64);
+            debug_assert_eq!(peer.0 as usize, peer_link.len());
+            peer_link.push(l);
+            LinkState {
+                peer,
+                key: dir_key,
+                next_circ: 1,
+                tx_seq: 0,
+                unacked: VecDeque::new(),
+                rto: ctl_rto,
+                rto_at: None,
+                rx_next: 0,
+                ack_owed: false,
+                circuits: BTreeSet::new(),
+            }
+        })
+    }
+
+    /// Whether circuit ids this node picks on link `l` have the top bit set:
+    /// the side with the smaller identity takes the upper half, so ids two
+    /// neighbours pick never collide.
+    fn high_bit(&self, l: LinkId) -> Option<bool> {
+        let key = self
+            .links
+            .get(&l)
+            .and_then(|s| s.key)
+            .or_else(|| self.cfg.directory.get(l.0 as usize).copied())?;
+        Some(self.cfg.identity < key)
+    }
+
+    fn pick_circ_id(&mut self, l: LinkId) -> u32 {
+        let high = self.high_bit(l).unwrap_or(false);
+        loop {
+            let st = self.link(l);
+            let n = st.next_circ & !HIGH_BIT;
+            st.next_circ = if n >= HIGH_BIT - 1 { 1 } else { n + 1 };
+            let id = if high { n | HIGH_BIT } else { n };
+            if !self.legs.contains_key(&(l, id)) {
+                return id;
+            }
+        }
+    }
+
+    fn wake_at(&mut self, t: Time) {
+        if self.next_check.is_none_or(|n| t < n) {
+            self.next_check = Some(t);
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Links
+
+    /// A link is authenticated: `key` is the peer's static key. Call before
+    /// delivering its frames.
+    pub fn link_up(&mut self, l: LinkId, key: Identity) {
+        self.link(l).key = Some(key);
+    }
+
+    /// A link went down or its session was replaced (the peer restarted):
+    /// every circuit over it is torn down, and its control channel starts
+    /// afresh.
+    pub fn link_down(&mut self, now: Time, l: LinkId) {
+        let Some(st) = self.links.get_mut(&l) else {
+            return;
+        };
+        let circs: Vec<CircuitId> = st.circuits.iter().copied().collect();
+        st.tx_seq = 0;
+        st.unacked.clear();
+        st.rto = self.cfg.ctl_rto;
+        st.rto_at = None;
+        st.rx_next = 0;
+        st.ack_owed = false;
+        self.acks.remove(&l);
+        self.out.retain(|(x, _)| *x != l);
+        for c in circs {
+            self.teardown(now, c, DestroyReason::LinkFailed, Some(l));
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Input
+
+    /// A frame arrived on link `l`. Malformed frames are counted and dropped.
+    pub fn handle_frame(&mut self, now: Time, l: LinkId, frame: &[u8]) {
+        let f = match control::decode_frame(frame) {
+            Ok(f) => f,
+            Err(_) => {
+                self.stats.protocol_errors += 1;
+                return;
+            }
+        };
+        match f {
+            Frame::BackTap(d) => {
+                let peer = self.link(l).peer;
+                if self.ep.handle_datagram(now, peer, d).is_err() {
+                    self.stats.backtap_decode_errors += 1;
+                }
+                self.process_events(now);
+            }
+            Frame::CtlAck { next } => {
+                let rto0 = self.cfg.ctl_rto;
+                let st = self.link(l);
+                let mut progress = false;
+                while st
+                    .unacked
+                    .front()
+                    .is_some_and(|&(s, _)| s.wrapping_sub(next) > u32::MAX / 2)
+                {
+                    st.unacked.pop_front();
+                    progress = true;
+                }
+                if progress {
+                    st.rto = rto0;
+                    st.rto_at = if st.unacked.is_empty() {
+                        None
+                    } else {
+                        Some(now + rto0)
+                    };
+                    if let Some(t) = st.rto_at {
+                        self.wake_at(t);
+                    }
+                }
+            }
+            Frame::Ctl { seq, msg } => {
+                let st = self.link(l);
+                st.ack_owed = true;
+                self.acks.insert(l);
+                let st = self.link(l);
+                if seq != st.rx_next {
+                    self.stats.ctl_duplicates += 1;
+                    return;
+                }
+                st.rx_next = st.rx_next.wrapping_add(1);
+                self.stats.ctl_in += 1;
+                self.on_ctl(now, l, msg);
+            }
+        }
+    }
+
+    fn send_ctl(&mut self, now: Time, l: LinkId, msg: CtlMsg) {
+        let st = self.link(l);
+        if st.unacked.len() >= MAX_UNACKED {
+            self.stats.protocol_errors += 1;
+            return;
+        }
+        let seq = st.tx_seq;
+        st.tx_seq = st.tx_seq.wrapping_add(1);
+        let frame = control::encode_ctl(seq, &msg);
+        st.unacked.push_back((seq, frame.clone()));
+        let mut wake = None;
+        if st.rto_at.is_none() {
+            st.rto_at = Some(now + st.rto);
+            wake = st.rto_at;
+        }
+        self.out.push_back((l, frame));
+        self.stats.ctl_out += 1;
+        if let Some(t) = wake {
+            self.wake_at(t);
+        }
+    }
+
+    fn refuse(&mut self, now: Time, l: LinkId, circ_id: u32, reason: DestroyReason) {
+        self.stats.creates_refused += 1;
+        self.send_ctl(now, l, CtlMsg::Destroy { circ_id, reason });
+    }
+
+    fn on_ctl(&mut self, now: Time, l: LinkId, msg: CtlMsg) {
+        match msg {
+            CtlMsg::Create { circ_id, path } => self.on_create(now, l, circ_id, &path),
+            CtlMsg::Created { circ_id } => {
+                let Some(&c) = self.legs.get(&(l, circ_id)) else {
+                    return;
+                };
+                let Some(circ) = self.circs.get_mut(&c) else {
+                    return;
+                };
+                if circ.next.map(|x| x.0) != Some(l) || circ.state == CircState::Open {
+                    self.stats.protocol_errors += 1;
+                    return;
+                }
+                circ.state = CircState::Open;
+                match (circ.role, circ.prev) {
+                    (Role::Client, _) => {
+                        self.stats.circuits_built += 1;
+                        self.events.push_back(NodeEvent::CircuitReady(c));
+                    }
+                    (_, Some((pl, pid))) => {
+                        self.send_ctl(now, pl, CtlMsg::Created { circ_id: pid });
+                    }
+                    _ => {}
+                }
+            }
+            CtlMsg::Destroy { circ_id, reason } => {
+                if let Some(&c) = self.legs.get(&(l, circ_id)) {
+                    self.teardown(now, c, reason, Some(l));
+                }
+            }
+        }
+    }
+
+    fn on_create(&mut self, now: Time, l: LinkId, circ_id: u32, path: &[Identity]) {
+        // The peer picks ids in the other half.
+        let Some(high) = self.high_bit(l) else {
+            self.stats.protocol_errors += 1;
+            return;
+        };
+        if (circ_id & HIGH_BIT != 0) == high || self.legs.contains_key(&(l, circ_id)) {
+            self.stats.protocol_errors += 1;
+            return;
+        }
+        if self.circs.len() >= self.cfg.max_circuits {
+            return self.refuse(now, l, circ_id, DestroyReason::ResourceLimit);
+        }
+        let prev_peer = self.link(l).peer;
+        if path.is_empty() {
+            if !self.cfg.exit {
+                return self.refuse(now, l, circ_id, DestroyReason::NotExit);
+            }
+            let c = self.ep.add_circuit(Some((prev_peer, circ_id)), None);
+            self.install(
+                c,
+                Circ {
+                    role: Role::Exit,
+                    prev: Some((l, circ_id)),
+                    next: None,
+                    state: CircState::Open,
+                    edge: Some(Edge::new(false)),
+                },
+            );
+            self.stats.circuits_exited += 1;
+            self.send_ctl(now, l, CtlMsg::Created { circ_id });
+            return;
+        }
+        let Some(n) = self.link_of(&path[0]) else {
+            return self.refuse(now, l, circ_id, DestroyReason::UnknownRelay);
+        };
+        let next_id = self.pick_circ_id(n);
+        let next_peer = self.link(n).peer;
+        let c = self
+            .ep
+            .add_circuit(Some((prev_peer, circ_id)), Some((next_peer, next_id)));
+        let deadline = now + self.cfg.build_timeout;
+        self.install(
+            c,
+            Circ {
+                role: Role::Relay,
+                prev: Some((l, circ_id)),
+                next: Some((n, next_id)),
+                state: CircState::Building { deadline },
+                edge: None,
+            },
+        );
+        self.wake_at(deadline);
+        self.stats.circuits_extended += 1;
+        self.send_ctl(
+            now,
+            n,
+            CtlMsg::Create {
+                circ_id: next_id,
+                path: path[1..].to_vec(),
+            },
+        );
+    }
+
+    fn install(&mut self, c: CircuitId, circ: Circ) {
+        for (l, id) in [circ.prev, circ.next].into_iter().flatten() {
+            self.legs.insert((l, id), c);
+            self.link(l).circuits.insert(c);
+        }
+        self.circs.insert(c, circ);
+    }
+
+    /// Removes a circuit, tells the other legs (all but `from`) and the
+    /// application.
+    fn teardown(&mut self, now: Time, c: CircuitId, reason: DestroyReason, from: Option<LinkId>) {
+        let Some(circ) = self.circs.remove(&c) else {
+            return;
+        };
+        self.stats.circuits_destroyed += 1;
+        self.ep.remove_circuit(c);
+        self.dirty.remove(&c);
+        for (l, id) in [circ.prev, circ.next].into_iter().flatten() {
+            self.legs.remove(&(l, id));
+            if let Some(st) = self.links.get_mut(&l) {
+                st.circuits.remove(&c);
+            }
+            if Some(l) != from {
+                self.send_ctl(
+                    now,
+                    l,
+                    CtlMsg::Destroy {
+                        circ_id: id,
+                        reason,
+                    },
+                );
+            }
+        }
+        if let Some(edge) = circ.edge {
+            for &id in edge.streams.keys() {
+                self.stats.streams_reset += 1;
+                self.events.push_back(NodeEvent::StreamReset {
+                    stream: StreamKey { circuit: c, id },
+                    reason: EndReason::Destroy,
+                });
+            }
+        }
+        if circ.role == Role::Client {
+            self.events
+                .push_back(NodeEvent::CircuitClosed { circuit: c, reason });
+        }
+    }
+
+    /// Runs control retransmissions and circuit build timeouts.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.next_check.is_some_and(|t| t > now) {
+            self.ep.handle_timeout(now);
+            self.process_events(now);
+            return;
+        }
+        self.next_check = None;
+        let mut next: Option<Time> = None;
+        let mut resend = Vec::new();
+        let max_rto = self.cfg.ctl_max_rto;
+        for (&l, st) in self.links.iter_mut() {
+            if let Some(t) = st.rto_at {
+                if t <= now {
+                    for (_, f) in st.unacked.iter().take(RETX_BURST) {
+                        resend.push((l, f.clone()));
+                    }
+                    st.rto = (st.rto + st.rto).min(max_rto);
+                    st.rto_at = Some(now + st.rto);
+                }
+                let t = st.rto_at.expect("set");
+                next = Some(next.map_or(t, |n: Time| n.min(t)));
+            }
+        }
+        // Hash-map order must not leak into the output: sort by link.
+        resend.sort_by_key(|(l, _)| *l);
+        self.stats.ctl_retransmits += resend.len() as u64;
+        self.out.extend(resend);
+        let mut expired = Vec::new();
+        for (&c, circ) in &self.circs {
+            if let CircState::Building { deadline } = circ.state {
+                if deadline <= now {
+                    expired.push(c);
+                } else {
+                    next = Some(next.map_or(deadline, |n: Time| n.min(deadline)));
+                }
+            }
+        }
+        for c in expired {
+            self.stats.build_timeouts += 1;
+            self.teardown(now, c, DestroyReason::Timeout, None);
+        }
+        if let Some(t) = next {
+            self.wake_at(t);
+        }
+        self.ep.handle_timeout(now);
+        self.process_events(now);
+    }
+
+    /// Earliest time [`Node::handle_timeout`] should be called.
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match (self.next_check, self.ep.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The next frame to send and its link. Call until `None`.
+    pub fn poll_frame(&mut self, now: Time) -> Option<(LinkId, Vec<u8>)> {
+        loop {
+            self.process_events(now);
+            self.pump(now);
+            if let Some(f) = self.out.pop_front() {
+                return Some(f);
+            }
+            while let Some(l) = self.acks.pop_first() {
+                if let Some(st) = self.links.get_mut(&l) {
+                    if st.ack_owed {
+                        st.ack_owed = false;
+                        return Some((l, control::encode_ack(st.rx_next).to_vec()));
+                    }
+                }
+            }
+            if let Some((p, d)) = self.ep.poll_transmit(now) {
+                let l = self.peer_link[p.0 as usize];
+                return Some((l, d));
+            }
+            // Timers that fired inside poll_transmit may have raised events.
+            self.process_events(now);
+            if self.dirty.is_empty() && self.out.is_empty() && self.acks.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<NodeEvent> {
+        self.events.pop_front()
+    }
+
+    // ------------------------------------------------------------------
+    // The BackTap edges
+
+    fn process_events(&mut self, now: Time) {
+        while let Some(ev) = self.ep.poll_event() {
+            match ev {
+                Event::Readable { circuit, dir } => self.drain(now, circuit, dir),
+                Event::Writable { circuit, .. } => {
+                    self.dirty.insert(circuit);
+                }
+            }
+        }
+    }
+
+    /// Takes every in-order cell at a delivering edge and dispatches it.
+    fn drain(&mut self, now: Time, c: CircuitId, dir: Direction) {
+        let mut body = [0u8; CELL_BODY_LEN];
+        loop {
+            let Some(circ) = self.circs.get(&c) else {
+                // Not ours (any more): empty the edge so it does not hold cells.
+                while self.ep.recv_cell_into(now, c, dir, &mut body).is_some() {}
+                return;
+            };
+            if circ.edge.as_ref().map(|e| e.recv_dir()) != Some(dir) {
+                self.stats.protocol_errors += 1;
+                return;
+            }
+            if self.ep.recv_cell_into(now, c, dir, &mut body).is_none() {
+                return;
+            }
+            self.on_relay_cell(c, &body);
+        }
+    }
+
+    fn on_relay_cell(&mut self, c: CircuitId, body: &CellBody) {
+        let (id, msg) = match cell::decode(body) {
+            Ok(x) => x,
+            Err(_) => {
+                self.stats.protocol_errors += 1;
+                return;
+            }
+        };
+        let max_streams = self.cfg.max_streams;
+        let window = self.cfg.stream_window;
+        let Some(circ) = self.circs.get_mut(&c) else {
+            return;
+        };
+        let is_client = circ.role == Role::Client;
+        let Some(edge) = circ.edge.as_mut() else {
+            return;
+        };
+        let key = StreamKey { circuit: c, id };
+        let mut dirty = false;
+        match msg {
+            RelayMsg::Begin {
+                window: peer_window,
+                host,
+                port,
+            } => {
+                if is_client || id == 0 || edge.streams.contains_key(&id) {
+                    self.stats.protocol_errors += 1;
+                    return;
+                }
+                if edge.streams.len() >= max_streams {
+                    edge.pending
+                        .push_back((id, PendingCell::End(EndReason::ResourceLimit)));
+                    self.dirty.insert(c);
+                    return;
+                }
+                edge.streams
+                    .insert(id, Stream::new(StreamState::Resolving, window, peer_window));
+                self.stats.streams_opened += 1;
+                self.events.push_back(NodeEvent::StreamBegin {
+                    stream: key,
+                    host: host.to_string(),
+                    port,
+                });
+            }
+            RelayMsg::Connected {
+                window: peer_window,
+            } => {
+                let Some(s) = edge.streams.get_mut(&id) else {
+                    self.stats.unknown_stream_cells += 1;
+                    return;
+                };
+                if !is_client || s.state != StreamState::Connecting {
+                    self.stats.protocol_errors += 1;
+                    return;
+                }
+                s.state = StreamState::Open;
+                s.credit = peer_window as u64;
+                s.peer_window = peer_window as u64;
+                self.events.push_back(NodeEvent::StreamConnected(key));
+                self.events.push_back(NodeEvent::StreamWritable(key));
+                edge.activate(id);
+                dirty = true;
+            }
+            RelayMsg::Data(d) => {
+                self.stats.data_cells_in += 1;
+                let Some(s) = edge.streams.get_mut(&id) else {
+                    self.stats.unknown_stream_cells += 1;
+                    return;
+                };
+                if s.state != StreamState::Open || s.fin_received || d.len() as u64 > s.recv_allowed
+                {
+                    self.stats.protocol_errors += 1;
+                    Self::reset_in(
+                        edge,
+                        &mut self.events,
+                        &mut self.stats,
+                        key,
+                        EndReason::Protocol,
+                    );
+                    self.dirty.insert(c);
+                    return;
+                }
+                s.recv_allowed -= d.len() as u64;
+                s.recv_buf.extend(d);
+                if !s.readable_sent {
+                    s.readable_sent = true;
+                    self.events.push_back(NodeEvent::StreamReadable(key));
+                }
+            }
+            RelayMsg::End(EndReason::Done) => {
+                let Some(s) = edge.streams.get_mut(&id) else {
+                    self.stats.unknown_stream_cells += 1;
+                    return;
+                };
+                if s.state != StreamState::Open || s.fin_received {
+                    self.stats.protocol_errors += 1;
+                    return;
+                }
+                s.fin_received = true;
+                if !s.readable_sent {
+                    s.readable_sent = true;
+                    self.events.push_back(NodeEvent::StreamReadable(key));
+                }
+            }
+            RelayMsg::End(reason) => {
+                if edge.streams.remove(&id).is_some() {
+                    self.stats.streams_reset += 1;
+                    self.events.push_back(NodeEvent::StreamReset {
+                        stream: key,
+                        reason,
+                    });
+                } else {
+                    self.stats.unknown_stream_cells += 1;
+                }
+            }
+            RelayMsg::Sendme { increment } => {
+                let Some(s) = edge.streams.get_mut(&id) else {
+                    self.stats.unknown_stream_cells += 1;
+                    return;
+                };
+                s.credit += increment as u64;
+                if s.credit > s.peer_window {
+                    self.stats.protocol_errors += 1;
+                    Self::reset_in(
+                        edge,
+                        &mut self.events,
+                        &mut self.stats,
+                        key,
+                        EndReason::Protocol,
+                    );
+                    self.dirty.insert(c);
+                    return;
+                }
+                edge.activate(id);
+                dirty = true;
+            }
+        }
+        if dirty {
+            self.dirty.insert(c);
+        }
+    }
+
+    /// Resets a stream from inside: END(reason) to the peer, an event for
+    /// the application.
+    fn reset_in(
+        edge: &mut Edge,
+        events: &mut VecDeque<NodeEvent>,
+        stats: &mut NodeStats,
+        key: StreamKey,
+        reason: EndReason,
+    ) {
+        if edge.streams.remove(&key.id).is_some() {
+            stats.streams_reset += 1;
+            edge.pending.push_back((key.id, PendingCell::End(reason)));
+            events.push_back(NodeEvent::StreamReset {
+                stream: key,
+                reason,
+            });
+        }
+    }
+
+    /// Packages pending relay cells and stream data of dirty circuits while
+    /// BackTap admits them (round-robin over streams, one cell per turn).
+    fn pump(&mut self, now: Time) {
+        while let Some(c) = self.dirty.pop_first() {
+            let Some(circ) = self.circs.get_mut(&c) else {
+                continue;
+            };
+            if circ.state != CircState::Open {
+                continue;
+            }
+            let Some(edge) = circ.edge.as_mut() else {
+                continue;
+            };
+            let dir = edge.send_dir;
+            let cap = self.cfg.stream_send_buffer;
+            let body = &mut *self.cell;
+            while self.ep.can_send(c, dir) {
+                if let Some((id, p)) = edge.pending.pop_front() {
+                    let msg = match &p {
+                        PendingCell::Begin { host, port, window } => RelayMsg::Begin {
+                            window: *window,
+                            host,
+                            port: *port,
+                        },
+                        PendingCell::Connected { window } => {
+                            RelayMsg::Connected { window: *window }
+                        }
+                        PendingCell::End(r) => RelayMsg::End(*r),
+                        PendingCell::Sendme(n) => RelayMsg::Sendme { increment: *n },
+                    };
+                    cell::encode(id, &msg, body);
+                    let _ = self.ep.send_cell(now, c, dir, body);
+                    continue;
+                }
+                let Some(id) = edge.rr.pop_front() else {
+                    break;
+                };
+                let Some(s) = edge.streams.get_mut(&id) else {
+                    continue;
+                };
+                s.in_rr = false;
+                if !s.sendable() {
+                    continue;
+                }
+                if !s.send_buf.is_empty() {
+                    let n = (s.credit as usize).min(CELL_DATA_LEN).min(s.send_buf.len());
+                    let (a, b) = s.send_buf.as_slices();
+                    let a = &a[..a.len().min(n)];
+                    let b = &b[..b.len().min(n - a.len())];
+                    let used = cell::encode_data_from(id, a, b, body);
+                    s.send_buf.drain(..used);
+                    s.credit -= used as u64;
+                    let _ = self.ep.send_cell(now, c, dir, body);
+                    self.stats.data_cells_out += 1;
+                    if s.writable_wanted && s.send_buf.len() <= cap / 2 {
+                        s.writable_wanted = false;
+                        self.events
+                            .push_back(NodeEvent::StreamWritable(StreamKey { circuit: c, id }));
+                    }
+                } else {
+                    cell::encode(id, &RelayMsg::End(EndReason::Done), body);
+                    let _ = self.ep.send_cell(now, c, dir, body);
+                    s.fin_sent = true;
+                    if s.finished() {
+                        edge.streams.remove(&id);
+                        continue;
+                    }
+                }
+                if s.sendable() {
+                    s.in_rr = true;
+                    edge.rr.push_back(id);
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Client
+
+    /// Builds a circuit through `path` (identities of directory relays, the
+    /// first is the entry). [`NodeEvent::CircuitReady`] follows when it is
+    /// built, [`NodeEvent::CircuitClosed`] if it fails.
+    pub fn build_circuit(&mut self, now: Time, path: &[Identity]) -> Result<CircuitId, BuildError> {
+        if path.is_empty() {
+            return Err(BuildError::EmptyPath);
+        }
+        if path.len() > MAX_HOPS + 1 {
+            return Err(BuildError::TooLong);
+        }
+        for (i, k) in path.iter().enumerate() {
+            if self.link_of(k).is_none() {
+                return Err(BuildError::UnknownRelay(i));
+            }
+        }
+        if self.circs.len() >= self.cfg.max_circuits {
+            return Err(BuildError::TooManyCircuits);
+        }
+        let e = self.link_of(&path[0]).expect("checked");
+        let id = self.pick_circ_id(e);
+        let peer = self.link(e).peer;
+        let c = self.ep.add_circuit(None, Some((peer, id)));
+        let deadline = now + self.cfg.build_timeout;
+        self.install(
+            c,
+            Circ {
+                role: Role::Client,
+                prev: None,
+                next: Some((e, id)),
+                state: CircState::Building { deadline },
+                edge: Some(Edge::new(true)),
+            },
+        );
+        self.wake_at(deadline);
+        self.send_ctl(
+            now,
+            e,
+            CtlMsg::Create {
+                circ_id: id,
+                path: path[1..].to_vec(),
+            },
+        );
+        Ok(c)
+    }
+
+    /// Tears a circuit down (DESTROY along it); its streams are reset.
+    pub fn destroy_circuit(&mut self, now: Time, c: CircuitId, reason: DestroyReason) {
+        self.teardown(now, c, reason, None);
+    }
+
+    /// Tears every circuit down (at shutdown).
+    pub fn destroy_all(&mut self, now: Time, reason: DestroyReason) {
+        let all: Vec<CircuitId> = self.circs.keys().copied().collect();
+        for c in all {
+            self.teardown(now, c, reason, None);
+        }
+    }
+
+    /// Opens a stream to `host:port` on a built circuit of this client.
+    /// [`NodeEvent::StreamConnected`] or [`NodeEvent::StreamReset`] follows.
+    pub fn open_stream(
+        &mut self,
+        _now: Time,
+        c: CircuitId,
+        host: &str,
+        port: u16,
+    ) -> Result<StreamKey, StreamError> {
+        if host.is_empty() || host.len() > cell::MAX_HOST_LEN {
+            return Err(StreamError::BadTarget);
+        }
+        let max = self.cfg.max_streams;
+        let window = self.cfg.stream_window;
+        let circ = self.circs.get_mut(&c).ok_or(StreamError::UnknownCircuit)?;
+        if circ.role != Role::Client {
+            return Err(StreamError::UnknownCircuit);
+        }
+        if circ.state != CircState::Open {
+            return Err(StreamError::NotReady);
+        }
+        let edge = circ.edge.as_mut().ok_or(StreamError::UnknownCircuit)?;
+        if edge.streams.len() >= max.min(u16::MAX as usize) {
+            return Err(StreamError::TooManyStreams);
+        }
+        let mut id = edge.next_id;
+        while id == 0 || edge.streams.contains_key(&id) {
+            id = id.wrapping_add(1);
+        }
+        edge.next_id = id.wrapping_add(1);
+        edge.streams
+            .insert(id, Stream::new(StreamState::Connecting, window, 0));
+        edge.pending.push_back((
+            id,
+            PendingCell::Begin {
+                host: host.to_string(),
+                port,
+                window,
+            },
+        ));
+        self.stats.streams_opened += 1;
+        self.dirty.insert(c);
+        Ok(StreamKey { circuit: c, id })
+    }
+
+    // ------------------------------------------------------------------
+    // Streams (both edges)
+
+    fn stream_mut(&mut self, k: StreamKey) -> Result<(&mut Edge, &NodeConfig), StreamError> {
+        let circ = self
+            .circs
+            .get_mut(&k.circuit)
+            .ok_or(StreamError::UnknownStream)?;
+        let edge = circ.edge.as_mut().ok_or(StreamError::UnknownStream)?;
+        if !edge.streams.contains_key(&k.id) {
+            return Err(StreamError::UnknownStream);
+        }
+        Ok((edge, &self.cfg))
+    }
+
+    /// Exit: the TCP connection for a [`NodeEvent::StreamBegin`] is up.
+    pub fn stream_connected(&mut self, _now: Time, k: StreamKey) -> Result<(), StreamError> {
+        let (edge, cfg) = self.stream_mut(k)?;
+        let window = cfg.stream_window;
+        let s = edge.streams.get_mut(&k.id).expect("checked");
+        if s.state != StreamState::Resolving {
+            return Err(StreamError::NotOpen);
+        }
+        s.state = StreamState::Open;
+        edge.pending
+            .push_back((k.id, PendingCell::Connected { window }));
+        edge.activate(k.id);
+        self.events.push_back(NodeEvent::StreamWritable(k));
+        self.dirty.insert(k.circuit);
+        Ok(())
+    }
+
+    /// Exit: refuses a [`NodeEvent::StreamBegin`] (END with `reason`).
+    pub fn stream_refuse(
+        &mut self,
+        _now: Time,
+        k: StreamKey,
+        reason: EndReason,
+    ) -> Result<(), StreamError> {
+        let (edge, _) = self.stream_mut(k)?;
+        edge.streams.remove(&k.id);
+        edge.pending.push_back((k.id, PendingCell::End(reason)));
+        self.stats.streams_reset += 1;
+        self.dirty.insert(k.circuit);
+        Ok(())
+    }
+
+    /// Room in a stream's send buffer, in bytes.
+    pub fn stream_send_space(&self, k: StreamKey) -> usize {
+        self.circs
+            .get(&k.circuit)
+            .and_then(|c| c.edge.as_ref())
+            .and_then(|e| e.streams.get(&k.id))
+            .map_or(0, |s| {
+                if s.fin_requested {
+                    0
+                } else {
+                    self.cfg.stream_send_buffer.saturating_sub(s.send_buf.len())
+                }
+            })
+    }
+
+    /// Queues application bytes; returns how many fit. Once the buffer is
+    /// more than half full, [`NodeEvent::StreamWritable`] follows when it has
+    /// drained to half.
+    pub fn stream_write(
+        &mut self,
+        _now: Time,
+        k: StreamKey,
+        data: &[u8],
+    ) -> Result<usize, StreamError> {
+        let (edge, cfg) = self.stream_mut(k)?;
+        let cap = cfg.stream_send_buffer;
+        let s = edge.streams.get_mut(&k.id).expect("checked");
+        if s.fin_requested {
+            return Err(StreamError::Closed);
+        }
+        let n = data.len().min(cap.saturating_sub(s.send_buf.len()));
+        s.send_buf.extend(&data[..n]);
+        if s.send_buf.len() > cap / 2 {
+            s.writable_wanted = true;
+        }
+        edge.activate(k.id);
+        self.dirty.insert(k.circuit);
+        Ok(n)
+    }
+
+    /// Reads received bytes. Returning bytes to the application is what
+    /// opens the peer's window (SENDME after each quarter window).
+    pub fn stream_read(
+        &mut self,
+        _now: Time,
+        k: StreamKey,
+        buf: &mut [u8],
+    ) -> Result<Read, StreamError> {
+        let (edge, cfg) = self.stream_mut(k)?;
+        let quarter = (cfg.stream_window as u64 / 4).max(1);
+        let s = edge.streams.get_mut(&k.id).expect("checked");
+        if s.recv_buf.is_empty() {
+            s.readable_sent = false;
+            if s.fin_received {
+                if s.finished() {
+                    edge.streams.remove(&k.id);
+                }
+                return Ok(Read::Eof);
+            }
+            return Ok(Read::WouldBlock);
+        }
+        let n = buf.len().min(s.recv_buf.len());
+        let (a, b) = s.recv_buf.as_slices();
+        let na = a.len().min(n);
+        buf[..na].copy_from_slice(&a[..na]);
+        buf[na..n].copy_from_slice(&b[..n - na]);
+        s.recv_buf.drain(..n);
+        s.consumed += n as u64;
+        if s.consumed >= quarter && !s.fin_received {
+            let inc = s.consumed.min(u32::MAX as u64) as u32;
+            s.consumed -= inc as u64;
+            s.recv_allowed += inc as u64;
+            edge.pending.push_back((k.id, PendingCell::Sendme(inc)));
+            self.dirty.insert(k.circuit);
+        }
+        Ok(Read::Data(n))
+    }
+
+    /// Bytes waiting to be read.
+    pub fn stream_readable_bytes(&self, k: StreamKey) -> usize {
+        self.circs
+            .get(&k.circuit)
+            .and_then(|c| c.edge.as_ref())
+            .and_then(|e| e.streams.get(&k.id))
+            .map_or(0, |s| s.recv_buf.len())
+    }
+
+    /// The application finished sending (TCP FIN): END(DONE) follows the
+    /// buffered data.
+    pub fn stream_shutdown(&mut self, _now: Time, k: StreamKey) -> Result<(), StreamError> {
+        let (edge, _) = self.stream_mut(k)?;
+        let s = edge.streams.get_mut(&k.id).expect("checked");
+        s.fin_requested = true;
+        edge.activate(k.id);
+        self.dirty.insert(k.circuit);
+        Ok(())
+    }
+
+    /// Resets a stream (TCP RST or an application error): END(reason) at
+    /// once, buffered data is dropped.
+    pub fn stream_reset(
+        &mut self,
+        _now: Time,
+        k: StreamKey,
+        reason: EndReason,
+    ) -> Result<(), StreamError> {
+        let (edge, _) = self.stream_mut(k)?;
+        edge.streams.remove(&k.id);
+        edge.pending.push_back((k.id, PendingCell::End(reason)));
+        self.stats.streams_reset += 1;
+        self.dirty.insert(k.circuit);
+        Ok(())
+    }
+
+    /// The application is done with a stream: a stream that finished both
+    /// ways is forgotten, any other is reset (CONNRESET).
+    pub fn stream_close(&mut self, now: Time, k: StreamKey) {
+        let Ok((edge, _)) = self.stream_mut(k) else {
+            return;
+        };
+        let s = edge.streams.get(&k.id).expect("checked");
+        if s.finished() {
+            edge.streams.remove(&k.id);
+        } else if s.fin_requested && s.fin_received && s.recv_buf.is_empty() {
+            // END(DONE) still queued behind data: let it go out, then forget.
+        } else {
+            let _ = self.stream_reset(now, k, EndReason::ConnReset);
+        }
+    }
+}

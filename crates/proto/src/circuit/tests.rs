@@ -1,0 +1,415 @@
+//! Nodes wired together by a tiny lossy network (no crypto): circuit setup
+//! and teardown, streams in both directions, half-close, reset, refusal and
+//! control-message loss.
+
+use super::cell::EndReason;
+use super::*;
+use crate::backtap::CircuitId;
+use crate::time::{Dur, Time};
+use std::collections::{BTreeMap, VecDeque};
+
+const RELAYS: usize = 3;
+const CLIENT: usize = RELAYS;
+
+struct Net {
+    nodes: Vec<Node>,
+    keys: Vec<Identity>,
+    /// (deliver at, from node, to node, frame)
+    wire: VecDeque<(Time, usize, usize, Vec<u8>)>,
+    now: Time,
+    loss: f64,
+    rng: u64,
+    dropped: u64,
+    events: Vec<Vec<NodeEvent>>,
+    /// Exit application: echo streams (data read and not yet written back).
+    echo: BTreeMap<StreamKey, (Vec<u8>, bool)>,
+    down: Vec<(usize, usize)>,
+}
+
+fn key(i: usize) -> Identity {
+    let mut k = [0u8; 32];
+    k[0] = 0x10 * (i as u8 + 1);
+    k[31] = i as u8;
+    k
+}
+
+impl Net {
+    fn new(exit: &[bool], loss: f64) -> Net {
+        let keys: Vec<Identity> = (0..=RELAYS).map(key).collect();
+        let dir: Vec<Identity> = keys[..RELAYS].to_vec();
+        let mut nodes = Vec::new();
+        for (i, k) in keys.iter().enumerate() {
+            let mut cfg = NodeConfig::new(*k, dir.clone());
+            cfg.exit = i < RELAYS && exit[i];
+            cfg.stream_window = 64 * 1024;
+            cfg.stream_send_buffer = 16 * 1024;
+            cfg.build_timeout = Dur::from_secs(5);
+            nodes.push(Node::new(cfg));
+        }
+        let mut net = Net {
+            nodes,
+            keys,
+            wire: VecDeque::new(),
+            now: Time::ZERO,
+            loss,
+            rng: 0x9E37_79B9_7F4A_7C15,
+            dropped: 0,
+            events: vec![Vec::new(); RELAYS + 1],
+            echo: BTreeMap::new(),
+            down: Vec::new(),
+        };
+        // Links are authenticated before frames flow.
+        for a in 0..=RELAYS {
+            for b in 0..=RELAYS {
+                if a != b {
+                    let l = net.link_id(b);
+                    let k = net.keys[b];
+                    net.nodes[a].link_up(l, k);
+                }
+            }
+        }
+        net
+    }
+
+    /// The link id node `to` is known by at any other node.
+    fn link_id(&self, to: usize) -> LinkId {
+        LinkId(to as u32)
+    }
+
+    fn rand(&mut self) -> f64 {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn flush(&mut self) {
+        for a in 0..self.nodes.len() {
+            while let Some((l, f)) = self.nodes[a].poll_frame(self.now) {
+                let b = l.0 as usize;
+                if self.down.contains(&(a, b)) || self.rand() < self.loss {
+                    self.dropped += 1;
+                    continue;
+                }
+                self.wire
+                    .push_back((self.now + Dur::from_millis(1), a, b, f));
+            }
+            while let Some(e) = self.nodes[a].poll_event() {
+                self.events[a].push(e);
+            }
+        }
+        self.run_echo();
+    }
+
+    fn run_echo(&mut self) {
+        let exits: Vec<usize> = (0..RELAYS).collect();
+        for x in exits {
+            let evs: Vec<NodeEvent> = std::mem::take(&mut self.events[x]);
+            for e in evs {
+                match e {
+                    NodeEvent::StreamBegin { stream, port, .. } => {
+                        if port == 1 {
+                            self.nodes[x]
+                                .stream_refuse(self.now, stream, EndReason::ConnectRefused)
+                                .unwrap();
+                        } else {
+                            self.nodes[x].stream_connected(self.now, stream).unwrap();
+                            self.echo.insert(stream, (Vec::new(), false));
+                        }
+                    }
+                    NodeEvent::StreamReset { stream, .. } => {
+                        self.echo.remove(&stream);
+                    }
+                    _ => {}
+                }
+            }
+            let keys: Vec<StreamKey> = self.echo.keys().copied().collect();
+            for k in keys {
+                let node = &mut self.nodes[x];
+                let mut buf = [0u8; 4096];
+                let (pending, fin) = self.echo.get_mut(&k).expect("present");
+                loop {
+                    match node.stream_read(self.now, k, &mut buf) {
+                        Ok(Read::Data(n)) => pending.extend_from_slice(&buf[..n]),
+                        Ok(Read::Eof) => {
+                            *fin = true;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                if !pending.is_empty() {
+                    if let Ok(n) = node.stream_write(self.now, k, pending) {
+                        pending.drain(..n);
+                    }
+                }
+                if *fin && pending.is_empty() {
+                    let _ = node.stream_shutdown(self.now, k);
+                    node.stream_close(self.now, k);
+                    self.echo.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Advances to the next delivery or timer.
+    fn step(&mut self) {
+        self.flush();
+        let next_wire = self.wire.front().map(|w| w.0);
+        let next_timer = self.nodes.iter().filter_map(|n| n.poll_timeout()).min();
+        let t = match (next_wire, next_timer) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b).unwrap_or(self.now + Dur::from_millis(1)),
+        };
+        self.now = self.now.max(t);
+        while self.wire.front().is_some_and(|w| w.0 <= self.now) {
+            let (_, a, b, f) = self.wire.pop_front().expect("present");
+            let l = self.link_id(a);
+            self.nodes[b].handle_frame(self.now, l, &f);
+        }
+        for n in &mut self.nodes {
+            if n.poll_timeout().is_some_and(|t| t <= self.now) {
+                n.handle_timeout(self.now);
+            }
+        }
+        self.flush();
+    }
+
+    fn run_until(&mut self, limit: Dur, mut done: impl FnMut(&mut Net) -> bool) {
+        let end = self.now + limit;
+        while self.now < end {
+            if done(self) {
+                return;
+            }
+            self.step();
+        }
+        panic!("not done after {limit:?}");
+    }
+
+    fn client_events(&mut self) -> Vec<NodeEvent> {
+        std::mem::take(&mut self.events[CLIENT])
+    }
+
+    fn build(&mut self, path: &[usize]) -> CircuitId {
+        let p: Vec<Identity> = path.iter().map(|&i| self.keys[i]).collect();
+        let now = self.now;
+        let c = self.nodes[CLIENT].build_circuit(now, &p).unwrap();
+        let mut ready = false;
+        self.run_until(Dur::from_secs(10), |n| {
+            for e in n.client_events() {
+                if e == NodeEvent::CircuitReady(c) {
+                    ready = true;
+                }
+            }
+            ready
+        });
+        c
+    }
+
+    /// Sends `data` on a new stream, shuts down, and reads the echo to EOF.
+    fn echo_stream(&mut self, c: CircuitId, data: &[u8], limit: Dur) -> Vec<u8> {
+        let now = self.now;
+        let k = self.nodes[CLIENT]
+            .open_stream(now, c, "echo.example", 7)
+            .unwrap();
+        let mut sent = 0;
+        let mut shut = false;
+        let mut got = Vec::new();
+        let mut eof = false;
+        self.run_until(limit, |n| {
+            let now = n.now;
+            let node = &mut n.nodes[CLIENT];
+            for e in std::mem::take(&mut n.events[CLIENT]) {
+                if let NodeEvent::StreamReset { stream, reason } = e {
+                    assert_ne!(stream, k, "stream reset: {reason}");
+                }
+            }
+            if sent < data.len() {
+                if let Ok(w) = node.stream_write(now, k, &data[sent..]) {
+                    sent += w;
+                }
+            } else if !shut && node.stream_shutdown(now, k).is_ok() {
+                shut = true;
+            }
+            let mut buf = [0u8; 8192];
+            loop {
+                match node.stream_read(now, k, &mut buf) {
+                    Ok(Read::Data(m)) => got.extend_from_slice(&buf[..m]),
+                    Ok(Read::Eof) => {
+                        eof = true;
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            eof
+        });
+        got
+    }
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
+}
+
+#[test]
+fn builds_a_circuit_and_echoes_a_stream() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    assert_eq!(net.nodes[1].circuit_count(), 1);
+    let data = pattern(300_000);
+    let got = net.echo_stream(c, &data, Dur::from_secs(60));
+    assert_eq!(got.len(), data.len());
+    assert!(got == data, "echo differs");
+    // Both ends forgot the stream.
+    net.run_until(Dur::from_secs(1), |n| {
+        n.nodes[CLIENT].stream_count() == 0 && n.nodes[2].stream_count() == 0
+    });
+    // Several streams at once share the circuit.
+    let d1 = pattern(50_000);
+    let d2: Vec<u8> = pattern(70_000).iter().map(|b| b ^ 0x55).collect();
+    let got1 = net.echo_stream(c, &d1, Dur::from_secs(30));
+    let got2 = net.echo_stream(c, &d2, Dur::from_secs(30));
+    assert!(got1 == d1 && got2 == d2);
+}
+
+#[test]
+fn survives_frame_loss() {
+    let mut net = Net::new(&[false, false, true], 0.05);
+    let c = net.build(&[0, 1, 2]);
+    let data = pattern(200_000);
+    let got = net.echo_stream(c, &data, Dur::from_secs(600));
+    assert!(got == data, "echo differs");
+    assert!(net.dropped > 20, "{} frames dropped", net.dropped);
+    let retx: u64 = net.nodes.iter().map(|n| n.stats().ctl_retransmits).sum();
+    let _ = retx; // control loss is likely but not certain; the circuit must work either way
+}
+
+#[test]
+fn refusals_reach_the_client() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    // The middle is not an exit.
+    let p: Vec<Identity> = [0, 1].iter().map(|&i| net.keys[i]).collect();
+    let now = net.now;
+    let c = net.nodes[CLIENT].build_circuit(now, &p).unwrap();
+    let mut reason = None;
+    net.run_until(Dur::from_secs(5), |n| {
+        for e in n.client_events() {
+            if let NodeEvent::CircuitClosed { circuit, reason: r } = e {
+                assert_eq!(circuit, c);
+                reason = Some(r);
+            }
+        }
+        reason.is_some()
+    });
+    assert_eq!(reason, Some(DestroyReason::NotExit));
+    // Nothing left behind at the relays.
+    net.run_until(Dur::from_secs(1), |n| {
+        (0..RELAYS).all(|i| n.nodes[i].circuit_count() == 0)
+    });
+    // A path through an unknown relay is refused by the relay before it.
+    let mut p: Vec<Identity> = [0, 1].iter().map(|&i| net.keys[i]).collect();
+    p.push([0xEE; 32]);
+    let now = net.now;
+    assert_eq!(
+        net.nodes[CLIENT].build_circuit(now, &p),
+        Err(BuildError::UnknownRelay(2))
+    );
+    // A stream the exit refuses.
+    let c = net.build(&[0, 1, 2]);
+    let now = net.now;
+    let k = net.nodes[CLIENT].open_stream(now, c, "x", 1).unwrap();
+    let mut got = None;
+    net.run_until(Dur::from_secs(5), |n| {
+        for e in n.client_events() {
+            if let NodeEvent::StreamReset { stream, reason } = e {
+                assert_eq!(stream, k);
+                got = Some(reason);
+            }
+        }
+        got.is_some()
+    });
+    assert_eq!(got, Some(EndReason::ConnectRefused));
+}
+
+#[test]
+fn destroy_and_link_failure_tear_down_everywhere() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let now = net.now;
+    net.nodes[CLIENT].destroy_circuit(now, c, DestroyReason::Requested);
+    net.run_until(Dur::from_secs(2), |n| {
+        (0..RELAYS).all(|i| n.nodes[i].circuit_count() == 0)
+    });
+    // The exit's link to the middle dies: the circuit is destroyed back to the client.
+    let c = net.build(&[0, 1, 2]);
+    let now = net.now;
+    let k = net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    net.step();
+    net.step();
+    let now = net.now;
+    net.nodes[1].link_down(now, LinkId(2));
+    let mut closed = false;
+    let mut reset = false;
+    net.run_until(Dur::from_secs(2), |n| {
+        for e in n.client_events() {
+            match e {
+                NodeEvent::CircuitClosed { circuit, reason } => {
+                    assert_eq!((circuit, reason), (c, DestroyReason::LinkFailed));
+                    closed = true;
+                }
+                NodeEvent::StreamReset { stream, .. } => {
+                    assert_eq!(stream, k);
+                    reset = true;
+                }
+                _ => {}
+            }
+        }
+        closed && reset
+    });
+    assert_eq!(net.nodes[0].circuit_count(), 0);
+    assert_eq!(net.nodes[1].circuit_count(), 0);
+}
+
+#[test]
+fn build_times_out_when_the_next_hop_is_unreachable() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    net.down.push((1, 2));
+    let p: Vec<Identity> = [0, 1, 2].iter().map(|&i| net.keys[i]).collect();
+    let now = net.now;
+    let c = net.nodes[CLIENT].build_circuit(now, &p).unwrap();
+    let mut reason = None;
+    net.run_until(Dur::from_secs(20), |n| {
+        for e in n.client_events() {
+            if let NodeEvent::CircuitClosed { circuit, reason: r } = e {
+                assert_eq!(circuit, c);
+                reason = Some(r);
+            }
+        }
+        reason.is_some()
+    });
+    assert_eq!(reason, Some(DestroyReason::Timeout));
+}
+
+#[test]
+fn stream_reset_propagates() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let now = net.now;
+    let k = net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    let mut connected = false;
+    net.run_until(Dur::from_secs(2), |n| {
+        connected |= n.client_events().contains(&NodeEvent::StreamConnected(k));
+        connected
+    });
+    assert_eq!(net.nodes[2].stream_count(), 1);
+    let now = net.now;
+    net.nodes[CLIENT]
+        .stream_reset(now, k, EndReason::ConnReset)
+        .unwrap();
+    net.run_until(Dur::from_secs(2), |n| n.nodes[2].stream_count() == 0);
+    assert_eq!(
+        net.nodes[CLIENT].stream_write(now, k, b"x"),
+        Err(StreamError::UnknownStream)
+    );
+}

@@ -1,0 +1,955 @@
+//! Encrypted and authenticated links between neighbours, sans-IO
+//! (`docs/relay.md`, "Links"). Feature `link`.
+//!
+//! Every node has a long-term static X25519 key; relays publish theirs in
+//! the directory. A link is a Noise `IK` handshake (the initiator knows the
+//! responder's static key from the directory and sends its own, encrypted,
+//! in the first message) followed by AES-256-GCM on every datagram with an
+//! explicit 64-bit counter as the nonce and a 2048-datagram replay window.
+//!
+//! ```text
+//! INIT  := 0x01 sender_idx:u32 noise_msg1          (e, es, s, ss; payload: flags)
+//! RESP  := 0x02 sender_idx:u32 receiver_idx:u32 noise_msg2   (e, ee, se; payload: flags)
+//! DATA  := 0x03 receiver_idx:u32 counter:u64 AEAD(frame)     (frame + 16-byte tag)
+//! PLAIN := 0x04 receiver_idx:u32 counter:u64 frame           (test-only: encryption off)
+//! ```
+//!
+//! * Indices name sessions (as in WireGuard), so a datagram finds its keys
+//!   without trial decryption; it must also come from the session's address.
+//! * A datagram is dropped and counted, never processed, if it is malformed,
+//!   names no session, comes from the wrong address, fails authentication,
+//!   or repeats (or is older than the window of) a counter already accepted.
+//! * The initiator retransmits INIT (the same bytes) with exponential backoff
+//!   until RESP arrives or `handshake_timeout` passes; a responder answers a
+//!   repeated INIT with the RESP it already sent, without new crypto.
+//! * A responder that already has a session keeps using it until the new one
+//!   is *confirmed* by an authenticated DATA datagram, so a replayed INIT
+//!   cannot take a working link down. The initiator confirms at once (a
+//!   keepalive if it has nothing queued).
+//! * Both sides initiating at once: the side with the smaller static key
+//!   drops the peer's INIT and keeps its own handshake; the other answers.
+//! * Keepalives (the empty frame) every `keepalive` of silence; a link that
+//!   hears nothing for `idle_timeout` is down.
+//! * PLAIN is accepted only when both sides turned encryption off (the flag
+//!   is authenticated in the handshake); it is for measuring what the crypto
+//!   costs, never for use.
+
+mod replay;
+
+pub use replay::{ReplayWindow, WINDOW as REPLAY_WINDOW};
+
+use crate::circuit::{Identity, LinkId};
+use crate::time::{Dur, Time};
+use snow::params::NoiseParams;
+use snow::{HandshakeState, StatelessTransportState};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::net::SocketAddr;
+
+/// The Noise protocol name.
+pub const NOISE_PARAMS: &str = "Noise_IK_25519_AESGCM_BLAKE2s";
+/// Bound into every handshake: a different version cannot complete one.
+pub const PROLOGUE: &[u8] = b"hopwise link v1";
+pub const TYPE_INIT: u8 = 0x01;
+pub const TYPE_RESP: u8 = 0x02;
+pub const TYPE_DATA: u8 = 0x03;
+pub const TYPE_PLAIN: u8 = 0x04;
+/// Bytes before the ciphertext of a DATA datagram.
+pub const DATA_HEADER_LEN: usize = 13;
+/// The AEAD tag.
+pub const TAG_LEN: usize = 16;
+/// Overhead of a DATA datagram over its frame.
+pub const OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
+const FLAG_PLAIN: u8 = 0x01;
+/// Noise message 1 of IK with a one-byte payload: e (32), s (32 + 16), payload (1 + 16).
+const MSG1_LEN: usize = 32 + 48 + 17;
+/// Noise message 2: e (32), payload (1 + 16).
+const MSG2_LEN: usize = 32 + 17;
+
+fn params() -> NoiseParams {
+    NOISE_PARAMS.parse().expect("valid noise parameters")
+}
+
+/// A static key pair.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Keypair {
+    pub private: [u8; 32],
+    pub public: [u8; 32],
+}
+
+impl fmt::Debug for Keypair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Keypair {{ public: {} }}", hex(&self.public))
+    }
+}
+
+impl Keypair {
+    /// A fresh key pair from the operating system's random source.
+    pub fn generate() -> Keypair {
+        let kp = snow::Builder::new(params())
+            .generate_keypair()
+            .expect("the OS random source works");
+        let mut k = Keypair {
+            private: [0; 32],
+            public: [0; 32],
+        };
+        k.private.copy_from_slice(&kp.private);
+        k.public.copy_from_slice(&kp.public);
+        k
+    }
+
+    /// The key pair of a private key.
+    pub fn from_private(private: [u8; 32]) -> Keypair {
+        use snow::params::DHChoice;
+        use snow::resolvers::{CryptoResolver, DefaultResolver};
+        let mut dh = DefaultResolver
+            .resolve_dh(&DHChoice::Curve25519)
+            .expect("curve25519 is built in");
+        dh.set(&private);
+        let mut public = [0u8; 32];
+        public.copy_from_slice(dh.pubkey());
+        Keypair { private, public }
+    }
+}
+
+/// Lower-case hex.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Parses 64 hex digits into a key.
+pub fn parse_key(s: &str) -> Option<[u8; 32]> {
+    let s = s.trim();
+    if s.len() != 64 || !s.is_ascii() {
+        return None;
+    }
+    let mut k = [0u8; 32];
+    for (i, k) in k.iter_mut().enumerate() {
+        *k = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(k)
+}
+
+/// Settings of a node's links.
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub keypair: Keypair,
+    /// The relays: `LinkId(i)` is entry `i` (identity and address). This
+    /// node's own entry, if present, is never linked.
+    pub directory: Vec<(Identity, SocketAddr)>,
+    /// Accept handshakes from keys not in the directory (clients).
+    pub accept_clients: bool,
+    /// Client links at most.
+    pub max_clients: usize,
+    /// AEAD on every datagram. Off is test-only (measuring crypto cost):
+    /// both ends must agree or the handshake is refused.
+    pub encrypt: bool,
+    pub handshake_rto: Dur,
+    pub handshake_timeout: Dur,
+    pub keepalive: Dur,
+    pub idle_timeout: Dur,
+    /// Frames held per link while its handshake runs.
+    pub max_queued: usize,
+    /// First session index (any value; makes runs reproducible in tests).
+    pub index_seed: u32,
+}
+
+impl LinkConfig {
+    pub fn new(keypair: Keypair, directory: Vec<(Identity, SocketAddr)>) -> LinkConfig {
+        LinkConfig {
+            keypair,
+            directory,
+            accept_clients: true,
+            max_clients: 10_000,
+            encrypt: true,
+            handshake_rto: Dur::from_millis(250),
+            handshake_timeout: Dur::from_secs(15),
+            keepalive: Dur::from_secs(5),
+            idle_timeout: Dur::from_secs(30),
+            max_queued: 256,
+            index_seed: 1,
+        }
+    }
+}
+
+/// What the node above should know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkEvent {
+    /// A session is up. `replaced`: it replaced a working one (the peer
+    /// restarted); everything that depended on the old one is gone.
+    Up {
+        link: LinkId,
+        key: Identity,
+        replaced: bool,
+    },
+    /// The handshake failed or the peer went silent.
+    Down { link: LinkId },
+}
+
+/// Counters; every dropped datagram is in exactly one of the drop counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LinkStats {
+    pub datagrams_in: u64,
+    pub bytes_in: u64,
+    pub datagrams_out: u64,
+    pub bytes_out: u64,
+    pub handshakes_initiated: u64,
+    pub handshakes_completed: u64,
+    pub handshakes_answered: u64,
+    pub handshake_retransmits: u64,
+    pub handshake_timeouts: u64,
+    /// Simultaneous initiations resolved by the key order.
+    pub handshake_collisions: u64,
+    pub keepalives_out: u64,
+    pub links_down: u64,
+    // Drops:
+    /// Too short, unknown type, wrong length.
+    pub malformed: u64,
+    /// Handshake messages that did not authenticate or decrypt.
+    pub handshake_failures: u64,
+    /// Handshakes refused: encryption mode mismatch, own key, client limit.
+    pub handshake_refused: u64,
+    /// DATA for no session, from the wrong address, or INIT from a key we do
+    /// not accept.
+    pub unknown_peer: u64,
+    /// DATA that failed authentication.
+    pub auth_failures: u64,
+    /// DATA whose counter was seen before or is older than the window.
+    pub replays: u64,
+    /// PLAIN datagrams at an encrypting node, or DATA at a plaintext session.
+    pub plaintext_rejected: u64,
+    /// Frames dropped: no session could be had, or the queue was full.
+    pub frames_dropped: u64,
+}
+
+struct Session {
+    ts: StatelessTransportState,
+    local: u32,
+    remote: u32,
+    tx: u64,
+    replay: ReplayWindow,
+    addr: SocketAddr,
+    plain: bool,
+    /// Responder: the initiator's ephemeral key and our RESP, to answer a
+    /// repeated INIT without new crypto.
+    resp: Option<([u8; 32], Vec<u8>)>,
+}
+
+struct Initiation {
+    hs: HandshakeState,
+    local: u32,
+    msg: Vec<u8>,
+    next_at: Time,
+    rto: Dur,
+    give_up: Time,
+}
+
+struct Peer {
+    key: Identity,
+    addr: SocketAddr,
+    client: bool,
+    current: Option<Session>,
+    previous: Option<Session>,
+    pending: Option<Session>,
+    pending_since: Time,
+    init: Option<Initiation>,
+    queue: VecDeque<Vec<u8>>,
+    last_recv: Time,
+    last_sent: Time,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    Current,
+    Previous,
+    Pending,
+    Init,
+}
+
+/// All links of a node. See the module documentation.
+pub struct Links {
+    cfg: LinkConfig,
+    params: NoiseParams,
+    peers: Vec<Option<Peer>>,
+    by_key: HashMap<Identity, LinkId>,
+    by_index: HashMap<u32, (LinkId, Slot)>,
+    next_index: u32,
+    clients: usize,
+    out: VecDeque<(SocketAddr, Vec<u8>)>,
+    events: VecDeque<LinkEvent>,
+    next_check: Option<Time>,
+    stats: LinkStats,
+}
+
+impl fmt::Debug for Links {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Links")
+            .field("peers", &self.peers.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Links {
+    pub fn new(cfg: LinkConfig) -> Links {
+        let mut peers = Vec::new();
+        let mut by_key = HashMap::new();
+        for (i, (key, addr)) in cfg.directory.iter().enumerate() {
+            by_key.insert(*key, LinkId(i as u32));
+            peers.push(Some(Peer::new(*key, *addr, false)));
+        }
+        Links {
+            next_index: cfg.index_seed,
+            cfg,
+            params: params(),
+            peers,
+            by_key,
+            by_index: HashMap::new(),
+            clients: 0,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            next_check: None,
+            stats: LinkStats::default(),
+        }
+    }
+
+    pub fn config(&self) -> &LinkConfig {
+        &self.cfg
+    }
+    pub fn public_key(&self) -> Identity {
+        self.cfg.keypair.public
+    }
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+    /// Links with a working session.
+    pub fn links_up(&self) -> usize {
+        self.peers
+            .iter()
+            .flatten()
+            .filter(|p| p.current.is_some())
+            .count()
+    }
+    pub fn client_count(&self) -> usize {
+        self.clients
+    }
+    /// The peer's static key.
+    pub fn peer_key(&self, l: LinkId) -> Option<Identity> {
+        self.peer(l).map(|p| p.key)
+    }
+    /// Where datagrams for the link go.
+    pub fn peer_addr(&self, l: LinkId) -> Option<SocketAddr> {
+        self.peer(l)
+            .map(|p| p.current.as_ref().map_or(p.addr, |s| s.addr))
+    }
+    pub fn is_up(&self, l: LinkId) -> bool {
+        self.peer(l).is_some_and(|p| p.current.is_some())
+    }
+
+    fn peer(&self, l: LinkId) -> Option<&Peer> {
+        self.peers.get(l.0 as usize).and_then(|p| p.as_ref())
+    }
+
+    fn wake_at(&mut self, t: Time) {
+        if self.next_check.is_none_or(|n| t < n) {
+            self.next_check = Some(t);
+        }
+    }
+
+    fn alloc_index(&mut self, l: LinkId, slot: Slot) -> u32 {
+        loop {
+            let i = self.next_index;
+            self.next_index = self.next_index.wrapping_add(1);
+            if i != 0 && !self.by_index.contains_key(&i) {
+                self.by_index.insert(i, (l, slot));
+                return i;
+            }
+        }
+    }
+
+    fn flags(&self) -> u8 {
+        if self.cfg.encrypt {
+            0
+        } else {
+            FLAG_PLAIN
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Input
+
+    /// A datagram arrived from `from`. If it carried a frame for the node
+    /// above, the frame is in `frame` and its link is returned.
+    pub fn handle_datagram(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        data: &[u8],
+        frame: &mut Vec<u8>,
+    ) -> Option<LinkId> {
+        self.stats.datagrams_in += 1;
+        self.stats.bytes_in += data.len() as u64;
+        match data.first() {
+            Some(&TYPE_DATA) | Some(&TYPE_PLAIN) => self.on_data(now, from, data, frame),
+            Some(&TYPE_INIT) => {
+                self.on_init(now, from, data);
+                None
+            }
+            Some(&TYPE_RESP) => {
+                self.on_resp(now, from, data);
+                None
+            }
+            _ => {
+                self.stats.malformed += 1;
+                None
+            }
+        }
+    }
+
+    fn on_data(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        data: &[u8],
+        frame: &mut Vec<u8>,
+    ) -> Option<LinkId> {
+        if data.len() < DATA_HEADER_LEN {
+            self.stats.malformed += 1;
+            return None;
+        }
+        let plain = data[0] == TYPE_PLAIN;
+        let idx = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+        let mut c = [0u8; 8];
+        c.copy_from_slice(&data[5..13]);
+        let ctr = u64::from_be_bytes(c);
+        let Some(&(l, slot)) = self.by_index.get(&idx) else {
+            self.stats.unknown_peer += 1;
+            return None;
+        };
+        let peer = self.peers[l.0 as usize].as_mut().expect("indexed peer");
+        let s = match slot {
+            Slot::Current => peer.current.as_mut(),
+            Slot::Previous => peer.previous.as_mut(),
+            Slot::Pending => peer.pending.as_mut(),
+            Slot::Init => None,
+        };
+        let Some(s) = s else {
+            self.stats.unknown_peer += 1;
+            return None;
+        };
+        if s.addr != from {
+            self.stats.unknown_peer += 1;
+            return None;
+        }
+        if plain != s.plain {
+            self.stats.plaintext_rejected += 1;
+            return None;
+        }
+        if !s.replay.check(ctr) {
+            self.stats.replays += 1;
+            return None;
+        }
+        let body = &data[DATA_HEADER_LEN..];
+        frame.clear();
+        if plain {
+            frame.extend_from_slice(body);
+        } else {
+            if body.len() < TAG_LEN {
+                self.stats.malformed += 1;
+                return None;
+            }
+            frame.resize(body.len() - TAG_LEN, 0);
+            match s.ts.read_message(ctr, body, frame) {
+                Ok(n) => frame.truncate(n),
+                Err(_) => {
+                    self.stats.auth_failures += 1;
+                    return None;
+                }
+            }
+        }
+        s.replay.insert(ctr);
+        peer.last_recv = now;
+        if slot == Slot::Pending {
+            self.promote_pending(now, l);
+        }
+        if frame.is_empty() {
+            return None;
+        }
+        Some(l)
+    }
+
+    fn promote_pending(&mut self, now: Time, l: LinkId) {
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        let Some(new) = peer.pending.take() else {
+            return;
+        };
+        let replaced = peer.current.is_some();
+        if let Some(old) = peer.previous.take() {
+            self.by_index.remove(&old.local);
+        }
+        if let Some(cur) = peer.current.take() {
+            self.by_index.insert(cur.local, (l, Slot::Previous));
+            peer.previous = Some(cur);
+        }
+        self.by_index.insert(new.local, (l, Slot::Current));
+        peer.current = Some(new);
+        let key = peer.key;
+        self.events.push_back(LinkEvent::Up {
+            link: l,
+            key,
+            replaced,
+        });
+        self.flush_queue(now, l);
+        self.wake_at(now + self.cfg.keepalive.min(self.cfg.idle_timeout));
+    }
+
+    fn on_init(&mut self, now: Time, from: SocketAddr, data: &[u8]) {
+        if data.len() != 5 + MSG1_LEN {
+            self.stats.malformed += 1;
+            return;
+        }
+        let sender = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+        let msg1 = &data[5..];
+        let mut e = [0u8; 32];
+        e.copy_from_slice(&msg1[..32]);
+        // A repeated INIT (our RESP was lost): answer with the same RESP.
+        for p in self.peers.iter().flatten() {
+            for s in [&p.current, &p.pending].into_iter().flatten() {
+                if let Some((e2, resp)) = &s.resp {
+                    if *e2 == e && s.addr == from && s.remote == sender {
+                        self.out.push_back((from, resp.clone()));
+                        return;
+                    }
+                }
+            }
+        }
+        let mut hs = match snow::Builder::new(self.params.clone())
+            .local_private_key(&self.cfg.keypair.private)
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_responder())
+        {
+            Ok(hs) => hs,
+            Err(_) => return,
+        };
+        let mut payload = [0u8; 64];
+        let n = match hs.read_message(msg1, &mut payload) {
+            Ok(n) => n,
+            Err(_) => {
+                self.stats.handshake_failures += 1;
+                return;
+            }
+        };
+        if n != 1 || payload[0] & !FLAG_PLAIN != 0 {
+            self.stats.handshake_failures += 1;
+            return;
+        }
+        if payload[0] != self.flags() {
+            self.stats.handshake_refused += 1;
+            return;
+        }
+        let Some(rs) = hs.get_remote_static() else {
+            self.stats.handshake_failures += 1;
+            return;
+        };
+        let mut key = [0u8; 32];
+        key.copy_from_slice(rs);
+        if key == self.cfg.keypair.public {
+            self.stats.handshake_refused += 1;
+            return;
+        }
+        let l = match self.by_key.get(&key) {
+            Some(&l) => l,
+            None if self.cfg.accept_clients && self.clients < self.cfg.max_clients => {
+                let l = LinkId(self.peers.len() as u32);
+                self.peers.push(Some(Peer::new(key, from, true)));
+                self.by_key.insert(key, l);
+                self.clients += 1;
+                l
+            }
+            None => {
+                self.stats.unknown_peer += 1;
+                return;
+            }
+        };
+        // Both sides initiating: the smaller key keeps its own handshake.
+        let ours_wins = self.cfg.keypair.public < key;
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        if let Some(init) = &peer.init {
+            self.stats.handshake_collisions += 1;
+            if ours_wins {
+                return;
+            }
+            let idx = init.local;
+            peer.init = None;
+            self.by_index.remove(&idx);
+        }
+        let local = self.alloc_index(l, Slot::Pending);
+        let mut msg2 = vec![0u8; 9 + MSG2_LEN];
+        msg2[0] = TYPE_RESP;
+        msg2[1..5].copy_from_slice(&local.to_be_bytes());
+        msg2[5..9].copy_from_slice(&sender.to_be_bytes());
+        let flags = [self.flags()];
+        let ts = match hs
+            .write_message(&flags, &mut msg2[9..])
+            .and_then(|_| hs.into_stateless_transport_mode())
+        {
+            Ok(ts) => ts,
+            Err(_) => {
+                self.by_index.remove(&local);
+                self.stats.handshake_failures += 1;
+                return;
+            }
+        };
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        let session = Session {
+            ts,
+            local,
+            remote: sender,
+            tx: 0,
+            replay: ReplayWindow::default(),
+            addr: from,
+            plain: !self.cfg.encrypt,
+            resp: Some((e, msg2.clone())),
+        };
+        if let Some(old) = peer.pending.replace(session) {
+            self.by_index.remove(&old.local);
+        }
+        peer.pending_since = now;
+        self.out.push_back((from, msg2));
+        self.stats.handshakes_answered += 1;
+        let has_current = peer.current.is_some();
+        if !has_current {
+            peer.last_recv = now;
+            peer.last_sent = now;
+            // Nothing to protect: use the new session at once.
+            self.promote_pending(now, l);
+        } else {
+            self.wake_at(now + self.cfg.idle_timeout);
+        }
+    }
+
+    fn on_resp(&mut self, now: Time, from: SocketAddr, data: &[u8]) {
+        if data.len() != 9 + MSG2_LEN {
+            self.stats.malformed += 1;
+            return;
+        }
+        let sender = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+        let receiver = u32::from_be_bytes([data[5], data[6], data[7], data[8]]);
+        let Some(&(l, Slot::Init)) = self.by_index.get(&receiver) else {
+            self.stats.unknown_peer += 1;
+            return;
+        };
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        if peer.addr != from {
+            self.stats.unknown_peer += 1;
+            return;
+        }
+        let Some(mut init) = peer.init.take() else {
+            self.stats.unknown_peer += 1;
+            return;
+        };
+        self.by_index.remove(&init.local);
+        let mut payload = [0u8; 64];
+        let ok = match init.hs.read_message(&data[9..], &mut payload) {
+            Ok(1) => payload[0] == self.flags(),
+            _ => false,
+        };
+        let ts = if ok {
+            init.hs.into_stateless_transport_mode().ok()
+        } else {
+            None
+        };
+        let Some(ts) = ts else {
+            // Forged or mangled: start over with a fresh handshake (the
+            // state of this one is spent).
+            self.stats.handshake_failures += 1;
+            let give_up = init.give_up;
+            self.start_init(now, l);
+            if let Some(i) = self.peers[l.0 as usize]
+                .as_mut()
+                .and_then(|p| p.init.as_mut())
+            {
+                i.give_up = give_up;
+            }
+            return;
+        };
+        let local = init.local;
+        self.by_index.insert(local, (l, Slot::Pending));
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        if let Some(old) = peer.pending.take() {
+            self.by_index.remove(&old.local);
+        }
+        peer.pending = Some(Session {
+            ts,
+            local,
+            remote: sender,
+            tx: 0,
+            replay: ReplayWindow::default(),
+            addr: from,
+            plain: !self.cfg.encrypt,
+            resp: None,
+        });
+        peer.last_recv = now;
+        self.stats.handshakes_completed += 1;
+        let queued = !peer.queue.is_empty();
+        self.promote_pending(now, l);
+        if !queued {
+            // Confirm the session to the responder.
+            self.send_keepalive(now, l);
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Output
+
+    /// Seals a frame for link `l`: the datagram and where to send it, or
+    /// `None` if the frame was queued behind a handshake (or dropped: no
+    /// session can be had, or the queue is full).
+    pub fn seal(&mut self, now: Time, l: LinkId, frame: &[u8]) -> Option<(SocketAddr, Vec<u8>)> {
+        let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) else {
+            self.stats.frames_dropped += 1;
+            return None;
+        };
+        if let Some(s) = peer.current.as_mut() {
+            peer.last_sent = now;
+            let d = encrypt(s, frame);
+            self.stats.datagrams_out += 1;
+            self.stats.bytes_out += d.len() as u64;
+            return Some((s.addr, d));
+        }
+        if peer.client && peer.pending.is_none() {
+            // We cannot reach a client that has no session.
+            self.stats.frames_dropped += 1;
+            return None;
+        }
+        if peer.queue.len() >= self.cfg.max_queued {
+            self.stats.frames_dropped += 1;
+            return None;
+        }
+        peer.queue.push_back(frame.to_vec());
+        if peer.init.is_none() && peer.pending.is_none() && !peer.client {
+            self.start_init(now, l);
+        }
+        None
+    }
+
+    fn start_init(&mut self, now: Time, l: LinkId) {
+        let Some(peer) = self.peers.get(l.0 as usize).and_then(|p| p.as_ref()) else {
+            return;
+        };
+        let key = peer.key;
+        let addr = peer.addr;
+        let hs = snow::Builder::new(self.params.clone())
+            .local_private_key(&self.cfg.keypair.private)
+            .and_then(|b| b.remote_public_key(&key))
+            .and_then(|b| b.prologue(PROLOGUE))
+            .and_then(|b| b.build_initiator());
+        let Ok(mut hs) = hs else {
+            return;
+        };
+        let local = self.alloc_index(l, Slot::Init);
+        let mut msg = vec![0u8; 5 + MSG1_LEN];
+        msg[0] = TYPE_INIT;
+        msg[1..5].copy_from_slice(&local.to_be_bytes());
+        let flags = [self.flags()];
+        if hs.write_message(&flags, &mut msg[5..]).is_err() {
+            self.by_index.remove(&local);
+            return;
+        }
+        let rto = self.cfg.handshake_rto;
+        let init = Initiation {
+            hs,
+            local,
+            msg: msg.clone(),
+            next_at: now + rto,
+            rto,
+            give_up: now + self.cfg.handshake_timeout,
+        };
+        self.peers[l.0 as usize].as_mut().expect("peer").init = Some(init);
+        self.out.push_back((addr, msg));
+        self.stats.handshakes_initiated += 1;
+        self.wake_at(now + rto);
+    }
+
+    fn flush_queue(&mut self, now: Time, l: LinkId) {
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        let Some(s) = peer.current.as_mut() else {
+            return;
+        };
+        while let Some(f) = peer.queue.pop_front() {
+            let d = encrypt(s, &f);
+            self.stats.datagrams_out += 1;
+            self.stats.bytes_out += d.len() as u64;
+            self.out.push_back((s.addr, d));
+            peer.last_sent = now;
+        }
+    }
+
+    fn send_keepalive(&mut self, now: Time, l: LinkId) {
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        if let Some(s) = peer.current.as_mut() {
+            let d = encrypt(s, &[]);
+            self.stats.keepalives_out += 1;
+            self.stats.datagrams_out += 1;
+            self.stats.bytes_out += d.len() as u64;
+            self.out.push_back((s.addr, d));
+            peer.last_sent = now;
+        }
+    }
+
+    /// Handshake messages and keepalives to send. Call until `None`.
+    pub fn poll_transmit(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
+        self.out.pop_front()
+    }
+
+    pub fn poll_event(&mut self) -> Option<LinkEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        self.next_check
+    }
+
+    /// Handshake retransmissions and timeouts, keepalives, idle links.
+    pub fn handle_timeout(&mut self, now: Time) {
+        if self.next_check.is_some_and(|t| t > now) {
+            return;
+        }
+        self.next_check = None;
+        let mut next: Option<Time> = None;
+        let mut at = |t: Time| next = Some(next.map_or(t, |n: Time| n.min(t)));
+        let mut keepalive = Vec::new();
+        let mut down = Vec::new();
+        for i in 0..self.peers.len() {
+            let l = LinkId(i as u32);
+            let Some(peer) = self.peers[i].as_mut() else {
+                continue;
+            };
+            if let Some(init) = peer.init.as_mut() {
+                if now >= init.give_up {
+                    self.stats.handshake_timeouts += 1;
+                    let idx = init.local;
+                    peer.init = None;
+                    self.by_index.remove(&idx);
+                    self.stats.frames_dropped += peer.queue.len() as u64;
+                    peer.queue.clear();
+                    if peer.current.is_none() {
+                        down.push(l);
+                    }
+                } else {
+                    if now >= init.next_at {
+                        self.out.push_back((peer.addr, init.msg.clone()));
+                        self.stats.handshake_retransmits += 1;
+                        init.rto = (init.rto + init.rto).min(Dur::from_secs(2));
+                        init.next_at = now + init.rto;
+                    }
+                    at(init.next_at.min(init.give_up));
+                }
+            }
+            if peer.pending.is_some() && peer.current.is_some() {
+                let t = peer.pending_since + self.cfg.idle_timeout;
+                if now >= t {
+                    let s = peer.pending.take().expect("pending");
+                    self.by_index.remove(&s.local);
+                } else {
+                    at(t);
+                }
+            }
+            if peer.current.is_some() {
+                let idle_at = peer.last_recv + self.cfg.idle_timeout;
+                if now >= idle_at {
+                    down.push(l);
+                    continue;
+                }
+                at(idle_at);
+                let ka = peer.last_sent + self.cfg.keepalive;
+                if now >= ka {
+                    keepalive.push(l);
+                    at(now + self.cfg.keepalive);
+                } else {
+                    at(ka);
+                }
+            }
+        }
+        for l in keepalive {
+            self.send_keepalive(now, l);
+        }
+        for l in down {
+            self.take_down(l);
+        }
+        if let Some(t) = next {
+            self.wake_at(t);
+        }
+    }
+
+    fn take_down(&mut self, l: LinkId) {
+        let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) else {
+            return;
+        };
+        for s in [
+            peer.current.take(),
+            peer.previous.take(),
+            peer.pending.take(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.by_index.remove(&s.local);
+        }
+        if let Some(init) = peer.init.take() {
+            self.by_index.remove(&init.local);
+        }
+        self.stats.frames_dropped += peer.queue.len() as u64;
+        peer.queue.clear();
+        let client = peer.client;
+        let key = peer.key;
+        self.stats.links_down += 1;
+        self.events.push_back(LinkEvent::Down { link: l });
+        if client {
+            // A client that comes back gets a new link id.
+            self.peers[l.0 as usize] = None;
+            self.by_key.remove(&key);
+            self.clients -= 1;
+        }
+    }
+}
+
+impl Peer {
+    fn new(key: Identity, addr: SocketAddr, client: bool) -> Peer {
+        Peer {
+            key,
+            addr,
+            client,
+            current: None,
+            previous: None,
+            pending: None,
+            pending_since: Time::ZERO,
+            init: None,
+            queue: VecDeque::new(),
+            last_recv: Time::ZERO,
+            last_sent: Time::ZERO,
+        }
+    }
+}
+
+fn encrypt(s: &mut Session, frame: &[u8]) -> Vec<u8> {
+    let ctr = s.tx;
+    s.tx += 1;
+    let mut d = Vec::with_capacity(OVERHEAD + frame.len());
+    d.push(if s.plain { TYPE_PLAIN } else { TYPE_DATA });
+    d.extend_from_slice(&s.remote.to_be_bytes());
+    d.extend_from_slice(&ctr.to_be_bytes());
+    if s.plain {
+        d.extend_from_slice(frame);
+    } else {
+        d.resize(DATA_HEADER_LEN + frame.len() + TAG_LEN, 0);
+        let n =
+            s.ts.write_message(ctr, frame, &mut d[DATA_HEADER_LEN..])
+                .expect("frame fits a Noise message");
+        d.truncate(DATA_HEADER_LEN + n);
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,369 @@
+//! Handshakes, retransmission, replay and forgery rejection, restarts and
+//! collisions between two or three `Links`, datagrams handed over by hand.
+
+use super::*;
+
+fn addr(p: u16) -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], p))
+}
+
+struct Pair {
+    a: Links,
+    b: Links,
+    ka: Keypair,
+    kb: Keypair,
+    now: Time,
+}
+
+const A: u16 = 1000;
+const B: u16 = 2000;
+
+fn pair_with(encrypt_a: bool, encrypt_b: bool) -> Pair {
+    let ka = Keypair::generate();
+    let kb = Keypair::generate();
+    let dir = vec![(ka.public, addr(A)), (kb.public, addr(B))];
+    let mut ca = LinkConfig::new(ka.clone(), dir.clone());
+    ca.encrypt = encrypt_a;
+    let mut cb = LinkConfig::new(kb.clone(), dir);
+    cb.encrypt = encrypt_b;
+    cb.index_seed = 1000;
+    Pair {
+        a: Links::new(ca),
+        b: Links::new(cb),
+        ka,
+        kb,
+        now: Time::ZERO,
+    }
+}
+
+fn pair() -> Pair {
+    pair_with(true, true)
+}
+
+/// Moves every queued datagram across (optionally dropping some), returns
+/// the frames each side received.
+fn exchange(
+    p: &mut Pair,
+    mut drop: impl FnMut(u16, &[u8]) -> bool,
+) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let mut fa = Vec::new();
+    let mut fb = Vec::new();
+    for _ in 0..10 {
+        let mut moved = false;
+        while let Some((to, d)) = p.a.poll_transmit() {
+            moved = true;
+            assert_eq!(to, addr(B));
+            if drop(A, &d) {
+                continue;
+            }
+            let mut f = Vec::new();
+            if p.b.handle_datagram(p.now, addr(A), &d, &mut f).is_some() {
+                fb.push(f);
+            }
+        }
+        while let Some((to, d)) = p.b.poll_transmit() {
+            moved = true;
+            assert_eq!(to, addr(A));
+            if drop(B, &d) {
+                continue;
+            }
+            let mut f = Vec::new();
+            if p.a.handle_datagram(p.now, addr(B), &d, &mut f).is_some() {
+                fa.push(f);
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    (fa, fb)
+}
+
+fn send(p: &mut Pair, from_a: bool, frame: &[u8]) -> Option<Vec<u8>> {
+    let now = p.now;
+    let (links, l) = if from_a {
+        (&mut p.a, LinkId(1))
+    } else {
+        (&mut p.b, LinkId(0))
+    };
+    let (to, d) = links.seal(now, l, frame)?;
+    assert_eq!(to, addr(if from_a { B } else { A }));
+    Some(d)
+}
+
+fn up(p: &mut Pair) {
+    assert!(
+        send(p, true, b"hello").is_none(),
+        "queued behind the handshake"
+    );
+    let (_, fb) = exchange(p, |_, _| false);
+    assert_eq!(fb, vec![b"hello".to_vec()]);
+    assert!(p.a.is_up(LinkId(1)) && p.b.is_up(LinkId(0)));
+    assert_eq!(
+        p.a.poll_event(),
+        Some(LinkEvent::Up {
+            link: LinkId(1),
+            key: p.kb.public,
+            replaced: false
+        })
+    );
+    assert_eq!(
+        p.b.poll_event(),
+        Some(LinkEvent::Up {
+            link: LinkId(0),
+            key: p.ka.public,
+            replaced: false
+        })
+    );
+}
+
+fn deliver_b(p: &mut Pair, d: &[u8]) -> Option<Vec<u8>> {
+    let mut f = Vec::new();
+    p.b.handle_datagram(p.now, addr(A), d, &mut f).map(|_| f)
+}
+
+#[test]
+fn handshake_then_frames_both_ways() {
+    let mut p = pair();
+    up(&mut p);
+    let d = send(&mut p, false, b"back").unwrap();
+    let mut f = Vec::new();
+    assert_eq!(
+        p.a.handle_datagram(p.now, addr(B), &d, &mut f),
+        Some(LinkId(1))
+    );
+    assert_eq!(f, b"back");
+    assert_eq!(d.len(), 4 + OVERHEAD);
+    assert_eq!(p.a.stats().handshakes_completed, 1);
+    assert_eq!(p.b.stats().handshakes_answered, 1);
+}
+
+#[test]
+fn forged_replayed_and_misaddressed_datagrams_are_dropped() {
+    let mut p = pair();
+    up(&mut p);
+    let d = send(&mut p, true, b"frame one").unwrap();
+    assert_eq!(deliver_b(&mut p, &d).as_deref(), Some(&b"frame one"[..]));
+    // Replay.
+    assert_eq!(deliver_b(&mut p, &d), None);
+    assert_eq!(p.b.stats().replays, 1);
+    // Every single-bit flip of the ciphertext or tag fails authentication;
+    // flips in the header name another session or counter.
+    let d2 = send(&mut p, true, b"frame two").unwrap();
+    let before = *p.b.stats();
+    for i in 0..d2.len() {
+        let mut x = d2.clone();
+        x[i] ^= 0x01;
+        assert_eq!(deliver_b(&mut p, &x), None, "flip at byte {i}");
+    }
+    let after = *p.b.stats();
+    let dropped = (after.auth_failures - before.auth_failures)
+        + (after.unknown_peer - before.unknown_peer)
+        + (after.malformed - before.malformed)
+        + (after.plaintext_rejected - before.plaintext_rejected)
+        + (after.replays - before.replays);
+    assert_eq!(dropped, d2.len() as u64);
+    assert!(after.auth_failures - before.auth_failures >= 9 + 16);
+    // The genuine datagram still goes through afterwards.
+    assert_eq!(deliver_b(&mut p, &d2).as_deref(), Some(&b"frame two"[..]));
+    // From another address.
+    let d3 = send(&mut p, true, b"x").unwrap();
+    let mut f = Vec::new();
+    assert_eq!(p.b.handle_datagram(p.now, addr(9), &d3, &mut f), None);
+    // Garbage and plaintext.
+    for g in [&[][..], &[0x03, 1, 2][..], &[0x77; 40][..]] {
+        assert_eq!(p.b.handle_datagram(p.now, addr(A), g, &mut f), None);
+    }
+    let mut plain = d3.clone();
+    plain[0] = TYPE_PLAIN;
+    assert_eq!(deliver_b(&mut p, &plain), None);
+    assert!(p.b.stats().plaintext_rejected >= 1);
+    // An old datagram far behind the window is refused even if never seen.
+    let old = send(&mut p, true, b"old").unwrap();
+    for _ in 0..REPLAY_WINDOW + 10 {
+        let d = send(&mut p, true, b"n").unwrap();
+        deliver_b(&mut p, &d).unwrap();
+    }
+    assert_eq!(deliver_b(&mut p, &old), None);
+}
+
+#[test]
+fn lost_handshake_messages_are_retransmitted() {
+    let mut p = pair();
+    assert!(send(&mut p, true, b"hi").is_none());
+    // Lose INIT and RESP once each.
+    let mut lost_init = false;
+    let mut lost_resp = false;
+    let (_, fb) = exchange(&mut p, |from, d| match (from, d[0]) {
+        (A, TYPE_INIT) if !lost_init => {
+            lost_init = true;
+            true
+        }
+        _ => false,
+    });
+    assert!(fb.is_empty());
+    for _ in 0..20 {
+        p.now += Dur::from_millis(300);
+        p.a.handle_timeout(p.now);
+        p.b.handle_timeout(p.now);
+        let (_, fb) = exchange(&mut p, |from, d| match (from, d[0]) {
+            (B, TYPE_RESP) if !lost_resp => {
+                lost_resp = true;
+                true
+            }
+            _ => false,
+        });
+        if !fb.is_empty() {
+            assert_eq!(fb, vec![b"hi".to_vec()]);
+            assert!(p.a.stats().handshake_retransmits >= 2);
+            // The second INIT was answered from the cache, not a new handshake.
+            assert_eq!(p.b.stats().handshakes_answered, 1);
+            return;
+        }
+    }
+    panic!("no handshake");
+}
+
+#[test]
+fn handshake_gives_up_and_reports_down() {
+    let mut p = pair();
+    assert!(send(&mut p, true, b"hi").is_none());
+    for _ in 0..100 {
+        p.now += Dur::from_millis(500);
+        p.a.handle_timeout(p.now);
+        while p.a.poll_transmit().is_some() {}
+    }
+    assert_eq!(p.a.poll_event(), Some(LinkEvent::Down { link: LinkId(1) }));
+    assert_eq!(p.a.stats().handshake_timeouts, 1);
+}
+
+#[test]
+fn simultaneous_initiation_ends_with_one_session() {
+    let mut p = pair();
+    assert!(send(&mut p, true, b"from a").is_none());
+    assert!(send(&mut p, false, b"from b").is_none());
+    let (fa, fb) = exchange(&mut p, |_, _| false);
+    assert_eq!(fa, vec![b"from b".to_vec()]);
+    assert_eq!(fb, vec![b"from a".to_vec()]);
+    assert_eq!(p.a.stats().handshake_collisions, 1);
+    assert_eq!(p.b.stats().handshake_collisions, 1);
+    let d = send(&mut p, true, b"again").unwrap();
+    assert_eq!(deliver_b(&mut p, &d).as_deref(), Some(&b"again"[..]));
+}
+
+#[test]
+fn replayed_init_does_not_break_a_working_link_but_a_restart_replaces_it() {
+    let mut p = pair();
+    let mut init = None;
+    assert!(send(&mut p, true, b"x").is_none());
+    let _ = exchange(&mut p, |from, d| {
+        if from == A && d[0] == TYPE_INIT {
+            init = Some(d.to_vec());
+        }
+        false
+    });
+    while p.a.poll_event().is_some() {}
+    while p.b.poll_event().is_some() {}
+    // Replay the INIT later (as an attacker would, from A's address).
+    p.now += Dur::from_secs(1);
+    let init = init.unwrap();
+    let mut f = Vec::new();
+    assert_eq!(p.b.handle_datagram(p.now, addr(A), &init, &mut f), None);
+    // B answered from its cache; the link still works and nothing changed.
+    assert_eq!(p.b.poll_event(), None);
+    let d = send(&mut p, true, b"still").unwrap();
+    assert_eq!(deliver_b(&mut p, &d).as_deref(), Some(&b"still"[..]));
+    // A restarts (same key, new state): B switches once the new session is
+    // confirmed, and says the old one was replaced.
+    let dir = p.a.config().directory.clone();
+    p.a = Links::new(LinkConfig::new(p.ka.clone(), dir));
+    assert!(send(&mut p, true, b"new").is_none());
+    let (_, fb) = exchange(&mut p, |_, _| false);
+    assert_eq!(fb, vec![b"new".to_vec()]);
+    assert_eq!(
+        p.b.poll_event(),
+        Some(LinkEvent::Up {
+            link: LinkId(0),
+            key: p.ka.public,
+            replaced: true
+        })
+    );
+}
+
+#[test]
+fn idle_links_go_down_and_keepalives_keep_them_up() {
+    let mut p = pair();
+    up(&mut p);
+    // Both run their timers and exchange keepalives for a minute.
+    for _ in 0..60 {
+        p.now += Dur::from_secs(1);
+        p.a.handle_timeout(p.now);
+        p.b.handle_timeout(p.now);
+        let _ = exchange(&mut p, |_, _| false);
+    }
+    assert!(p.a.is_up(LinkId(1)) && p.b.is_up(LinkId(0)));
+    assert!(p.a.stats().keepalives_out >= 5);
+    // B goes silent.
+    for _ in 0..40 {
+        p.now += Dur::from_secs(1);
+        p.a.handle_timeout(p.now);
+        while p.a.poll_transmit().is_some() {}
+    }
+    assert_eq!(p.a.poll_event(), Some(LinkEvent::Down { link: LinkId(1) }));
+}
+
+#[test]
+fn encryption_modes_must_match() {
+    let mut p = pair_with(true, false);
+    assert!(send(&mut p, true, b"x").is_none());
+    let (_, fb) = exchange(&mut p, |_, _| false);
+    assert!(fb.is_empty());
+    assert_eq!(p.b.stats().handshake_refused, 1);
+    // Both off: plaintext frames flow, with the header and counter.
+    let mut p = pair_with(false, false);
+    up(&mut p);
+    let d = send(&mut p, true, b"clear").unwrap();
+    assert_eq!(d[0], TYPE_PLAIN);
+    assert_eq!(&d[DATA_HEADER_LEN..], b"clear");
+    assert_eq!(deliver_b(&mut p, &d).as_deref(), Some(&b"clear"[..]));
+    assert_eq!(deliver_b(&mut p, &d), None, "replays are still refused");
+}
+
+#[test]
+fn clients_need_permission_and_get_their_own_links() {
+    let relay = Keypair::generate();
+    let client = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut cr = LinkConfig::new(relay.clone(), dir.clone());
+    cr.accept_clients = false;
+    let mut r = Links::new(cr);
+    let mut c = Links::new(LinkConfig::new(client.clone(), dir.clone()));
+    assert!(c.seal(Time::ZERO, LinkId(0), b"hi").is_none());
+    let (_, init) = c.poll_transmit().unwrap();
+    let mut f = Vec::new();
+    assert_eq!(r.handle_datagram(Time::ZERO, addr(A), &init, &mut f), None);
+    assert_eq!(r.stats().unknown_peer, 1);
+    assert!(r.poll_transmit().is_none());
+    // A relay that accepts clients gives it link id 1 (after the directory).
+    let mut r = Links::new(LinkConfig::new(relay, dir));
+    assert_eq!(r.handle_datagram(Time::ZERO, addr(A), &init, &mut f), None);
+    let (_, resp) = r.poll_transmit().unwrap();
+    assert_eq!(c.handle_datagram(Time::ZERO, addr(B), &resp, &mut f), None);
+    let (_, d) = c.poll_transmit().unwrap();
+    assert_eq!(
+        r.handle_datagram(Time::ZERO, addr(A), &d, &mut f),
+        Some(LinkId(1))
+    );
+    assert_eq!(f, b"hi");
+    assert_eq!(r.peer_key(LinkId(1)), Some(client.public));
+    assert_eq!(r.client_count(), 1);
+}
+
+#[test]
+fn keys_round_trip_through_hex() {
+    let k = Keypair::generate();
+    assert_eq!(Keypair::from_private(k.private), k);
+    assert_eq!(parse_key(&hex(&k.public)), Some(k.public));
+    assert_eq!(parse_key("zz"), None);
+    assert_eq!(parse_key(&"g".repeat(64)), None);
+}

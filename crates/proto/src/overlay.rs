@@ -1,0 +1,106 @@
+//! A whole overlay node, sans-IO: secure [`Links`](crate::link::Links)
+//! under a circuit [`Node`](crate::circuit::Node). Feature `link`.
+//!
+//! A driver (the `hopwise relay` / `hopwise proxy` daemon, or a test) owns
+//! one UDP socket and does only this:
+//!
+//! ```text
+//! datagram arrives   -> host.handle_datagram(now, from, bytes)
+//! deadline passes    -> host.handle_timeout(now)
+//! after either       -> while let Some((to, bytes)) = host.poll_transmit(now) { send }
+//!                       while let Some(ev) = host.poll_event() { act on streams }
+//!                       arm a timer for host.poll_timeout()
+//! ```
+//!
+//! Stream data goes through [`Host::node`]'s stream calls.
+
+use crate::circuit::{Node, NodeEvent};
+use crate::link::{LinkEvent, Links};
+use crate::time::Time;
+use std::net::SocketAddr;
+
+/// Links and node of one overlay participant.
+#[derive(Debug)]
+pub struct Host {
+    links: Links,
+    node: Node,
+    frame: Vec<u8>,
+}
+
+impl Host {
+    /// `links` and `node` must agree on the directory (link ids).
+    pub fn new(links: Links, node: Node) -> Host {
+        Host {
+            links,
+            node,
+            frame: Vec::with_capacity(2048),
+        }
+    }
+
+    pub fn links(&self) -> &Links {
+        &self.links
+    }
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+    pub fn node_mut(&mut self) -> &mut Node {
+        &mut self.node
+    }
+
+    fn sync(&mut self, now: Time) {
+        while let Some(ev) = self.links.poll_event() {
+            match ev {
+                LinkEvent::Up {
+                    link,
+                    key,
+                    replaced,
+                } => {
+                    if replaced {
+                        self.node.link_down(now, link);
+                    }
+                    self.node.link_up(link, key);
+                }
+                LinkEvent::Down { link } => self.node.link_down(now, link),
+            }
+        }
+    }
+
+    /// A UDP datagram arrived.
+    pub fn handle_datagram(&mut self, now: Time, from: SocketAddr, data: &[u8]) {
+        let l = self.links.handle_datagram(now, from, data, &mut self.frame);
+        self.sync(now);
+        if let Some(l) = l {
+            self.node.handle_frame(now, l, &self.frame);
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: Time) {
+        self.links.handle_timeout(now);
+        self.sync(now);
+        self.node.handle_timeout(now);
+    }
+
+    /// The next datagram to send. Call until `None`.
+    pub fn poll_transmit(&mut self, now: Time) -> Option<(SocketAddr, Vec<u8>)> {
+        loop {
+            if let Some(d) = self.links.poll_transmit() {
+                return Some(d);
+            }
+            let (l, f) = self.node.poll_frame(now)?;
+            if let Some(d) = self.links.seal(now, l, &f) {
+                return Some(d);
+            }
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Time> {
+        match (self.links.poll_timeout(), self.node.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn poll_event(&mut self) -> Option<NodeEvent> {
+        self.node.poll_event()
+    }
+}
