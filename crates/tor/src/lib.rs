@@ -23,8 +23,8 @@ pub mod node;
 pub mod plan;
 pub mod results;
 pub mod server;
-pub mod transport;
 pub mod torps;
+pub mod transport;
 pub mod vegas;
 
 pub use config::{
@@ -34,9 +34,9 @@ pub use config::{
 };
 pub use hopwise_proto::bucket::Refill;
 pub use net::{Access, CircuitSpec, Installed, TorNet, TorSim};
-pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};
-pub use vegas::{Vegas, VegasStats};
 pub use results::{
     fit_rw, CircuitResult, Fit, HopSample, HopTrace, NodeResult, NodeSample, RequestRecord,
     TorResults, TransportStats,
 };
+pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};
+pub use vegas::{Vegas, VegasStats};

@@ -115,7 +115,8 @@ mod tests {
 
     #[test]
     fn errors_name_the_line() {
-        let e = TorpsPaths::parse("0\tA EU 1\tB EU 2\tC NA 3\n1\tA EU 1\tB EU\tC NA 3\n").unwrap_err();
+        let e =
+            TorpsPaths::parse("0\tA EU 1\tB EU 2\tC NA 3\n1\tA EU 1\tB EU\tC NA 3\n").unwrap_err();
         assert!(e.starts_with("line 2"), "{e}");
         let e = TorpsPaths::parse("0\tA EU 1\tA EU 1\tC NA 3\n").unwrap_err();
         assert!(e.contains("twice"), "{e}");
