@@ -324,7 +324,7 @@ mod tests {
                 let arrive = t + base_ms / 2e3;
                 let depart = arrive.max(last_depart) + dt;
                 last_depart = depart;
-                if sent % 31 == 0 {
+                if sent.is_multiple_of(31) {
                     sendmes.push_back(depart + base_ms / 2e3);
                 }
             }
