@@ -31,7 +31,7 @@
 
 use crate::config::{BucketSpec, LinkSharing, ServerSpec, TorConfig, Traffic, TransportConfig};
 use crate::node::TorNode;
-use crate::plan::{EdgePlan, HopPlan, Leg, LinkPlan, NodePlan};
+use crate::plan::{EdgePlan, HopPlan, Leg, LinkPlan, NodePlan, Uplink};
 use crate::results::{CircuitResult, HopTrace, NodeResult, TorResults};
 use crate::server::ServerAgent;
 use hopwise_proto::time::{Dur, Time};
@@ -486,6 +486,10 @@ impl TorNet {
                     Some(Role::Relay(b)) => *b,
                     _ => None,
                 },
+                uplink: ix.get(n.as_str()).map(|d| Uplink {
+                    rate: d.access.up.unwrap_or(d.access.rate),
+                    queue: d.access.queue,
+                }),
                 links: Vec::new(),
                 hops: Vec::new(),
                 edges: Vec::new(),

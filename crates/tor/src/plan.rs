@@ -3,7 +3,17 @@
 
 use crate::config::{BucketSpec, Traffic};
 use hopwise_proto::time::Time;
+use hopwise_proto::units::Rate;
+use hopwise_sim::spec::Limit;
 use hopwise_sim::NodeId;
+
+/// The node's access link towards its switch (its only way out).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Uplink {
+    pub rate: Rate,
+    /// Drop-tail limit of the host's output queue.
+    pub queue: Limit,
+}
 
 /// One side of a circuit at a node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +82,8 @@ pub struct NodePlan {
     /// The scenario seed (for per-circuit random streams).
     pub seed: u64,
     pub bucket: Option<BucketSpec>,
+    /// The host's uplink (`None`: unknown, e.g. a node added by the caller).
+    pub uplink: Option<Uplink>,
     pub links: Vec<LinkPlan>,
     pub hops: Vec<HopPlan>,
     pub edges: Vec<EdgePlan>,

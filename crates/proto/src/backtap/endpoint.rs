@@ -970,14 +970,12 @@ impl Endpoint {
             return Err(Full);
         };
         if !q.admission_open(cfg) {
-            q.limited = true;
+            q.note_limited();
             q.edge_flag = false;
             return Err(Full);
         }
         q.package(flags & FLAG_CLOSE, body);
-        if !q.admission_open(cfg) {
-            q.limited = true;
-        }
+        q.note_limited();
         self.activate(r);
         self.check_edge(r);
         self.tidy();

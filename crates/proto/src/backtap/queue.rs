@@ -235,9 +235,16 @@ impl Queue {
     }
 
     /// Records that the window held back a cell, for
-    /// [`Config::grow_only_when_limited`].
+    /// [`Config::grow_only_when_limited`]: a relay has a cell queued and the
+    /// window is closed; a packaging edge has its window closed (admission,
+    /// which counts the cells queued here too, is then closed as well, so the
+    /// application is held back by the window). A packaging edge whose cells
+    /// wait here for the token bucket or the scheduler while the window is
+    /// open is not window-limited: its own relay is the bottleneck, no
+    /// FORWARD-RTT sees that wait, and growing the window would only move
+    /// more of the application's data into this queue.
     pub fn note_limited(&mut self) {
-        if !self.out_app && self.next_tx <= self.tail && !self.window_open() {
+        if !self.out_app && (self.next_tx <= self.tail || self.in_app) && !self.window_open() {
             self.limited = true;
         }
     }

@@ -642,3 +642,76 @@ fn token_bucket_gates_cells_not_feedback() {
     relay.handle_timeout(ms(10));
     assert_eq!(cells(&settle(&mut relay, ms(10))), vec![2]);
 }
+
+/// A packaging edge whose own token bucket is the bottleneck keeps cells
+/// queued locally with its window open: the window did not hold anything
+/// back, so `grow_only_when_limited` must not let it grow (it used to grow by
+/// one cell per round without bound, because admission, which counts the
+/// locally queued cells, was full).
+#[test]
+fn a_bucket_limited_packaging_edge_does_not_grow_its_window() {
+    let cfg = Config {
+        bucket: Some(BucketConfig {
+            rate: 519 * 100,
+            burst: 519,
+            refill: crate::bucket::Refill::Periodic(Dur::from_millis(10)),
+        }),
+        ..Config::default()
+    };
+    let (mut ep, p, cs) = client(cfg, 1);
+    let c = cs[0];
+    // The successor forwards every cell at once; its ACK+FWD arrive 20 ms
+    // after the cell left: no queueing downstream, baseRtt = actualRtt.
+    let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
+    let mut sent = 0;
+    for t in 0..3000 {
+        let now = ms(t);
+        while due.front().is_some_and(|d| d.0 <= now) {
+            let (_, s) = due.pop_front().unwrap();
+            ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
+                .unwrap();
+        }
+        if ep.poll_timeout().is_some_and(|x| x <= now) {
+            ep.handle_timeout(now);
+        }
+        fill(&mut ep, now, c);
+        for s in cells(&drain(&mut ep, now)) {
+            due.push_back((now + Dur::from_millis(20), s));
+            sent += 1;
+        }
+    }
+    let st = ep.circuit_stats(c, Direction::Forward);
+    assert!(sent > 250, "the bucket's rate: {sent} cells in 3 s");
+    assert!(st.rounds > 20, "{st:?}");
+    assert!(
+        st.swnd <= 6,
+        "swnd {} (queued here {}): grew although the bucket, not the window, held cells back",
+        st.swnd,
+        st.queued
+    );
+}
+
+/// The same edge without a bucket is window-limited and grows (Eq. 1).
+#[test]
+fn a_window_limited_packaging_edge_grows() {
+    let (mut ep, p, cs) = client(Config::default(), 1);
+    let c = cs[0];
+    let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
+    for t in 0..1000 {
+        let now = ms(t);
+        while due.front().is_some_and(|d| d.0 <= now) {
+            let (_, s) = due.pop_front().unwrap();
+            ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
+                .unwrap();
+        }
+        if ep.poll_timeout().is_some_and(|x| x <= now) {
+            ep.handle_timeout(now);
+        }
+        fill(&mut ep, now, c);
+        for s in cells(&drain(&mut ep, now)) {
+            due.push_back((now + Dur::from_millis(20), s));
+        }
+    }
+    let st = ep.circuit_stats(c, Direction::Forward);
+    assert!(st.swnd >= 15, "{st:?}");
+}

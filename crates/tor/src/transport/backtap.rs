@@ -9,19 +9,35 @@
 //! bucket, which limits the cells the relay sends (docs/backtap.md). The
 //! endpoint reads the simulation clock directly, so its periodic refills are
 //! not phase-shifted per relay as the vanilla buckets are.
+//!
+//! **Device-queue backpressure.** The endpoint hands out every datagram its
+//! window and bucket allow at once, and a relay with large windows (or a big
+//! bucket refill) produces bursts of hundreds of datagrams at one instant.
+//! Written straight into the host's drop-tail output queue (100 packets in
+//! the network experiments), most of such a burst would be dropped at the
+//! sender itself. Neither a real sender nor the reference code does that:
+//! a UDP socket blocks when its send buffer is full, and nstor's
+//! `UdpChannel::Flush` stops writing while the device queue holds its limit
+//! and resumes later. The agent therefore keeps a model of its own uplink
+//! queue (its datagrams, the uplink rate, the queue limit) and stops draining
+//! `poll_transmit` while that queue is full; the cells stay in the endpoint
+//! and leave when the queue has drained to half. The model sees only the
+//! node's own BackTap datagrams (other traffic on the host is not counted).
 
 use super::{token, Shared, Transport};
 use crate::buckets::Side;
 use crate::config::{BacktapTransportConfig, Dir};
-use crate::plan::{Leg, NodePlan};
+use crate::plan::{Leg, NodePlan, Uplink};
 use crate::results::{HopSample, NodeSample, TransportStats};
 use bytes::Bytes;
 use hopwise_proto::backtap::{
     BucketConfig, CircuitId, Direction, Endpoint, Event, PeerId, CELL_BODY_LEN,
 };
 use hopwise_proto::time::Time;
+use hopwise_sim::packet::UDP_OVERHEAD;
+use hopwise_sim::spec::Limit;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 const _: () = assert!(CELL_BODY_LEN == crate::cell::BODY_LEN);
 
@@ -56,6 +72,60 @@ pub struct BacktapTransport {
     circ: Vec<CircuitId>,
     armed: Option<Time>,
     dropped: u64,
+    nic: Option<Nic>,
+    buf: Vec<u8>,
+}
+
+/// A model of the host's output queue, fed with this node's datagrams: when
+/// each would finish transmission on the uplink (FIFO at the uplink rate).
+#[derive(Debug)]
+struct Nic {
+    up: Uplink,
+    /// (transmission done, IP bytes) of datagrams not yet fully sent.
+    q: VecDeque<(Time, u32)>,
+    bytes: u64,
+}
+
+impl Nic {
+    fn purge(&mut self, now: Time) {
+        while let Some(&(t, n)) = self.q.front() {
+            if t > now {
+                break;
+            }
+            self.q.pop_front();
+            self.bytes -= n as u64;
+        }
+    }
+    /// Whether a datagram of `size` IP bytes fits (counting the one on the
+    /// wire too, so the real queue never overflows from our own traffic).
+    fn room(&mut self, now: Time, size: u32) -> bool {
+        self.purge(now);
+        match self.up.queue {
+            Limit::Packets(n) => (self.q.len() as u64) < n,
+            Limit::Bytes(b) => self.bytes + size as u64 <= b,
+        }
+    }
+    /// When the queue will have drained to half its limit.
+    fn wake_at(&self, now: Time) -> Time {
+        let mut left = self.bytes;
+        for (i, &(t, n)) in self.q.iter().enumerate() {
+            let half = match self.up.queue {
+                Limit::Packets(l) => (self.q.len() - i) as u64 <= l.div_ceil(2),
+                Limit::Bytes(b) => left <= b / 2,
+            };
+            if half {
+                return t.max(now);
+            }
+            left -= n as u64;
+        }
+        self.q.back().map_or(now, |b| b.0)
+    }
+    fn push(&mut self, now: Time, size: u32) {
+        let start = self.q.back().map_or(now, |b| b.0.max(now));
+        self.q
+            .push_back((start + self.up.rate.tx_time(size as u64), size));
+        self.bytes += size as u64;
+    }
 }
 
 /// The BackTap transport for `plan`.
@@ -107,6 +177,12 @@ impl BacktapTransport {
             circ,
             armed: None,
             dropped: 0,
+            nic: plan.uplink.map(|up| Nic {
+                up,
+                q: VecDeque::new(),
+                bytes: 0,
+            }),
+            buf: Vec::new(),
         }
     }
 
@@ -207,11 +283,30 @@ impl Transport for BacktapTransport {
 
     fn poll_writes(&mut self, cx: &mut Cx<'_>, _sh: &mut Shared<'_>) {
         let now = cx.now();
-        while let Some((p, data)) = self.ep.poll_transmit(now) {
+        // A datagram is at most one payload budget; wait while one would not fit.
+        let max = (UDP_OVERHEAD as usize + self.ep.config().payload_budget) as u32;
+        let mut wake = None;
+        loop {
+            if let Some(nic) = self.nic.as_mut() {
+                if !nic.room(now, max) {
+                    wake = Some(nic.wake_at(now));
+                    break;
+                }
+            }
+            let Some(p) = self.ep.poll_transmit_into(now, &mut self.buf) else {
+                break;
+            };
+            if let Some(nic) = self.nic.as_mut() {
+                nic.push(now, UDP_OVERHEAD + self.buf.len() as u32);
+            }
             let to = self.peer_node[p.0 as usize];
-            cx.send_udp(self.port, to, self.port, Bytes::from(data));
+            cx.send_udp(self.port, to, self.port, Bytes::copy_from_slice(&self.buf));
         }
-        if let Some(t) = self.ep.poll_timeout() {
+        let next = match (self.ep.poll_timeout(), wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let Some(t) = next {
             if self.armed.is_none_or(|a| t < a) {
                 self.armed = Some(t);
                 cx.set_timer(t, token::make(token::TRANSPORT, 0));
@@ -256,5 +351,55 @@ impl Transport for BacktapTransport {
             write_stalls: s.bucket_stalls,
             ..TransportStats::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::*;
+    use hopwise_proto::bucket::Refill;
+    use hopwise_proto::time::Dur;
+    use hopwise_proto::units::Rate;
+    use hopwise_sim::spec::Limit;
+
+    /// Twenty circuits through the same relays open their windows together,
+    /// so every relay sends bursts of tens of datagrams at one instant; with a
+    /// 4-packet output queue they used to be dropped at the sender's own
+    /// uplink. The device-queue model holds them in the endpoint instead.
+    #[test]
+    fn bursts_wait_for_the_uplink_queue_instead_of_overflowing_it() {
+        let mut net = TorNet::new(TransportConfig::backtap());
+        let acc =
+            Access::star(Rate::from_mbps(1000), Dur::from_millis(40)).queue(Limit::Packets(4));
+        net.relay("g", None, acc)
+            .relay(
+                "m",
+                Some(BucketSpec::new(4_000_000).refill(Refill::Periodic(Dur::from_millis(10)))),
+                acc,
+            )
+            .relay("e", None, acc);
+        for i in 0..20 {
+            let op = format!("op{i}");
+            net.client(&op, acc);
+            net.circuit(CircuitSpec::new(
+                &format!("c{i}"),
+                &op,
+                &["g", "m", "e"],
+                Traffic::bulk(1 << 40),
+            ));
+        }
+        let mut s = net.build("nic", 1, Dur::from_secs(8)).unwrap();
+        s.run();
+        let r = s.results();
+        let up_drops: u64 = s
+            .sim
+            .ifaces
+            .iter()
+            .filter(|f| f.name.ends_with(":ab"))
+            .map(|f| f.stats.drops)
+            .sum();
+        assert_eq!(up_drops, 0, "datagrams dropped at their sender's uplink");
+        let total: u64 = r.circuits.iter().map(|c| c.delivered).sum();
+        assert!(total > 20_000_000, "{total} B");
     }
 }
