@@ -72,14 +72,36 @@ enum Cmd {
         #[command(subcommand)]
         model: model::ModelCmd,
     },
-    /// Run the fixed scale benchmark (scenarios/scale.toml, built in) and report simulator speed.
+    /// Run the fixed scale benchmark (scenarios/scale.toml, built in) and report simulator speed;
+    /// with `--tor`, a Tor-sized network (issue 7: 6000 relays, 20 000 circuits, 60 s).
     Bench {
-        /// Override a scenario key of the benchmark, e.g. `--set duration=10s`.
-        #[arg(long = "set", value_name = "KEY=VALUE")]
+        /// Override a scenario key of the benchmark, e.g. `--set duration=10s` (not with `--tor`).
+        #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "tor")]
         sets: Vec<String>,
         /// Repeat the run this many times and report each.
         #[arg(long, default_value_t = 1)]
         repeat: u32,
+        /// Benchmark a Tor-sized network instead: wall time of setup and run, events/s, peak memory.
+        #[arg(long)]
+        tor: bool,
+        /// With `--tor`: the transport (backtap, vanilla, pctcp, n23, tor-vegas, or a variant such as backtap-100ms).
+        #[arg(long, default_value = "backtap", requires = "tor")]
+        transport: String,
+        /// With `--tor`: relays.
+        #[arg(long, default_value_t = 6000, requires = "tor")]
+        relays: usize,
+        /// With `--tor`: concurrent circuits (one client each; 10 % bulk, 90 % web).
+        #[arg(long, default_value_t = 20_000, requires = "tor")]
+        circuits: usize,
+        /// With `--tor`: simulated seconds.
+        #[arg(long, default_value_t = 60, requires = "tor")]
+        secs: u64,
+        /// With `--tor`: seed of the network's draws and the simulation.
+        #[arg(long, default_value_t = 1, requires = "tor")]
+        seed: u64,
+        /// With `--tor`: write summary.json (one entry per run) into this directory.
+        #[arg(long, requires = "tor")]
+        out: Option<PathBuf>,
     },
     /// Run a relay: BackTap over UDP with encrypted links (docs/relay.md).
     Relay {
@@ -132,7 +154,26 @@ fn main() -> ExitCode {
             sets,
             quiet,
         } => run::sim(file.as_deref(), seed, &out, &sets, quiet),
-        Cmd::Bench { sets, repeat } => run::bench(&sets, repeat),
+        Cmd::Bench {
+            tor: true,
+            transport,
+            relays,
+            circuits,
+            secs,
+            seed,
+            out,
+            repeat,
+            ..
+        } => run::bench_tor(
+            &transport,
+            relays,
+            circuits,
+            secs,
+            seed,
+            repeat,
+            out.as_deref(),
+        ),
+        Cmd::Bench { sets, repeat, .. } => run::bench(&sets, repeat),
         Cmd::Relay { config, show_key } => {
             net::init_logging();
             net::relay(&config, show_key)

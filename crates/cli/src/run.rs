@@ -1,4 +1,4 @@
-//! `hopwise sim` and `hopwise bench`.
+//! `hopwise sim`, `hopwise bench` and `hopwise bench --tor`.
 
 use anyhow::{Context, Result};
 use hopwise_proto::time::Dur;
@@ -195,6 +195,73 @@ pub fn bench(sets: &[String], repeat: u32) -> Result<()> {
             s.jain.map_or("n/a".into(), |j| format!("{j:.4}")),
             s.event_hash
         );
+    }
+    Ok(())
+}
+
+fn mib(b: Option<u64>) -> String {
+    b.map_or("n/a".into(), |b| {
+        format!("{:.0} MiB", b as f64 / (1u64 << 20) as f64)
+    })
+}
+
+/// `hopwise bench --tor`: the scale benchmark of issue 7
+/// (`hopwise_repro::backtap_network::scale`).
+pub fn bench_tor(
+    transport: &str,
+    relays: usize,
+    circuits: usize,
+    secs: u64,
+    seed: u64,
+    repeat: u32,
+    out: Option<&Path>,
+) -> Result<()> {
+    use hopwise_repro::backtap_network::scale::{run_with, ScaleParams};
+    let p = ScaleParams {
+        seed,
+        ..ScaleParams::new(transport, relays, circuits, secs)
+    };
+    println!(
+        "bench --tor: {transport}, {relays} relays, {circuits} circuits ({:.0} % bulk 5 MiB, the rest web 320 KiB, think 1–20 s, starts over the first {} s), {secs} s simulated, seed {seed}",
+        100.0 * p.bulk_fraction,
+        p.start_window_s()
+    );
+    let mut reports = Vec::new();
+    for i in 0..repeat.max(1) {
+        if i > 0 {
+            eprintln!("(peak RSS is the process's: it covers the earlier runs too)");
+        }
+        eprintln!("building the network ...");
+        let r = run_with(&p, &mut |sim| {
+            eprintln!("running ...");
+            run_with_progress(sim, "bench --tor");
+        })?;
+        println!(
+            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.4} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {:.2} s) | goodput {:.1} MB | event hash {}",
+            i + 1,
+            r.setup_wall_s,
+            mib(r.peak_rss_setup_bytes),
+            r.run_wall_s,
+            r.events,
+            r.events_per_s / 1e6,
+            r.sim_s_per_wall_s,
+            mib(r.peak_rss_bytes),
+            r.relays_used,
+            r.requests_issued,
+            r.requests_completed,
+            r.bulk_completed,
+            r.web_completed,
+            r.web_ttlb_median_s,
+            r.goodput_bytes as f64 / 1e6,
+            r.event_hash
+        );
+        anyhow::ensure!(r.corrupt_bytes == 0, "{} corrupt bytes", r.corrupt_bytes);
+        reports.push(r);
+    }
+    if let Some(dir) = out {
+        hopwise_repro::write_summary(dir, &reports)
+            .with_context(|| format!("writing {}", dir.join("summary.json").display()))?;
+        println!("results: {}", dir.join("summary.json").display());
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backtap_circuit;
+pub mod backtap_network;
 pub mod ledbat_flow;
 pub mod overlay_ack;
 pub mod pendulum;
@@ -145,6 +146,7 @@ pub fn registry() -> Vec<Experiment> {
         ledbat_flow::experiment(),
         overlay_ack::experiment(),
         backtap_circuit::experiment(),
+        backtap_network::experiment(),
     ]
 }
 

@@ -39,6 +39,14 @@ fn vanilla_circuit() -> TorConfig {
 fn vanilla_stream() -> TorConfig {
     vanilla_stream_window(false)
 }
+/// Tor Vegas (proposal 324: no circuit or stream window, Vegas at the
+/// edges) over vanilla relays, Nagle off like the other vanilla curves; the
+/// middle refills every 100 ms, as for vanilla.
+pub fn tor_vegas() -> TorConfig {
+    let mut cfg = TorConfig::tor_vegas();
+    cfg.tcp_mut().expect("Tor Vegas runs over TCP").tcp.nagle = false;
+    cfg
+}
 fn backtap_linear() -> TorConfig {
     backtap(Startup::Linear)
 }
@@ -103,8 +111,17 @@ pub fn variants() -> Vec<Variant> {
             backtap_linear,
             true,
         ),
-        // Tor Vegas (proposal 324) goes here once crates/tor has it (issue 7):
-        // Variant::new("tor-vegas", "tor-vegas", "cwnd", Periodic100, tor_vegas, true),
+        // Tor Vegas (proposal 324, issue 7): not one of the paper's curves,
+        // so it runs with the refill variants and stays out of `fig5.svg`
+        // and the paper's claims.
+        Variant::new(
+            "tor-vegas",
+            "tor-vegas",
+            "cwnd",
+            Periodic100,
+            tor_vegas,
+            false,
+        ),
         Variant::new(
             "vanilla-circuit-10ms",
             "vanilla",
@@ -1030,6 +1047,25 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
                     r.delay_ms - r.rtt_ms as f64 / 2.0
                 )),
                 list(&cv, |r| format!("{:.0}", r.bottleneck_queue_cells))
+            ),
+        ));
+    }
+    let tv = out.curve("tor-vegas");
+    if !tv.is_empty() {
+        c.push(Claim::info(
+            "Fig. 5 (Tor Vegas, issue 7)",
+            "Tor Vegas (proposal 324, 100 ms refill) keeps the rate under high RTT but holds a standing queue of 100+ cells, where BackTap holds a few",
+            format!(
+                "{refill_seeds} runs per point. rate/payload: {}; standing queue (delay − RTT/2)·rate/498, cells: {}; BackTap: {}",
+                list(&tv, |r| f3(r.rate / pv)),
+                list(&tv, |r| format!(
+                    "{:.0}",
+                    (r.delay_ms - r.rtt_ms as f64 / 2.0) / 1e3 * r.rate / CELL_DATA
+                )),
+                list(&bt, |r| format!(
+                    "{:.0}",
+                    (r.delay_ms - r.rtt_ms as f64 / 2.0) / 1e3 * r.rate / CELL_DATA
+                )),
             ),
         ));
     }

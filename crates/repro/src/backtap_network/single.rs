@@ -1,0 +1,335 @@
+//! Tor Vegas's standing queue (issue 7): the single circuit of Fig. 5
+//! (`backtap-circuit`: client → guard → middle → exit in a 1 Gbit/s star,
+//! the middle's bucket 1500 kB/s the bottleneck) with Tor Vegas (proposal
+//! 324, 100 ms refill like vanilla) and BackTap (10 ms refill), at each of
+//! `plan.single_rtts_ms`, for `plan.single_secs`, measured from
+//! `plan.single_fit_from`.
+//!
+//! The queue at the bottleneck is what the middle relay holds for the
+//! circuit in the download direction, averaged over the 10 ms queue samples:
+//! its circuit (BackTap: fused) queue, for TCP transports plus the circuit's
+//! cells written towards the guard but not yet on the wire, plus the bytes
+//! in the middle's kernel receive buffers that it has not read (its read
+//! bucket is what limits; with one circuit they are all this circuit's, in
+//! 512-byte cells). Tor Vegas's backlog waits there, unread; BackTap's in
+//! its fused queue, released every 10 ms refill.
+//!
+//! Both run for the same `single_secs`: BackTap's linear start-up (+1 cell
+//! per round) needs about `C/519 · (RTT/3)²` seconds to open a hop's window
+//! ([`fig5::ramp_estimate`]), which at the largest RTTs exceeds the run, so
+//! its rate there is still ramping (`backtap-circuit`'s Fig. 5 runs long
+//! enough for it).
+
+use super::fairness::FairnessOut;
+use super::Plan;
+use crate::backtap_circuit::fig5::{self, hop_mean, Variant};
+use crate::backtap_circuit::RefillMode;
+use crate::backtap_circuit::{start_offset, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL};
+use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
+use hopwise_proto::time::Dur;
+use hopwise_tor::Dir;
+use serde::Serialize;
+use std::path::Path;
+
+/// Cells Tor Vegas is expected to hold at the bottleneck (issue 7: "100+").
+pub const VEGAS_QUEUE_MIN: f64 = 100.0;
+
+/// Rate (fraction of the payload rate) from which a run counts as in steady
+/// state for the queue claim.
+pub const STEADY_RATE: f64 = 0.95;
+
+/// "A few" cells for BackTap: β plus what one 10 ms refill of the 1500 kB/s
+/// bucket releases at once (cells wait for the next refill), ≈ 32.9 cells:
+/// the band of `backtap-circuit`'s §3 claim.
+pub fn backtap_few() -> f64 {
+    BETA as f64 + C as f64 * RefillMode::Periodic10.interval().as_secs_f64() / BACKTAP_CELL
+}
+
+/// One (transport, RTT) point (issue 7's `single_circuit`).
+#[derive(Clone, Debug, Serialize)]
+pub struct SingleRow {
+    pub transport: String,
+    pub rtt_ms: u64,
+    /// Payload rate over the bottleneck's payload rate for this transport
+    /// (C · 498 / 512 for Tor Vegas, C · 498 / 519 for BackTap).
+    pub rate_frac: f64,
+    /// Mean cells held at the middle relay (see the module doc).
+    pub bottleneck_queue_cells: f64,
+    #[serde(rename = "rate_Bps")]
+    pub rate: f64,
+    /// Of which: the circuit's queue proper, and the unread receive buffer.
+    pub middle_circuit_queue_cells: f64,
+    pub middle_unread_cells: f64,
+    /// The standing queue along the whole path from the R/W fit:
+    /// (delay − RTT/2) · rate / 498.
+    pub excess_delay_cells: f64,
+    #[serde(rename = "backlog_B")]
+    pub backlog: f64,
+    pub delay_ms: f64,
+    /// Tor Vegas: the exit's mean congestion window (cells); BackTap: the
+    /// exit hop's mean send window.
+    pub exit_window_cells: f64,
+    pub secs: u64,
+    pub fit_from_s: u64,
+    pub events: u64,
+    pub corrupt: u64,
+}
+
+/// Everything the single-circuit runs produced.
+#[derive(Clone, Debug, Default)]
+pub struct SingleOut {
+    pub rows: Vec<SingleRow>,
+}
+
+impl SingleOut {
+    pub fn row(&self, t: &str, rtt_ms: u64) -> Option<&SingleRow> {
+        self.rows
+            .iter()
+            .find(|r| r.transport == t && r.rtt_ms == rtt_ms)
+    }
+}
+
+/// The Fig. 5 variants compared here: Tor Vegas and BackTap.
+pub fn variants() -> Vec<Variant> {
+    fig5::variants()
+        .into_iter()
+        .filter(|v| v.key == "tor-vegas" || v.key == "backtap")
+        .collect()
+}
+
+/// One run of the Fig. 5 circuit.
+pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Result<SingleRow> {
+    let rtt = Dur::from_millis(rtt_ms);
+    let start = start_offset(1, "c0", Dur::ZERO);
+    let net = fig5::net(v, rtt, start);
+    let mut sim = net
+        .build(
+            &format!("single-{}-{rtt_ms}", v.key),
+            1,
+            Dur::from_secs(secs),
+        )
+        .map_err(|e| anyhow::anyhow!("{}: {e}", v.key))?;
+    sim.run();
+    let res = sim.results();
+    let c = &res.circuits[0];
+    let from = Dur::from_secs(fit_from);
+    let f = c
+        .fit(from)
+        .ok_or_else(|| anyhow::anyhow!("{} at {rtt_ms} ms: no progress to fit", v.key))?;
+    let b = Dir::Backward.index();
+    let qdt = res.queue_interval.map_or(0.01, |d| d.as_secs_f64());
+    let from_s = from.as_secs_f64();
+    let held = hop_mean(c, "middle", qdt, from_s, |s| s.held(b) as f64);
+    let circuit_queue = hop_mean(c, "middle", qdt, from_s, |s| s.queued[b] as f64);
+    let unread = res
+        .nodes
+        .iter()
+        .find(|n| n.name == "middle")
+        .map_or(0.0, |n| {
+            let i0 = ((from_s / qdt).ceil() as usize).min(n.samples.len());
+            let s = &n.samples[i0..];
+            s.iter().map(|x| x.unread_bytes as f64).sum::<f64>()
+                / s.len().max(1) as f64
+                / VANILLA_CELL
+        });
+    let window = hop_mean(c, "exit", qdt, from_s, |s| {
+        if s.cwnd[b] > 0 {
+            s.cwnd[b] as f64
+        } else {
+            s.swnd[b] as f64
+        }
+    });
+    Ok(SingleRow {
+        transport: v.transport.into(),
+        rtt_ms,
+        rate_frac: f.rate / v.payload_rate(),
+        bottleneck_queue_cells: held + unread,
+        rate: f.rate,
+        middle_circuit_queue_cells: circuit_queue,
+        middle_unread_cells: unread,
+        excess_delay_cells: (f.delay - rtt.as_secs_f64() / 2.0) * f.rate / CELL_DATA,
+        backlog: f.backlog,
+        delay_ms: f.delay * 1e3,
+        exit_window_cells: window,
+        secs,
+        fit_from_s: fit_from,
+        events: res.events,
+        corrupt: c.corrupt,
+    })
+}
+
+/// Runs Tor Vegas and BackTap at every RTT of the plan; writes `single.csv`.
+pub fn run(
+    plan: &Plan,
+    opts: &ReproOpts,
+    progress: &dyn Progress,
+    dir: &Path,
+    files: &mut Vec<String>,
+) -> anyhow::Result<SingleOut> {
+    let jobs: Vec<(Variant, u64)> = variants()
+        .into_iter()
+        .flat_map(|v| plan.single_rtts_ms.iter().map(move |&r| (v.clone(), r)))
+        .collect();
+    progress.start("single circuit", jobs.len() as u64);
+    let results = par_map(jobs, opts.jobs, progress, |(v, rtt)| {
+        run_one(&v, rtt, plan.single_secs, plan.single_fit_from)
+    });
+    progress.finish();
+    let mut out = SingleOut::default();
+    for r in results {
+        let r = r?;
+        anyhow::ensure!(
+            r.corrupt == 0,
+            "{} at {} ms: corrupt bytes",
+            r.transport,
+            r.rtt_ms
+        );
+        out.rows.push(r);
+    }
+    let g = |x: f64| format!("{x:.6}");
+    write_csv(
+        &dir.join("single.csv"),
+        &[
+            "transport",
+            "rtt_ms",
+            "rate_frac",
+            "bottleneck_queue_cells",
+            "rate_Bps",
+            "middle_circuit_queue_cells",
+            "middle_unread_cells",
+            "excess_delay_cells",
+            "backlog_B",
+            "delay_ms",
+            "exit_window_cells",
+            "secs",
+            "fit_from_s",
+            "events",
+        ],
+        &out.rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.transport.clone(),
+                    r.rtt_ms.to_string(),
+                    g(r.rate_frac),
+                    g(r.bottleneck_queue_cells),
+                    format!("{:.0}", r.rate),
+                    g(r.middle_circuit_queue_cells),
+                    g(r.middle_unread_cells),
+                    g(r.excess_delay_cells),
+                    format!("{:.0}", r.backlog),
+                    g(r.delay_ms),
+                    g(r.exit_window_cells),
+                    r.secs.to_string(),
+                    r.fit_from_s.to_string(),
+                    r.events.to_string(),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    )?;
+    files.push("single.csv".into());
+    Ok(out)
+}
+
+/// The single-circuit claims, and the star's standing queues of Tor Vegas
+/// and BackTap from Fig. 6a.
+pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
+    let mut c = Vec::new();
+    let list = |t: &str, f: &dyn Fn(&SingleRow) -> String| {
+        out.rows
+            .iter()
+            .filter(|r| r.transport == t)
+            .map(|r| format!("{} ms: {}", r.rtt_ms, f(r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let tv: Vec<&SingleRow> = out
+        .rows
+        .iter()
+        .filter(|r| r.transport == "tor-vegas")
+        .collect();
+    let bt: Vec<&SingleRow> = out
+        .rows
+        .iter()
+        .filter(|r| r.transport == "backtap")
+        .collect();
+    let few = backtap_few();
+    if !tv.is_empty() && !bt.is_empty() {
+        // A standing queue is a steady-state property: judge the RTTs at
+        // which both transports fill the bottleneck (BackTap's linear
+        // start-up may not have opened its windows within the run, and a
+        // queue of a few cells while ramping says nothing).
+        let steady: Vec<u64> = tv
+            .iter()
+            .filter(|v| v.rate_frac >= STEADY_RATE)
+            .filter_map(|v| {
+                out.row("backtap", v.rtt_ms)
+                    .filter(|b| b.rate_frac >= STEADY_RATE)
+                    .map(|_| v.rtt_ms)
+            })
+            .collect();
+        let holds = !steady.is_empty()
+            && steady.iter().all(|&rtt| {
+                matches!(
+                    (out.row("tor-vegas", rtt), out.row("backtap", rtt)),
+                    (Some(v), Some(b)) if v.bottleneck_queue_cells >= VEGAS_QUEUE_MIN
+                        && b.bottleneck_queue_cells <= few
+                )
+            });
+        c.push(Claim::new(
+            "Issue 7 (Fig. 5 setup)",
+            format!(
+                "Tor Vegas holds a standing queue of {VEGAS_QUEUE_MIN:.0}+ cells per circuit at the bottleneck relay, BackTap a few (judged at every RTT where both reach {:.0} % of the payload rate: Tor Vegas ≥ {VEGAS_QUEUE_MIN:.0} cells, BackTap ≤ β + one 10 ms refill = {few:.1} cells)",
+                100.0 * STEADY_RATE
+            ),
+            format!(
+                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas {}; BackTap {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}",
+                plan.single_fit_from,
+                plan.single_secs,
+                list("tor-vegas", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
+                list("backtap", &|r| format!("{:.1}", r.bottleneck_queue_cells)),
+                list("tor-vegas", &|r| format!("{:.0}", r.excess_delay_cells)),
+                list("backtap", &|r| format!("{:.0}", r.excess_delay_cells)),
+            ),
+            holds,
+        ));
+    }
+    if let Some(hi) = tv.iter().max_by_key(|r| r.rtt_ms) {
+        c.push(Claim::new(
+            "Issue 7 (Fig. 5 setup)",
+            "Tor Vegas keeps the rate under high RTT (judged: ≥ 0.8 of the bottleneck's payload rate at the largest RTT)",
+            format!(
+                "rate / (C·498/512): {}; exit cwnd {}",
+                list("tor-vegas", &|r| format!("{:.3}", r.rate_frac)),
+                list("tor-vegas", &|r| format!("{:.0}", r.exit_window_cells)),
+            ),
+            hi.rate_frac >= 0.8,
+        ));
+    }
+    if !bt.is_empty() {
+        c.push(Claim::info(
+            "Issue 7 (Fig. 5 setup)",
+            "BackTap over the same run length (its linear start-up needs about C/519·(RTT/3)² s to open a hop's window; backtap-circuit's Fig. 5 runs long enough)",
+            format!(
+                "rate / (C·498/519): {}; start-up estimate: {}",
+                list("backtap", &|r| format!("{:.3}", r.rate_frac)),
+                list("backtap", &|r| format!(
+                    "{:.0} s",
+                    fig5::ramp_estimate(Dur::from_millis(r.rtt_ms), BACKTAP_CELL)
+                )),
+            ),
+        ));
+    }
+    if let (Some(v), Some(b)) = (fo.row("tor-vegas"), fo.row("backtap")) {
+        c.push(Claim::new(
+            "Issue 7 (Fig. 6a star)",
+            "In the star of Fig. 6a too, Tor Vegas's per-circuit standing queue is larger than BackTap's (median over circuits and runs of the backlog beyond what propagation holds)",
+            format!(
+                "Tor Vegas {:.0} cells, BackTap {:.0} cells ({} runs each)",
+                v.queue_cells_median, b.queue_cells_median, v.runs
+            ),
+            v.queue_cells_median > b.queue_cells_median,
+        ));
+    }
+    c
+}

@@ -1,0 +1,206 @@
+//! Fig. 7 / Table 2 of `backtap-network`: a tiny dumbbell (fast), and the
+//! quick plan's 375-circuit run for exploration (`--ignored`).
+
+use hopwise_repro::backtap_network::dumbbell::{self, DumbbellOut, KINDS};
+use hopwise_repro::backtap_network::{transport, Plan};
+use hopwise_repro::{ReproOpts, Silent, Verdict};
+use std::path::PathBuf;
+
+fn out_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hopwise-dumbbell-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+fn opts(out: PathBuf) -> ReproOpts {
+    ReproOpts {
+        quick: true,
+        seeds: Some(1),
+        out,
+        jobs: 2,
+    }
+}
+
+fn print(out: &DumbbellOut) {
+    for r in &out.rows {
+        println!(
+            "{:>4} {:<10} {:<4} issued {:>7.1} completed {:>7.1} rate {:>8.0} B/s ttfb med {:.3} p90 {:.3} (excess {:.3}) ttlb med {:.3} p90 {:.3} e2e {:.3}",
+            r.circuits,
+            r.transport,
+            r.kind,
+            r.issued,
+            r.completed,
+            r.mean_rate,
+            r.ttfb_median_s,
+            r.ttfb_p90_s,
+            r.ttfb_excess_median_s,
+            r.ttlb_median_s,
+            r.ttlb_p90_s,
+            r.e2e_rtt_median_s
+        );
+    }
+    for s in &out.speed {
+        println!(
+            "{} {}: {:.1} s/run, {:.0} events/run, {:.2} M events/s",
+            s.experiment,
+            s.transport,
+            s.wall_s_per_run,
+            s.events_per_run,
+            s.events_per_s / 1e6
+        );
+    }
+}
+
+/// 40 circuits (4 bulk), 40 s, vanilla and BackTap.
+#[test]
+fn tiny_dumbbell() {
+    let mut plan = Plan::quick(Some(1));
+    plan.dumbbell_circuits = vec![40];
+    plan.dumbbell_secs = 40;
+    plan.dumbbell_start_s = 10;
+    plan.dumbbell_from_s = 10;
+    let ts = vec![transport("vanilla").unwrap(), transport("backtap").unwrap()];
+    let dir = out_dir("tiny");
+    let o = opts(dir.clone());
+    let mut files = Vec::new();
+    let out = dumbbell::run_transports(&plan, &ts, &o, &Silent, &dir, &mut files).unwrap();
+    print(&out);
+
+    assert_eq!(out.rows.len(), 4);
+    assert_eq!(out.runs.len(), 2);
+    assert_eq!(out.speed.len(), 2);
+    for t in ["vanilla", "backtap"] {
+        let web = out.row(40, t, "web").unwrap();
+        let bulk = out.row(40, t, "bulk").unwrap();
+        assert_eq!(web.runs, 1);
+        assert!(web.completed >= 10.0, "{t}: {web:?}");
+        assert!(web.completed <= web.issued && bulk.completed <= bulk.issued);
+        assert!((web.unfinished - (web.issued - web.completed)).abs() < 1e-9);
+        assert!(bulk.issued >= 1.0, "{t}: {bulk:?}");
+        // A 320 KiB download over a circuit with ≥ 1 Mbit/s access takes
+        // longer than its first byte, and no faster than the client link.
+        assert!(web.ttfb_median_s < web.ttlb_median_s, "{t}: {web:?}");
+        assert!(
+            web.mean_rate > 10e3 && web.mean_rate < 47e6 / 8.0,
+            "{t}: {web:?}"
+        );
+        assert!(
+            web.ttfb_median_s >= web.e2e_rtt_median_s * 0.5,
+            "{t}: {web:?}"
+        );
+    }
+    // The draw is the same for every transport.
+    assert_eq!(out.e2e_rtts(40, None).len(), 40);
+    for r in &out.runs {
+        assert_eq!(r.kinds[0].circuits + r.kinds[1].circuits, 40);
+        assert_eq!(r.kinds[1].circuits, 4);
+        assert!(r.events > 0 && r.wall_s > 0.0);
+        for (k, kind) in KINDS.iter().enumerate() {
+            let x = &r.kinds[k];
+            assert_eq!(x.ttfb_s.len(), x.ttfb_excess_s.len());
+            assert_eq!(x.ttlb_s.len(), x.completed);
+            // No response arrives before a round trip over the circuit.
+            assert!(
+                x.ttfb_excess_s.iter().all(|&e| e >= 0.0),
+                "{} {kind}: TTFB below the propagation RTT: {:?}",
+                r.transport,
+                x.ttfb_excess_s
+            );
+        }
+    }
+    for f in [
+        "dumbbell.csv",
+        "dumbbell_runs.csv",
+        "dumbbell_cdf.csv",
+        "fig7_ttfb_40.svg",
+        "fig7_ttlb_web_40.svg",
+        "fig7_ttlb_bulk_40.svg",
+        "fig7_e2e_rtt.svg",
+    ] {
+        assert!(files.iter().any(|x| x == f), "{f} not listed");
+        assert!(dir.join(f).is_file(), "{f} not written");
+    }
+    let cdf = std::fs::read_to_string(dir.join("dumbbell_cdf.csv")).unwrap();
+    assert!(cdf.starts_with("circuits,transport,kind,metric,x,F\n"));
+    assert!(cdf.contains("40,backtap,web,ttfb_s,"));
+    assert!(cdf.contains("40,all,bulk,e2e_rtt_s,"));
+
+    let claims = dumbbell::claims(&plan, &out);
+    // TTFB, web TTLB, completions (verdicts) and the mean rate (info); the
+    // other transports did not run.
+    assert_eq!(claims.len(), 4, "{claims:#?}");
+    assert!(claims[..3].iter().all(|c| c.verdict != Verdict::Info));
+    let sp = dumbbell::speed_claim(&plan, &out);
+    assert_eq!(sp.verdict, Verdict::Holds, "{sp:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The quick plan's first configuration (375 circuits, 90 s) for the
+/// transports in `T` (default vanilla,backtap): `cargo test --release -p
+/// hopwise-repro --test backtap_dumbbell -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn quick_375() {
+    let mut plan = Plan::quick(Some(1));
+    if let Ok(c) = std::env::var("CIRCUITS") {
+        plan.dumbbell_circuits = c.split(',').map(|x| x.parse().unwrap()).collect();
+    } else {
+        plan.dumbbell_circuits.truncate(1);
+    }
+    let keys = std::env::var("T").unwrap_or("vanilla,backtap".into());
+    let ts: Vec<_> = keys.split(',').map(|k| transport(k).unwrap()).collect();
+    let dir = std::env::var("OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| out_dir("quick"));
+    let o = opts(dir.clone());
+    let mut files = Vec::new();
+    let out = dumbbell::run_transports(&plan, &ts, &o, &Silent, &dir, &mut files).unwrap();
+    print(&out);
+    for c in dumbbell::claims(&plan, &out) {
+        println!(
+            "[{:?}] {}: {}\n    {}",
+            c.verdict, c.figure, c.claim, c.measured
+        );
+    }
+    let c = dumbbell::speed_claim(&plan, &out);
+    println!("[{:?}] {}: {}", c.verdict, c.claim, c.measured);
+    println!("output in {}", dir.display());
+}
+
+/// BackTap with Vegas-style slow start instead of the paper's linear
+/// startup, on the quick plan's 375 circuits (`--ignored`).
+#[test]
+#[ignore]
+fn explore_backtap_startup() {
+    use hopwise_proto::backtap::Startup;
+    use hopwise_proto::time::Dur;
+    use hopwise_repro::backtap_network::topo::DumbbellDraw;
+    use hopwise_tor::TransportConfig;
+    let plan = Plan::quick(Some(1));
+    let c = plan.dumbbell_circuits[0];
+    let t = transport("backtap").unwrap();
+    let draw = DumbbellDraw::new(
+        1,
+        c,
+        plan.dumbbell_bulk_fraction,
+        Dur::from_secs(plan.dumbbell_start_s),
+    );
+    let mut net = draw.net(&t);
+    if let TransportConfig::Backtap(b) = &mut net.config.transport {
+        b.endpoint.startup = Startup::SlowStart { gamma: 1 };
+    }
+    let r = dumbbell::run_net(&plan, &draw, &net, "backtap-slowstart", 1).unwrap();
+    for (k, kind) in KINDS.iter().enumerate() {
+        let x = &r.kinds[k];
+        println!(
+            "{kind}: issued {} completed {} ttfb med {:.3} ttlb med {:.3} p90 {:.3} mean rate {:.0}",
+            x.issued,
+            x.completed,
+            hopwise_repro::quantile(&x.ttfb_s, 0.5),
+            hopwise_repro::quantile(&x.ttlb_s, 0.5),
+            hopwise_repro::quantile(&x.ttlb_s, 0.9),
+            x.rate_bps.iter().sum::<f64>() / x.rate_bps.len() as f64
+        );
+    }
+    println!("wall {:.1} s, {} events", r.wall_s, r.events);
+}

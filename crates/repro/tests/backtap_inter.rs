@@ -1,0 +1,161 @@
+//! Seed 002 §4 (backtap-network): Fig. 6b/c inter-fairness against TCP
+//! downloads on the relay's host, and Tor Vegas's standing queue in the
+//! single circuit of Fig. 5, on tiny plans.
+
+use hopwise_repro::backtap_network::{inter, single, transport, FairnessOut, Plan};
+use hopwise_repro::{ReproOpts, Silent, Verdict};
+
+/// One setting (bucket 1 MB/s on the 2 MB/s link), one circuit against two
+/// downloads, short; two RTTs of the single circuit, short.
+fn tiny_plan() -> Plan {
+    Plan {
+        inter_circuits: vec![1],
+        inter_n_tcp: vec![2],
+        inter_transports: vec!["vanilla", "backtap"],
+        inter_secs: 14,
+        inter_from_s: 6,
+        inter_seeds: 1,
+        single_rtts_ms: vec![100],
+        single_secs: 20,
+        single_fit_from: 10,
+        ..Plan::quick(Some(1))
+    }
+}
+
+fn opts(name: &str) -> ReproOpts {
+    let dir = std::env::temp_dir().join(format!("hopwise-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    ReproOpts {
+        quick: true,
+        seeds: Some(1),
+        out: dir,
+        jobs: 2,
+    }
+}
+
+#[test]
+fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
+    let plan = tiny_plan();
+    let o = opts("backtap-inter");
+    let mut files = Vec::new();
+    let bucket: Vec<inter::Setting> = inter::settings()
+        .into_iter()
+        .filter(|s| s.key == "bucket")
+        .collect();
+    let io = inter::run_settings(&plan, &bucket, &o, &Silent, &o.out, &mut files).unwrap();
+    assert_eq!(io.rows.len(), 2);
+    let va = io.row("bucket", "vanilla", 1, 2).unwrap();
+    let bt = io.row("bucket", "backtap", 1, 2).unwrap();
+    for r in [va, bt] {
+        assert!(r.tcp_share > 0.0 && r.tcp_share < 1.0, "{r:?}");
+        // Loss-based downloads keep the relay's access link busy.
+        assert!(r.link_util > 0.85, "{r:?}");
+        // The 1 MB/s bucket bounds the circuits' payload rate.
+        assert!(r.tor_rate < 1.0e6, "{r:?}");
+    }
+    // Vanilla's loss-based exit → relay connection gets roughly a TCP flow's
+    // share of the 2 MB/s link (1/3 against two downloads); BackTap's
+    // delay-based hop backs off and leaves the downloads more.
+    assert!(va.tor_rate > 0.6 * 2.0e6 / 3.0, "{va:?}");
+    assert!(bt.tcp_share > va.tcp_share + 0.05, "{bt:?} vs {va:?}");
+    let ic = inter::claims(&plan, &io);
+    assert_eq!(ic[0].verdict, Verdict::Holds, "{:?}", ic[0]);
+    for f in ["inter.csv", "fig6b_bucket.svg"] {
+        assert!(o.out.join(f).exists(), "{f} missing");
+        assert!(files.iter().any(|x| x == f), "{f} not listed");
+    }
+
+    let so = single::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let tv = so.row("tor-vegas", 100).unwrap();
+    let bt = so.row("backtap", 100).unwrap();
+    assert!(tv.bottleneck_queue_cells >= 100.0, "{tv:?}");
+    assert!(bt.bottleneck_queue_cells <= single::backtap_few(), "{bt:?}");
+    assert!(tv.rate_frac >= 0.8 && bt.rate_frac >= 0.8, "{tv:?} {bt:?}");
+    let sc = single::claims(&plan, &so, &FairnessOut::default());
+    assert!(sc.iter().all(|c| c.verdict != Verdict::Differs), "{sc:?}");
+    assert!(o.out.join("single.csv").exists());
+    let _ = std::fs::remove_dir_all(&o.out);
+}
+
+/// Development aid: one inter-fairness point, `T`, `SETTING`, `N`, `K`,
+/// `SECS`, `FROM` from the environment.
+#[test]
+#[ignore]
+fn explore_inter() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or(d.into());
+    let mut plan = Plan::quick(None);
+    plan.inter_secs = env("SECS", "40").parse().unwrap();
+    plan.inter_from_s = env("FROM", "15").parse().unwrap();
+    let s = inter::settings()
+        .into_iter()
+        .find(|s| s.key == env("SETTING", "bucket"))
+        .unwrap();
+    for k in env("T", "vanilla,backtap").split(',') {
+        let t = transport(k).unwrap();
+        let n = env("N", "1").parse().unwrap();
+        let ntcp = env("K", "1").parse().unwrap();
+        let r = inter::run_one(&plan, &s, &t, n, ntcp, 1).unwrap();
+        println!("{r:?}");
+    }
+}
+
+/// The quick plan's inter-fairness and single-circuit parts (run with
+/// `--release -- --ignored`), printing the tables and wall times.
+#[test]
+#[ignore]
+fn quick_plan_inter_and_single() {
+    let plan = Plan::quick(None);
+    let o = opts("backtap-inter-quick");
+    let mut files = Vec::new();
+    #[allow(clippy::disallowed_methods)]
+    let t0 = std::time::Instant::now();
+    let io = inter::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let t_inter = t0.elapsed().as_secs_f64();
+    for r in &io.rows {
+        println!(
+            "{:12} {:8} circuits {:3} nTcp {} share {:.3} tcp {:8.0} tor {:8.0} util {:.3} drops {:.0}",
+            r.setting, r.transport, r.circuits, r.n_tcp, r.tcp_share, r.tcp_rate, r.tor_rate, r.link_util, r.drops
+        );
+    }
+    for s in &io.speed {
+        println!("{s:?}");
+    }
+    #[allow(clippy::disallowed_methods)]
+    let t1 = std::time::Instant::now();
+    let so = single::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let t_single = t1.elapsed().as_secs_f64();
+    for r in &so.rows {
+        println!("{r:?}");
+    }
+    for c in inter::claims(&plan, &io)
+        .iter()
+        .chain(single::claims(&plan, &so, &FairnessOut::default()).iter())
+    {
+        println!(
+            "[{:?}] {}: {}\n    {}",
+            c.verdict, c.figure, c.claim, c.measured
+        );
+    }
+    println!(
+        "wall: inter {t_inter:.1} s, single {t_single:.1} s; files {files:?} in {}",
+        o.out.display()
+    );
+}
+
+/// Development aid: the single circuit at `RTT` for `SECS`, fit from `FROM`.
+#[test]
+#[ignore]
+fn explore_single() {
+    let env = |k: &str, d: &str| std::env::var(k).unwrap_or(d.into());
+    let (rtt, secs, from) = (
+        env("RTT", "683").parse().unwrap(),
+        env("SECS", "60").parse().unwrap(),
+        env("FROM", "30").parse().unwrap(),
+    );
+    for v in single::variants() {
+        if env("T", "tor-vegas,backtap").split(',').any(|k| k == v.key) {
+            println!("{:?}", single::run_one(&v, rtt, secs, from).unwrap());
+        }
+    }
+}
