@@ -246,6 +246,9 @@ impl Plan {
             inter_secs: 40,
             inter_from_s: 15,
             inter_seeds: s,
+            // The 800-circuit stress run is the full plan's (it alone would
+            // double the quick run's time).
+            dumbbell_circuits: vec![375],
             dumbbell_secs: 90,
             dumbbell_start_s: 15,
             dumbbell_from_s: 30,
