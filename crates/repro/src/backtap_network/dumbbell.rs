@@ -50,7 +50,8 @@ pub struct KindRun {
     /// TTFB of every request that got a first byte (s).
     pub ttfb_s: Vec<f64>,
     /// TTFB minus the propagation RTT of the request's circuit (s): queueing,
-    /// transmission and the server's delay. Never negative.
+    /// transmission and the server's delay (`tests/backtap_dumbbell.rs`
+    /// checks that it is never negative).
     pub ttfb_excess_s: Vec<f64>,
     /// TTLB of every completed request (s).
     pub ttlb_s: Vec<f64>,
@@ -360,7 +361,7 @@ pub fn run_transports(
     Ok(out)
 }
 
-/// At most this many points per CDF curve in `fig7_cdf.csv`.
+/// At most this many points per CDF curve in `dumbbell_cdf.csv`.
 const CDF_POINTS: usize = 1000;
 
 /// Empirical CDF of `xs` as `(x, F)`, thinned to at most [`CDF_POINTS`]
@@ -648,7 +649,17 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
             lines.join("; ")
         );
         if c == plan.dumbbell_circuits[0] {
-            cl.push(Claim::new(&fig, claim, measured, gap.abs() <= 0.1));
+            // Judged both ways: the median TTFB against the median circuit's
+            // RTT, and per request against the request's own circuit (short
+            // circuits issue more requests, which pulls the first median
+            // down).
+            let per_request = quantile(&excess, 0.5) - server;
+            cl.push(Claim::new(
+                &fig,
+                claim,
+                measured,
+                gap.abs() <= 0.1 && per_request.abs() <= 0.1,
+            ));
         } else {
             cl.push(Claim::info(&fig, claim, measured));
         }

@@ -88,6 +88,23 @@ impl ScaleParams {
         );
         anyhow::ensure!(self.circuits >= 1, "at least one circuit");
         anyhow::ensure!(self.secs >= 1, "at least one simulated second");
+        // Far beyond what fits in memory or a day of wall time, and below
+        // the overflow of the nanosecond clock (about 584 years).
+        anyhow::ensure!(
+            self.relays <= 1_000_000,
+            "--relays {} is too many (at most 1 000 000)",
+            self.relays
+        );
+        anyhow::ensure!(
+            self.circuits <= 10_000_000,
+            "--circuits {} is too many (at most 10 000 000)",
+            self.circuits
+        );
+        anyhow::ensure!(
+            self.secs <= 1_000_000,
+            "--secs {} is too long (at most 1 000 000 simulated seconds)",
+            self.secs
+        );
         anyhow::ensure!(
             (0.0..=1.0).contains(&self.bulk_fraction),
             "bulk fraction must be in [0, 1]"

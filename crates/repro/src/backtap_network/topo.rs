@@ -170,7 +170,9 @@ pub fn relay_name(i: usize) -> String {
 }
 
 /// A relay's token bucket: rate = burst = consensus bandwidth (nstor), the
-/// transport's refill, random phase per relay.
+/// transport's refill, random phase per relay for the TCP-based transports
+/// (BackTap's endpoint refills on the simulation clock, in phase: see the
+/// crates/tor README).
 pub fn bucket(relay: &TorpsRelay, t: &Transport) -> BucketSpec {
     BucketSpec::new(relay.bandwidth).refill(t.refill.refill())
 }

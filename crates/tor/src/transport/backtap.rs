@@ -100,6 +100,11 @@ impl Nic {
     /// wire too, so the real queue never overflows from our own traffic).
     fn room(&mut self, now: Time, size: u32) -> bool {
         self.purge(now);
+        // An empty queue always takes one (a limit below one datagram would
+        // otherwise stall the node for good).
+        if self.q.is_empty() {
+            return true;
+        }
         match self.up.queue {
             Limit::Packets(n) => (self.q.len() as u64) < n,
             Limit::Bytes(b) => self.bytes + size as u64 <= b,
@@ -401,5 +406,27 @@ mod tests {
         assert_eq!(up_drops, 0, "datagrams dropped at their sender's uplink");
         let total: u64 = r.circuits.iter().map(|c| c.delivered).sum();
         assert!(total > 20_000_000, "{total} B");
+    }
+
+    /// A drop-tail limit smaller than one datagram: the model still lets one
+    /// datagram out at a time (the queue drops what does not fit) instead of
+    /// waking the node at the same instant for ever.
+    #[test]
+    fn a_queue_limit_below_one_datagram_does_not_stall() {
+        let mut net = TorNet::new(TransportConfig::backtap());
+        let acc = Access::star(Rate::from_mbps(100), Dur::from_millis(10)).queue(Limit::Bytes(600));
+        net.relay("g", None, acc)
+            .relay("m", None, acc)
+            .relay("e", None, acc)
+            .client("op", acc);
+        net.circuit(CircuitSpec::new(
+            "c",
+            "op",
+            &["g", "m", "e"],
+            Traffic::bulk(1 << 20),
+        ));
+        let mut s = net.build("tiny-queue", 1, Dur::from_secs(2)).unwrap();
+        s.run();
+        assert!(s.results().circuits[0].delivered > 0);
     }
 }
