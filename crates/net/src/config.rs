@@ -209,6 +209,21 @@ fn get_addr(t: &Table, path: &str, k: &str) -> R<Option<SocketAddr>> {
     }
 }
 
+/// The `[metrics]` section of a relay or proxy config: `listen`, loopback only.
+fn metrics(t: Option<&Table>) -> R<Option<SocketAddr>> {
+    let Some(m) = t else {
+        return Ok(None);
+    };
+    known(m, "metrics", &["listen"])?;
+    match get_addr(m, "metrics", "listen")? {
+        Some(a) if !a.ip().is_loopback() => err(
+            "metrics.listen",
+            format!("{a} is not a loopback address; the metrics endpoint only listens on loopback (127.0.0.1 or ::1)"),
+        ),
+        a => Ok(a),
+    }
+}
+
 fn get_dur(t: &Table, path: &str, k: &str) -> R<Option<Duration>> {
     if let Some(Value::Integer(_) | Value::Float(_)) = t.get(k) {
         return err(
@@ -862,18 +877,8 @@ impl RelayConfig {
         cfg.transport = transport(get_table(&t, "", "transport").map_err(e)?).map_err(e)?;
         cfg.emulation =
             emulation(get_table(&t, "", "emulation").map_err(e)?, &cfg.directory).map_err(e)?;
-        if let Some(m) = get_table(&t, "", "metrics").map_err(e)? {
-            known(m, "metrics", &["listen"]).map_err(e)?;
-            if let Some(a) = get_addr(m, "metrics", "listen").map_err(e)? {
-                if !a.ip().is_loopback() {
-                    return Err(ConfigError::new(
-                        file,
-                        "metrics.listen",
-                        format!("{a} is not a loopback address; the metrics endpoint only listens on loopback (127.0.0.1 or ::1)"),
-                    ));
-                }
-                cfg.metrics = Some(a);
-            }
+        if let Some(a) = metrics(get_table(&t, "", "metrics").map_err(e)?).map_err(e)? {
+            cfg.metrics = Some(a);
         }
         Ok(cfg)
     }
@@ -1089,18 +1094,8 @@ impl ProxyConfig {
         cfg.transport = transport(get_table(&t, "", "transport").map_err(e)?).map_err(e)?;
         cfg.emulation =
             emulation(get_table(&t, "", "emulation").map_err(e)?, &cfg.directory).map_err(e)?;
-        if let Some(m) = get_table(&t, "", "metrics").map_err(e)? {
-            known(m, "metrics", &["listen"]).map_err(e)?;
-            if let Some(a) = get_addr(m, "metrics", "listen").map_err(e)? {
-                if !a.ip().is_loopback() {
-                    return Err(ConfigError::new(
-                        file,
-                        "metrics.listen",
-                        format!("{a} is not a loopback address"),
-                    ));
-                }
-                cfg.metrics = Some(a);
-            }
+        if let Some(a) = metrics(get_table(&t, "", "metrics").map_err(e)?).map_err(e)? {
+            cfg.metrics = Some(a);
         }
         Ok(cfg)
     }

@@ -1263,16 +1263,11 @@ impl Node {
     /// Exit: refuses a [`NodeEvent::StreamBegin`] (END with `reason`).
     pub fn stream_refuse(
         &mut self,
-        _now: Time,
+        now: Time,
         k: StreamKey,
         reason: EndReason,
     ) -> Result<(), StreamError> {
-        let (edge, _) = self.stream_mut(k)?;
-        edge.streams.remove(&k.id);
-        edge.pending.push_back((k.id, PendingCell::End(reason)));
-        self.stats.streams_reset += 1;
-        self.dirty.insert(k.circuit);
-        Ok(())
+        self.stream_reset(now, k, reason)
     }
 
     /// Room in a stream's send buffer, in bytes.
