@@ -12,6 +12,9 @@
 //!   again, as current Tor stops reading from a connection that ran out of
 //!   bandwidth and re-enables it after `TokenBucketRefillInterval`.
 //!
+//! A periodic bucket can have a phase: its refills fall at `k·T − phase`
+//! rather than at multiples of `T`, as relays' timers are not synchronised.
+//!
 //! The bucket starts full. All arithmetic is exact (integer byte·ns).
 
 use crate::time::{Dur, Time};
@@ -38,6 +41,9 @@ pub struct TokenBucket {
     last: Time,
     /// OnDemand: fractional accrual carried over, in byte·ns (< 1e9).
     carry: u128,
+    /// Periodic: refills fall at `k·T − phase` (`phase < T`). Internally the
+    /// bucket runs on the shifted clock `now + phase`.
+    phase: Dur,
 }
 
 impl TokenBucket {
@@ -50,7 +56,22 @@ impl TokenBucket {
             tokens: burst,
             last: Time::ZERO,
             carry: 0,
+            phase: Dur::ZERO,
         }
+    }
+
+    /// Shifts a periodic bucket's refills to `k·T − phase` (taken modulo
+    /// `T`; ignored on demand). Set it before the bucket is first used.
+    pub fn with_phase(mut self, phase: Dur) -> Self {
+        if let Refill::Periodic(t) = self.refill {
+            self.phase = Dur::from_nanos(phase.as_nanos() % t.as_nanos().max(1));
+        }
+        self
+    }
+
+    /// The refill phase (zero unless set by [`TokenBucket::with_phase`]).
+    pub fn phase(&self) -> Dur {
+        self.phase
     }
 
     pub fn rate(&self) -> u64 {
@@ -63,6 +84,7 @@ impl TokenBucket {
     fn update(&mut self, now: Time) {
         match self.refill {
             Refill::Periodic(t) => {
+                let now = now + self.phase;
                 let t = t.as_nanos().max(1);
                 let boundary = Time::from_nanos(now.as_nanos() / t * t);
                 if boundary > self.last {
@@ -115,7 +137,8 @@ impl TokenBucket {
         Some(match self.refill {
             Refill::Periodic(t) => {
                 let t = t.as_nanos().max(1);
-                Time::from_nanos((now.as_nanos() / t + 1) * t)
+                let shifted = (now + self.phase).as_nanos();
+                Time::from_nanos((shifted / t + 1) * t) - self.phase
             }
             Refill::OnDemand { reenable } => now + reenable,
         })
@@ -128,6 +151,35 @@ mod tests {
 
     fn at(ms: u64) -> Time {
         Time::ZERO + Dur::from_millis(ms)
+    }
+
+    #[test]
+    fn phase_moves_the_refill_instants() {
+        // 1 MB/s, 10 ms refills (10 kB each), phase 3 ms: refills at 7, 17, … ms.
+        let mut b = TokenBucket::new(1_000_000, 10_000, Refill::Periodic(Dur::from_millis(10)))
+            .with_phase(Dur::from_millis(23));
+        assert_eq!(b.phase(), Dur::from_millis(3), "taken modulo the period");
+        assert_eq!(b.available(at(0)), 10_000);
+        b.consume(at(1), 10_000);
+        assert_eq!(b.retry_at(at(1), 1), Some(at(7)));
+        assert_eq!(b.available(at(6)), 0, "nothing before k·T − phase");
+        assert_eq!(b.available(at(7)), 10_000);
+        b.consume(at(7), 10_000);
+        assert_eq!(b.retry_at(at(7), 1), Some(at(17)));
+        assert_eq!(b.available(at(16)), 0);
+        // Two boundaries passed at once add two steps (capped at the burst).
+        b.consume(at(17), 10_000);
+        assert_eq!(b.available(at(37)), 10_000);
+        // On demand, a phase means nothing.
+        let od = TokenBucket::new(
+            1_000_000,
+            10_000,
+            Refill::OnDemand {
+                reenable: Dur::from_millis(5),
+            },
+        )
+        .with_phase(Dur::from_millis(3));
+        assert_eq!(od.phase(), Dur::ZERO);
     }
 
     #[test]

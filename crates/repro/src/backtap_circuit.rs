@@ -257,7 +257,7 @@ impl Plan {
             late_measure_secs: 30,
             late_seeds: seeds.unwrap_or(10).max(1),
             late_sensitivity: true,
-            late_sensitivity_rtts_ms: vec![60, 300],
+            late_sensitivity_rtts_ms: vec![60, 125, 133, 300],
         }
     }
 

@@ -3,7 +3,7 @@
 //! the bookkeeping for waking blocked connections at the refill.
 
 use crate::config::{BucketScope, BucketSpec};
-use hopwise_proto::bucket::{Refill, TokenBucket};
+use hopwise_proto::bucket::TokenBucket;
 use hopwise_proto::time::{Dur, Time};
 
 /// Read or write.
@@ -17,8 +17,7 @@ pub enum Side {
 #[derive(Debug, Default)]
 pub struct Buckets {
     b: [Option<TokenBucket>; 2],
-    /// Periodic refill: the relay's phase. The buckets see `now + phase`, so
-    /// their refill boundaries fall at `k·T − phase`.
+    /// Periodic refill: the relay's phase (refills at `k·T − phase`).
     phase: Dur,
     /// Pending wake-up per side (a timer is armed for it).
     wake: [Option<Time>; 2],
@@ -34,17 +33,20 @@ impl Buckets {
     pub fn new(spec: Option<&BucketSpec>, scope: BucketScope, phase_draw: f64) -> Buckets {
         let mut out = Buckets::default();
         let Some(s) = spec else { return out };
-        let mk = || TokenBucket::new(s.rate, s.burst, s.refill);
+        out.phase = s.phase(phase_draw);
+        let mk = || TokenBucket::new(s.rate, s.burst, s.refill).with_phase(out.phase);
         if matches!(scope, BucketScope::Read | BucketScope::Both) {
             out.b[0] = Some(mk());
         }
         if matches!(scope, BucketScope::Write | BucketScope::Both) {
             out.b[1] = Some(mk());
         }
-        if let (Refill::Periodic(t), true) = (s.refill, s.random_phase) {
-            out.phase = Dur::from_nanos((t.as_nanos() as f64 * phase_draw) as u64);
-        }
         out
+    }
+
+    /// The refill phase of the relay's buckets.
+    pub fn phase(&self) -> Dur {
+        self.phase
     }
 
     /// Whether `side` is limited at all.
@@ -54,8 +56,7 @@ impl Buckets {
 
     /// Tokens available (`None`: unlimited).
     pub fn tokens(&mut self, side: Side, now: Time) -> Option<u64> {
-        let t = now + self.phase;
-        self.b[side as usize].as_mut().map(|b| b.available(t))
+        self.b[side as usize].as_mut().map(|b| b.available(now))
     }
 
     /// Bytes a connection may move in one turn, cells of `base` bytes: Tor's
@@ -76,9 +77,8 @@ impl Buckets {
     }
 
     pub fn consume(&mut self, side: Side, now: Time, n: u64) {
-        let t = now + self.phase;
         if let Some(b) = self.b[side as usize].as_mut() {
-            b.consume(t, n);
+            b.consume(now, n);
             self.used[side as usize] += n;
         }
     }
@@ -86,10 +86,8 @@ impl Buckets {
     /// A consumer found `side` empty at `now`. Returns the time to arm a
     /// timer for, unless one is pending already.
     pub fn block(&mut self, side: Side, now: Time) -> Option<Time> {
-        let t = now + self.phase;
         let b = self.b[side as usize].as_mut()?;
-        let at = b.retry_at(t, 1)?.since(Time::ZERO + self.phase);
-        let at = Time::ZERO + at;
+        let at = b.retry_at(now, 1)?;
         self.empties[side as usize] += 1;
         match self.wake[side as usize] {
             Some(w) if w <= at => None,

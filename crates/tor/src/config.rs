@@ -92,6 +92,14 @@ impl BucketSpec {
         self.random_phase = on;
         self
     }
+    /// The refill phase for a uniform draw in `[0, 1)`: `draw · T` for a
+    /// periodic bucket with `random_phase`, zero otherwise.
+    pub fn phase(&self, draw: f64) -> Dur {
+        match (self.refill, self.random_phase) {
+            (Refill::Periodic(t), true) => Dur::from_nanos((t.as_nanos() as f64 * draw) as u64),
+            _ => Dur::ZERO,
+        }
+    }
 }
 
 /// Which socket operations of a relay the token bucket limits (vanilla).

@@ -146,6 +146,7 @@ impl Agent for TorNode {
     fn start(&mut self, cx: &mut Cx<'_>) {
         let draw = cx.rng().f64();
         self.buckets = Buckets::new(self.bucket_spec.as_ref(), self.scope, draw);
+        self.tx.set_bucket_phase(self.buckets.phase());
         self.tx.start(cx);
         self.edge.start(cx);
         // Connect once every node has started (and listens): timers set now

@@ -653,6 +653,13 @@ impl Endpoint {
         r
     }
 
+    /// Shifts the relay bucket's periodic refills to `k·T − phase`
+    /// ([`TokenBucket::with_phase`]), so that relays need not refill in
+    /// lockstep. Call before the first cell is sent.
+    pub fn set_bucket_phase(&mut self, phase: Dur) {
+        self.bucket = self.bucket.take().map(|b| b.with_phase(phase));
+    }
+
     /// Earliest time [`Endpoint::handle_timeout`] should be called.
     pub fn poll_timeout(&self) -> Option<Time> {
         let t = self.timers.peek().map(|Reverse((t, _))| *t);

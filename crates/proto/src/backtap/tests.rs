@@ -643,6 +643,34 @@ fn token_bucket_gates_cells_not_feedback() {
     assert_eq!(cells(&settle(&mut relay, ms(10))), vec![2]);
 }
 
+#[test]
+fn bucket_phase_moves_the_refill() {
+    let cfg = Config {
+        bucket: Some(BucketConfig {
+            rate: 519 * 100,
+            burst: 519,
+            refill: crate::bucket::Refill::Periodic(Dur::from_millis(10)),
+        }),
+        ..Config::default()
+    };
+    let mut relay = Endpoint::new(cfg);
+    relay.set_bucket_phase(Dur::from_millis(4));
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2, 3]))
+        .unwrap();
+    assert_eq!(cells(&settle(&mut relay, ms(0))), vec![1]);
+    assert_eq!(
+        relay.poll_timeout(),
+        Some(ms(6)),
+        "refills at k·10 ms − 4 ms"
+    );
+    relay.handle_timeout(ms(6));
+    assert_eq!(cells(&settle(&mut relay, ms(6))), vec![2]);
+}
+
 /// A packaging edge whose own token bucket is the bottleneck keeps cells
 /// queued locally with its window open: the window did not hold anything
 /// back, so `grow_only_when_limited` must not let it grow (it used to grow by

@@ -33,7 +33,7 @@ use bytes::Bytes;
 use hopwise_proto::backtap::{
     BucketConfig, CircuitId, Direction, Endpoint, Event, PeerId, CELL_BODY_LEN,
 };
-use hopwise_proto::time::Time;
+use hopwise_proto::time::{Dur, Time};
 use hopwise_sim::packet::UDP_OVERHEAD;
 use hopwise_sim::spec::Limit;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
@@ -200,6 +200,10 @@ impl BacktapTransport {
 impl Transport for BacktapTransport {
     fn start(&mut self, cx: &mut Cx<'_>) {
         cx.bind_udp(self.port).expect("one Tor node per host");
+    }
+
+    fn set_bucket_phase(&mut self, phase: Dur) {
+        self.ep.set_bucket_phase(phase);
     }
 
     fn connect(&mut self, _cx: &mut Cx<'_>) {}

@@ -27,6 +27,7 @@ use crate::cell::CellPool;
 use crate::config::Dir;
 use crate::results::{HopSample, NodeSample, TransportStats};
 use bytes::Bytes;
+use hopwise_proto::time::Dur;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
 
 /// What a transport reports to its node during a call.
@@ -94,6 +95,10 @@ pub trait Transport {
     fn datagram(&mut self, _cx: &mut Cx<'_>, _from: NodeId, _data: Bytes, _sh: &mut Shared<'_>) {}
     /// A [`token::TRANSPORT`] timer fired.
     fn timer(&mut self, _cx: &mut Cx<'_>, _payload: u64, _sh: &mut Shared<'_>) {}
+    /// The relay's refill phase (drawn once, at start, before any traffic):
+    /// a transport with a bucket of its own refills at the same instants as
+    /// the node's buckets.
+    fn set_bucket_phase(&mut self, _phase: Dur) {}
     /// The bucket of `side` was refilled: blocked work may resume.
     fn bucket_refilled(&mut self, side: Side);
     /// Whether the packaging edge may add a data cell to `(hop, dir)`.
