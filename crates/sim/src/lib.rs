@@ -9,6 +9,7 @@ pub mod agent;
 pub mod measure;
 pub mod packet;
 pub mod qdisc;
+mod queue;
 pub mod report;
 pub mod rng;
 pub mod scenario;

@@ -13,6 +13,7 @@ use crate::agent::{Agent, Cx, SockEvent};
 use crate::measure::{Binned, QueueStats};
 use crate::packet::{Body, NodeId, Packet};
 use crate::qdisc::{Dequeue, Qdisc};
+use crate::queue::EventQueue;
 use crate::rng::Rng;
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
@@ -20,8 +21,7 @@ use hopwise_proto::cc::{CcConfig, CongestionControl};
 use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
 
 /// What happens at an instant. Small and `Copy`: packets wait in the queues
@@ -59,12 +59,6 @@ impl Ev {
         };
         (k << 32) | id as u64
     }
-}
-
-#[derive(PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    key: Reverse<(Time, u64)>,
-    ev: Ev,
 }
 
 /// One direction of a link: a node's output port.
@@ -158,7 +152,7 @@ pub struct Flow {
 pub struct Sim {
     now: Time,
     seq: u64,
-    heap: BinaryHeap<Entry>,
+    queue: EventQueue<Ev>,
     hash: u64,
     events: u64,
     pub duration: Dur,
@@ -348,7 +342,7 @@ impl Sim {
         let mut sim = Sim {
             now: Time::ZERO,
             seq: 0,
-            heap: BinaryHeap::new(),
+            queue: EventQueue::new(),
             hash: 0xcbf2_9ce4_8422_2325,
             events: 0,
             duration: sc.duration,
@@ -399,12 +393,11 @@ impl Sim {
         Time::ZERO + self.duration
     }
 
+    /// Queues `ev` at `at` (never before the current time), after every
+    /// event already queued for the same instant.
     fn schedule(&mut self, at: Time, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Entry {
-            key: Reverse((at, self.seq)),
-            ev,
-        });
+        self.queue.push(at.max(self.now), self.seq, ev);
     }
 
     /// Folds 64-bit words into the event-log hash (FNV-1a over their bytes).
@@ -426,16 +419,15 @@ impl Sim {
     /// Processes every event up to and including `until` (capped at the end).
     pub fn run_until(&mut self, until: Time) {
         let until = until.min(self.end_time());
-        while let Some(top) = self.heap.peek() {
-            let Reverse((t, _)) = top.key;
+        while let Some(t) = self.queue.peek_time() {
             if t > until {
                 break;
             }
-            let e = self.heap.pop().expect("peeked");
+            let (_, ev) = self.queue.pop().expect("peeked");
             self.now = t;
             self.events += 1;
-            self.fold_hash(&[t.as_nanos(), e.ev.code()]);
-            self.dispatch(e.ev);
+            self.fold_hash(&[t.as_nanos(), ev.code()]);
+            self.dispatch(ev);
         }
         self.now = self.now.max(until);
         if until == self.end_time() {
