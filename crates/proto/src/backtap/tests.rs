@@ -609,8 +609,9 @@ fn removing_a_circuit_drops_its_packed_items() {
     }
 }
 
-#[test]
-fn token_bucket_gates_cells_not_feedback() {
+/// A middle relay (circuit 5 in from peer 0, 6 out to peer 2) whose bucket
+/// holds one cell item and refills one every 10 ms, with refill `phase`.
+fn one_cell_bucket_relay(phase: Dur) -> (Endpoint, PeerId) {
     let cfg = Config {
         bucket: Some(BucketConfig {
             rate: 519 * 100,
@@ -620,9 +621,16 @@ fn token_bucket_gates_cells_not_feedback() {
         ..Config::default()
     };
     let mut relay = Endpoint::new(cfg);
+    relay.set_bucket_phase(phase);
     let prev = relay.add_peer(0);
     let next = relay.add_peer(2);
     relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    (relay, prev)
+}
+
+#[test]
+fn token_bucket_gates_cells_not_feedback() {
+    let (mut relay, prev) = one_cell_bucket_relay(Dur::ZERO);
     relay
         .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2]))
         .unwrap();
@@ -645,19 +653,7 @@ fn token_bucket_gates_cells_not_feedback() {
 
 #[test]
 fn bucket_phase_moves_the_refill() {
-    let cfg = Config {
-        bucket: Some(BucketConfig {
-            rate: 519 * 100,
-            burst: 519,
-            refill: crate::bucket::Refill::Periodic(Dur::from_millis(10)),
-        }),
-        ..Config::default()
-    };
-    let mut relay = Endpoint::new(cfg);
-    relay.set_bucket_phase(Dur::from_millis(4));
-    let prev = relay.add_peer(0);
-    let next = relay.add_peer(2);
-    relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    let (mut relay, prev) = one_cell_bucket_relay(Dur::from_millis(4));
     relay
         .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2, 3]))
         .unwrap();
