@@ -31,7 +31,6 @@ pub(crate) struct EventQueue<T> {
     buckets: Vec<Vec<(u128, T)>>,
     /// Bit `i − 1` set: bucket `i` (1 ≤ i ≤ 128) may hold items.
     nonempty: u128,
-    len: usize,
 }
 
 fn key(t: Time, seq: u64) -> u128 {
@@ -52,13 +51,12 @@ impl<T> EventQueue<T> {
             last: 0,
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             nonempty: 0,
-            len: 0,
         }
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.buckets.iter().map(Vec::len).sum()
     }
 
     /// Adds `item` at `(t, seq)`. Panics if the key is below the last one
@@ -74,18 +72,13 @@ impl<T> EventQueue<T> {
         if b > 0 {
             self.nonempty |= 1 << (b - 1);
         }
-        self.len += 1;
     }
 
     /// Moves the smallest key into bucket 0 (if the queue is not empty).
     fn settle(&mut self) {
-        if !self.buckets[0].is_empty() || self.len == 0 {
+        if !self.buckets[0].is_empty() || self.nonempty == 0 {
             return;
         }
-        debug_assert!(
-            self.nonempty != 0,
-            "len > 0 means some bucket holds an item"
-        );
         let i = self.nonempty.trailing_zeros() as usize + 1;
         self.nonempty &= !(1 << (i - 1));
         let mut b = std::mem::take(&mut self.buckets[i]);
@@ -116,7 +109,6 @@ impl<T> EventQueue<T> {
     pub(crate) fn pop(&mut self) -> Option<(Time, T)> {
         self.settle();
         let (k, item) = self.buckets[0].pop()?;
-        self.len -= 1;
         Some((Time::from_nanos((k >> 64) as u64), item))
     }
 }

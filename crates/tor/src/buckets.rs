@@ -17,8 +17,6 @@ pub enum Side {
 #[derive(Debug, Default)]
 pub struct Buckets {
     b: [Option<TokenBucket>; 2],
-    /// Periodic refill: the relay's phase (refills at `k·T − phase`).
-    phase: Dur,
     /// Pending wake-up per side (a timer is armed for it).
     wake: [Option<Time>; 2],
     /// Bytes taken per side.
@@ -33,8 +31,8 @@ impl Buckets {
     pub fn new(spec: Option<&BucketSpec>, scope: BucketScope, phase_draw: f64) -> Buckets {
         let mut out = Buckets::default();
         let Some(s) = spec else { return out };
-        out.phase = s.phase(phase_draw);
-        let mk = || TokenBucket::new(s.rate, s.burst, s.refill).with_phase(out.phase);
+        let phase = s.phase(phase_draw);
+        let mk = || TokenBucket::new(s.rate, s.burst, s.refill).with_phase(phase);
         if matches!(scope, BucketScope::Read | BucketScope::Both) {
             out.b[0] = Some(mk());
         }
@@ -44,9 +42,13 @@ impl Buckets {
         out
     }
 
-    /// The refill phase of the relay's buckets.
+    /// The refill phase of the relay's buckets (zero without a bucket).
     pub fn phase(&self) -> Dur {
-        self.phase
+        self.b
+            .iter()
+            .flatten()
+            .next()
+            .map_or(Dur::ZERO, TokenBucket::phase)
     }
 
     /// Whether `side` is limited at all.
