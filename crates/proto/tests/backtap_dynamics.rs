@@ -5,7 +5,7 @@ mod backtap_net;
 
 use backtap_net::{secs, LinkCfg, Net};
 use hopwise_proto::backtap::{
-    BucketConfig, Config, Direction, Startup, CELL_DATA_LEN, CELL_ITEM_LEN,
+    BucketConfig, CircuitId, Config, Direction, Startup, CELL_DATA_LEN, CELL_ITEM_LEN,
 };
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::time::Dur;
@@ -115,10 +115,15 @@ fn coarse_refill_still_fills_the_bucket() {
     assert!((total / bucket_goodput(rate) - 1.0).abs() < 0.02, "{total}");
 }
 
+/// On a FIFO link every circuit sees the same queueing delay, so Eq. 1 gives
+/// them the same window up to its granularity: windows move in whole cells,
+/// and any window whose diff lies in [α, β] is left alone. Here each circuit
+/// needs about 7 cells on the middle → exit hop, so one cell is 14 % of a
+/// share; the test asserts that the windows end within one cell of each other.
 #[test]
 fn circuits_share_a_bottleneck_link_fairly() {
     // The middle → exit link (8 Mbit/s) is the bottleneck, no bucket.
-    let (_, r) = shared_path(
+    let (net, r) = shared_path(
         4,
         Config::default(),
         LinkCfg::new(8_000_000, 5, 0.0),
@@ -130,8 +135,17 @@ fn circuits_share_a_bottleneck_link_fairly() {
         r.iter().cloned().fold(f64::MAX, f64::min),
         r.iter().cloned().fold(0.0, f64::max),
     );
+    // Node 1 is the middle; circuit i is the i-th added.
+    let swnd: Vec<u32> = (0..4)
+        .map(|i| {
+            net.nodes[1]
+                .ep
+                .circuit_stats(CircuitId(i), Direction::Forward)
+                .swnd
+        })
+        .collect();
     eprintln!(
-        "link fairness: rates {:?} B/s, total {total:.0}, jain {:.4}, max/min {:.3}",
+        "link fairness: rates {:?} B/s, total {total:.0}, jain {:.4}, max/min {:.3}, middle swnd {swnd:?}",
         r,
         jain(&r),
         hi / lo
@@ -143,7 +157,19 @@ fn circuits_share_a_bottleneck_link_fairly() {
         total > 0.97 * ceiling,
         "the bottleneck is used: {total} of {ceiling:.0}"
     );
-    assert!(hi / lo < 1.05, "equal shares within 5 %: {r:?}");
+    let (wlo, whi) = (swnd.iter().min().unwrap(), swnd.iter().max().unwrap());
+    assert!(
+        *wlo >= 5,
+        "windows cover the hop's share of the BDP: {swnd:?}"
+    );
+    assert!(whi - wlo <= 1, "windows within one cell: {swnd:?}");
+    // Rates follow the windows (a FIFO gives every cell the same delay):
+    // within one cell's share of each other.
+    assert!(
+        hi / lo < 1.0 + 1.0 / f64::from(*wlo) + 0.02,
+        "rates follow the windows: {r:?}, {swnd:?}"
+    );
+    assert!(jain(&r) > 0.99, "{r:?}");
 }
 
 /// Samples of one queue: (mean over first half, mean over second half, max).

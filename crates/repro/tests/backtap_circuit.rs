@@ -2,7 +2,7 @@
 //! the helpers, and a tiny end-to-end run that writes summary.json.
 
 use hopwise_proto::time::Dur;
-use hopwise_repro::backtap_circuit::{fig5, mux, *};
+use hopwise_repro::backtap_circuit::{fig5, latecomer, mux, *};
 use hopwise_repro::{ReproOpts, Silent};
 
 /// A plan small enough for the test profile: one RTT, one run per point,
@@ -66,6 +66,39 @@ fn backtap_fills_the_bottleneck_with_a_bounded_queue() {
     );
     // No end-to-end window, yet the backlog stays near rate × RTT/2.
     assert!(r.backlog < 0.2 * payload, "backlog {:.0} B", r.backlog);
+    // The delay above RTT/2 is the wait at the middle: its time-averaged
+    // queue is that wait times the rate. (Sampled at the 10 ms refill
+    // period, the queue would read one phase of the refill cycle instead.)
+    let waiting = (r.delay_ms - 50.0) / 1e3 * r.rate / 498.0;
+    assert!(
+        (r.bottleneck_queue_cells - waiting).abs() <= 5.0,
+        "mean queue {:.1} cells, delay over RTT/2 worth {waiting:.1} cells",
+        r.bottleneck_queue_cells
+    );
+}
+
+#[test]
+fn a_late_comer_with_shared_base_rtt_ends_at_the_first_circuits_rate() {
+    // The late-comer at nstor's 120 ms RTT and 10 ms refill.
+    let plan = Plan {
+        late_join_secs: 10,
+        late_secs: 60,
+        late_measure_secs: 10,
+        ..tiny_plan()
+    };
+    let cfg = latecomer::LateConfig {
+        bottleneck: latecomer::Bottleneck::Bucket(RefillMode::Periodic10),
+        shared: true,
+        rtt_ms: 120,
+        headline: true,
+    };
+    let r = latecomer::run_one(&cfg, &plan, 1).unwrap();
+    let total = r.rate_first + r.rate_late;
+    let payload = payload_rate(BACKTAP_CELL);
+    let rates = (r.rate_first, r.rate_late);
+    assert!(total >= 0.95 * payload, "rates {rates:?}");
+    let ratio = r.rate_late.min(r.rate_first) / r.rate_late.max(r.rate_first);
+    assert!(ratio >= 0.9, "min/max {ratio:.3}: rates {rates:?}");
 }
 
 #[test]

@@ -30,8 +30,9 @@ use crate::bucket::TokenBucket;
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::ops::Bound;
 
 /// A small multiplicative hasher for `(peer, circ_id)` keys. Lookups only:
 /// the map is never iterated, so the hash cannot influence output order.
@@ -156,7 +157,11 @@ pub struct Endpoint {
     peers: Vec<Peer>,
     circuits: Vec<Option<Box<Circuit>>>,
     legs: LegMap,
-    rr: VecDeque<QRef>,
+    /// Queues with a sendable cell, in ring order (circuit index, then
+    /// direction): the round robin's ring.
+    rr: BTreeSet<QRef>,
+    /// The queue served last; the round robin resumes after it.
+    rr_last: Option<QRef>,
     timers: BinaryHeap<Reverse<(Time, TimerKey)>>,
     bucket: Option<TokenBucket>,
     bucket_wake: Option<Time>,
@@ -191,7 +196,8 @@ impl Endpoint {
             peers: Vec::new(),
             circuits: Vec::new(),
             legs: LegMap::default(),
-            rr: VecDeque::new(),
+            rr: BTreeSet::new(),
+            rr_last: None,
             timers: BinaryHeap::new(),
             bucket,
             bucket_wake: None,
@@ -674,18 +680,29 @@ impl Endpoint {
     }
 
     /// Round-robin over queues with a sendable cell, one cell per turn
-    /// (paper §3), gated by the token bucket.
+    /// (paper §3), gated by the token bucket. The ring is fixed and the turn
+    /// resumes after the queue served last, as nstor's `GetNextCircuit`
+    /// iterates its circuit map: a queue that falls idle and comes back keeps
+    /// its place in the ring instead of joining the back of a list. That
+    /// matters when the bucket releases cells in bursts: the queue served
+    /// first after a refill is the one after the last burst's final turn
+    /// (`docs/backtap.md`, "Round robin").
     fn schedule(&mut self, now: Time) {
         if self.bucket_wake.is_some_and(|t| now < t) {
             return;
         }
         self.bucket_wake = None;
-        while let Some(r) = self.rr.pop_front() {
-            let Some(q) = self.queue_mut(r) else {
-                continue;
+        loop {
+            let next = self
+                .rr_last
+                .and_then(|l| self.rr.range((Bound::Excluded(l), Bound::Unbounded)).next())
+                .or_else(|| self.rr.first())
+                .copied();
+            let Some(r) = next else {
+                break;
             };
-            q.in_rr = false;
-            if !q.sendable() {
+            if !self.queue(r).is_some_and(Queue::sendable) {
+                self.rr.remove(&r);
                 continue;
             }
             if let Some(b) = self.bucket.as_mut() {
@@ -694,15 +711,12 @@ impl Endpoint {
                     if let Some(at) = b.retry_at(now, n) {
                         self.stats.bucket_stalls += 1;
                         self.bucket_wake = Some(at);
-                        self.rr.push_front(r);
-                        if let Some(q) = self.queue_mut(r) {
-                            q.in_rr = true;
-                        }
                         break;
                     }
                 }
                 b.consume(now, n);
             }
+            self.rr_last = Some(r);
             self.send_one(now, r);
         }
     }
@@ -731,21 +745,15 @@ impl Endpoint {
         if new && inl.is_some() {
             self.queue_feedback(now, r);
         }
-        if again {
-            if let Some(q) = self.queue_mut(r) {
-                q.in_rr = true;
-            }
-            self.rr.push_back(r);
+        if !again {
+            self.rr.remove(&r);
         }
     }
 
     /// Adds the queue to the round-robin list if it has something to send.
     fn activate(&mut self, r: QRef) {
-        if let Some(q) = self.queue_mut(r) {
-            if !q.in_rr && q.sendable() {
-                q.in_rr = true;
-                self.rr.push_back(r);
-            }
+        if self.queue(r).is_some_and(Queue::sendable) {
+            self.rr.insert(r);
         }
     }
 

@@ -130,7 +130,6 @@ pub(super) struct Queue {
     pub probe_backoff: u32,
     /// Time of this queue's live entry in the endpoint's timer heap.
     pub heap_at: Option<Time>,
-    pub in_rr: bool,
 
     // Feedback owed to the predecessor (coalesced in place).
     pub owe_ack: bool,
@@ -176,7 +175,6 @@ impl Queue {
             timer: Timer::Off,
             probe_backoff: 0,
             heap_at: None,
-            in_rr: false,
             owe_ack: false,
             owe_fwd: false,
             fb_queued: false,

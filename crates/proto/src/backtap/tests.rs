@@ -267,6 +267,44 @@ fn relay_refuses_cells_beyond_circuit_limit_without_acking() {
 }
 
 /// Sends one cell on `c` at `at` and returns when it went out.
+/// The circuit ids of the cells sent, in order.
+fn cell_circs(out: &[(PeerId, Vec<Out>)]) -> Vec<u32> {
+    out.iter()
+        .flat_map(|(_, d)| d.iter())
+        .filter_map(|o| match o {
+            Out::Cell { circ, .. } => Some(*circ),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The round robin's ring is fixed and resumes after the queue served last
+/// (nstor's `GetNextCircuit`): a queue that went idle keeps its place instead
+/// of queueing up behind whichever queue became sendable first.
+#[test]
+fn round_robin_resumes_after_the_queue_served_last() {
+    let cfg = Config {
+        initial_window: 8,
+        ..Config::default()
+    };
+    let (mut ep, _, cs) = client(cfg, 2);
+    let (a, b) = (cs[0], cs[1]);
+    for n in 0..3 {
+        ep.send_cell(ms(0), a, Direction::Forward, &body(n))
+            .unwrap();
+    }
+    ep.send_cell(ms(0), b, Direction::Forward, &body(9))
+        .unwrap();
+    // One cell per turn; B runs dry after its first; A is served last.
+    assert_eq!(cell_circs(&settle(&mut ep, ms(0))), [10, 11, 10, 10]);
+    // A becomes sendable before B, but the turn after A's is B's.
+    ep.send_cell(ms(5), a, Direction::Forward, &body(3))
+        .unwrap();
+    ep.send_cell(ms(5), b, Direction::Forward, &body(10))
+        .unwrap();
+    assert_eq!(cell_circs(&settle(&mut ep, ms(5))), [11, 10]);
+}
+
 fn one_cell(ep: &mut Endpoint, c: CircuitId, at: Time, tag: u32) {
     ep.send_cell(at, c, Direction::Forward, &body(tag)).unwrap();
     assert_eq!(cells(&settle(ep, at)).len(), 1);

@@ -204,12 +204,21 @@ pub fn lengths(v: &Variant, rtt: Dur, plan: &Plan) -> (Dur, Dur) {
 /// by 1 ms; rates and backlogs do not change.
 pub const RW_INTERVAL: Dur = Dur::from_millis(1);
 
+/// Per-hop queue sampling interval. The simulator's default, 10 ms, equals
+/// BackTap's refill period: every sample then falls at the same phase of the
+/// middle's refill (a per-relay random offset), and reads either the full
+/// burst waiting for the refill (≈ 29 cells) or the queue just after it
+/// (≈ 1 cell), depending on that phase alone. Sampling every 1 ms averages
+/// over the period.
+pub const QUEUE_INTERVAL: Dur = Dur::from_millis(1);
+
 /// The Fig. 5 network: client `op`, relays `guard`, `middle` (the bucket),
 /// `exit` in a 1 Gbit/s star with end-to-end RTT `rtt`; one traced bulk
 /// circuit `c0` starting at `start`.
 pub fn net(v: &Variant, rtt: Dur, start: Dur) -> TorNet {
     let mut cfg = (v.config)();
     cfg.rw_interval = RW_INTERVAL;
+    cfg.queue_interval = Some(QUEUE_INTERVAL);
     let mut net = TorNet::with_config(cfg);
     let acc = access(rtt);
     net.client("op", acc)
