@@ -725,9 +725,13 @@ impl Endpoint {
     fn send_one(&mut self, now: Time, r: QRef) {
         let cfg = &self.cfg;
         let Some(circ) = self.circuits[r.c as usize].as_mut() else {
+            self.rr.remove(&r);
             return;
         };
         let (Some(out), inl) = (circ.out_leg(r.d as usize), circ.in_leg(r.d as usize)) else {
+            // Never sendable (no successor); leaving it in the ring would
+            // make the round robin come back to it forever.
+            self.rr.remove(&r);
             return;
         };
         let q = &mut circ.q[r.d as usize];
