@@ -65,14 +65,18 @@ fn settle(ep: &mut Endpoint, t: Time) -> Vec<(PeerId, Vec<Out>)> {
     v
 }
 
-fn cells(out: &[(PeerId, Vec<Out>)]) -> Vec<u32> {
+/// (circuit id, seq) of every cell sent, in order.
+fn cell_items(out: &[(PeerId, Vec<Out>)]) -> impl Iterator<Item = (u32, u32)> + '_ {
     out.iter()
         .flat_map(|(_, d)| d.iter())
         .filter_map(|o| match o {
-            Out::Cell { seq, .. } => Some(*seq),
+            Out::Cell { circ, seq, .. } => Some((*circ, *seq)),
             _ => None,
         })
-        .collect()
+}
+
+fn cells(out: &[(PeerId, Vec<Out>)]) -> Vec<u32> {
+    cell_items(out).map(|(_, seq)| seq).collect()
 }
 
 fn feedback(out: &[(PeerId, Vec<Out>)]) -> Vec<(Option<u32>, Option<u32>)> {
@@ -269,13 +273,7 @@ fn relay_refuses_cells_beyond_circuit_limit_without_acking() {
 /// Sends one cell on `c` at `at` and returns when it went out.
 /// The circuit ids of the cells sent, in order.
 fn cell_circs(out: &[(PeerId, Vec<Out>)]) -> Vec<u32> {
-    out.iter()
-        .flat_map(|(_, d)| d.iter())
-        .filter_map(|o| match o {
-            Out::Cell { circ, .. } => Some(*circ),
-            _ => None,
-        })
-        .collect()
+    cell_items(out).map(|(circ, _)| circ).collect()
 }
 
 /// The round robin's ring is fixed and resumes after the queue served last
