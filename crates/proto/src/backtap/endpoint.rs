@@ -527,7 +527,7 @@ impl Endpoint {
                     q.heap_at = None;
                     match q.timer {
                         Timer::Rto(d) if d <= now => {
-                            q.on_rto(now);
+                            q.on_rto(cfg, now);
                             self.arm(r);
                             self.activate(r);
                         }

@@ -143,6 +143,16 @@ pub struct Config {
     /// for TCP; otherwise an application-limited circuit would grow its window
     /// without bound. Decreases are never held back. Default true.
     pub grow_only_when_limited: bool,
+    /// [hopwise] Halve `swnd` (not below 2, the start-up window) when a hop
+    /// enters loss recovery: on a fast retransmit and on a timeout, at most
+    /// once per recovery episode; slow start ends. The paper's Eq. 1 and
+    /// nstor react to delay only. A loss downstream of a bursty sender, which
+    /// the hop's FORWARD-RTT samples do not see (Karn's rule drops the
+    /// samples of retransmitted cells), then never shrinks the window that
+    /// feeds the bursts. TCP Vegas keeps Reno's loss response (Brakmo and
+    /// Peterson 1995; Linux `tcp_vegas` uses Reno's halving,
+    /// RFC 5681 §3.1). Default true.
+    pub halve_on_loss: bool,
     /// RTO lower bound (RFC 6298 §2.4 says 1 s, nstor 1 s; hopwise 200 ms).
     pub min_rto: Dur,
     /// RTO upper bound (RFC 6298 §2.5: at least 60 s).
@@ -177,6 +187,7 @@ impl Default for Config {
             startup: Startup::Linear,
             max_window: 10_000,
             grow_only_when_limited: true,
+            halve_on_loss: true,
             min_rto: Dur::from_millis(200),
             max_rto: Dur::from_secs(60),
             dupthresh: 3,
@@ -233,6 +244,8 @@ pub struct HopStats {
     pub retransmits: u64,
     pub fast_retransmits: u64,
     pub timeouts: u64,
+    /// Window halvings on entering loss recovery ([`Config::halve_on_loss`]).
+    pub loss_cuts: u64,
     /// Retransmissions sent again because the lost-retransmission timer
     /// expired in recovery.
     pub lost_retransmits: u64,

@@ -374,6 +374,7 @@ impl Queue {
                 self.retx_due = true;
                 self.recover = Some(self.next_tx - 1);
                 self.st.fast_retransmits += 1;
+                self.cut_on_loss(cfg);
                 return AckResult::Duplicate(true);
             }
             return AckResult::Duplicate(false);
@@ -547,13 +548,26 @@ impl Queue {
     /// The retransmission timer expired (RFC 6298 §5.4–5.6): retransmit the
     /// oldest unacknowledged cell, back off, restart the timer. Later holes
     /// are repaired by partial ACKs (RFC 6582).
-    pub fn on_rto(&mut self, now: Time) {
+    pub fn on_rto(&mut self, cfg: &Config, now: Time) {
         self.retx_due = true;
+        if self.recover.is_none() {
+            self.cut_on_loss(cfg);
+        }
         self.recover = Some(self.next_tx - 1);
         self.dupacks = 0;
         self.rtt.back_off();
         self.st.timeouts += 1;
         self.timer = Timer::Rto(now + self.rtt.rto());
+    }
+
+    /// [`Config::halve_on_loss`]: the window halves, not below the start-up
+    /// window of 2, and slow start ends.
+    fn cut_on_loss(&mut self, cfg: &Config) {
+        if cfg.halve_on_loss {
+            self.swnd = (self.swnd / 2).max(2).min(self.swnd);
+            self.slow_start = false;
+            self.st.loss_cuts += 1;
+        }
     }
 
     /// The lost-retransmission timer expired: send `head` again, no backoff.

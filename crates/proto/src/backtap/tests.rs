@@ -382,6 +382,43 @@ fn fast_retransmit_on_the_third_duplicate_ack() {
     assert_eq!(cells(&settle(&mut ep, ms(25))), vec![6]);
     let s = ep.circuit_stats(cs[0], Direction::Forward);
     assert_eq!((s.fast_retransmits, s.retransmits, s.timeouts), (1, 2, 0));
+    // The window halved once on entering recovery (Config::halve_on_loss).
+    assert_eq!((s.swnd, s.loss_cuts), (4, 1));
+}
+
+/// The loss response halves the window once per recovery episode, on a fast
+/// retransmit or a timeout, and can be turned off (the paper's BackTap).
+#[test]
+fn loss_recovery_halves_the_window_once_unless_turned_off() {
+    for halve in [true, false] {
+        let cfg = Config {
+            initial_window: 12,
+            halve_on_loss: halve,
+            ..Config::default()
+        };
+        let (mut ep, p, cs) = client(cfg, 1);
+        assert_eq!(fill(&mut ep, ms(0), cs[0]), 12);
+        drain(&mut ep, ms(1));
+        // Cell 1 lost: three duplicate ACKs for it.
+        for t in 10..13 {
+            ep.handle_datagram(ms(t), p, &fb(10, Some(1), None))
+                .unwrap();
+        }
+        settle(&mut ep, ms(13));
+        let s = ep.circuit_stats(cs[0], Direction::Forward);
+        assert_eq!(s.fast_retransmits, 1);
+        // The retransmission is lost too: the RTO fires in the same episode.
+        let rto = ep.poll_timeout().expect("RTO armed");
+        ep.handle_timeout(rto);
+        settle(&mut ep, rto);
+        let s = ep.circuit_stats(cs[0], Direction::Forward);
+        assert!(s.timeouts >= 1, "{s:?}");
+        if halve {
+            assert_eq!((s.swnd, s.loss_cuts), (6, 1), "{s:?}");
+        } else {
+            assert_eq!((s.swnd, s.loss_cuts), (12, 0), "{s:?}");
+        }
+    }
 }
 
 #[test]
