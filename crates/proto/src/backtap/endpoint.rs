@@ -686,7 +686,7 @@ impl Endpoint {
     /// its place in the ring instead of joining the back of a list. That
     /// matters when the bucket releases cells in bursts: the queue served
     /// first after a refill is the one after the last burst's final turn
-    /// (`docs/backtap.md`, "Round robin").
+    /// (`docs/backtap.md`, "Scheduling, pacing and packing").
     fn schedule(&mut self, now: Time) {
         if self.bucket_wake.is_some_and(|t| now < t) {
             return;
@@ -754,7 +754,7 @@ impl Endpoint {
         }
     }
 
-    /// Adds the queue to the round-robin list if it has something to send.
+    /// Adds the queue to the round-robin ring if it has something to send.
     fn activate(&mut self, r: QRef) {
         if self.queue(r).is_some_and(Queue::sendable) {
             self.rr.insert(r);
