@@ -86,12 +86,11 @@ fn a_late_comer_with_shared_base_rtt_ends_at_the_first_circuits_rate() {
         late_measure_secs: 10,
         ..tiny_plan()
     };
-    let cfg = latecomer::LateConfig {
-        bottleneck: latecomer::Bottleneck::Bucket(RefillMode::Periodic10),
-        shared: true,
-        rtt_ms: 120,
-        headline: true,
-    };
+    let cfg = latecomer::configs(&plan)
+        .into_iter()
+        .find(|c| c.headline && c.shared)
+        .expect("the headline setting with shared baseRtt");
+    assert_eq!(cfg.rtt_ms, 120);
     let r = latecomer::run_one(&cfg, &plan, 1).unwrap();
     let total = r.rate_first + r.rate_late;
     let payload = payload_rate(BACKTAP_CELL);
