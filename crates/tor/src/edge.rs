@@ -800,10 +800,10 @@ impl Edge {
 
     /// `(cwnd, inflight)` of the Vegas controller at the end on `hop`, in
     /// its packaging direction.
-    pub fn vegas_window(&self, hop: u32) -> Option<(Dir, u64, u64)> {
+    pub fn vegas(&self, hop: u32) -> Option<(Dir, &Vegas)> {
         let e = *self.by_hop.get(hop as usize)?;
         let c = self.circs.get(e as usize)?;
-        c.vegas.as_ref().map(|v| (c.pdir, v.cwnd(), v.inflight()))
+        c.vegas.as_ref().map(|v| (c.pdir, v))
     }
 }
 

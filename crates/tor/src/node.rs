@@ -195,9 +195,11 @@ impl Agent for TorNode {
             token::SAMPLE_QUEUES => {
                 for (i, &h) in self.traced.iter().enumerate() {
                     let mut s = self.tx.sample_hop(cx, h);
-                    if let Some((d, cwnd, inflight)) = self.edge.vegas_window(h) {
-                        s.cwnd[d.index()] = cwnd.min(u32::MAX as u64) as u32;
-                        s.inflight[d.index()] = inflight.min(u32::MAX as u64) as u32;
+                    if let Some((d, v)) = self.edge.vegas(h) {
+                        let c32 = |x: u64| x.min(u32::MAX as u64) as u32;
+                        let i = d.index();
+                        s.cwnd[i] = c32(v.cwnd());
+                        s.inflight[i] = c32(v.inflight());
                     }
                     self.hop_samples[i].push(s);
                 }

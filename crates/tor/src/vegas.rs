@@ -48,6 +48,23 @@ pub struct VegasStats {
     pub ss_exit: Option<Time>,
     /// The window when slow start ended.
     pub ss_exit_cwnd: u64,
+    /// RTT samples (SENDMEs that timed a cell), and the sums over them of
+    /// `queue_use` (cells) and of `ewma_rtt − min_rtt` (ns), for the means
+    /// the controller acted on.
+    pub rtt_samples: u64,
+    pub queue_use_sum: u64,
+    pub rtt_excess_sum_ns: u64,
+}
+
+impl VegasStats {
+    /// Mean `queue_use` over the RTT samples (cells); NaN without one.
+    pub fn mean_queue_use(&self) -> f64 {
+        self.queue_use_sum as f64 / self.rtt_samples as f64
+    }
+    /// Mean `ewma_rtt − min_rtt` over the RTT samples; NaN without one.
+    pub fn mean_rtt_excess_s(&self) -> f64 {
+        self.rtt_excess_sum_ns as f64 / 1e9 / self.rtt_samples as f64
+    }
 }
 
 /// One packaging edge's TOR_VEGAS state.
@@ -195,6 +212,9 @@ impl Vegas {
         }
         self.bdp = (self.cwnd as u128 * self.min_rtt as u128 / self.ewma_rtt.max(1) as u128) as u64;
         let queue_use = self.cwnd.saturating_sub(self.bdp);
+        self.stats.rtt_samples += 1;
+        self.stats.queue_use_sum += queue_use;
+        self.stats.rtt_excess_sum_ns += self.ewma_rtt.saturating_sub(self.min_rtt);
 
         if self.inflight + self.cfg.cwnd_full_gap as u64 * self.inc() >= self.cwnd {
             self.cwnd_full = true;
@@ -354,6 +374,14 @@ mod tests {
         assert!(hi - lo <= 40, "cwnd wanders {lo}..{hi}");
         let s = v.stats();
         assert!(s.ss_exit.is_some() && s.sendmes > 100, "{s:?}");
+        // Every SENDME here timed a cell; on a smooth FIFO bottleneck the mean
+        // queue estimate is the mean extra delay at the bottleneck's rate.
+        assert_eq!(s.rtt_samples, s.sendmes);
+        let (qu, excess) = (s.mean_queue_use(), s.mean_rtt_excess_s() * 2000.0);
+        assert!(
+            qu > 100.0 && (qu / excess - 1.0).abs() < 0.15,
+            "mean queue_use {qu:.1} cells against {excess:.1} cells of extra delay"
+        );
         assert!(
             v.min_rtt() >= Dur::from_millis(199) && v.min_rtt() <= Dur::from_millis(220),
             "min {:?} ewma {:?} cwnd {} stats {:?}",

@@ -69,6 +69,19 @@ pub struct SingleRow {
     /// Tor Vegas: the exit's mean congestion window (cells); BackTap: the
     /// exit hop's mean send window.
     pub exit_window_cells: f64,
+    /// Tor Vegas: the exit's mean cells in flight (packaged, not yet
+    /// acknowledged by a SENDME); NaN for BackTap.
+    pub vegas_inflight_cells: f64,
+    /// Tor Vegas: the exit's mean `queue_use` (cwnd − BDP) over its RTT
+    /// samples (SENDMEs) of the whole run: the cells the controller believes
+    /// are queued, which it steers into [α, β]; NaN for BackTap.
+    pub vegas_queue_use_cells: f64,
+    /// Tor Vegas: the mean over the same samples of the smoothed RTT above
+    /// the minimum RTT (ms): the delay `queue_use` stands for; NaN for BackTap.
+    pub vegas_rtt_excess_ms: f64,
+    /// The delay the cells held at the middle add at the circuit's rate (ms),
+    /// for comparison with `vegas_rtt_excess_ms`.
+    pub bottleneck_queue_ms: f64,
     pub secs: u64,
     pub fit_from_s: u64,
     pub events: u64,
@@ -139,6 +152,18 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
             s.swnd[b] as f64
         }
     });
+    let vegas = v.transport == "tor-vegas";
+    let exit_mean = |f: &dyn Fn(&hopwise_tor::HopSample) -> f64| {
+        if vegas {
+            hop_mean(c, "exit", qdt, from_s, f)
+        } else {
+            f64::NAN
+        }
+    };
+    let vegas_inflight = exit_mean(&|s| s.inflight[b] as f64);
+    let vstats = c.vegas.as_ref().map(|v| v.stats());
+    let vegas_queue_use = vstats.map_or(f64::NAN, |s| s.mean_queue_use());
+    let vegas_rtt_excess = vstats.map_or(f64::NAN, |s| s.mean_rtt_excess_s() * 1e3);
     Ok(SingleRow {
         transport: v.transport.into(),
         rtt_ms,
@@ -151,6 +176,10 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
         backlog: f.backlog,
         delay_ms: f.delay * 1e3,
         exit_window_cells: window,
+        vegas_inflight_cells: vegas_inflight,
+        vegas_queue_use_cells: vegas_queue_use,
+        vegas_rtt_excess_ms: vegas_rtt_excess,
+        bottleneck_queue_ms: (held + unread) * CELL_DATA / f.rate * 1e3,
         secs,
         fit_from_s: fit_from,
         events: res.events,
@@ -201,6 +230,10 @@ pub fn run(
             "backlog_B",
             "delay_ms",
             "exit_window_cells",
+            "vegas_inflight_cells",
+            "vegas_queue_use_cells",
+            "vegas_rtt_excess_ms",
+            "bottleneck_queue_ms",
             "secs",
             "fit_from_s",
             "events",
@@ -220,6 +253,10 @@ pub fn run(
                     format!("{:.0}", r.backlog),
                     g(r.delay_ms),
                     g(r.exit_window_cells),
+                    g(r.vegas_inflight_cells),
+                    g(r.vegas_queue_use_cells),
+                    g(r.vegas_rtt_excess_ms),
+                    g(r.bottleneck_queue_ms),
                     r.secs.to_string(),
                     r.fit_from_s.to_string(),
                     r.events.to_string(),
@@ -283,13 +320,16 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 100.0 * STEADY_RATE
             ),
             format!(
-                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas {}; BackTap {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}",
+                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas {}; BackTap {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248): {} cells, standing for {} ms of extra RTT where the cells at the middle add {} ms",
                 plan.single_fit_from,
                 plan.single_secs,
                 list("tor-vegas", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
                 list("backtap", &|r| format!("{:.1}", r.bottleneck_queue_cells)),
                 list("tor-vegas", &|r| format!("{:.0}", r.excess_delay_cells)),
                 list("backtap", &|r| format!("{:.0}", r.excess_delay_cells)),
+                list("tor-vegas", &|r| format!("{:.0}", r.vegas_queue_use_cells)),
+                list("tor-vegas", &|r| format!("{:.0}", r.vegas_rtt_excess_ms)),
+                list("tor-vegas", &|r| format!("{:.0}", r.bottleneck_queue_ms)),
             ),
             holds,
         ));
