@@ -475,6 +475,13 @@ fn fig4_variants() -> Vec<Fig4Setting> {
             params: |_| vec![("alpha", "1"), ("beta", "3")],
         },
         Fig4Setting {
+            name: "lp-linux",
+            what: "TCP-LP with Linux tcp_lp.c's rule (rebase = true, calibrate = false): every ACK above the threshold reacts and restarts the delay range at [sowd, 2 sowd]; the TCP-LP of ns-2's TCP-Linux",
+            tcp: tcp_ns2(),
+            protocols: vec!["lp"],
+            params: |_| vec![("rebase", "true"), ("calibrate", "false")],
+        },
+        Fig4Setting {
             name: "paper-literal-lp-nice",
             what: "TCP-LP with calibrate = false and TCP-NICE with delay = rtt (the papers' literal rules), delayed ACKs on so that the NICE RTT artefact can show",
             tcp: TcpConfig {

@@ -63,6 +63,21 @@
 //! 0.58; Linux's re-basing uses the absolute OWD, which includes the hosts'
 //! clock offset). `calibrate = false` restores the literal rule (indications
 //! from the first sample).
+//!
+//! # Re-basing (option `rebase`, Linux `tcp_lp.c`)
+//!
+//! With `rebase = true` the controller follows Linux's `tcp_lp_pkts_acked`:
+//! every ACK whose smoothed delay is above the threshold is a reaction (no
+//! once-per-round rule), and each reaction restarts the range at
+//! `owd_min = sowd`, `owd_max = owd_max_rsv = 2·sowd`. The threshold then sits
+//! 15 % above the delay at the last reaction, so a flow that has reacted to a
+//! standing queue grows again on it, as NewReno does. This is the TCP-LP of
+//! ns-2's TCP-Linux (which runs Linux's congestion-control modules), the
+//! likeliest TCP-LP of Testa & Rossi's ns-2 study. It needs a delay without
+//! a clock offset between the hosts, as the simulator's (and ns-2's) shared
+//! clock gives; a real stack's timestamp difference contains the offset,
+//! which makes `2·sowd` meaningless. Combine it with `calibrate = false` for
+//! Linux's behaviour from the first ACK.
 
 use super::{
     half_flight, reno_halving, rtt_estimate, AckSample, CcInit, CongestionControl, DelaySignal,
@@ -92,6 +107,11 @@ pub struct LpConfig {
     /// Take no early-congestion action before the first loss or timeout has
     /// shown the full queue's delay (default true; see the module docs).
     pub calibrate: bool,
+    /// Linux `tcp_lp.c`'s rule instead of one reaction per round: after every
+    /// early-congestion reaction set `owd_min` to the smoothed delay and
+    /// `owd_max` to twice it, and react again on any later ACK that is still
+    /// above the threshold (default false; see the module docs, "Re-basing").
+    pub rebase: bool,
 }
 
 impl Default for LpConfig {
@@ -101,12 +121,14 @@ impl Default for LpConfig {
             delta: 0.15,
             inference: Inference::SrttMultiple(3.0),
             calibrate: true,
+            rebase: false,
         }
     }
 }
 
 impl LpConfig {
-    pub const PARAMS: &'static [&'static str] = &["smoothing", "delta", "inference", "calibrate"];
+    pub const PARAMS: &'static [&'static str] =
+        &["smoothing", "delta", "inference", "calibrate", "rebase"];
 
     pub(crate) fn set(&mut self, key: &str, v: ParamValue<'_>) -> Result<bool, String> {
         match key {
@@ -127,6 +149,7 @@ impl LpConfig {
                 }
             }
             "calibrate" => self.calibrate = v.boolean()?,
+            "rebase" => self.rebase = v.boolean()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -229,7 +252,8 @@ impl CongestionControl for Lp {
         if ack.in_recovery {
             return;
         }
-        if self.calibrated && ack.delivered > self.react_after && self.early_congestion() {
+        let fresh = self.cfg.rebase || ack.delivered > self.react_after;
+        if self.calibrated && fresh && self.early_congestion() {
             if self.in_inference(ack.now) {
                 // Persistent congestion: back off to one segment.
                 self.cwnd = self.mss;
@@ -239,6 +263,15 @@ impl CongestionControl for Lp {
             }
             self.inference_until = Some(ack.now + self.inference_len(ack));
             self.react_after = ack.sent;
+            if self.cfg.rebase {
+                // Linux tcp_lp_pkts_acked: the range restarts at [sowd, 2·sowd].
+                if let Some(s) = self.sowd {
+                    let s = Dur::from_nanos(s as u64);
+                    self.owd_min = Some(s);
+                    self.owd_max = s * 2;
+                    self.owd_max_rsv = s * 2;
+                }
+            }
             self.growth.acked_acc = 0;
             return;
         }
@@ -283,6 +316,7 @@ mod tests {
     struct Feed {
         now: Time,
         delivered: u64,
+        offset: Dur,
     }
 
     impl Feed {
@@ -290,6 +324,7 @@ mod tests {
             Feed {
                 now: Time::ZERO + Dur::from_secs(10),
                 delivered: 0,
+                offset: OFFSET,
             }
         }
         /// One ACK of one segment with the given one-way queuing delay; the
@@ -303,7 +338,7 @@ mod tests {
             self.now += Dur::from_millis(4);
             self.delivered += MSS;
             let queue = Dur::from_micros(queue_us);
-            let owd = OFFSET + Dur::from_millis(50) + queue;
+            let owd = self.offset + Dur::from_millis(50) + queue;
             lp.on_ack(&AckSample {
                 now: self.now,
                 bytes_acked: MSS,
@@ -321,10 +356,15 @@ mod tests {
     }
 
     fn lp_in_ca() -> (Lp, Feed) {
-        let mut lp = Lp::new(LpConfig::default(), CcInit::new(MSS));
+        lp_in_ca_with(LpConfig::default(), OFFSET)
+    }
+
+    fn lp_in_ca_with(cfg: LpConfig, offset: Dur) -> (Lp, Feed) {
+        let mut lp = Lp::new(cfg, CcInit::new(MSS));
         lp.cwnd = 40 * MSS;
         lp.ssthresh = 40 * MSS;
         let mut f = Feed::new();
+        f.offset = offset;
         // Calibrate the range: empty queue, then a 100 ms excursion that
         // only moves the smoothed delay part of the way.
         // (Two separate excursions: the first only fills the reserve slot.)
@@ -431,6 +471,35 @@ mod tests {
     }
 
     #[test]
+    fn rebasing_lets_a_flow_grow_again_on_a_standing_queue() {
+        // A standing queue of 60 ms on a learned 0–100 ms range (threshold
+        // 15 ms), for 8 s. Without a clock offset, as in the simulator.
+        let run = |rebase: bool| {
+            let cfg = LpConfig {
+                rebase,
+                ..LpConfig::default()
+            };
+            let (mut lp, mut f) = lp_in_ca_with(cfg, Dur::ZERO);
+            for _ in 0..2000 {
+                f.ack(&mut lp, 60);
+            }
+            lp
+        };
+        // One reaction per round keeps the window at one segment.
+        let plain = run(false);
+        assert_eq!(plain.cwnd(), MSS);
+        // Re-basing reacts while the smoothed delay climbs to the new level
+        // (each reaction moves the range to [sowd, 2·sowd]), then grows on
+        // the standing queue as NewReno would.
+        let rebased = run(true);
+        let min = rebased.owd_min.unwrap();
+        assert!(min >= Dur::from_millis(90), "range rebased to {min:?}");
+        assert_eq!(rebased.owd_max, min * 2);
+        assert!(!rebased.early_congestion());
+        assert!(rebased.cwnd() >= 20 * MSS, "cwnd {}", rebased.cwnd());
+    }
+
+    #[test]
     fn smoothing_and_threshold_follow_the_paper() {
         let (lp, _) = lp_in_ca();
         assert!(!lp.early_congestion());
@@ -511,6 +580,9 @@ mod tests {
         assert_eq!(c.set("calibrate", ParamValue::Bool(false)), Ok(true));
         assert!(!c.calibrate);
         assert!(c.set("calibrate", ParamValue::Num(1.0)).is_err());
+        assert!(!c.rebase);
+        assert_eq!(c.set("rebase", ParamValue::Bool(true)), Ok(true));
+        assert!(c.rebase);
         assert_eq!(c.set("nope", ParamValue::Num(1.0)), Ok(false));
     }
 
