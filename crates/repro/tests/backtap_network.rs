@@ -9,6 +9,8 @@ use hopwise_repro::backtap_network::*;
 #[test]
 fn tiny_star_backtap_outpaces_window_limited_vanilla() {
     let mut plan = Plan::quick(Some(1));
+    // nstor's helper default: at 80 ms vanilla's windows are the limit.
+    plan.star_rtt_ms = 80;
     plan.star_circuits = 20;
     plan.star_start_s = 5;
     plan.star_from_s = 15;

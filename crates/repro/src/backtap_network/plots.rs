@@ -126,7 +126,9 @@ pub fn fig6a(
         rows.extend(vars.iter().copied());
         let [jain, share] = cdf_panels(out, &rows, &|r| !r.main);
         Figure::new(
-            format!("Fig. 6a, sensitivity: refill and gating variants (dashed) ({setup})"),
+            format!(
+                "Fig. 6a, sensitivity: refill, gating and star-RTT variants (dashed) ({setup})"
+            ),
             2,
         )
         .panel_size(620, 420)
