@@ -476,7 +476,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "lp-linux",
-            what: "TCP-LP with Linux tcp_lp.c's rule (rebase = true, calibrate = false): every ACK above the threshold reacts and restarts the delay range at [sowd, 2 sowd]; the TCP-LP of ns-2's TCP-Linux",
+            what: "TCP-LP with Linux tcp_lp.c's re-basing rule (rebase = true, calibrate = false): every ACK above the threshold reacts and restarts the delay range at [sowd, 2 sowd]; other differences from Linux's module remain (docs/congestion-control.md)",
             tcp: tcp_ns2(),
             protocols: vec!["lp"],
             params: |_| vec![("rebase", "true"), ("calibrate", "false")],

@@ -95,7 +95,9 @@ fn explore_star_hops() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(90);
     let t = transport(&k).unwrap();
-    let draw = topo::StarDraw::new(1, 100, Dur::from_millis(80), Dur::from_secs(30));
+    let plan = Plan::full(None);
+    let rtt = Dur::from_millis(plan.star_rtt_ms);
+    let draw = topo::StarDraw::new(1, 100, rtt, Dur::from_secs(30));
     let net = draw.net(
         &t,
         topo::bulk(),

@@ -798,8 +798,8 @@ impl Edge {
         })
     }
 
-    /// `(cwnd, inflight)` of the Vegas controller at the end on `hop`, in
-    /// its packaging direction.
+    /// The Vegas controller of the edge on `hop`, if any, with the direction
+    /// it packages.
     pub fn vegas(&self, hop: u32) -> Option<(Dir, &Vegas)> {
         let e = *self.by_hop.get(hop as usize)?;
         let c = self.circs.get(e as usize)?;

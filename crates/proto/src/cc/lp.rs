@@ -23,10 +23,11 @@
 //!   the timestamp echo, the same quantity.
 //! * An indication is *another* one only if it concerns data sent after
 //!   the previous reaction: ACKs for data that was already queued when the
-//!   window was cut still carry the old delay. We therefore react at most
-//!   once per round of data (using the delivered/sent counters). Linux
-//!   instead re-bases `owd_min`/`owd_max` on the smoothed delay after each
-//!   reaction (a heuristic its source marks FIXME).
+//!   window was cut still carry the old delay. By default we therefore
+//!   react at most once per round of data (using the delivered/sent
+//!   counters). Linux instead re-bases `owd_min`/`owd_max` on the smoothed
+//!   delay after each reaction (a heuristic its source marks FIXME; option
+//!   `rebase`, below).
 //! * Otherwise TCP-LP is NewReno: Reno slow start and congestion avoidance,
 //!   RFC 5681 halving on loss (no early reaction is taken while in loss
 //!   recovery, as in current Linux), one segment on timeout.
@@ -58,26 +59,29 @@
 //! 12 % of the link (40 % with per-segment ACKs). The same problem is why
 //! the Nice prototype starts maxRTT at 2·minRTT (Venkataramani et al., OSDI
 //! 2002, §2.3) and why Linux re-bases the range after each reaction (see
-//! above); neither fits here (a range of at least one minRTT still makes a
-//! lone flow halve at about six packets of queue on that link, utilisation
-//! 0.58; Linux's re-basing uses the absolute OWD, which includes the hosts'
-//! clock offset). `calibrate = false` restores the literal rule (indications
+//! above); neither is our default (a range of at least one minRTT still
+//! makes a lone flow halve at about six packets of queue on that link,
+//! utilisation 0.58; Linux's re-basing uses the absolute OWD, which in a
+//! real stack includes the hosts' clock offset, see "Re-basing"). `calibrate = false` restores the literal rule (indications
 //! from the first sample).
 //!
 //! # Re-basing (option `rebase`, Linux `tcp_lp.c`)
 //!
-//! With `rebase = true` the controller follows Linux's `tcp_lp_pkts_acked`:
-//! every ACK whose smoothed delay is above the threshold is a reaction (no
-//! once-per-round rule), and each reaction restarts the range at
-//! `owd_min = sowd`, `owd_max = owd_max_rsv = 2·sowd`. The threshold then sits
-//! 15 % above the delay at the last reaction, so a flow that has reacted to a
-//! standing queue grows again on it, as NewReno does. This is the TCP-LP of
-//! ns-2's TCP-Linux (which runs Linux's congestion-control modules), the
-//! likeliest TCP-LP of Testa & Rossi's ns-2 study. It needs a delay without
-//! a clock offset between the hosts, as the simulator's (and ns-2's) shared
-//! clock gives; a real stack's timestamp difference contains the offset,
-//! which makes `2·sowd` meaningless. Combine it with `calibrate = false` for
-//! Linux's behaviour from the first ACK.
+//! With `rebase = true` the controller takes Linux's re-basing rule from
+//! `tcp_lp_pkts_acked`: every ACK whose smoothed delay is above the
+//! threshold is a reaction (no once-per-round rule), and each reaction
+//! restarts the range at `owd_min = sowd`, `owd_max = owd_max_rsv = 2·sowd`.
+//! The threshold then sits 15 % above the delay at the last reaction, so a
+//! flow that has reacted to a standing queue grows again on it, as NewReno
+//! does. ns-2's TCP-Linux runs Linux's modules, so this rule is likely part
+//! of the TCP-LP in Testa & Rossi's ns-2 study. The rule needs a delay without a clock
+//! offset between the hosts, as the simulator's (and ns-2's) shared clock
+//! gives; a real stack's timestamp difference contains the offset, which
+//! makes `2·sowd` meaningless. With `calibrate = false` it acts from the
+//! first ACK. It is not all of Linux's TCP-LP: a halving still sets
+//! ssthresh (Linux leaves it, so it slow-starts back after the inference
+//! phase), no reaction is taken during loss recovery, and an empty range
+//! (`owd_max ≤ owd_min`) is never congestion.
 
 use super::{
     half_flight, reno_halving, rtt_estimate, AckSample, CcInit, CongestionControl, DelaySignal,

@@ -101,7 +101,7 @@ pub fn fig6a(
     let main: Vec<&FairnessRow> = out.rows.iter().filter(|r| r.main).collect();
     let vars: Vec<&FairnessRow> = out.rows.iter().filter(|r| !r.main).collect();
     let setup = format!(
-        "star of the 50-relay TorPS file, {} bulk circuits, RTT {} ms, rates over {}–{} s",
+        "star of the 50-relay TorPS file, {} bulk circuits, pair RTT {} ms unless labelled 80 ms, rates over {}–{} s",
         plan.star_circuits, plan.star_rtt_ms, plan.star_from_s, plan.star_secs
     );
 
