@@ -152,16 +152,11 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
             s.swnd[b] as f64
         }
     });
-    let vegas = v.transport == "tor-vegas";
-    let exit_mean = |f: &dyn Fn(&hopwise_tor::HopSample) -> f64| {
-        if vegas {
-            hop_mean(c, "exit", qdt, from_s, f)
-        } else {
-            f64::NAN
-        }
-    };
-    let vegas_inflight = exit_mean(&|s| s.inflight[b] as f64);
     let vstats = c.vegas.as_ref().map(|v| v.stats());
+    let vegas_inflight = match vstats {
+        Some(_) => hop_mean(c, "exit", qdt, from_s, |s| s.inflight[b] as f64),
+        None => f64::NAN,
+    };
     let vegas_queue_use = vstats.map_or(f64::NAN, |s| s.mean_queue_use());
     let vegas_rtt_excess = vstats.map_or(f64::NAN, |s| s.mean_rtt_excess_s() * 1e3);
     Ok(SingleRow {
