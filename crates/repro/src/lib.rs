@@ -260,6 +260,37 @@ pub fn mean_ci90(xs: &[f64]) -> (f64, f64) {
     (m, t90(xs.len() - 1) * sd / (xs.len() as f64).sqrt())
 }
 
+/// A 90 % percentile-bootstrap interval (Efron and Tibshirani 1993, §13.3)
+/// of a statistic over `n` independent units (runs): `stat` gets the indices
+/// of one resample, `n` draws with replacement, and the interval is the 5th
+/// and 95th percentile over `reps` resamples. The draws come from the named
+/// stream `name` (xoshiro256++, seeded from the name), so the interval is
+/// deterministic. Resamples whose statistic is NaN are left out; `(NaN,
+/// NaN)` for `n == 0` or no finite resample.
+pub fn bootstrap_ci90(
+    n: usize,
+    reps: usize,
+    name: &str,
+    stat: impl Fn(&[usize]) -> f64,
+) -> (f64, f64) {
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut rng = hopwise_sim::rng::Rng::for_component(0, name);
+    let mut idx = vec![0usize; n];
+    let mut vals = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        for i in idx.iter_mut() {
+            *i = rng.below(n as u64) as usize;
+        }
+        let v = stat(&idx);
+        if v.is_finite() {
+            vals.push(v);
+        }
+    }
+    (quantile(&vals, 0.05), quantile(&vals, 0.95))
+}
+
 /// The `q`-quantile (0..=1) by linear interpolation; NaN for no samples.
 pub fn quantile(xs: &[f64], q: f64) -> f64 {
     let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
@@ -336,6 +367,33 @@ mod tests {
             r.iter().map(|p| p.0).collect::<Vec<_>>(),
             (0..100).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn bootstrap_interval_covers_the_mean_and_narrows_with_more_units() {
+        // Units 0..n with values i % 10: mean 4.5, sd about 2.9.
+        let mean_of = |n: usize| {
+            move |idx: &[usize]| {
+                idx.iter().map(|&i| (i % 10) as f64).sum::<f64>() / idx.len() as f64
+            }
+        };
+        let (lo20, hi20) = bootstrap_ci90(20, 2000, "t", mean_of(20));
+        let (lo200, hi200) = bootstrap_ci90(200, 2000, "t", mean_of(200));
+        assert!(lo20 < 4.5 && 4.5 < hi20, "{lo20}..{hi20}");
+        assert!(lo200 < 4.5 && 4.5 < hi200, "{lo200}..{hi200}");
+        // The normal approximation gives ±1.645·2.87/√n: ±1.06 and ±0.33.
+        assert!((hi20 - lo20 - 2.1).abs() < 0.5, "{lo20}..{hi20}");
+        assert!((hi200 - lo200 - 0.67).abs() < 0.15, "{lo200}..{hi200}");
+        // Deterministic per stream name; another name draws other resamples.
+        assert_eq!(
+            bootstrap_ci90(20, 500, "t", mean_of(20)),
+            bootstrap_ci90(20, 500, "t", mean_of(20))
+        );
+        assert_ne!(
+            bootstrap_ci90(20, 500, "t", mean_of(20)),
+            bootstrap_ci90(20, 500, "u", mean_of(20))
+        );
+        assert!(bootstrap_ci90(0, 10, "t", mean_of(0)).0.is_nan());
     }
 
     #[test]

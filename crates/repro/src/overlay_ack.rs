@@ -15,8 +15,8 @@ pub use dynamic::{DynPolicy, OverlayNode, PeerPlan, PolicyEvent, PolicyEventKind
 pub use setup::{mean_between, Mode, ProbeRow, RunResult, Setup, Timeline};
 
 use crate::{
-    mean_ci90, mean_sd, par_map, quantile, write_csv, write_summary, Claim, Experiment, Outcome,
-    Progress, ReproOpts,
+    bootstrap_ci90, mean_ci90, mean_sd, par_map, quantile, write_csv, write_summary, Claim,
+    Experiment, Outcome, Progress, ReproOpts,
 };
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_proto::time::Dur;
@@ -158,6 +158,65 @@ fn goodput_capacity(base: &Setup) -> f64 {
     base.link_rate.bps() as f64 * 1448.0 / 1500.0
 }
 
+/// Fig. 9's samples of one run: per flow towards B, its 10 s goodputs
+/// (Mbit/s) wholly inside the variance window.
+fn samples_10s(r: &RunResult, tl: &Timeline) -> Vec<Vec<f64>> {
+    let vw = tl.var_window();
+    r.towards_b()
+        .into_iter()
+        .map(|s| {
+            setup::bins(s, 10, tl.duration)
+                .iter()
+                .enumerate()
+                .filter(|&(k, _)| {
+                    let (a, e) = ((k * 10) as f64, (k * 10 + 10) as f64);
+                    a >= vw.0 - 1e-9 && e <= vw.1 + 1e-9
+                })
+                .map(|(_, v)| v / 1e6)
+                .collect()
+        })
+        .collect()
+}
+
+/// bidir-ackprio's `var_10s` over split-ackprio's (the Fig. 7b/8/9 claims),
+/// with a 90 % bootstrap interval over runs. Runs with the same seed share
+/// start times in both modes, so a resample draws seeds and takes both
+/// modes' runs of each (a paired bootstrap).
+#[derive(Clone, Debug, Serialize)]
+pub struct VarRatio {
+    pub ratio: f64,
+    pub ci90: (f64, f64),
+    pub resamples: usize,
+}
+
+fn var_ratio(results: &[RunResult], tl: &Timeline) -> Option<VarRatio> {
+    let pooled = |m: Mode| -> Vec<(u64, Vec<f64>)> {
+        results
+            .iter()
+            .filter(|r| r.mode == m)
+            .map(|r| (r.seed, samples_10s(r, tl).concat()))
+            .collect()
+    };
+    let (ba, sp) = (pooled(Mode::BidirAckPrio), pooled(Mode::SplitAckPrio));
+    if ba.is_empty() || ba.len() != sp.len() || ba.iter().zip(&sp).any(|(a, b)| a.0 != b.0) {
+        return None;
+    }
+    let ratio_of = |idx: &[usize]| {
+        let var = |v: &[(u64, Vec<f64>)]| {
+            let xs: Vec<f64> = idx.iter().flat_map(|&i| v[i].1.iter().copied()).collect();
+            mean_sd(&xs).1.powi(2)
+        };
+        var(&ba) / var(&sp)
+    };
+    let all: Vec<usize> = (0..ba.len()).collect();
+    const RESAMPLES: usize = 2000;
+    Some(VarRatio {
+        ratio: ratio_of(&all),
+        ci90: bootstrap_ci90(ba.len(), RESAMPLES, "overlay-ack var_10s ratio", ratio_of),
+        resamples: RESAMPLES,
+    })
+}
+
 fn analyse(mode: Mode, runs: &[&RunResult], base: &Setup) -> ModeStats {
     let tl = &base.timeline;
     let (p1, p2, vw) = (tl.phase1(), tl.phase2(), tl.var_window());
@@ -183,16 +242,8 @@ fn analyse(mode: Mode, runs: &[&RunResult], base: &Setup) -> ModeStats {
     let mut breakdowns = Vec::new();
     let mut within = Vec::new();
     for r in runs {
-        for s in r.towards_b() {
-            let b = setup::bins(s, 10, tl.duration);
-            let mut mine = Vec::new();
-            for (k, v) in b.iter().enumerate() {
-                let (a, e) = ((k * 10) as f64, (k * 10 + 10) as f64);
-                if a >= vw.0 - 1e-9 && e <= vw.1 + 1e-9 {
-                    samples.push(v / 1e6);
-                    mine.push(v / 1e6);
-                }
-            }
+        for (s, mine) in r.towards_b().into_iter().zip(samples_10s(r, tl)) {
+            samples.extend_from_slice(&mine);
             if mine.len() > 1 {
                 within.push(mean_sd(&mine).1.powi(2));
             }
@@ -341,7 +392,7 @@ pub struct SweepPoint {
 
 impl SweepPoint {
     fn new(variant: &str, setup: &Setup, modes: Vec<ModeStats>) -> SweepPoint {
-        let claims = claims(setup, &modes, &Fig2bOut::default())
+        let claims = claims(setup, &modes, &Fig2bOut::default(), None)
             .into_iter()
             .filter(|c| c.figure != "Fig. 2b (§III-B)")
             .collect();
@@ -438,6 +489,8 @@ struct Summary<'a> {
     parameters: ParamsOut,
     units: Units,
     modes: &'a [ModeStats],
+    /// bidir-ackprio's var_10s over split-ackprio's, with a bootstrap interval.
+    var_10s_ratio: Option<&'a VarRatio>,
     fig2b: Fig2bOut,
     split_events_example: &'a [PolicyEvent],
     sensitivity: &'a [SweepPoint],
@@ -694,7 +747,8 @@ pub fn run_with(
     files.extend(write_tables(out, params, &results, &stats)?);
 
     // ---- Claims ----
-    let claims = claims(base, &stats, &fig2b);
+    let var_ratio = var_ratio(&results, tl);
+    let claims = claims(base, &stats, &fig2b, var_ratio.as_ref());
 
     // ---- Figures ----
     if params.figures {
@@ -741,6 +795,7 @@ pub fn run_with(
             var_10s: "(Mbit/s)^2",
         },
         modes: &stats,
+        var_10s_ratio: var_ratio.as_ref(),
         fig2b,
         split_events_example: &example_events,
         sensitivity: &sweep,
@@ -919,7 +974,12 @@ const DIRECTIONS: [(&str, Selector); 4] = [
     ("C->B", |r| &r.cb),
 ];
 
-fn claims(base: &Setup, stats: &[ModeStats], fig2b: &Fig2bOut) -> Vec<Claim> {
+fn claims(
+    base: &Setup,
+    stats: &[ModeStats],
+    fig2b: &Fig2bOut,
+    vr: Option<&VarRatio>,
+) -> Vec<Claim> {
     let get = |m: Mode| stats.iter().find(|s| s.mode == m.name());
     let mut c = Vec::new();
     let cap = goodput_capacity(base);
@@ -1034,13 +1094,30 @@ fn claims(base: &Setup, stats: &[ModeStats], fig2b: &Fig2bOut) -> Vec<Claim> {
             ba.towards_b_phase2_bps >= 0.8 * fair,
         ));
         if let Some(s) = get(Mode::SplitAckPrio) {
+            // The bootstrap interval (main runs only) says how far the point
+            // estimate could move with other seeds; the verdicts use the
+            // point estimate.
+            let ci = vr.map_or(String::new(), |v| {
+                format!(
+                    " (90 % bootstrap interval over runs {:.2}–{:.2})",
+                    v.ci90.0, v.ci90.1
+                )
+            });
+            let ci_inv = vr.map_or(String::new(), |v| {
+                format!(
+                    "; 90 % bootstrap interval over runs {:.2}–{:.2}",
+                    1.0 / v.ci90.1,
+                    1.0 / v.ci90.0
+                )
+            });
             c.push(Claim::new(
                 "Fig. 7b, 9 (§V-A)",
                 "… but the individual connections still oscillate, with multi-second breakdowns; must show: var_10s stays high (at least twice split-ackprio's)",
                 format!(
-                    "var_10s {:.2} (Mbit/s)² vs split-ackprio {:.2} and bidir {}; within flows {:.2} vs {:.2}; breakdowns (≥ 2 s under ¼ of the fair share) per flow and run: {:.2} vs {:.2}",
+                    "var_10s {:.2} (Mbit/s)² vs split-ackprio {:.2}: {:.2}×{ci}; bidir {}; within flows {:.2} vs {:.2}; breakdowns (≥ 2 s under ¼ of the fair share) per flow and run: {:.2} vs {:.2}",
                     ba.var_10s,
                     s.var_10s,
+                    ba.var_10s / s.var_10s,
                     get(Mode::Bidir).map_or("–".to_string(), |b| format!("{:.2}", b.var_10s)),
                     ba.var_10s_within,
                     s.var_10s_within,
@@ -1053,7 +1130,7 @@ fn claims(base: &Setup, stats: &[ModeStats], fig2b: &Fig2bOut) -> Vec<Claim> {
                 "Fig. 8, 9 (§V-B)",
                 "One connection per direction makes the throughput much steadier; must show: split-ackprio's var_10s ≤ half of bidir-ackprio's",
                 format!(
-                    "var_10s {:.2} vs {:.2} (Mbit/s)² (ratio {:.2}); towards B {} per flow",
+                    "var_10s {:.2} vs {:.2} (Mbit/s)² (ratio {:.2}{ci_inv}); towards B {} per flow",
                     s.var_10s,
                     ba.var_10s,
                     s.var_10s / ba.var_10s,

@@ -159,6 +159,20 @@ fn quick_run_writes_summary_and_figures() {
             assert!(m[key].is_number(), "{}: {key} = {}", m["mode"], m[key]);
         }
     }
+    // The bootstrapped ratio pools the same samples as the modes' var_10s;
+    // with one run every resample is that run.
+    let var = |name: &str| {
+        modes.iter().find(|m| m["mode"] == name).unwrap()["var_10s"]
+            .as_f64()
+            .unwrap()
+    };
+    let r = &v["var_10s_ratio"];
+    let ratio = r["ratio"].as_f64().unwrap();
+    let want = var("bidir-ackprio") / var("split-ackprio");
+    assert!((ratio - want).abs() <= 1e-9 * want, "{ratio} vs {want}");
+    for end in r["ci90"].as_array().unwrap() {
+        assert!((end.as_f64().unwrap() - ratio).abs() <= 1e-9 * ratio, "{r}");
+    }
     for f in [
         "fig2a.svg",
         "fig2b.svg",
