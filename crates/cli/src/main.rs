@@ -42,6 +42,11 @@ enum Cmd {
         /// Print only the summary path (no tables).
         #[arg(long)]
         quiet: bool,
+        /// Capture a link's packets as pcap into the output directory:
+        /// `LINK` (both directions), `LINK:ab` or `LINK:ba`. Repeatable; adds
+        /// to the scenario's `measure.capture`.
+        #[arg(long, value_name = "LINK[:DIR]")]
+        capture: Vec<String>,
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
     Reproduce {
@@ -153,7 +158,8 @@ fn main() -> ExitCode {
             out,
             sets,
             quiet,
-        } => run::sim(file.as_deref(), seed, &out, &sets, quiet),
+            capture,
+        } => run::sim(file.as_deref(), seed, &out, &sets, &capture, quiet),
         Cmd::Bench {
             tor: true,
             transport,

@@ -71,6 +71,7 @@ pub fn sim(
     seed: Option<u64>,
     out: &Path,
     sets: &[String],
+    capture: &[String],
     quiet: bool,
 ) -> Result<()> {
     let mut sets = sets.to_vec();
@@ -78,6 +79,9 @@ pub fn sim(
         sets.push(format!("seed={s}"));
     }
     let (sc, origin) = load(file, &sets)?;
+    let ifaces = scenario::capture_ifaces(&sc, capture)
+        .map_err(anyhow::Error::msg)
+        .context("--capture")?;
     if !quiet {
         eprintln!(
             "running `{}` ({}): {} nodes, {} links, {} flows, {} simulated",
@@ -92,7 +96,11 @@ pub fn sim(
     let mut sim = Sim::new(&sc)
         .map_err(anyhow::Error::msg)
         .with_context(|| origin.clone())?;
+    attach_captures(&mut sim, &sc, &ifaces, out)?;
     let wall = run_with_progress(&mut sim, &sc.name);
+    sim.finish_captures()
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("writing captures to {}", out.display()))?;
     let summary = Summary::of(&sim, &sc.name, wall);
     write_outputs(out, &sim, &summary)
         .with_context(|| format!("writing results to {}", out.display()))?;
@@ -100,6 +108,66 @@ pub fn sim(
         print_summary(&summary);
     }
     println!("results: {}", out.join("summary.json").display());
+    Ok(())
+}
+
+/// The file a capture of link direction `iface` (`<link>:<dir>`) goes to:
+/// `capture-<link>-<dir>.pcap`, with characters of the link's name other
+/// than letters, digits, `.`, `_` and `-` replaced by `_`.
+pub fn capture_file(iface: &str) -> String {
+    let (link, dir) = iface.rsplit_once(':').unwrap_or((iface, ""));
+    let safe: String = link
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("capture-{safe}-{dir}.pcap")
+}
+
+/// Opens a pcap file in `out` for the scenario's captures and `extra`
+/// (already expanded), and writes `capture-hosts` (the nodes' capture
+/// addresses, in /etc/hosts format, for Wireshark's name resolution).
+fn attach_captures(sim: &mut Sim, sc: &Scenario, extra: &[String], out: &Path) -> Result<()> {
+    let mut ifaces =
+        scenario::capture_ifaces(sc, &sc.measure.capture).map_err(anyhow::Error::msg)?;
+    for i in extra {
+        if !ifaces.contains(i) {
+            ifaces.push(i.clone());
+        }
+    }
+    if ifaces.is_empty() {
+        return Ok(());
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    for iface in &ifaces {
+        let name = capture_file(iface);
+        let path = out.join(&name);
+        let f =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        sim.attach_capture(
+            iface,
+            &name,
+            Box::new(std::io::BufWriter::new(f)),
+            sc.measure.capture_snaplen,
+        )
+        .map_err(anyhow::Error::msg)?;
+    }
+    let hosts: String = sim
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let a = hopwise_sim::pcap::node_addr(i as u32);
+            format!("{}.{}.{}.{}\t{}\n", a[0], a[1], a[2], a[3], n.name)
+        })
+        .collect();
+    let path = out.join("capture-hosts");
+    std::fs::write(&path, hosts).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -163,6 +231,9 @@ pub fn print_summary(s: &Summary) {
     }
     if busy.len() > 20 {
         println!("... {} more in links.csv", busy.len() - 20);
+    }
+    for c in &s.captures {
+        println!("capture {}: {} ({} packets)", c.link, c.file, c.packets);
     }
     println!();
 }

@@ -180,6 +180,7 @@ impl Setup {
             goodput_interval: self.goodput_interval,
             trace_interval: self.trace_interval,
             warmup: self.warmup,
+            ..MeasureSpec::default()
         };
         for (n, kind) in [
             ("R1", NodeKind::Switch),

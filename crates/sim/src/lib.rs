@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod measure;
 pub mod packet;
+pub mod pcap;
 pub mod qdisc;
 mod queue;
 pub mod report;

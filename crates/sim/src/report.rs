@@ -73,6 +73,21 @@ pub struct Summary {
     pub jain: Option<f64>,
     pub flows: Vec<FlowSummary>,
     pub links: Vec<LinkSummary>,
+    /// Packet captures (`measure.capture`, `hopwise sim --capture`); absent without any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub captures: Vec<CaptureSummary>,
+}
+
+/// One pcap capture (see `hopwise_sim::pcap`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CaptureSummary {
+    /// `<link>:ab` or `<link>:ba`.
+    pub link: String,
+    /// The capture's label: the file name, for `hopwise sim`.
+    pub file: String,
+    pub packets: u64,
+    /// Original (uncut) bytes of the captured packets.
+    pub bytes: u64,
 }
 
 impl Summary {
@@ -171,6 +186,16 @@ impl Summary {
             jain: jain(&rates),
             flows,
             links,
+            captures: sim
+                .captures()
+                .into_iter()
+                .map(|(link, file, packets, bytes)| CaptureSummary {
+                    link: link.to_string(),
+                    file: file.to_string(),
+                    packets,
+                    bytes,
+                })
+                .collect(),
         }
     }
 

@@ -136,7 +136,13 @@ const FLOW_KEYS: &[&str] = &[
     "count",
     "start_step",
 ];
-const MEASURE_KEYS: &[&str] = &["goodput_interval", "trace_interval", "warmup"];
+const MEASURE_KEYS: &[&str] = &[
+    "goodput_interval",
+    "trace_interval",
+    "warmup",
+    "capture",
+    "capture_snaplen",
+];
 const TCP_KEYS: &[&str] = &[
     "mss",
     "sack",
@@ -387,6 +393,56 @@ fn as_bool(v: &Value, p: &str) -> R<bool> {
             format!("expected true or false, got {}", describe(other)),
         )),
     }
+}
+
+/// An array of strings.
+fn as_str_list(v: &Value, p: &str) -> R<Vec<String>> {
+    match v {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| as_name(it, &format!("{p}[{i}]")).map(str::to_string))
+            .collect(),
+        other => Err(e(
+            p,
+            format!("expected an array of strings, got {}", describe(other)),
+        )),
+    }
+}
+
+/// Expands capture entries (`<link>`, `<link>:ab`, `<link>:ba`) into link
+/// directions (`<link>:ab`, …), in order and without repeats. The error
+/// names the bad entry and lists the links.
+pub fn capture_ifaces(s: &Scenario, entries: &[String]) -> Result<Vec<String>, String> {
+    let mut out: Vec<String> = Vec::new();
+    for ent in entries {
+        let is_link = |n: &str| s.links.iter().any(|l| l.name == n);
+        let (link, dirs): (&str, &[&str]) = match ent.rsplit_once(':') {
+            _ if is_link(ent) => (ent.as_str(), &["ab", "ba"]),
+            Some((l, "ab")) => (l, &["ab"]),
+            Some((l, "ba")) => (l, &["ba"]),
+            Some((l, d)) if is_link(l) => {
+                return Err(format!(
+                    "`{ent}`: unknown direction `{d}` (use `<link>`, `<link>:ab` or `<link>:ba`)"
+                ))
+            }
+            _ => (ent.as_str(), &["ab", "ba"]),
+        };
+        if !s.links.iter().any(|l| l.name == link) {
+            let names: Vec<&str> = s.links.iter().map(|l| l.name.as_str()).collect();
+            return Err(format!(
+                "`{ent}`: unknown link `{link}` (links: {})",
+                names.join(", ")
+            ));
+        }
+        for d in dirs {
+            let name = format!("{link}:{d}");
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A whole number in `[lo, hi]`.
@@ -1334,6 +1390,14 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
         if let Some(d) = m.opt("warmup", as_dur)? {
             measure.warmup = d;
         }
+        if let Some(v) = m.opt("capture", as_str_list)? {
+            measure.capture = v;
+        }
+        if let Some(n) = m.opt("capture_snaplen", |v, p| {
+            as_int(v, p, crate::pcap::MIN_SNAPLEN as u64, 262_144)
+        })? {
+            measure.capture_snaplen = n as u32;
+        }
     }
 
     Ok(Scenario {
@@ -1614,6 +1678,17 @@ fn check(s: &Scenario) -> R<()> {
         if let Some((k, m)) = tcp_problem(&f.tcp) {
             return Err(e(format!("{p}.tcp.{k}"), m));
         }
+    }
+    capture_ifaces(s, &s.measure.capture).map_err(|m| e("measure.capture", m))?;
+    if s.measure.capture_snaplen < crate::pcap::MIN_SNAPLEN {
+        return Err(e(
+            "measure.capture_snaplen",
+            format!(
+                "{} B cannot hold an IPv4 and a TCP header (at least {})",
+                s.measure.capture_snaplen,
+                crate::pcap::MIN_SNAPLEN
+            ),
+        ));
     }
     Ok(())
 }

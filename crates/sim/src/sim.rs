@@ -12,6 +12,7 @@
 use crate::agent::{Agent, Cx, SockEvent};
 use crate::measure::{Binned, QueueStats};
 use crate::packet::{Body, NodeId, Packet};
+use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
 use crate::queue::EventQueue;
 use crate::rng::Rng;
@@ -80,6 +81,8 @@ pub struct Iface {
     pub stats: QueueStats,
     /// Sampled occupancy (bytes, packets) at each trace tick.
     pub trace: Vec<(u64, u64)>,
+    /// A packet capture on this direction, with its label (the file name).
+    capture: Option<(String, Box<Capture>)>,
 }
 
 #[derive(Debug)]
@@ -273,6 +276,7 @@ impl Sim {
                     pipeline: VecDeque::new(),
                     stats: QueueStats::default(),
                     trace: Vec::new(),
+                    capture: None,
                 });
             }
         }
@@ -642,6 +646,9 @@ impl Sim {
                 f.stats.advance(now, warmup);
                 f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
                 f.stats.departed(now, warmup, p.size, p.pure_ack);
+                if let Some((_, c)) = f.capture.as_mut() {
+                    c.record(now, &p);
+                }
                 f.busy = true;
                 let done = now + f.rate.tx_time(p.size as u64);
                 let lost = f.rng.chance(f.loss);
@@ -802,6 +809,56 @@ impl Sim {
     }
 
     /// The name an agent was added with.
+    /// Captures every packet that starts transmission on link direction
+    /// `iface` (`<link>:ab` or `<link>:ba`) into `w` as pcap (see
+    /// [`crate::pcap`]), from now on. `label` names the capture in the
+    /// summary (the CLI uses the file name). Replaces an earlier capture on
+    /// the same direction.
+    pub fn attach_capture(
+        &mut self,
+        iface: &str,
+        label: &str,
+        w: Box<dyn std::io::Write + Send>,
+        snaplen: u32,
+    ) -> Result<(), String> {
+        let Some(f) = self.ifaces.iter_mut().find(|f| f.name == iface) else {
+            let names: Vec<&str> = self.ifaces.iter().map(|f| f.name.as_str()).collect();
+            return Err(format!(
+                "no link direction `{iface}` to capture on (have: {})",
+                names.join(", ")
+            ));
+        };
+        let c = Capture::new(w, snaplen).map_err(|e| format!("capture `{label}`: {e}"))?;
+        f.capture = Some((label.to_string(), Box::new(c)));
+        Ok(())
+    }
+
+    /// Flushes every capture; the first write error, naming its capture.
+    /// Counts stay readable through [`Sim::captures`].
+    pub fn finish_captures(&mut self) -> Result<(), String> {
+        let mut first = None;
+        for f in &mut self.ifaces {
+            if let Some((label, c)) = f.capture.as_mut() {
+                if let Err(e) = c.finish() {
+                    first.get_or_insert(format!("capture `{label}` on {}: {e}", f.name));
+                }
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+
+    /// Captures in interface order: (link direction, label, packets, bytes).
+    pub fn captures(&self) -> Vec<(&str, &str, u64, u64)> {
+        self.ifaces
+            .iter()
+            .filter_map(|f| {
+                f.capture
+                    .as_ref()
+                    .map(|(l, c)| (f.name.as_str(), l.as_str(), c.packets, c.bytes))
+            })
+            .collect()
+    }
+
     pub fn agent_name(&self, id: u32) -> &str {
         &self.agents[id as usize].name
     }

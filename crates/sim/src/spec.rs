@@ -152,6 +152,11 @@ pub struct MeasureSpec {
     pub trace_interval: Dur,
     /// Utilisation, mean queue and goodput totals ignore the first `warmup`.
     pub warmup: Dur,
+    /// Link directions to capture as pcap: `<link>` (both directions),
+    /// `<link>:ab` or `<link>:ba` (see [`crate::pcap`]). Default none.
+    pub capture: Vec<String>,
+    /// Bytes kept per captured packet (default [`crate::pcap::DEFAULT_SNAPLEN`]).
+    pub capture_snaplen: u32,
 }
 
 impl Default for MeasureSpec {
@@ -160,6 +165,8 @@ impl Default for MeasureSpec {
             goodput_interval: Dur::SECOND,
             trace_interval: Dur::from_millis(100),
             warmup: Dur::ZERO,
+            capture: Vec::new(),
+            capture_snaplen: crate::pcap::DEFAULT_SNAPLEN,
         }
     }
 }

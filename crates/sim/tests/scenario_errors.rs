@@ -1332,3 +1332,45 @@ proptest! {
         let _ = parse(BASE, FILE, &[format!("{key}={}", TOKENS[token])]);
     }
 }
+
+#[test]
+fn capture_entries_expand_and_bad_ones_name_the_entry() {
+    let s = ok(&format!(
+        "{BASE}\n[measure]\ncapture = [\"bottleneck\", \"h1-r1:ba\", \"bottleneck:ab\"]\ncapture_snaplen = 96\n"
+    ));
+    assert_eq!(s.measure.capture_snaplen, 96);
+    assert_eq!(
+        hopwise_sim::scenario::capture_ifaces(&s, &s.measure.capture).unwrap(),
+        vec!["bottleneck:ab", "bottleneck:ba", "h1-r1:ba"]
+    );
+    let s = ok_with(&["measure.capture=[\"r2-h2:ab\"]"]);
+    assert_eq!(s.measure.capture, vec!["r2-h2:ab"]);
+    fails(
+        &format!("{BASE}\n[measure]\ncapture = [\"botleneck\"]\n"),
+        "measure.capture",
+        &[
+            "unknown link `botleneck`",
+            "links: h1-r1, bottleneck, r2-h2",
+        ],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\ncapture = [\"bottleneck:up\"]\n"),
+        "measure.capture",
+        &["unknown direction `up`", "<link>:ab"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\ncapture = \"bottleneck\"\n"),
+        "measure.capture",
+        &["expected an array of strings"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\ncapture = [\"\"]\n"),
+        "measure.capture[0]",
+        &["must not be empty"],
+    );
+    fails(
+        &format!("{BASE}\n[measure]\ncapture_snaplen = 20\n"),
+        "measure.capture_snaplen",
+        &["40"],
+    );
+}

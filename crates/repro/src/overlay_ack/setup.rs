@@ -244,6 +244,7 @@ impl Setup {
             goodput_interval: Dur::SECOND,
             trace_interval: self.trace_interval,
             warmup: Dur::ZERO,
+            ..MeasureSpec::default()
         };
         for (n, kind) in [
             ("A", NodeKind::Host),

@@ -1,0 +1,86 @@
+//! `hopwise sim --capture` end to end: pcap files, the hosts file and the
+//! summary's capture list; the scenario's own `measure.capture` adds to it.
+
+use std::process::Command;
+
+#[test]
+fn sim_writes_pcap_files_for_flag_and_scenario_captures() {
+    let d = std::env::temp_dir().join(format!("hopwise-cli-capture-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let sc = d.join("two.toml");
+    std::fs::write(
+        &sc,
+        r#"
+duration = "5s"
+[[node]]
+name = "h1"
+[[node]]
+name = "r"
+kind = "switch"
+[[node]]
+name = "h2"
+[[link]]
+a = "h1"
+b = "r"
+rate = "100Mbit"
+delay = "1ms"
+[[link]]
+name = "bottleneck"
+a = "r"
+b = "h2"
+rate = "10Mbit"
+delay = "10ms"
+queue = "50pkt"
+[[flow]]
+from = "h1"
+to = "h2"
+cc = "cubic"
+[measure]
+capture = ["h1-r:ab"]
+"#,
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .arg("sim")
+        .arg(&sc)
+        .args(["--quiet", "--capture", "bottleneck:ab", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
+            .unwrap();
+    let caps = summary["captures"].as_array().unwrap();
+    let names: Vec<&str> = caps.iter().map(|c| c["file"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        ["capture-h1-r-ab.pcap", "capture-bottleneck-ab.pcap"]
+    );
+    for c in caps {
+        let f = std::fs::read(d.join("out").join(c["file"].as_str().unwrap())).unwrap();
+        assert_eq!(&f[0..4], &0xA1B2_3C4Du32.to_le_bytes());
+        assert!(c["packets"].as_u64().unwrap() > 1000, "{c}");
+        assert!(f.len() as u64 > 24 + 16 * c["packets"].as_u64().unwrap());
+    }
+    let hosts = std::fs::read_to_string(d.join("out/capture-hosts")).unwrap();
+    assert!(hosts.starts_with("10.0.0.1\t"), "{hosts}");
+    // A bad link is refused before anything runs, naming the flag.
+    let bad = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args(["sim", "--capture", "nolink", "--out"])
+        .arg(d.join("bad"))
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("--capture") && err.contains("unknown link `nolink`"),
+        "{err}"
+    );
+    assert!(!err.contains("running"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
