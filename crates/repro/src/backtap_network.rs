@@ -319,6 +319,10 @@ pub struct FairnessSummary {
     pub transport: String,
     pub jain_median: f64,
     pub jain_p10: f64,
+    /// BackTap's median minus this one's: 90 % paired bootstrap interval
+    /// over seeds (absent for BackTap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backtap_gap_ci90: Option<(f64, f64)>,
 }
 
 /// Wall time and speed of a group of runs.
@@ -389,6 +393,7 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
                 transport: r.transport.clone(),
                 jain_median: r.jain_median,
                 jain_p10: r.jain_p10,
+                backtap_gap_ci90: r.backtap_gap_ci90,
             })
             .collect(),
         overhead: fo

@@ -7,7 +7,7 @@
 use super::topo::{bulk, StarDraw};
 use super::{pct, transport, transports, Plan, Speed, Transport, CELL_DATA};
 use crate::backtap_circuit::{jain, w_rate};
-use crate::{par_map, quantile, write_csv, Claim, Progress, ReproOpts};
+use crate::{bootstrap_ci90, par_map, quantile, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::time::Dur;
 use hopwise_sim::spec::NodeKind;
 use hopwise_sim::Sim;
@@ -20,7 +20,7 @@ use std::path::Path;
 pub const RW_INTERVAL: Dur = Dur::from_millis(100);
 
 /// One run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FairnessRun {
     pub transport: String,
     pub seed: u64,
@@ -63,6 +63,11 @@ pub struct FairnessRow {
     pub runs: usize,
     pub jain_median: f64,
     pub jain_p10: f64,
+    /// BackTap's median Jain index minus this transport's, as a 90 %
+    /// bootstrap interval over seeds (paired: a resample draws seeds and
+    /// takes both transports' runs of each, which share relays, paths and
+    /// start times). `None` for BackTap itself and for unpaired variants.
+    pub backtap_gap_ci90: Option<(f64, f64)>,
     pub jain_min: f64,
     pub jain_maxmin_median: f64,
     pub overhead: f64,
@@ -272,6 +277,7 @@ pub fn run(
             runs: rs.len(),
             jain_median: quantile(&col(|r| r.jain), 0.5),
             jain_p10: quantile(&col(|r| r.jain), 0.1),
+            backtap_gap_ci90: None,
             jain_min: quantile(&col(|r| r.jain), 0.0),
             jain_maxmin_median: quantile(&col(|r| r.jain_maxmin), 0.5),
             overhead: mean(col(|r| r.overhead)),
@@ -291,9 +297,51 @@ pub fn run(
                 / col(|r| r.wall_s).iter().sum::<f64>(),
         });
     }
+    let gaps: Vec<Option<(f64, f64)>> = out
+        .rows
+        .iter()
+        .map(|r| backtap_gap_ci90(&out.runs, &r.transport))
+        .collect();
+    for (r, g) in out.rows.iter_mut().zip(gaps) {
+        r.backtap_gap_ci90 = g;
+    }
     write_files(&out, dir, files)?;
     super::plots::fig6a(plan, &out, dir, files)?;
     Ok(out)
+}
+
+/// Resamples of the fairness claim: BackTap's median Jain index minus
+/// `other`'s, 90 % paired bootstrap interval over the seeds both ran (2000
+/// resamples). `None` unless both ran the same seeds (and `other` is not
+/// BackTap).
+pub fn backtap_gap_ci90(runs: &[FairnessRun], other: &str) -> Option<(f64, f64)> {
+    if other == "backtap" {
+        return None;
+    }
+    let of = |t: &str| -> Vec<(u64, f64)> {
+        let mut v: Vec<(u64, f64)> = runs
+            .iter()
+            .filter(|r| r.transport == t)
+            .map(|r| (r.seed, r.jain))
+            .collect();
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let (b, o) = (of("backtap"), of(other));
+    if b.is_empty() || b.len() != o.len() || b.iter().zip(&o).any(|(x, y)| x.0 != y.0) {
+        return None;
+    }
+    let gap = |idx: &[usize]| {
+        let med =
+            |v: &[(u64, f64)]| quantile(&idx.iter().map(|&i| v[i].1).collect::<Vec<_>>(), 0.5);
+        med(&b) - med(&o)
+    };
+    Some(bootstrap_ci90(
+        b.len(),
+        2000,
+        &format!("backtap-network jain gap {other}"),
+        gap,
+    ))
 }
 
 fn write_files(out: &FairnessOut, dir: &Path, files: &mut Vec<String>) -> anyhow::Result<()> {
@@ -416,11 +464,32 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
     let beats = others
         .iter()
         .all(|k| out.row(k).is_some_and(|r| bt.jain_median > r.jain_median));
+    let gaps = others
+        .iter()
+        .filter_map(|k| {
+            let r = out.row(k)?;
+            let (lo, hi) = r.backtap_gap_ci90?;
+            Some(format!(
+                "{k} {:+.3} ({:+.3} to {:+.3})",
+                bt.jain_median - r.jain_median,
+                lo,
+                hi
+            ))
+        })
+        .collect::<Vec<_>>();
+    let gaps = if gaps.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; BackTap's median minus the other's, with a 90 % paired bootstrap interval over seeds: {}",
+            gaps.join(", ")
+        )
+    };
     c.push(Claim::new(
         "Fig. 6a",
         "BackTap's median Jain index (over per-circuit rates, across seeds) is higher than vanilla's, PCTCP's and N23's",
         format!(
-            "median (10th percentile) over {} runs: {}; Jain over rate / max-min share, median: {}",
+            "median (10th percentile) over {} runs: {}; Jain over rate / max-min share, median: {}{gaps}",
             plan.star_seeds,
             list(&|r| format!("{:.3} ({:.3})", r.jain_median, r.jain_p10)),
             list(&|r| format!("{:.3}", r.jain_maxmin_median)),
@@ -505,5 +574,33 @@ mod tests {
         };
         let r = max_min(&paths, &cap);
         assert_eq!(r, vec![2.0, 2.0, 6.0]);
+    }
+
+    #[test]
+    fn jain_gap_interval_pairs_seeds() {
+        let run = |t: &str, seed: u64, jain: f64| FairnessRun {
+            transport: t.into(),
+            seed,
+            jain,
+            ..FairnessRun::default()
+        };
+        let mut runs = Vec::new();
+        for s in 1..=20u64 {
+            // The other transport is 0.05 below BackTap on every seed, and
+            // the seeds spread both by much more than that.
+            let base = 0.6 + 0.02 * s as f64;
+            runs.push(run("backtap", s, base + 0.05));
+            runs.push(run("n23", 21 - s, 0.6 + 0.02 * (21 - s) as f64));
+        }
+        let (lo, hi) = backtap_gap_ci90(&runs, "n23").unwrap();
+        // Paired by seed: every resample's medians are 0.05 apart.
+        assert!(
+            (lo - 0.05).abs() < 1e-12 && (hi - 0.05).abs() < 1e-12,
+            "{lo}..{hi}"
+        );
+        assert_eq!(backtap_gap_ci90(&runs, "backtap"), None);
+        assert_eq!(backtap_gap_ci90(&runs, "vanilla"), None);
+        runs.push(run("n23", 99, 0.5));
+        assert_eq!(backtap_gap_ci90(&runs, "n23"), None, "unpaired seeds");
     }
 }

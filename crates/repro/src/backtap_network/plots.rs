@@ -204,6 +204,7 @@ mod tests {
             runs: n,
             jain_median: 0.8,
             jain_p10: 0.7,
+            backtap_gap_ci90: None,
             jain_min: 0.6,
             jain_maxmin_median: 0.85,
             overhead: 0.9,
