@@ -1,7 +1,9 @@
 //! Tor Vegas's standing queue (issue 7): the single circuit of Fig. 5
 //! (`backtap-circuit`: client → guard → middle → exit in a 1 Gbit/s star,
 //! the middle's bucket 1500 kB/s the bottleneck) with Tor Vegas (proposal
-//! 324, 100 ms refill like vanilla) and BackTap (10 ms refill), at each of
+//! 324; relays refill on demand as in the Tor versions that have it, and,
+//! for comparison, every 100 ms like the paper's vanilla) and BackTap (10 ms
+//! refill), at each of
 //! `plan.single_rtts_ms`, for `plan.single_secs`, measured from
 //! `plan.single_fit_from`.
 //!
@@ -49,6 +51,11 @@ pub fn backtap_few() -> f64 {
 #[derive(Clone, Debug, Serialize)]
 pub struct SingleRow {
     pub transport: String,
+    /// The variant's key: `tor-vegas` (on-demand refill), `tor-vegas-100ms`
+    /// or `backtap` (see [`variants`]).
+    pub variant: String,
+    /// The relays' bucket refill.
+    pub refill: &'static str,
     pub rtt_ms: u64,
     /// Payload rate over the bottleneck's payload rate for this transport
     /// (C · 498 / 512 for Tor Vegas, C · 498 / 519 for BackTap).
@@ -95,19 +102,41 @@ pub struct SingleOut {
 }
 
 impl SingleOut {
-    pub fn row(&self, t: &str, rtt_ms: u64) -> Option<&SingleRow> {
+    /// The row of variant `v` (`tor-vegas`, `tor-vegas-100ms`, `backtap`).
+    pub fn row(&self, v: &str, rtt_ms: u64) -> Option<&SingleRow> {
         self.rows
             .iter()
-            .find(|r| r.transport == t && r.rtt_ms == rtt_ms)
+            .find(|r| r.variant == v && r.rtt_ms == rtt_ms)
     }
 }
 
-/// The Fig. 5 variants compared here: Tor Vegas and BackTap.
+/// The variants compared here. Tor Vegas runs on the relays of the Tor
+/// versions that have it (proposal 324 shipped in Tor 0.4.7), whose token
+/// buckets refill on demand with a re-enable delay (Tor ≥ 0.3.3; the
+/// `tor-vegas` row). `tor-vegas-100ms` keeps the periodic 100 ms refill of
+/// Tor ≤ 0.3.2 and nstor that the paper's transports run with, for
+/// comparison. BackTap: its 10 ms refill (nstor).
 pub fn variants() -> Vec<Variant> {
-    fig5::variants()
-        .into_iter()
-        .filter(|v| v.key == "tor-vegas" || v.key == "backtap")
-        .collect()
+    let all = fig5::variants();
+    let pick = |k: &str| {
+        all.iter()
+            .find(|v| v.key == k)
+            .cloned()
+            .unwrap_or_else(|| panic!("Fig. 5 variant `{k}`"))
+    };
+    let vegas = pick("tor-vegas");
+    vec![
+        Variant {
+            refill: RefillMode::OnDemand,
+            ..vegas.clone()
+        },
+        Variant {
+            key: "tor-vegas-100ms",
+            refill: RefillMode::Periodic100,
+            ..vegas
+        },
+        pick("backtap"),
+    ]
 }
 
 /// One run of the Fig. 5 circuit.
@@ -161,6 +190,8 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
     let vegas_rtt_excess = vstats.map_or(f64::NAN, |s| s.mean_rtt_excess_s() * 1e3);
     Ok(SingleRow {
         transport: v.transport.into(),
+        variant: v.key.into(),
+        refill: v.refill.label(),
         rtt_ms,
         rate_frac: f.rate / v.payload_rate(),
         bottleneck_queue_cells: held + unread,
@@ -215,6 +246,8 @@ pub fn run(
         &dir.join("single.csv"),
         &[
             "transport",
+            "variant",
+            "refill",
             "rtt_ms",
             "rate_frac",
             "bottleneck_queue_cells",
@@ -238,6 +271,8 @@ pub fn run(
             .map(|r| {
                 vec![
                     r.transport.clone(),
+                    r.variant.clone(),
+                    r.refill.to_string(),
                     r.rtt_ms.to_string(),
                     g(r.rate_frac),
                     g(r.bottleneck_queue_cells),
@@ -270,7 +305,7 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
     let list = |t: &str, f: &dyn Fn(&SingleRow) -> String| {
         out.rows
             .iter()
-            .filter(|r| r.transport == t)
+            .filter(|r| r.variant == t)
             .map(|r| format!("{} ms: {}", r.rtt_ms, f(r)))
             .collect::<Vec<_>>()
             .join(", ")
@@ -278,13 +313,9 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
     let tv: Vec<&SingleRow> = out
         .rows
         .iter()
-        .filter(|r| r.transport == "tor-vegas")
+        .filter(|r| r.variant == "tor-vegas")
         .collect();
-    let bt: Vec<&SingleRow> = out
-        .rows
-        .iter()
-        .filter(|r| r.transport == "backtap")
-        .collect();
+    let bt: Vec<&SingleRow> = out.rows.iter().filter(|r| r.variant == "backtap").collect();
     let few = backtap_few();
     if !tv.is_empty() && !bt.is_empty() {
         // A standing queue is a steady-state property: judge the RTTs at
@@ -315,11 +346,12 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 100.0 * STEADY_RATE
             ),
             format!(
-                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas {}; BackTap {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248): {} cells, standing for {} ms of extra RTT where the cells at the middle add {} ms",
+                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas (on-demand refill, Tor ≥ 0.3.3) {}; BackTap {}; Tor Vegas with the periodic 100 ms refill of Tor ≤ 0.3.2 {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248): {} cells, standing for {} ms of extra RTT where the cells at the middle add {} ms",
                 plan.single_fit_from,
                 plan.single_secs,
                 list("tor-vegas", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
                 list("backtap", &|r| format!("{:.1}", r.bottleneck_queue_cells)),
+                list("tor-vegas-100ms", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
                 list("tor-vegas", &|r| format!("{:.0}", r.excess_delay_cells)),
                 list("backtap", &|r| format!("{:.0}", r.excess_delay_cells)),
                 list("tor-vegas", &|r| format!("{:.0}", r.vegas_queue_use_cells)),
