@@ -129,8 +129,9 @@ pub fn transports() -> Vec<Transport> {
 }
 
 /// Sensitivity variants: BackTap with Tor's 100 ms and a 1 ms refill, N23
-/// gated only at the edges (nstor), vanilla with a 10 ms refill, and the five
-/// transports in a star with an 80 ms pair RTT.
+/// gated only at the edges (nstor), vanilla with a 10 ms refill, Tor Vegas
+/// on relays that refill on demand, and the five transports in a star with
+/// an 80 ms pair RTT.
 pub fn variants() -> Vec<Transport> {
     use RefillMode::*;
     let t = |key, label, refill, build: fn() -> TorConfig| Transport {
@@ -151,6 +152,14 @@ pub fn variants() -> Vec<Transport> {
         t("backtap-1ms", "BackTap, 1 ms refill", Periodic1, backtap),
         t("n23-edge", "N23, edge-gated (nstor)", Periodic100, n23_edge),
         t("vanilla-10ms", "vanilla, 10 ms refill", Periodic10, vanilla),
+        // Tor Vegas on relays of the Tor versions that have it (≥ 0.4.7),
+        // whose buckets refill on demand (Tor ≥ 0.3.3).
+        t(
+            "tor-vegas-on-demand",
+            "Tor Vegas, on-demand refill",
+            OnDemand,
+            tor_vegas,
+        ),
     ]
     .into_iter()
     // The five transports in a star with nstor's helper default (20 ms per
@@ -242,6 +251,7 @@ impl Plan {
                 "backtap-1ms",
                 "n23-edge",
                 "vanilla-10ms",
+                "tor-vegas-on-demand",
                 "vanilla-80ms",
                 "pctcp-80ms",
                 "n23-80ms",

@@ -67,12 +67,12 @@ fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
     }
 
     let so = single::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
-    let tv = so.row("tor-vegas", 100).unwrap();
+    let tv = so.row("tor-vegas-on-demand", 100).unwrap();
     let bt = so.row("backtap", 100).unwrap();
     // Tor Vegas runs on relays that refill on demand (Tor ≥ 0.3.3), with the
     // periodic 100 ms refill beside it.
     assert_eq!(tv.refill, "on-demand");
-    assert_eq!(so.row("tor-vegas-100ms", 100).unwrap().refill, "100 ms");
+    assert_eq!(so.row("tor-vegas", 100).unwrap().refill, "100 ms");
     assert!(tv.bottleneck_queue_cells >= 100.0, "{tv:?}");
     assert!(bt.bottleneck_queue_cells <= single::backtap_few(), "{bt:?}");
     assert!(tv.rate_frac >= 0.8 && bt.rate_frac >= 0.8, "{tv:?} {bt:?}");

@@ -66,7 +66,7 @@ pub struct FairnessRow {
     /// BackTap's median Jain index minus this transport's, as a 90 %
     /// bootstrap interval over seeds (paired: a resample draws seeds and
     /// takes both transports' runs of each, which share relays, paths and
-    /// start times). `None` for BackTap itself and for unpaired variants.
+    /// start times). `None` for BackTap itself and for the variants.
     pub backtap_gap_ci90: Option<(f64, f64)>,
     pub jain_min: f64,
     pub jain_maxmin_median: f64,
@@ -300,7 +300,11 @@ pub fn run(
     let gaps: Vec<Option<(f64, f64)>> = out
         .rows
         .iter()
-        .map(|r| backtap_gap_ci90(&out.runs, &r.transport))
+        .map(|r| {
+            r.main
+                .then(|| backtap_gap_ci90(&out.runs, &r.transport))
+                .flatten()
+        })
         .collect();
     for (r, g) in out.rows.iter_mut().zip(gaps) {
         r.backtap_gap_ci90 = g;
