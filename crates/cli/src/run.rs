@@ -129,6 +129,23 @@ pub fn capture_file(iface: &str) -> String {
     format!("capture-{safe}-{dir}.pcap")
 }
 
+/// [`capture_file`] for each link direction, numbering later ones whose
+/// names sanitise to a file name already taken (`…-2.pcap`).
+pub fn capture_files(ifaces: &[String]) -> Vec<String> {
+    let mut used: Vec<String> = Vec::new();
+    for iface in ifaces {
+        let base = capture_file(iface);
+        let mut name = base.clone();
+        let mut k = 2;
+        while used.contains(&name) {
+            name = format!("{}-{k}.pcap", base.trim_end_matches(".pcap"));
+            k += 1;
+        }
+        used.push(name);
+    }
+    used
+}
+
 /// Opens a pcap file in `out` for the scenario's captures and `extra`
 /// (already expanded), and writes `capture-hosts` (the nodes' capture
 /// addresses, in /etc/hosts format, for Wireshark's name resolution).
@@ -144,8 +161,7 @@ fn attach_captures(sim: &mut Sim, sc: &Scenario, extra: &[String], out: &Path) -
         return Ok(());
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    for iface in &ifaces {
-        let name = capture_file(iface);
+    for (iface, name) in ifaces.iter().zip(capture_files(&ifaces)) {
         let path = out.join(&name);
         let f =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
@@ -163,7 +179,19 @@ fn attach_captures(sim: &mut Sim, sc: &Scenario, extra: &[String], out: &Path) -
         .enumerate()
         .map(|(i, n)| {
             let a = hopwise_sim::pcap::node_addr(i as u32);
-            format!("{}.{}.{}.{}\t{}\n", a[0], a[1], a[2], a[3], n.name)
+            // A hosts file splits on blanks and comments from `#`.
+            let name: String = n
+                .name
+                .chars()
+                .map(|c| {
+                    if c.is_whitespace() || c == '#' {
+                        '_'
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            format!("{}.{}.{}.{}\t{}\n", a[0], a[1], a[2], a[3], name)
         })
         .collect();
     let path = out.join("capture-hosts");
@@ -335,4 +363,27 @@ pub fn bench_tor(
         println!("results: {}", dir.join("summary.json").display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_file_names_are_safe_and_distinct() {
+        let ifaces: Vec<String> = ["a b:ab", "a_b:ab", "a/b:ab", "r1.r2:ba", "x:y:ab"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            capture_files(&ifaces),
+            [
+                "capture-a_b-ab.pcap",
+                "capture-a_b-ab-2.pcap",
+                "capture-a_b-ab-3.pcap",
+                "capture-r1.r2-ba.pcap",
+                "capture-x_y-ab.pcap",
+            ]
+        );
+    }
 }

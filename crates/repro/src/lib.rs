@@ -265,8 +265,9 @@ pub fn mean_ci90(xs: &[f64]) -> (f64, f64) {
 /// of one resample, `n` draws with replacement, and the interval is the 5th
 /// and 95th percentile over `reps` resamples. The draws come from the named
 /// stream `name` (xoshiro256++, seeded from the name), so the interval is
-/// deterministic. Resamples whose statistic is NaN are left out; `(NaN,
-/// NaN)` for `n == 0` or no finite resample.
+/// deterministic. Resamples whose statistic is not finite (NaN or ±∞, say a
+/// ratio over a zero variance) are left out, which narrows the interval;
+/// `(NaN, NaN)` for `n == 0` or no finite resample.
 pub fn bootstrap_ci90(
     n: usize,
     reps: usize,

@@ -11,7 +11,9 @@
 //!   ([`node_addr`]); `hopwise sim` writes the mapping as a hosts file.
 //! * **IPv4.** 20 bytes, no options, DF set, TTL 64, identification counting
 //!   the tap's packets, header checksum computed. Total length is the model's
-//!   [`Packet::size`], so it matches what queues and links counted.
+//!   [`Packet::size`], so it matches what queues and links counted (the
+//!   scenario checks cap `tcp.mss` so that a segment fits; an agent's UDP
+//!   datagram over 65507 bytes would show a clamped length).
 //! * **TCP.** The segment's ports, sequence and acknowledgement numbers,
 //!   flags and window field as the model sent them, and its options in the
 //!   layout [`Segment::options_len`] charges (Linux's: MSS, SACK-permitted,
@@ -216,9 +218,13 @@ pub fn encode_packet(p: &Packet, ip_id: u16, out: &mut Vec<u8>) {
 const NOP: u8 = 1;
 
 /// Appends the TCP header of `seg` with its options, exactly
-/// [`Segment::header_len`] bytes long.
+/// [`Segment::header_len`] bytes long. The TCP model never builds a header
+/// longer than 60 bytes (it sends at most three SACK blocks beside
+/// timestamps, RFC 2018 §3); a longer one would not fit the data-offset
+/// field.
 pub fn encode_tcp_header(seg: &Segment, out: &mut Vec<u8>) {
     let hl = seg.header_len();
+    debug_assert!(hl <= 60, "TCP header of {hl} bytes: {seg:?}");
     out.extend_from_slice(&seg.src_port.to_be_bytes());
     out.extend_from_slice(&seg.dst_port.to_be_bytes());
     out.extend_from_slice(&seg.seq.to_be_bytes());
@@ -400,6 +406,18 @@ mod tests {
                 (3, vec![7]),
             ]
         );
+        v.clear();
+        encode_tcp_header(&s[1], &mut v);
+        assert_eq!(
+            options(&v),
+            vec![
+                (2, 1460u16.to_be_bytes().to_vec()),
+                (8, [3u32.to_be_bytes(), 1u32.to_be_bytes()].concat()),
+            ]
+        );
+        v.clear();
+        encode_tcp_header(&s[2], &mut v);
+        assert_eq!(options(&v), vec![(4, vec![])]);
         v.clear();
         encode_tcp_header(&s[3], &mut v);
         assert_eq!(u32::from_be_bytes([v[4], v[5], v[6], v[7]]), 0xFFFF_FFF0);

@@ -923,10 +923,22 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
 }
 
 /// TCP configuration sanity: the offending field and what is wrong.
+/// The largest MSS an IPv4 packet can carry: 65535 − 20 (IPv4) − 20 (TCP).
+const MAX_MSS: u16 = 65_495;
+
 fn tcp_problem(c: &TcpConfig) -> Option<(&'static str, String)> {
     let mss = u64::from(c.mss);
     if c.mss < 64 {
         return Some(("mss", format!("must be at least 64 bytes, got {}", c.mss)));
+    }
+    if c.mss > MAX_MSS {
+        return Some((
+            "mss",
+            format!(
+                "must be at most {MAX_MSS} bytes (an IPv4 packet holds 65535 bytes, headers included), got {}",
+                c.mss
+            ),
+        ));
     }
     if c.send_buffer < mss {
         return Some((

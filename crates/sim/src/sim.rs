@@ -808,7 +808,6 @@ impl Sim {
         (a as &mut dyn std::any::Any).downcast_mut::<T>()
     }
 
-    /// The name an agent was added with.
     /// Captures every packet that starts transmission on link direction
     /// `iface` (`<link>:ab` or `<link>:ba`) into `w` as pcap (see
     /// [`crate::pcap`]), from now on. `label` names the capture in the
@@ -859,6 +858,7 @@ impl Sim {
             .collect()
     }
 
+    /// The name an agent was added with.
     pub fn agent_name(&self, id: u32) -> &str {
         &self.agents[id as usize].name
     }

@@ -154,6 +154,8 @@ pub struct MeasureSpec {
     pub warmup: Dur,
     /// Link directions to capture as pcap: `<link>` (both directions),
     /// `<link>:ab` or `<link>:ba` (see [`crate::pcap`]). Default none.
+    /// `hopwise sim` honours it; `Sim::new` does not open files (call
+    /// [`crate::Sim::attach_capture`]).
     pub capture: Vec<String>,
     /// Bytes kept per captured packet (default [`crate::pcap::DEFAULT_SNAPLEN`]).
     pub capture_snaplen: u32,

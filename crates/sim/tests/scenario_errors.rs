@@ -961,6 +961,14 @@ fn tcp_sanity() {
     fails(
         &edit(
             "cc = \"newreno\"",
+            "cc = \"newreno\"\ntcp = { mss = 65496 }",
+        ),
+        "flow \"f1\".tcp.mss",
+        &["at most 65495"],
+    );
+    fails(
+        &edit(
+            "cc = \"newreno\"",
             "cc = \"newreno\"\ntcp = { recv_buffer = \"1kB\" }",
         ),
         "flow \"f1\".tcp.recv_buffer",
