@@ -79,7 +79,9 @@ pub fn sim(
         sets.push(format!("seed={s}"));
     }
     let (sc, origin) = load(file, &sets)?;
-    let ifaces = scenario::capture_ifaces(&sc, capture)
+    // The scenario's own entries were checked when it loaded; a bad entry
+    // here comes from the flag.
+    let ifaces = scenario::capture_ifaces(&sc, &[sc.measure.capture.as_slice(), capture].concat())
         .map_err(anyhow::Error::msg)
         .context("--capture")?;
     if !quiet {
@@ -96,7 +98,7 @@ pub fn sim(
     let mut sim = Sim::new(&sc)
         .map_err(anyhow::Error::msg)
         .with_context(|| origin.clone())?;
-    attach_captures(&mut sim, &sc, &ifaces, out)?;
+    attach_captures(&mut sim, &ifaces, sc.measure.capture_snaplen, out)?;
     let wall = run_with_progress(&mut sim, &sc.name);
     sim.finish_captures()
         .map_err(anyhow::Error::msg)
@@ -146,32 +148,20 @@ pub fn capture_files(ifaces: &[String]) -> Vec<String> {
     used
 }
 
-/// Opens a pcap file in `out` for the scenario's captures and `extra`
-/// (already expanded), and writes `capture-hosts` (the nodes' capture
-/// addresses, in /etc/hosts format, for Wireshark's name resolution).
-fn attach_captures(sim: &mut Sim, sc: &Scenario, extra: &[String], out: &Path) -> Result<()> {
-    let mut ifaces =
-        scenario::capture_ifaces(sc, &sc.measure.capture).map_err(anyhow::Error::msg)?;
-    for i in extra {
-        if !ifaces.contains(i) {
-            ifaces.push(i.clone());
-        }
-    }
+/// Opens a pcap file in `out` for each link direction in `ifaces` (from
+/// [`scenario::capture_ifaces`]), and writes `capture-hosts` (the nodes'
+/// capture addresses, in /etc/hosts format, for Wireshark's name resolution).
+fn attach_captures(sim: &mut Sim, ifaces: &[String], snaplen: u32, out: &Path) -> Result<()> {
     if ifaces.is_empty() {
         return Ok(());
     }
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    for (iface, name) in ifaces.iter().zip(capture_files(&ifaces)) {
+    for (iface, name) in ifaces.iter().zip(capture_files(ifaces)) {
         let path = out.join(&name);
         let f =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        sim.attach_capture(
-            iface,
-            &name,
-            Box::new(std::io::BufWriter::new(f)),
-            sc.measure.capture_snaplen,
-        )
-        .map_err(anyhow::Error::msg)?;
+        sim.attach_capture(iface, &name, Box::new(std::io::BufWriter::new(f)), snaplen)
+            .map_err(anyhow::Error::msg)?;
     }
     let hosts: String = sim
         .nodes
