@@ -105,6 +105,14 @@ fn tor_vegas() -> TorConfig {
 fn backtap() -> TorConfig {
     TorConfig::new(TransportConfig::backtap())
 }
+/// BackTap whose hops start with Vegas's slow start (a hopwise option,
+/// `Startup::SlowStart`; the paper and nstor open the window by one cell per
+/// round from 2).
+fn backtap_slow_start() -> TorConfig {
+    let mut b = hopwise_tor::BacktapTransportConfig::default();
+    b.endpoint.startup = hopwise_proto::backtap::Startup::SlowStart { gamma: 1 };
+    TorConfig::new(TransportConfig::Backtap(b))
+}
 
 /// The five transports, in table order. Relays of the TCP-based ones refill
 /// every 100 ms (Tor ≤ 0.3.2, the paper, nstor's `TorBaseApp`); BackTap's
@@ -128,10 +136,10 @@ pub fn transports() -> Vec<Transport> {
     ]
 }
 
-/// Sensitivity variants: BackTap with Tor's 100 ms and a 1 ms refill, N23
-/// gated only at the edges (nstor), vanilla with a 10 ms refill, Tor Vegas
-/// on relays that refill on demand, and the five transports in a star with
-/// an 80 ms pair RTT.
+/// Sensitivity variants: BackTap with Tor's 100 ms and a 1 ms refill, BackTap
+/// with slow start, N23 gated only at the edges (nstor), vanilla with a 10 ms
+/// refill, Tor Vegas on relays that refill on demand, and the five transports
+/// in a star with an 80 ms pair RTT.
 pub fn variants() -> Vec<Transport> {
     use RefillMode::*;
     let t = |key, label, refill, build: fn() -> TorConfig| Transport {
@@ -150,6 +158,12 @@ pub fn variants() -> Vec<Transport> {
             backtap,
         ),
         t("backtap-1ms", "BackTap, 1 ms refill", Periodic1, backtap),
+        t(
+            "backtap-slowstart",
+            "BackTap, slow start (hopwise)",
+            Periodic10,
+            backtap_slow_start,
+        ),
         t("n23-edge", "N23, edge-gated (nstor)", Periodic100, n23_edge),
         t("vanilla-10ms", "vanilla, 10 ms refill", Periodic10, vanilla),
         // Tor Vegas on relays of the Tor versions that have it (≥ 0.4.7),
@@ -226,6 +240,9 @@ pub struct Plan {
     pub dumbbell_from_s: u64,
     pub dumbbell_seeds: u32,
     pub dumbbell_bulk_fraction: f64,
+    /// Fig. 7: sensitivity variants ([`variants`]), on the same circuit
+    /// counts and seeds.
+    pub dumbbell_variants: Vec<&'static str>,
     /// Single circuit (Fig. 5 setup): RTTs, run length, fit from (s).
     pub single_rtts_ms: Vec<u64>,
     pub single_secs: u64,
@@ -249,6 +266,7 @@ impl Plan {
             star_variants: vec![
                 "backtap-100ms",
                 "backtap-1ms",
+                "backtap-slowstart",
                 "n23-edge",
                 "vanilla-10ms",
                 "tor-vegas-on-demand",
@@ -272,6 +290,7 @@ impl Plan {
             dumbbell_from_s: 60,
             dumbbell_seeds: seeds.unwrap_or(2).max(1),
             dumbbell_bulk_fraction: 0.1,
+            dumbbell_variants: vec!["backtap-slowstart"],
             // BackTap's linear start-up needs ~260 s at 900 ms (see
             // backtap-circuit), Tor Vegas ~120–240 s to converge at 683 ms.
             single_rtts_ms: vec![100, 300, 683, 900],

@@ -51,7 +51,7 @@ fn print(out: &DumbbellOut) {
     }
 }
 
-/// 40 circuits (4 bulk), 40 s, vanilla and BackTap.
+/// 40 circuits (4 bulk), 40 s, vanilla, BackTap and BackTap with slow start.
 #[test]
 fn tiny_dumbbell() {
     let mut plan = Plan::quick(Some(1));
@@ -59,17 +59,23 @@ fn tiny_dumbbell() {
     plan.dumbbell_secs = 40;
     plan.dumbbell_start_s = 10;
     plan.dumbbell_from_s = 10;
-    let ts = vec![transport("vanilla").unwrap(), transport("backtap").unwrap()];
+    let ts: Vec<_> = ["vanilla", "backtap", "backtap-slowstart"]
+        .iter()
+        .map(|k| transport(k).unwrap())
+        .collect();
     let dir = out_dir("tiny");
     let o = opts(dir.clone());
     let mut files = Vec::new();
     let out = dumbbell::run_transports(&plan, &ts, &o, &Silent, &dir, &mut files).unwrap();
     print(&out);
 
-    assert_eq!(out.rows.len(), 4);
-    assert_eq!(out.runs.len(), 2);
-    assert_eq!(out.speed.len(), 2);
-    for t in ["vanilla", "backtap"] {
+    assert_eq!(out.rows.len(), 6);
+    assert_eq!(out.runs.len(), 3);
+    assert_eq!(out.speed.len(), 3);
+    for r in &out.rows {
+        assert_eq!(r.main, r.transport != "backtap-slowstart", "{r:?}");
+    }
+    for t in ["vanilla", "backtap", "backtap-slowstart"] {
         let web = out.row(40, t, "web").unwrap();
         let bulk = out.row(40, t, "bulk").unwrap();
         assert_eq!(web.runs, 1);
@@ -126,10 +132,19 @@ fn tiny_dumbbell() {
     assert!(cdf.contains("40,all,bulk,e2e_rtt_s,"));
 
     let claims = dumbbell::claims(&plan, &out);
-    // TTFB, web TTLB, completions (verdicts) and the mean rate (info); the
-    // other transports did not run.
-    assert_eq!(claims.len(), 4, "{claims:#?}");
+    // TTFB, web TTLB, completions (verdicts), the mean rate and the variant
+    // beside BackTap and vanilla (info); the other transports did not run.
+    assert_eq!(claims.len(), 5, "{claims:#?}");
     assert!(claims[..3].iter().all(|c| c.verdict != Verdict::Info));
+    assert!(claims[3..].iter().all(|c| c.verdict == Verdict::Info));
+    let v = &claims[4];
+    assert!(v.claim.contains("slow start"), "{v:?}");
+    for k in ["backtap-slowstart: web", "backtap: web", "vanilla: web"] {
+        assert!(v.measured.contains(k), "{k} missing: {v:?}");
+    }
+    // The variant is not judged: the web TTLB claim names only the compared
+    // transports.
+    assert!(!claims[1].measured.contains("slowstart"), "{:?}", claims[1]);
     let sp = dumbbell::speed_claim(&plan, &out);
     assert_eq!(sp.verdict, Verdict::Holds, "{sp:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -165,42 +180,4 @@ fn quick_375() {
     let c = dumbbell::speed_claim(&plan, &out);
     println!("[{:?}] {}: {}", c.verdict, c.claim, c.measured);
     println!("output in {}", dir.display());
-}
-
-/// BackTap with Vegas-style slow start instead of the paper's linear
-/// startup, on the quick plan's 375 circuits (`--ignored`).
-#[test]
-#[ignore]
-fn explore_backtap_startup() {
-    use hopwise_proto::backtap::Startup;
-    use hopwise_proto::time::Dur;
-    use hopwise_repro::backtap_network::topo::DumbbellDraw;
-    use hopwise_tor::TransportConfig;
-    let plan = Plan::quick(Some(1));
-    let c = plan.dumbbell_circuits[0];
-    let t = transport("backtap").unwrap();
-    let draw = DumbbellDraw::new(
-        1,
-        c,
-        plan.dumbbell_bulk_fraction,
-        Dur::from_secs(plan.dumbbell_start_s),
-    );
-    let mut net = draw.net(&t);
-    if let TransportConfig::Backtap(b) = &mut net.config.transport {
-        b.endpoint.startup = Startup::SlowStart { gamma: 1 };
-    }
-    let r = dumbbell::run_net(&plan, &draw, &net, "backtap-slowstart", 1).unwrap();
-    for (k, kind) in KINDS.iter().enumerate() {
-        let x = &r.kinds[k];
-        println!(
-            "{kind}: issued {} completed {} ttfb med {:.3} ttlb med {:.3} p90 {:.3} mean rate {:.0}",
-            x.issued,
-            x.completed,
-            hopwise_repro::quantile(&x.ttfb_s, 0.5),
-            hopwise_repro::quantile(&x.ttlb_s, 0.5),
-            hopwise_repro::quantile(&x.ttlb_s, 0.9),
-            x.rate_bps.iter().sum::<f64>() / x.rate_bps.len() as f64
-        );
-    }
-    println!("wall {:.1} s, {} events", r.wall_s, r.events);
 }

@@ -29,7 +29,7 @@
 //! per circuit count `<c>`, and `fig7_e2e_rtt.svg`.
 
 use super::topo::{DumbbellDraw, RESPONSE_DELAY};
-use super::{transports, Plan, Speed, Transport};
+use super::{transport, transports, Plan, Speed, Transport};
 use crate::{par_map, quantile, write_csv, Claim, Progress, ReproOpts};
 use hopwise_plot::{palette_color, Chart, Figure, Series};
 use hopwise_proto::time::{Dur, Time};
@@ -81,6 +81,8 @@ pub struct DumbbellRow {
     pub circuits: usize,
     pub transport: String,
     pub label: String,
+    /// One of the five compared transports (else a sensitivity variant).
+    pub main: bool,
     /// "web" or "bulk".
     pub kind: String,
     pub runs: usize,
@@ -267,7 +269,11 @@ pub fn run(
     dir: &Path,
     files: &mut Vec<String>,
 ) -> anyhow::Result<DumbbellOut> {
-    run_transports(plan, &transports(), opts, progress, dir, files)
+    let mut ts = transports();
+    for k in &plan.dumbbell_variants {
+        ts.push(transport(k).ok_or_else(|| anyhow::anyhow!("unknown dumbbell variant {k}"))?);
+    }
+    run_transports(plan, &ts, opts, progress, dir, files)
 }
 
 /// [`run`] for a chosen set of transports (tests run fewer).
@@ -327,6 +333,7 @@ pub fn run_transports(
                     circuits: c,
                     transport: t.key.into(),
                     label: t.label.into(),
+                    main: t.main,
                     kind: (*kind).into(),
                     runs: rs.len(),
                     issued,
@@ -735,6 +742,46 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
                     bb.mean_rate / 1e3,
                     b.mean_rate / 1e3,
                 ),
+            ));
+        }
+        // Sensitivity variants, beside the compared transport they vary and
+        // vanilla.
+        for vw in out
+            .rows
+            .iter()
+            .filter(|r| r.circuits == c && !r.main && r.kind == "web")
+        {
+            let Some(vb) = row(&vw.transport, "bulk") else {
+                continue;
+            };
+            let base = if vw.transport.starts_with("backtap-") {
+                "backtap"
+            } else {
+                "vanilla"
+            };
+            let f = |w: &DumbbellRow, b: &DumbbellRow| {
+                format!(
+                    "{}: web TTLB median {} (p90 {}), completed {:.1} web and {:.1} bulk, bulk TTLB median {}",
+                    w.transport,
+                    secs(w.ttlb_median_s),
+                    secs(w.ttlb_p90_s),
+                    w.completed,
+                    b.completed,
+                    secs(b.ttlb_median_s),
+                )
+            };
+            let mut keys = vec![base];
+            if base != "vanilla" {
+                keys.push("vanilla");
+            }
+            let others: Vec<String> = keys
+                .iter()
+                .filter_map(|k| Some(f(row(k, "web")?, row(k, "bulk")?)))
+                .collect();
+            cl.push(Claim::info(
+                &tab,
+                format!("Sensitivity: {} (not judged)", vw.label),
+                format!("{}; {}", f(vw, vb), others.join("; ")),
             ));
         }
     }

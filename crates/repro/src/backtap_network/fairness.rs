@@ -542,7 +542,7 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
     if !vars.is_empty() {
         c.push(Claim::info(
             "Fig. 6a (sensitivity)",
-            "Refill, gating and star-RTT variants: BackTap with Tor's 100 ms and a 1 ms refill, N23 gated only at the edges (nstor), vanilla with a 10 ms refill, and every transport in a star with an 80 ms pair RTT (nstor's helper default; the main runs use its example's 40 ms)",
+            "Refill, start-up, gating and star-RTT variants: BackTap with Tor's 100 ms and a 1 ms refill, BackTap with slow start (hopwise), N23 gated only at the edges (nstor), vanilla with a 10 ms refill, Tor Vegas on relays that refill on demand, and every transport in a star with an 80 ms pair RTT (nstor's helper default; the main runs use its example's 40 ms)",
             vars.iter()
                 .map(|r| {
                     format!(
