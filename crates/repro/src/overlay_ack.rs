@@ -12,7 +12,7 @@ pub mod dynamic;
 pub mod setup;
 
 pub use dynamic::{DynPolicy, OverlayNode, PeerPlan, PolicyEvent, PolicyEventKind};
-pub use setup::{mean_between, Mode, ProbeRow, RunResult, Setup, Timeline};
+pub use setup::{mean_between, Mode, ProbeRow, RunResult, SeenSegment, Setup, Timeline};
 
 use crate::{
     bootstrap_ci90, mean_ci90, mean_sd, par_map, quantile, write_csv, write_summary, Claim,
@@ -535,6 +535,75 @@ struct Fig2bOut {
     timeouts: u64,
     retransmits: u64,
     max_queue_b_pkts: u64,
+    /// From the packet capture on A's link: A→B segments with data that
+    /// left A's NIC, of them retransmissions (ending at or below the highest
+    /// byte already sent), ACKs towards A, and the longest gap between two
+    /// of those ACKs (s).
+    captured_data_segments: u64,
+    captured_retransmissions: u64,
+    captured_acks: u64,
+    longest_ack_gap_s: f64,
+}
+
+/// Fig. 2b's time-sequence graph from the captured segments: stream offsets
+/// (bytes) relative to the first ACK number seen (else the first sequence
+/// number), as tcptrace draws them.
+#[derive(Default)]
+struct SeqTrace {
+    /// (time, end offset) of segments carrying new data.
+    sent: Vec<(f64, f64)>,
+    /// (time, start offset) of retransmitted segments.
+    retx: Vec<(f64, f64)>,
+    /// (time, cumulative ACK offset) of ACKs towards A.
+    acks: Vec<(f64, f64)>,
+    /// `fig2b_packets.csv` rows.
+    rows: Vec<Vec<String>>,
+}
+
+fn seq_trace(seen: &[SeenSegment]) -> SeqTrace {
+    let mut tr = SeqTrace::default();
+    let Some(base) = seen
+        .iter()
+        .find(|x| !x.outbound)
+        .map(|x| x.ack)
+        .or_else(|| seen.first().map(|x| x.seq))
+    else {
+        return tr;
+    };
+    // A window holds far less than 2 GB, so the signed 32-bit difference
+    // unwraps sequence numbers.
+    let off = |x: u32| f64::from(x.wrapping_sub(base) as i32);
+    let mut highest = f64::NEG_INFINITY;
+    for x in seen {
+        // Data rows give the segment's offset, ACK rows the acknowledged
+        // offset (the other number has no meaning on this axis).
+        let (dir, seq, ack, retx) = if x.outbound {
+            if x.len == 0 {
+                continue;
+            }
+            let (start, end) = (off(x.seq), off(x.seq) + f64::from(x.len));
+            let retx = end <= highest;
+            if retx {
+                tr.retx.push((x.t, start));
+            } else {
+                tr.sent.push((x.t, end));
+                highest = end;
+            }
+            ("data", format!("{start:.0}"), String::new(), retx)
+        } else {
+            tr.acks.push((x.t, off(x.ack)));
+            ("ack", String::new(), format!("{:.0}", off(x.ack)), false)
+        };
+        tr.rows.push(vec![
+            format!("{:.6}", x.t),
+            dir.into(),
+            seq,
+            x.len.to_string(),
+            ack,
+            u8::from(retx).to_string(),
+        ]);
+    }
+    tr
 }
 
 fn limit_str(l: Limit) -> String {
@@ -591,6 +660,7 @@ pub fn run_with(
     // ---- Fig. 2b: one plain run probed finely around B→C's start. ----
     let mut fig2b = Fig2bOut::default();
     let mut probe = Vec::new();
+    let mut trace = SeqTrace::default();
     if params.modes.contains(&Mode::Plain) {
         let mut s = base.clone();
         s.mode = Mode::Plain;
@@ -599,6 +669,28 @@ pub fn run_with(
         s.probe = Some((w.0, w.1, Dur::from_millis(5)));
         let r = s.run()?;
         probe = r.probe;
+        trace = seq_trace(&r.seen);
+        fig2b.captured_data_segments = (trace.sent.len() + trace.retx.len()) as u64;
+        fig2b.captured_retransmissions = trace.retx.len() as u64;
+        fig2b.captured_acks = trace.acks.len() as u64;
+        fig2b.longest_ack_gap_s = trace
+            .acks
+            .windows(2)
+            .map(|a| a[1].0 - a[0].0)
+            .fold(0.0, f64::max);
+        write_csv(
+            &out.join("fig2b_packets.csv"),
+            &[
+                "time_s",
+                "segment",
+                "seq_offset_bytes",
+                "payload_bytes",
+                "ack_offset_bytes",
+                "retransmission",
+            ],
+            &trace.rows,
+        )?;
+        files.push("fig2b_packets.csv".to_string());
         fig2b.window = w;
         fig2b.max_srtt_ms = probe.iter().map(|p| p.srtt_ms).fold(0.0, f64::max);
         if let (Some(a), Some(b)) = (probe.first(), probe.last()) {
@@ -752,7 +844,7 @@ pub fn run_with(
 
     // ---- Figures ----
     if params.figures {
-        files.extend(figures(out, params, &results, &probe, &sweep)?);
+        files.extend(figures(out, params, &results, &probe, &trace, &sweep)?);
     }
 
     let example_events: Vec<PolicyEvent> = results
@@ -1005,13 +1097,17 @@ fn claims(
             "Fig. 2b (§III-B)",
             "A→B's RTT rises above a second once B's queue fills; must show: A→B's RTT exceeds 500 ms during the collapse",
             format!(
-                "median SRTT in phase 2 {:.0} ms (phase 1: {:.0} ms, A's own 1000-packet queue); {:.0} % of phase-2 samples above 500 ms; per-run maximum {:.0} ms; probed run: max {:.0} ms, {} RTOs in 30 s",
+                "median SRTT in phase 2 {:.0} ms (phase 1: {:.0} ms, A's own 1000-packet queue); {:.0} % of phase-2 samples above 500 ms; per-run maximum {:.0} ms; probed run: max {:.0} ms, {} RTOs in 30 s; its capture on A's link: {} data segments ({} retransmitted), {} ACKs, longest silence between ACKs {:.2} s",
                 p.ab_srtt_phase2_ms,
                 p.ab_srtt_phase1_ms,
                 100.0 * p.ab_srtt_phase2_over_500ms,
                 p.ab_srtt_phase2_max_ms,
                 fig2b.max_srtt_ms,
-                fig2b.timeouts
+                fig2b.timeouts,
+                fig2b.captured_data_segments,
+                fig2b.captured_retransmissions,
+                fig2b.captured_acks,
+                fig2b.longest_ack_gap_s
             ),
             p.ab_srtt_phase2_ms > 500.0,
         ));
@@ -1237,6 +1333,7 @@ fn figures(
     params: &Params,
     results: &[RunResult],
     probe: &[ProbeRow],
+    trace: &SeqTrace,
     sweep: &[SweepPoint],
 ) -> anyhow::Result<Vec<String>> {
     let tl = &params.base.timeline;
@@ -1277,27 +1374,25 @@ fn figures(
         save(&mut files, "fig2a.svg", ch.write_svg(out.join("fig2a.svg")))?;
     }
     if !probe.is_empty() {
-        // Fig. 2b: A's sequence and ACK numbers, plus what drives them.
-        let base = probe[0].snd_una as f64;
-        let mb = |x: u64| (x as f64 - base) / 1e6;
-        let sent: Vec<(f64, f64)> = probe.iter().map(|p| (p.t, mb(p.snd_nxt))).collect();
-        let acked: Vec<(f64, f64)> = probe.iter().map(|p| (p.t, mb(p.snd_una))).collect();
-        let mut retx = Vec::new();
-        let mut rto = Vec::new();
-        for w in probe.windows(2) {
-            if w[1].retransmits > w[0].retransmits {
-                retx.push((w[1].t, mb(w[1].snd_una)));
-            }
-            if w[1].timeouts > w[0].timeouts {
-                rto.push((w[1].t, mb(w[1].snd_una)));
-            }
-        }
-        let seq = Chart::new("(a) A→B sequence progression at A: data sent and ACKs received")
+        // Fig. 2b: A's sequence and ACK numbers per packet (from the
+        // capture), plus what drives them (sampled every 5 ms).
+        let mb = |v: &[(f64, f64)]| v.iter().map(|&(t, b)| (t, b / 1e6)).collect::<Vec<_>>();
+        // Timeouts, from the sampled counter, at the cumulative ACK then.
+        let ack_at = |t: f64| {
+            let i = trace.acks.partition_point(|a| a.0 <= t);
+            i.checked_sub(1).map_or(0.0, |i| trace.acks[i].1 / 1e6)
+        };
+        let rto: Vec<(f64, f64)> = probe
+            .windows(2)
+            .filter(|w| w[1].timeouts > w[0].timeouts)
+            .map(|w| (w[1].t, ack_at(w[1].t)))
+            .collect();
+        let seq = Chart::new("(a) A→B time-sequence graph at A's link, every packet")
             .x_label("time (s)")
             .y_label("stream offset (MB)")
-            .series(Series::line("highest byte sent (SND.NXT)", sent))
-            .series(Series::line("cumulative ACK received (SND.UNA)", acked))
-            .series(Series::points("retransmission", retx))
+            .series(Series::line("data segment sent (end)", mb(&trace.sent)))
+            .series(Series::line("ACK towards A", mb(&trace.acks)))
+            .series(Series::points("retransmitted segment", mb(&trace.retx)))
             .series(Series::points("timeout (RTO)", rto))
             .vline(tl.bc.0, "B→C starts");
         let rtt = Chart::new("(b) A→B: smoothed RTT and congestion window")
@@ -1513,4 +1608,46 @@ fn figures(
         )?;
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(t: f64, outbound: bool, seq: u32, ack: u32, len: u32) -> SeenSegment {
+        SeenSegment {
+            t,
+            outbound,
+            seq,
+            ack,
+            len,
+            flags: 0x10,
+        }
+    }
+
+    #[test]
+    fn seq_trace_unwraps_offsets_and_separates_retransmissions() {
+        let top = u32::MAX - 999;
+        let seen = [
+            seg(0.0, true, top, 1, 1000),
+            seg(0.1, false, 1, top, 0),
+            // Crosses 2^32.
+            seg(0.2, true, top.wrapping_add(1000), 1, 1000),
+            seg(0.3, true, top.wrapping_add(2000), 1, 1000),
+            // A pure ACK from A carries no data and is left out.
+            seg(0.35, true, top.wrapping_add(3000), 1, 0),
+            // The first segment again.
+            seg(0.4, true, top, 1, 1000),
+            seg(0.5, false, 1, top.wrapping_add(3000), 0),
+        ];
+        let tr = seq_trace(&seen);
+        // Offsets relative to the first ACK number seen (top).
+        assert_eq!(tr.sent, vec![(0.0, 1000.0), (0.2, 2000.0), (0.3, 3000.0)]);
+        assert_eq!(tr.retx, vec![(0.4, 0.0)]);
+        assert_eq!(tr.acks, vec![(0.1, 0.0), (0.5, 3000.0)]);
+        assert_eq!(tr.rows.len(), 6);
+        assert_eq!(tr.rows[4][1..], ["data", "0", "1000", "", "1"]);
+        assert_eq!(tr.rows[5][1..], ["ack", "", "0", "3000", "0"]);
+        assert!(seq_trace(&[]).rows.is_empty());
+    }
 }

@@ -176,6 +176,7 @@ fn quick_run_writes_summary_and_figures() {
     for f in [
         "fig2a.svg",
         "fig2b.svg",
+        "fig2b_packets.csv",
         "fig3.svg",
         "fig5.svg",
         "fig6.svg",
@@ -190,5 +191,31 @@ fn quick_run_writes_summary_and_figures() {
         assert!(dir.join(f).exists(), "{f} missing");
         assert!(outcome.files.iter().any(|x| x == f), "{f} not listed");
     }
+    // Fig. 2b per packet: A's new data ends grow strictly, and the counts in
+    // the summary are the CSV's.
+    let f2 = &v["fig2b"];
+    let csv = std::fs::read_to_string(dir.join("fig2b_packets.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let count = |seg: &str, retx: &str| {
+        rows.iter()
+            .filter(|r| r[1] == seg && (retx.is_empty() || r[5] == retx))
+            .count() as u64
+    };
+    assert!(count("data", "0") > 1000, "{f2}");
+    assert!(count("ack", "") > 500, "{f2}");
+    assert_eq!(f2["captured_data_segments"], count("data", ""));
+    assert_eq!(f2["captured_retransmissions"], count("data", "1"));
+    assert_eq!(f2["captured_acks"], count("ack", ""));
+    let ends: Vec<i64> = rows
+        .iter()
+        .filter(|r| r[1] == "data" && r[5] == "0")
+        .map(|r| r[2].parse::<i64>().unwrap() + r[3].parse::<i64>().unwrap())
+        .collect();
+    assert!(ends.windows(2).all(|w| w[0] < w[1]));
+    assert!(f2["longest_ack_gap_s"].as_f64().unwrap() > 0.0);
     let _ = std::fs::remove_dir_all(&dir);
 }

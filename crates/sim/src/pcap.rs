@@ -31,8 +31,9 @@
 
 use crate::packet::{Body, NodeId, Packet};
 use hopwise_proto::tcp::{Flags, Segment};
-use hopwise_proto::time::Time;
+use hopwise_proto::time::{Dur, Time};
 use std::io::{self, Write};
+use std::sync::{Arc, Mutex};
 
 /// Default bytes kept per packet: IPv4 (20) + TCP with the longest options
 /// (60) + 48 bytes of payload.
@@ -133,6 +134,154 @@ impl Capture {
         }
         self.w.flush()
     }
+}
+
+/// A capture target in memory: a `Write` whose clones share one buffer, so
+/// the caller keeps a clone and reads what the capture wrote (with [`read`])
+/// after or during the run.
+#[derive(Clone, Debug, Default)]
+pub struct MemorySink(Arc<Mutex<Vec<u8>>>);
+
+impl MemorySink {
+    pub fn new() -> MemorySink {
+        MemorySink::default()
+    }
+    /// A copy of the bytes written so far.
+    pub fn contents(&self) -> Vec<u8> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Write for MemorySink {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One record of a capture file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    pub time: Time,
+    /// The packet's length on the wire.
+    pub orig_len: u32,
+    /// The captured bytes (at most the snap length), from the IPv4 header.
+    pub data: Vec<u8>,
+}
+
+/// Reads a file in the format [`Capture`] writes (little-endian, nanosecond
+/// pcap, `LINKTYPE_RAW`). Anything else, and any truncated or inconsistent
+/// record, is an error that names the byte offset.
+pub fn read(file: &[u8]) -> Result<Vec<Record>, String> {
+    let u32le = |at: usize| -> Option<u32> {
+        let b = file.get(at..at + 4)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if file.len() < 24 {
+        return Err(format!(
+            "{} bytes: shorter than a pcap file header (24)",
+            file.len()
+        ));
+    }
+    match u32le(0) {
+        Some(MAGIC_NS) => {}
+        Some(m) => {
+            return Err(format!(
+                "magic {m:#010x} at offset 0: not a little-endian nanosecond pcap file ({MAGIC_NS:#010x})"
+            ))
+        }
+        None => unreachable!("length checked"),
+    }
+    let link = u32le(20).unwrap_or(0);
+    if link != LINKTYPE_RAW {
+        return Err(format!(
+            "link type {link} at offset 20: expected {LINKTYPE_RAW} (LINKTYPE_RAW)"
+        ));
+    }
+    let snaplen = u32le(16).unwrap_or(0);
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i < file.len() {
+        let (Some(sec), Some(ns), Some(incl), Some(orig)) =
+            (u32le(i), u32le(i + 4), u32le(i + 8), u32le(i + 12))
+        else {
+            return Err(format!("offset {i}: truncated record header"));
+        };
+        if ns >= 1_000_000_000 {
+            return Err(format!("offset {i}: {ns} nanoseconds (at most 999999999)"));
+        }
+        if incl > snaplen || incl > orig {
+            return Err(format!(
+                "offset {i}: captured length {incl} exceeds the snap length {snaplen} or the original length {orig}"
+            ));
+        }
+        let from = i + 16;
+        let Some(data) = file.get(from..from + incl as usize) else {
+            return Err(format!(
+                "offset {i}: record of {incl} bytes runs past the end of the file"
+            ));
+        };
+        out.push(Record {
+            time: Time::ZERO + Dur::from_nanos(u64::from(sec) * 1_000_000_000 + u64::from(ns)),
+            orig_len: orig,
+            data: data.to_vec(),
+        });
+        i = from + incl as usize;
+    }
+    Ok(out)
+}
+
+/// The TCP fields of a captured IPv4 packet (see [`tcp_view`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TcpView {
+    pub src: [u8; 4],
+    pub dst: [u8; 4],
+    pub src_port: u16,
+    pub dst_port: u16,
+    pub seq: u32,
+    pub ack: u32,
+    /// The flags byte (FIN 0x01, SYN 0x02, RST 0x04, PSH 0x08, ACK 0x10).
+    pub flags: u8,
+    /// Payload bytes, from the IPv4 total length and both header lengths.
+    pub payload_len: u32,
+}
+
+/// Decodes the IPv4 and TCP headers at the start of `ip` (a record's data);
+/// `None` unless it is an IPv4 packet carrying TCP whose fixed TCP header
+/// was captured and whose lengths are consistent.
+pub fn tcp_view(ip: &[u8]) -> Option<TcpView> {
+    let b = |i: usize| ip.get(i).copied();
+    if b(0)? >> 4 != 4 || b(9)? != 6 {
+        return None;
+    }
+    let ihl = usize::from(b(0)? & 0x0F) * 4;
+    if ihl < 20 {
+        return None;
+    }
+    let total = u32::from(u16::from_be_bytes([b(2)?, b(3)?]));
+    let tcp = ip.get(ihl..ihl + 20)?;
+    let hl = u32::from(tcp[12] >> 4) * 4;
+    if hl < 20 {
+        return None;
+    }
+    let payload_len = total.checked_sub(ihl as u32 + hl)?;
+    let quad = |x: &[u8]| [x[0], x[1], x[2], x[3]];
+    Some(TcpView {
+        src: quad(ip.get(12..16)?),
+        dst: quad(ip.get(16..20)?),
+        src_port: u16::from_be_bytes([tcp[0], tcp[1]]),
+        dst_port: u16::from_be_bytes([tcp[2], tcp[3]]),
+        seq: u32::from_be_bytes(quad(&tcp[4..8])),
+        ack: u32::from_be_bytes(quad(&tcp[8..12])),
+        flags: tcp[13],
+        payload_len,
+    })
 }
 
 /// Adds `data` to a one's-complement sum as 16-bit big-endian words (an odd
@@ -277,38 +426,6 @@ mod tests {
     use bytes::Bytes;
     use hopwise_proto::tcp::SackBlocks;
 
-    /// A reader for what [`Capture`] writes: (ts ns, incl, orig, bytes).
-    fn records(file: &[u8]) -> Vec<(u64, u32, u32, Vec<u8>)> {
-        let u32le = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        assert_eq!(u32le(&file[0..4]), MAGIC_NS);
-        assert_eq!(u32le(&file[20..24]), LINKTYPE_RAW);
-        let mut out = Vec::new();
-        let mut i = 24;
-        while i < file.len() {
-            let sec = u32le(&file[i..]) as u64;
-            let ns = u32le(&file[i + 4..]) as u64;
-            let incl = u32le(&file[i + 8..]);
-            let orig = u32le(&file[i + 12..]);
-            let data = file[i + 16..i + 16 + incl as usize].to_vec();
-            out.push((sec * 1_000_000_000 + ns, incl, orig, data));
-            i += 16 + incl as usize;
-        }
-        out
-    }
-
-    /// A `Write` whose bytes the test can read after the capture owns it.
-    #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-
     fn segs() -> Vec<Segment> {
         let mut sack = SackBlocks::new();
         sack.push(1000, 2448);
@@ -437,7 +554,7 @@ mod tests {
 
     #[test]
     fn records_carry_time_lengths_and_a_valid_ipv4_header() {
-        let sink = Shared::default();
+        let sink = MemorySink::new();
         let mut c = Capture::new(Box::new(sink.clone()), DEFAULT_SNAPLEN).unwrap();
         let data = segs().remove(4);
         let p = Packet::tcp(2, 0, 0, data.clone());
@@ -446,12 +563,18 @@ mod tests {
         c.record(Time::from_nanos(4_000_000_000), &u);
         c.finish().unwrap();
         assert_eq!((c.packets, c.bytes), (2, 1500 + 33));
-        let file = sink.0.lock().unwrap().clone();
-        let r = records(&file);
+        let file = sink.contents();
+        assert_eq!(&file[0..4], &MAGIC_NS.to_le_bytes());
+        assert_eq!(&file[20..24], &LINKTYPE_RAW.to_le_bytes());
+        let r = read(&file).unwrap();
         assert_eq!(r.len(), 2);
-        let (t, incl, orig, ip) = &r[0];
-        assert_eq!(*t, 3_000_000_123);
-        assert_eq!((*incl, *orig), (DEFAULT_SNAPLEN, 1500));
+        let Record {
+            time,
+            orig_len,
+            data: ip,
+        } = &r[0];
+        assert_eq!(*time, Time::from_nanos(3_000_000_123));
+        assert_eq!((ip.len() as u32, *orig_len), (DEFAULT_SNAPLEN, 1500));
         assert_eq!(ip[0], 0x45);
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
         assert_eq!(ip[9], 6);
@@ -472,8 +595,10 @@ mod tests {
         assert_ne!(verify(&whole, 6), 0);
         // Payload bytes follow the 32-byte TCP header, up to the snap length.
         assert!(ip[52..].iter().all(|&b| b == 0xAB));
-        let (_, incl, orig, ip) = &r[1];
-        assert_eq!((*incl, *orig), (33, 33));
+        let Record {
+            orig_len, data: ip, ..
+        } = &r[1];
+        assert_eq!((ip.len(), *orig_len), (33, 33));
         assert_eq!(ip[9], 17);
         assert_eq!(u16::from_be_bytes([ip[24], ip[25]]), 13);
         assert_eq!(&ip[28..], b"hello");
@@ -504,5 +629,81 @@ mod tests {
         assert_eq!(c.packets, 1);
         let e = c.finish().unwrap_err();
         assert!(e.to_string().contains("disk full"));
+    }
+
+    #[test]
+    fn tcp_view_reads_back_what_was_encoded() {
+        let sink = MemorySink::new();
+        let mut c = Capture::new(Box::new(sink.clone()), 60).unwrap();
+        let segs = segs();
+        for (i, seg) in segs.iter().enumerate() {
+            c.record(
+                Time::from_nanos(i as u64),
+                &Packet::tcp(1, 4, 0, seg.clone()),
+            );
+        }
+        c.record(
+            Time::from_nanos(99),
+            &Packet::udp(0, 5, 9000, 9001, Bytes::from_static(b"hello")),
+        );
+        c.finish().unwrap();
+        let r = read(&sink.contents()).unwrap();
+        assert_eq!(r.len(), segs.len() + 1);
+        for (rec, seg) in r.iter().zip(&segs) {
+            let v = tcp_view(&rec.data).expect("a TCP record");
+            assert_eq!((v.src, v.dst), ([10, 0, 0, 2], [10, 0, 0, 5]));
+            assert_eq!((v.src_port, v.dst_port), (seg.src_port, seg.dst_port));
+            assert_eq!(
+                (v.seq, v.ack, v.flags),
+                (seg.seq, seg.ack, seg.flags.bits())
+            );
+            assert_eq!(v.payload_len as usize, seg.payload.len());
+        }
+        assert_eq!(tcp_view(&r[segs.len()].data), None, "UDP");
+        // A record cut inside the fixed TCP header is not decoded.
+        assert_eq!(tcp_view(&r[0].data[..39]), None);
+    }
+
+    #[test]
+    fn read_names_the_offset_of_what_is_wrong() {
+        let sink = MemorySink::new();
+        let mut c = Capture::new(Box::new(sink.clone()), 64).unwrap();
+        c.record(Time::from_nanos(5), &Packet::tcp(0, 1, 0, segs().remove(3)));
+        c.finish().unwrap();
+        let good = sink.contents();
+        assert_eq!(read(&good).unwrap().len(), 1);
+        let e = read(&good[..10]).unwrap_err();
+        assert!(e.contains("24"), "{e}");
+        let mut bad = good.clone();
+        bad[0] = 0xD4;
+        assert!(read(&bad).unwrap_err().contains("magic"));
+        let mut bad = good.clone();
+        bad[20] = 1;
+        assert!(read(&bad).unwrap_err().contains("link type 1"));
+        assert!(read(&good[..good.len() - 1])
+            .unwrap_err()
+            .contains("offset 24"));
+        assert!(read(&good[..30]).unwrap_err().contains("offset 24"));
+        let mut bad = good.clone();
+        bad[24 + 8..24 + 12].copy_from_slice(&65u32.to_le_bytes());
+        assert!(read(&bad).unwrap_err().contains("snap length 64"));
+    }
+
+    proptest::proptest! {
+        /// Arbitrary bytes after a valid file header never panic the
+        /// reader or the decoder.
+        #[test]
+        fn read_and_tcp_view_never_panic(tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            let sink = MemorySink::new();
+            Capture::new(Box::new(sink.clone()), 128).unwrap();
+            let mut file = sink.contents();
+            file.extend_from_slice(&tail);
+            if let Ok(rs) = read(&file) {
+                for r in rs {
+                    let _ = tcp_view(&r.data);
+                }
+            }
+            let _ = tcp_view(&tail);
+        }
     }
 }

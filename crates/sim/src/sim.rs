@@ -832,6 +832,24 @@ impl Sim {
         Ok(())
     }
 
+    /// Stops the capture on `iface` and flushes it: its packet and byte
+    /// counts, or its first write error. It no longer appears in
+    /// [`Sim::captures`].
+    pub fn detach_capture(&mut self, iface: &str) -> Result<(u64, u64), String> {
+        let f = self
+            .ifaces
+            .iter_mut()
+            .find(|f| f.name == iface)
+            .ok_or_else(|| format!("no link direction `{iface}`"))?;
+        let (label, mut c) = f
+            .capture
+            .take()
+            .ok_or_else(|| format!("no capture on `{iface}`"))?;
+        c.finish()
+            .map_err(|e| format!("capture `{label}` on {iface}: {e}"))?;
+        Ok((c.packets, c.bytes))
+    }
+
     /// Flushes every capture; the first write error, naming its capture.
     /// Counts stay readable through [`Sim::captures`].
     pub fn finish_captures(&mut self) -> Result<(), String> {

@@ -4,54 +4,26 @@
 mod common;
 use common::*;
 use hopwise_proto::cc::CcConfig;
-use hopwise_proto::time::Dur;
+use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
+use hopwise_sim::pcap::{self, MemorySink, Record};
 use hopwise_sim::spec::Limit;
 use hopwise_sim::Sim;
-use std::io::{self, Write};
-use std::sync::{Arc, Mutex};
+use std::io;
 
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-impl Write for Shared {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
+/// The records of a capture, checked against the snap length it declares.
+fn read_pcap(f: &[u8]) -> Vec<Record> {
+    assert_eq!(
+        &f[0..4],
+        &0xA1B2_3C4Du32.to_le_bytes(),
+        "nanosecond pcap magic"
+    );
+    assert_eq!(&f[20..24], &101u32.to_le_bytes(), "LINKTYPE_RAW");
+    pcap::read(f).unwrap()
 }
 
-struct Rec {
-    t_ns: u64,
-    orig: u32,
-    ip: Vec<u8>,
-}
-
-fn read_pcap(f: &[u8]) -> Vec<Rec> {
-    let le = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    assert_eq!(le(&f[0..4]), 0xA1B2_3C4D, "nanosecond pcap magic");
-    assert_eq!(le(&f[20..24]), 101, "LINKTYPE_RAW");
-    let snaplen = le(&f[16..20]);
-    let mut out = Vec::new();
-    let mut i = 24;
-    while i < f.len() {
-        let incl = le(&f[i + 8..]) as usize;
-        assert!(incl as u32 <= snaplen);
-        out.push(Rec {
-            t_ns: le(&f[i..]) as u64 * 1_000_000_000 + le(&f[i + 4..]) as u64,
-            orig: le(&f[i + 12..]),
-            ip: f[i + 16..i + 16 + incl].to_vec(),
-        });
-        i += 16 + incl;
-    }
-    assert_eq!(i, f.len(), "no trailing bytes");
-    out
-}
-
-#[test]
-fn bottleneck_capture_matches_the_links_own_counts() {
+/// One NewReno flow over a 10 Mbit/s bottleneck with a 20-packet queue.
+fn one_flow() -> hopwise_sim::spec::Scenario {
     let mut sc = dumbbell(
         1,
         Rate::from_mbps(10),
@@ -66,9 +38,15 @@ fn bottleneck_capture_matches_the_links_own_counts() {
         "d0",
         CcConfig::from_name("newreno").unwrap(),
     ));
+    sc
+}
+
+#[test]
+fn bottleneck_capture_matches_the_links_own_counts() {
+    let sc = one_flow();
     let mut sim = Sim::new(&sc).unwrap();
-    let data = Shared::default();
-    let acks = Shared::default();
+    let data = MemorySink::new();
+    let acks = MemorySink::new();
     sim.attach_capture("bottleneck:ab", "data.pcap", Box::new(data.clone()), 96)
         .unwrap();
     sim.attach_capture("bottleneck:ba", "acks.pcap", Box::new(acks.clone()), 96)
@@ -90,7 +68,7 @@ fn bottleneck_capture_matches_the_links_own_counts() {
         .iter()
         .find(|f| f.name == "bottleneck:ab")
         .unwrap();
-    let recs = read_pcap(&data.0.lock().unwrap());
+    let recs = read_pcap(&data.contents());
     // Every packet that started transmission, and only those.
     assert_eq!(recs.len() as u64, ab.stats.tx_packets);
     assert_eq!(
@@ -99,26 +77,31 @@ fn bottleneck_capture_matches_the_links_own_counts() {
             "bottleneck:ab",
             "data.pcap",
             recs.len() as u64,
-            recs.iter().map(|r| r.orig as u64).sum()
+            recs.iter().map(|r| r.orig_len as u64).sum()
         )
     );
-    assert!(recs.windows(2).all(|w| w[0].t_ns <= w[1].t_ns));
+    assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
     // Back-to-back full-sized packets are one transmission time apart.
     let tx_1500 = 1500 * 8 * 1_000_000_000 / 10_000_000;
-    assert!(recs.windows(2).any(|w| w[1].t_ns - w[0].t_ns == tx_1500));
+    assert!(recs
+        .windows(2)
+        .any(|w| (w[1].time - w[0].time).as_nanos() == tx_1500));
     // Data flows h0 → d0: 10.0.0.3 → 10.0.0.4 (nodes r1, r2, h0, d0).
     let mut isn = None;
     let mut ranges = Vec::new();
     for r in &recs {
-        assert_eq!(u16::from_be_bytes([r.ip[2], r.ip[3]]) as u32, r.orig);
         assert_eq!(
-            (&r.ip[12..16], &r.ip[16..20]),
+            u16::from_be_bytes([r.data[2], r.data[3]]) as u32,
+            r.orig_len
+        );
+        assert_eq!(
+            (&r.data[12..16], &r.data[16..20]),
             (&[10, 0, 0, 3][..], &[10, 0, 0, 4][..])
         );
-        let tcp = &r.ip[20..];
+        let tcp = &r.data[20..];
         let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
         let hl = (tcp[12] >> 4) as u32 * 4;
-        let len = (r.orig - 20 - hl) as u64;
+        let len = (r.orig_len - 20 - hl) as u64;
         if tcp[13] & 0x02 != 0 {
             assert!(isn.replace(seq).is_none(), "one SYN");
             continue;
@@ -142,7 +125,41 @@ fn bottleneck_capture_matches_the_links_own_counts() {
     assert!(covered >= read, "captured prefix {covered} < read {read}");
     assert!(ab.stats.drops > 0, "the 20-packet queue overflows");
     // The reverse direction carries the pure ACKs: 52 B with timestamps.
-    let back = read_pcap(&acks.0.lock().unwrap());
+    let back = read_pcap(&acks.contents());
     assert!(back.len() > 100);
-    assert!(back.iter().skip(1).all(|r| r.orig >= 52 && r.orig < 100));
+    assert!(back
+        .iter()
+        .skip(1)
+        .all(|r| r.orig_len >= 52 && r.orig_len < 100));
+}
+
+#[test]
+fn a_detached_capture_stops_recording() {
+    let mut sim = Sim::new(&one_flow()).unwrap();
+    let sink = MemorySink::new();
+    sim.attach_capture("bottleneck:ab", "x", Box::new(sink.clone()), 64)
+        .unwrap();
+    let stop = Time::ZERO + Dur::from_secs(1);
+    sim.run_until(stop);
+    let tx = |sim: &Sim| {
+        sim.ifaces
+            .iter()
+            .find(|f| f.name == "bottleneck:ab")
+            .unwrap()
+            .stats
+            .tx_packets
+    };
+    let sent = tx(&sim);
+    let (n, bytes) = sim.detach_capture("bottleneck:ab").unwrap();
+    assert_eq!(n, sent);
+    assert!(sim.captures().is_empty());
+    let e = sim.detach_capture("bottleneck:ab").unwrap_err();
+    assert!(e.contains("no capture"), "{e}");
+    assert!(sim.detach_capture("nowhere:ab").is_err());
+    sim.run();
+    assert!(tx(&sim) > n);
+    let recs = read_pcap(&sink.contents());
+    assert_eq!(recs.len() as u64, n);
+    assert_eq!(recs.iter().map(|r| r.orig_len as u64).sum::<u64>(), bytes);
+    assert!(recs.iter().all(|r| r.time <= stop));
 }

@@ -15,7 +15,7 @@ use hopwise_sim::spec::{
     AckClassifier, DirSpec, FlowSpec, Limit, LinkSpec, MeasureSpec, NodeKind, NodeSpec, QueueSpec,
     Scenario, Traffic,
 };
-use hopwise_sim::Sim;
+use hopwise_sim::{pcap, Sim};
 use serde::Serialize;
 
 /// The configurations the paper compares (and the dynamic policy of §VI).
@@ -333,8 +333,16 @@ impl Setup {
             None
         };
         let mut probe = Vec::new();
+        let mut seen = Vec::new();
         if let Some((from, to, step)) = self.probe {
             sim.run_until(Time::ZERO + Setup::secs(from));
+            // Every packet on A's link in the window, in memory: the pcap
+            // stream of `hopwise sim --capture`, decoded below.
+            let (out, back) = (pcap::MemorySink::new(), pcap::MemorySink::new());
+            for (iface, sink) in [(CAPTURE_OUT, &out), (CAPTURE_BACK, &back)] {
+                sim.attach_capture(iface, iface, Box::new(sink.clone()), 64)
+                    .map_err(|e| anyhow::anyhow!(e))?;
+            }
             let mut t = Time::ZERO + Setup::secs(from);
             let end = Time::ZERO + Setup::secs(to);
             while t < end {
@@ -344,9 +352,31 @@ impl Setup {
                 }
                 t += step;
             }
+            for iface in [CAPTURE_OUT, CAPTURE_BACK] {
+                sim.detach_capture(iface).map_err(|e| anyhow::anyhow!(e))?;
+            }
+            let (a, b) = (
+                sim.node_id("A").expect("node A"),
+                sim.node_id("B").expect("node B"),
+            );
+            seen = SeenSegment::decode(
+                &out.contents(),
+                pcap::node_addr(a),
+                pcap::node_addr(b),
+                true,
+            )?;
+            seen.extend(SeenSegment::decode(
+                &back.contents(),
+                pcap::node_addr(b),
+                pcap::node_addr(a),
+                false,
+            )?);
+            seen.sort_by(|x, y| x.t.total_cmp(&y.t));
         }
         sim.run();
-        Ok(RunResult::extract(self, &sim, agents, probe))
+        let mut r = RunResult::extract(self, &sim, agents, probe);
+        r.seen = seen;
+        Ok(r)
     }
 
     /// The overlay agents of `split-dynamic` on A, B and C; returns their ids.
@@ -438,6 +468,52 @@ impl ProbeRow {
     }
 }
 
+/// Link directions the probe captures: A's NIC towards the switch (A's
+/// data leaving its egress queue) and the switch's port towards A (ACKs
+/// for A starting their last hop, 41.6 µs + the link delay before A has
+/// them).
+pub const CAPTURE_OUT: &str = "A-sw:ab";
+pub const CAPTURE_BACK: &str = "A-sw:ba";
+
+/// One TCP segment of the A→B connection on A's link (Fig. 2b), decoded
+/// from the probe's packet capture.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeenSegment {
+    /// When its transmission started on the tapped link direction (s).
+    pub t: f64,
+    /// Data direction A → B (else B → A: ACKs).
+    pub outbound: bool,
+    pub seq: u32,
+    pub ack: u32,
+    pub len: u32,
+    pub flags: u8,
+}
+
+impl SeenSegment {
+    /// The TCP segments from `src` to `dst` in a capture.
+    fn decode(
+        file: &[u8],
+        src: [u8; 4],
+        dst: [u8; 4],
+        outbound: bool,
+    ) -> anyhow::Result<Vec<SeenSegment>> {
+        let recs = pcap::read(file).map_err(|e| anyhow::anyhow!("Fig. 2b capture: {e}"))?;
+        Ok(recs
+            .iter()
+            .filter_map(|r| Some((r.time.as_secs_f64(), pcap::tcp_view(&r.data)?)))
+            .filter(|(_, v)| v.src == src && v.dst == dst)
+            .map(|(t, v)| SeenSegment {
+                t,
+                outbound,
+                seq: v.seq,
+                ack: v.ack,
+                len: v.payload_len,
+                flags: v.flags,
+            })
+            .collect())
+    }
+}
+
 /// Interface indices (see [`Setup::scenario`]).
 pub const IF_A_EGRESS: usize = 0;
 pub const IF_B_EGRESS: usize = 2;
@@ -467,6 +543,9 @@ pub struct RunResult {
     /// Splits and merges of the dynamic policy.
     pub events: Vec<PolicyEvent>,
     pub probe: Vec<ProbeRow>,
+    /// The A→B connection's segments on A's link during the probe, in time
+    /// order (empty without a probe).
+    pub seen: Vec<SeenSegment>,
     pub sim_events: u64,
     /// B's pure ACKs, and the full-sized data segments B received, over all
     /// of B's connections that receive data (how much of the ACK
@@ -498,6 +577,7 @@ impl RunResult {
             corrupt: sim.endpoints.iter().map(|e| e.corrupt).sum(),
             events: vec![],
             probe,
+            seen: vec![],
             sim_events: sim.events(),
             b_pure_acks: 0,
             b_rx_segments: 0,
