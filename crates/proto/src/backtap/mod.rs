@@ -136,7 +136,8 @@ pub struct Config {
     /// Initial `swnd` in cells (paper, nstor: 2).
     pub initial_window: u32,
     pub startup: Startup,
-    /// Upper bound of `swnd` in cells (default 10 000).
+    /// Upper bound of `swnd` in cells (default 10 000). `swnd` never exceeds
+    /// `circuit_limit` either ([`Config::window_cap`]).
     pub max_window: u32,
     /// [hopwise] Grow `swnd` only after a round in which the window (or, at a
     /// packaging edge, the admission limit) held cells back, as RFC 7661 does
@@ -175,6 +176,23 @@ pub struct Config {
     pub share_base_rtt: bool,
     /// Optional token bucket limiting the cells this node sends.
     pub bucket: Option<BucketConfig>,
+}
+
+impl Config {
+    /// The largest `swnd`: `max_window`, and never more than
+    /// `circuit_limit`. [hopwise] The window bounds a hop's cells sent and
+    /// not yet forwarded by the successor, and the successor refuses every
+    /// cell beyond its own `circuit_limit` of those (paper §3), so a larger
+    /// window only buys refused cells and a long loss recovery (a hop
+    /// repairs one hole per round trip). The limit is a receive window, as
+    /// TCP sends at most min(cwnd, rwnd) (RFC 5681 §2); the wire carries no
+    /// receive window, so a node takes its own limit for its successor's
+    /// (true when relays share the configuration). It caps one circuit at
+    /// `circuit_limit` cells per hop RTT: 1000 cells over a 100 ms hop are
+    /// 5.1 MB/s.
+    pub fn window_cap(&self) -> u32 {
+        self.max_window.min(self.circuit_limit).max(1)
+    }
 }
 
 impl Default for Config {

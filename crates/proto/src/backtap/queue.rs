@@ -157,7 +157,7 @@ impl Queue {
             cells: VecDeque::new(),
             ooo: 0,
             tx: VecDeque::new(),
-            swnd: cfg.initial_window.clamp(1, cfg.max_window.max(1)),
+            swnd: cfg.initial_window.clamp(1, cfg.window_cap()),
             slow_start: matches!(cfg.startup, Startup::SlowStart { .. }),
             ss_wait: false,
             round_end: 1,
@@ -437,7 +437,7 @@ impl Queue {
         let b = base.as_nanos() as u128;
         let lhs = |rtt: Dur| swnd * (rtt.max(base) - base).as_nanos() as u128;
         let may_grow = self.limited || !cfg.grow_only_when_limited;
-        let max = cfg.max_window.max(1);
+        let max = cfg.window_cap();
         let mut vegas = true;
         if self.slow_start {
             let gamma = match cfg.startup {

@@ -812,3 +812,47 @@ fn a_window_limited_packaging_edge_grows() {
     let st = ep.circuit_stats(c, Direction::Forward);
     assert!(st.swnd >= 15, "{st:?}");
 }
+
+/// Slow start on a path without queueing doubles until the window reaches
+/// the successor's circuit limit, and stops there: more cells in flight than
+/// the successor accepts would be refused (paper §3).
+#[test]
+fn the_window_never_exceeds_the_circuit_limit() {
+    for (limit, max_window, cap) in [(64, 10_000, 64), (10_000, 100, 100)] {
+        let cfg = Config {
+            startup: crate::backtap::Startup::SlowStart { gamma: 1 },
+            circuit_limit: limit,
+            max_window,
+            ..Config::default()
+        };
+        assert_eq!(cfg.window_cap(), cap);
+        let (mut ep, p, cs) = client(cfg, 1);
+        let c = cs[0];
+        let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
+        let mut most_in_flight = 0;
+        for t in 0..2000 {
+            let now = ms(t);
+            while due.front().is_some_and(|d| d.0 <= now) {
+                let (_, s) = due.pop_front().unwrap();
+                ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
+                    .unwrap();
+            }
+            if ep.poll_timeout().is_some_and(|x| x <= now) {
+                ep.handle_timeout(now);
+            }
+            fill(&mut ep, now, c);
+            for s in cells(&drain(&mut ep, now)) {
+                due.push_back((now + Dur::from_millis(20), s));
+            }
+            most_in_flight = most_in_flight.max(due.len());
+            let st = ep.circuit_stats(c, Direction::Forward);
+            assert!(st.swnd <= cap, "{t} ms: {st:?}");
+        }
+        let st = ep.circuit_stats(c, Direction::Forward);
+        assert_eq!(st.swnd, cap, "{st:?}");
+        assert!(st.retransmits == 0, "{st:?}");
+        // Unforwarded cells (here: in flight) stay within the cap.
+        assert!(most_in_flight as u32 <= cap, "{most_in_flight}");
+        assert!(most_in_flight as u32 >= cap * 3 / 4, "{most_in_flight}");
+    }
+}
