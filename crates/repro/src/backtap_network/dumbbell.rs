@@ -754,11 +754,7 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
             let Some(vb) = row(&vw.transport, "bulk") else {
                 continue;
             };
-            let base = if vw.transport.starts_with("backtap-") {
-                "backtap"
-            } else {
-                "vanilla"
-            };
+            let base = super::plots::base_of(&vw.transport);
             let f = |w: &DumbbellRow, b: &DumbbellRow| {
                 format!(
                     "{}: web TTLB median {} (p90 {}), completed {:.1} web and {:.1} bulk, bulk TTLB median {}",

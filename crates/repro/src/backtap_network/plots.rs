@@ -26,7 +26,7 @@ fn color(key: &str) -> &'static str {
 
 /// The compared transport a sensitivity variant varies (itself for the
 /// compared transports).
-fn base_of(key: &str) -> &str {
+pub(super) fn base_of(key: &str) -> &str {
     transports()
         .iter()
         .map(|t| t.key)
