@@ -189,14 +189,11 @@ pub fn read(file: &[u8]) -> Result<Vec<Record>, String> {
             file.len()
         ));
     }
-    match u32le(0) {
-        Some(MAGIC_NS) => {}
-        Some(m) => {
-            return Err(format!(
-                "magic {m:#010x} at offset 0: not a little-endian nanosecond pcap file ({MAGIC_NS:#010x})"
-            ))
-        }
-        None => unreachable!("length checked"),
+    let magic = u32le(0).unwrap_or(0);
+    if magic != MAGIC_NS {
+        return Err(format!(
+            "magic {magic:#010x} at offset 0: not a little-endian nanosecond pcap file ({MAGIC_NS:#010x})"
+        ));
     }
     let link = u32le(20).unwrap_or(0);
     if link != LINKTYPE_RAW {
