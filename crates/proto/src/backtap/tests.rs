@@ -740,6 +740,40 @@ fn bucket_phase_moves_the_refill() {
     assert_eq!(cells(&settle(&mut relay, ms(6))), vec![2]);
 }
 
+/// Drives a client's one circuit for `millis` ms against a successor that
+/// forwards every cell at once: its ACK+FWD arrive 20 ms after the cell
+/// left (no queueing downstream, baseRtt = actualRtt). `each` sees the
+/// endpoint and the cells in flight after every millisecond; returns the
+/// cells sent.
+fn against_an_idle_successor(
+    ep: &mut Endpoint,
+    p: PeerId,
+    c: CircuitId,
+    millis: u64,
+    mut each: impl FnMut(&Endpoint, u64, usize),
+) -> u32 {
+    let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
+    let mut sent = 0;
+    for t in 0..millis {
+        let now = ms(t);
+        while due.front().is_some_and(|d| d.0 <= now) {
+            let (_, s) = due.pop_front().unwrap();
+            ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
+                .unwrap();
+        }
+        if ep.poll_timeout().is_some_and(|x| x <= now) {
+            ep.handle_timeout(now);
+        }
+        fill(ep, now, c);
+        for s in cells(&drain(ep, now)) {
+            due.push_back((now + Dur::from_millis(20), s));
+            sent += 1;
+        }
+        each(ep, t, due.len());
+    }
+    sent
+}
+
 /// A packaging edge whose own token bucket is the bottleneck keeps cells
 /// queued locally with its window open: the window did not hold anything
 /// back, so `grow_only_when_limited` must not let it grow (it used to grow by
@@ -757,26 +791,7 @@ fn a_bucket_limited_packaging_edge_does_not_grow_its_window() {
     };
     let (mut ep, p, cs) = client(cfg, 1);
     let c = cs[0];
-    // The successor forwards every cell at once; its ACK+FWD arrive 20 ms
-    // after the cell left: no queueing downstream, baseRtt = actualRtt.
-    let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
-    let mut sent = 0;
-    for t in 0..3000 {
-        let now = ms(t);
-        while due.front().is_some_and(|d| d.0 <= now) {
-            let (_, s) = due.pop_front().unwrap();
-            ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
-                .unwrap();
-        }
-        if ep.poll_timeout().is_some_and(|x| x <= now) {
-            ep.handle_timeout(now);
-        }
-        fill(&mut ep, now, c);
-        for s in cells(&drain(&mut ep, now)) {
-            due.push_back((now + Dur::from_millis(20), s));
-            sent += 1;
-        }
-    }
+    let sent = against_an_idle_successor(&mut ep, p, c, 3000, |_, _, _| {});
     let st = ep.circuit_stats(c, Direction::Forward);
     assert!(sent > 250, "the bucket's rate: {sent} cells in 3 s");
     assert!(st.rounds > 20, "{st:?}");
@@ -793,22 +808,7 @@ fn a_bucket_limited_packaging_edge_does_not_grow_its_window() {
 fn a_window_limited_packaging_edge_grows() {
     let (mut ep, p, cs) = client(Config::default(), 1);
     let c = cs[0];
-    let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
-    for t in 0..1000 {
-        let now = ms(t);
-        while due.front().is_some_and(|d| d.0 <= now) {
-            let (_, s) = due.pop_front().unwrap();
-            ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
-                .unwrap();
-        }
-        if ep.poll_timeout().is_some_and(|x| x <= now) {
-            ep.handle_timeout(now);
-        }
-        fill(&mut ep, now, c);
-        for s in cells(&drain(&mut ep, now)) {
-            due.push_back((now + Dur::from_millis(20), s));
-        }
-    }
+    against_an_idle_successor(&mut ep, p, c, 1000, |_, _, _| {});
     let st = ep.circuit_stats(c, Direction::Forward);
     assert!(st.swnd >= 15, "{st:?}");
 }
@@ -828,26 +828,12 @@ fn the_window_never_exceeds_the_circuit_limit() {
         assert_eq!(cfg.window_cap(), cap);
         let (mut ep, p, cs) = client(cfg, 1);
         let c = cs[0];
-        let mut due: std::collections::VecDeque<(Time, u32)> = Default::default();
         let mut most_in_flight = 0;
-        for t in 0..2000 {
-            let now = ms(t);
-            while due.front().is_some_and(|d| d.0 <= now) {
-                let (_, s) = due.pop_front().unwrap();
-                ep.handle_datagram(now, p, &fb(10, Some(s + 1), Some(s + 1)))
-                    .unwrap();
-            }
-            if ep.poll_timeout().is_some_and(|x| x <= now) {
-                ep.handle_timeout(now);
-            }
-            fill(&mut ep, now, c);
-            for s in cells(&drain(&mut ep, now)) {
-                due.push_back((now + Dur::from_millis(20), s));
-            }
-            most_in_flight = most_in_flight.max(due.len());
+        against_an_idle_successor(&mut ep, p, c, 2000, |ep, t, in_flight| {
+            most_in_flight = most_in_flight.max(in_flight);
             let st = ep.circuit_stats(c, Direction::Forward);
             assert!(st.swnd <= cap, "{t} ms: {st:?}");
-        }
+        });
         let st = ep.circuit_stats(c, Direction::Forward);
         assert_eq!(st.swnd, cap, "{st:?}");
         assert!(st.retransmits == 0, "{st:?}");
