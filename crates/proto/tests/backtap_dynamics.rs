@@ -320,10 +320,13 @@ fn backpressure_with_tor_refill_interval() {
 }
 
 /// (time, rounds, swnd) of the client's first hop while its window opens on a
-/// long fat path (100 Mbit/s, 50 ms RTT: about 1200 cells in flight needed).
-fn growth(startup: Startup, until: f64) -> Vec<(f64, u64, u32)> {
+/// long fat path (100 Mbit/s, 50 ms RTT: about 1200 cells in flight needed),
+/// and whether it is still in slow start at the end. The circuit limit (and
+/// with it the window's cap) is `limit`.
+fn growth_with(startup: Startup, until: f64, limit: u32) -> (Vec<(f64, u64, u32)>, bool) {
     let cfg = Config {
         startup,
+        circuit_limit: limit,
         ..Config::default()
     };
     let mut net = Net::new(3);
@@ -334,13 +337,20 @@ fn growth(startup: Startup, until: f64) -> Vec<(f64, u64, u32)> {
     net.start_flow(&c, Direction::Forward, u64::MAX, 1);
     let mut v = Vec::new();
     let mut t = 0.0;
+    let mut in_ss = false;
     while t < until {
         t += 0.001;
         net.run_until(secs(t));
         let s = net.stats(a, c.ids[0], Direction::Forward);
         v.push((t, s.rounds, s.swnd));
+        in_ss = s.slow_start;
     }
-    v
+    (v, in_ss)
+}
+
+/// [`growth_with`] with a circuit limit above the path's BDP.
+fn growth(startup: Startup, until: f64) -> Vec<(f64, u64, u32)> {
+    growth_with(startup, until, 10_000).0
 }
 
 fn time_to_reach(v: &[(f64, u64, u32)], w: u32) -> f64 {
@@ -370,7 +380,7 @@ fn window_grows_by_at_most_one_per_round_from_two() {
 #[test]
 fn slow_start_opens_the_window_faster() {
     let lin = growth(Startup::Linear, 3.0);
-    let ss = growth(Startup::SlowStart { gamma: 1 }, 3.0);
+    let (ss, still_in_ss) = growth_with(Startup::SlowStart { gamma: 1 }, 3.0, 10_000);
     for w in ss.windows(2) {
         let (r0, s0) = (w[0].1, w[0].2);
         let (r1, s1) = (w[1].1, w[1].2);
@@ -392,6 +402,18 @@ fn slow_start_opens_the_window_faster() {
         (900..=1600).contains(&end),
         "and leaves slow start near the BDP (about 1200 cells): {end}"
     );
+    assert!(!still_in_ss, "slow start ended");
+}
+
+/// With the default circuit limit (1000 cells, below this path's BDP) the
+/// window stops at the limit: the successor would refuse more.
+#[test]
+fn slow_start_stops_at_the_circuit_limit() {
+    let (v, in_ss) = growth_with(Startup::SlowStart { gamma: 1 }, 3.0, 1000);
+    assert!(v.iter().all(|x| x.2 <= 1000));
+    assert_eq!(v.last().unwrap().2, 1000);
+    // No queue builds below the BDP, so nothing ends the slow start.
+    assert!(in_ss);
 }
 
 /// Runs a lossy two-way transfer and returns a fingerprint of everything observable.

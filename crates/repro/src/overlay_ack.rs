@@ -547,7 +547,9 @@ struct Fig2bOut {
 
 /// Fig. 2b's time-sequence graph from the captured segments: stream offsets
 /// (bytes) relative to the first ACK number seen (else the first sequence
-/// number), as tcptrace draws them.
+/// number), as tcptrace draws them. A segment is a retransmission if it ends
+/// at or below the highest end captured before it, so one captured before
+/// any higher segment of the window counts as new data.
 #[derive(Default)]
 struct SeqTrace {
     /// (time, end offset) of segments carrying new data.

@@ -740,7 +740,8 @@ fn bucket_phase_moves_the_refill() {
     assert_eq!(cells(&settle(&mut relay, ms(6))), vec![2]);
 }
 
-/// Drives a client's one circuit for `millis` ms against a successor that
+/// Drives a client's one circuit (`c`; its feedback goes to wire circuit id
+/// 10, the first a client opens) for `millis` ms against a successor that
 /// forwards every cell at once: its ACK+FWD arrive 20 ms after the cell
 /// left (no queueing downstream, baseRtt = actualRtt). `each` sees the
 /// endpoint and the cells in flight after every millisecond; returns the

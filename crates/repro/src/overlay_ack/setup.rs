@@ -337,11 +337,16 @@ impl Setup {
         if let Some((from, to, step)) = self.probe {
             sim.run_until(Time::ZERO + Setup::secs(from));
             // Every packet on A's link in the window, in memory: the pcap
-            // stream of `hopwise sim --capture`, decoded below.
+            // stream of `hopwise sim --capture`, decoded below. Only in the
+            // plain mode, where A's link carries A→B's data one way and its
+            // ACKs the other (the decoder tells them apart by address).
+            let capture = self.mode == Mode::Plain;
             let (out, back) = (pcap::MemorySink::new(), pcap::MemorySink::new());
             for (iface, sink) in [(CAPTURE_OUT, &out), (CAPTURE_BACK, &back)] {
-                sim.attach_capture(iface, iface, Box::new(sink.clone()), 64)
-                    .map_err(|e| anyhow::anyhow!(e))?;
+                if capture {
+                    sim.attach_capture(iface, iface, Box::new(sink.clone()), 64)
+                        .map_err(|e| anyhow::anyhow!(e))?;
+                }
             }
             let mut t = Time::ZERO + Setup::secs(from);
             let end = Time::ZERO + Setup::secs(to);
@@ -353,7 +358,9 @@ impl Setup {
                 t += step;
             }
             for iface in [CAPTURE_OUT, CAPTURE_BACK] {
-                sim.detach_capture(iface).map_err(|e| anyhow::anyhow!(e))?;
+                if capture {
+                    sim.detach_capture(iface).map_err(|e| anyhow::anyhow!(e))?;
+                }
             }
             let (a, b) = (
                 sim.node_id("A").expect("node A"),
@@ -544,7 +551,7 @@ pub struct RunResult {
     pub events: Vec<PolicyEvent>,
     pub probe: Vec<ProbeRow>,
     /// The A→B connection's segments on A's link during the probe, in time
-    /// order (empty without a probe).
+    /// order (empty without a probe, and in modes other than plain).
     pub seen: Vec<SeenSegment>,
     pub sim_events: u64,
     /// B's pure ACKs, and the full-sized data segments B received, over all
