@@ -94,20 +94,14 @@ fn bottleneck_capture_matches_the_links_own_counts() {
             u16::from_be_bytes([r.data[2], r.data[3]]) as u32,
             r.orig_len
         );
-        assert_eq!(
-            (&r.data[12..16], &r.data[16..20]),
-            (&[10, 0, 0, 3][..], &[10, 0, 0, 4][..])
-        );
-        let tcp = &r.data[20..];
-        let seq = u32::from_be_bytes([tcp[4], tcp[5], tcp[6], tcp[7]]);
-        let hl = (tcp[12] >> 4) as u32 * 4;
-        let len = (r.orig_len - 20 - hl) as u64;
-        if tcp[13] & 0x02 != 0 {
-            assert!(isn.replace(seq).is_none(), "one SYN");
+        let v = pcap::tcp_view(&r.data).expect("a TCP segment");
+        assert_eq!((v.src, v.dst), ([10, 0, 0, 3], [10, 0, 0, 4]));
+        if v.flags & 0x02 != 0 {
+            assert!(isn.replace(v.seq).is_none(), "one SYN");
             continue;
         }
-        let off = seq.wrapping_sub(isn.expect("SYN first").wrapping_add(1)) as u64;
-        ranges.push((off, off + len));
+        let off = v.seq.wrapping_sub(isn.expect("SYN first").wrapping_add(1)) as u64;
+        ranges.push((off, off + u64::from(v.payload_len)));
     }
     // Whatever the receiver read crossed the bottleneck, possibly after
     // retransmissions of what the queue dropped: the captured ranges cover

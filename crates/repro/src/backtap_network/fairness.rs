@@ -297,17 +297,8 @@ pub fn run(
                 / col(|r| r.wall_s).iter().sum::<f64>(),
         });
     }
-    let gaps: Vec<Option<(f64, f64)>> = out
-        .rows
-        .iter()
-        .map(|r| {
-            r.main
-                .then(|| backtap_gap_ci90(&out.runs, &r.transport))
-                .flatten()
-        })
-        .collect();
-    for (r, g) in out.rows.iter_mut().zip(gaps) {
-        r.backtap_gap_ci90 = g;
+    for r in out.rows.iter_mut().filter(|r| r.main) {
+        r.backtap_gap_ci90 = backtap_gap_ci90(&out.runs, &r.transport);
     }
     write_files(&out, dir, files)?;
     super::plots::fig6a(plan, &out, dir, files)?;
