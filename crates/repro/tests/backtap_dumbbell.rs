@@ -105,6 +105,13 @@ fn tiny_dumbbell() {
             let x = &r.kinds[k];
             assert_eq!(x.ttfb_s.len(), x.ttfb_excess_s.len());
             assert_eq!(x.ttlb_s.len(), x.completed);
+            // Loss counters exist for BackTap's per-circuit hops only.
+            let backtap = r.transport.starts_with("backtap");
+            assert_eq!(x.hop_retransmits.is_some(), backtap, "{}", r.transport);
+            assert_eq!(x.lossy_circuits.is_some(), backtap, "{}", r.transport);
+            if let (Some(n), Some(l)) = (x.hop_retransmits, x.lossy_circuits) {
+                assert!(l <= x.circuits && (l > 0) == (n > 0), "{n} {l}");
+            }
             // No response arrives before a round trip over the circuit.
             assert!(
                 x.ttfb_excess_s.iter().all(|&e| e >= 0.0),
@@ -132,12 +139,19 @@ fn tiny_dumbbell() {
     assert!(cdf.contains("40,all,bulk,e2e_rtt_s,"));
 
     let claims = dumbbell::claims(&plan, &out);
-    // TTFB, web TTLB, completions (verdicts), the mean rate and the variant
-    // beside BackTap and vanilla (info); the other transports did not run.
-    assert_eq!(claims.len(), 5, "{claims:#?}");
+    // TTFB, web TTLB, completions (verdicts), the mean rate, BackTap's hop
+    // retransmissions and the variant beside BackTap and vanilla (info); the
+    // other transports did not run.
+    assert_eq!(claims.len(), 6, "{claims:#?}");
     assert!(claims[..3].iter().all(|c| c.verdict != Verdict::Info));
     assert!(claims[3..].iter().all(|c| c.verdict == Verdict::Info));
-    let v = &claims[4];
+    let l = &claims[4];
+    assert!(l.claim.contains("retransmissions"), "{l:?}");
+    assert!(
+        l.measured.contains("of 36 circuits") && l.measured.contains("of 4 circuits"),
+        "{l:?}"
+    );
+    let v = &claims[5];
     assert!(v.claim.contains("slow start"), "{v:?}");
     for k in ["backtap-slowstart: web", "backtap: web", "vanilla: web"] {
         assert!(v.measured.contains(k), "{k} missing: {v:?}");

@@ -35,8 +35,8 @@ pub use config::{
 pub use hopwise_proto::bucket::Refill;
 pub use net::{Access, CircuitSpec, Installed, TorNet, TorSim};
 pub use results::{
-    fit_rw, CircuitResult, Fit, HopSample, HopTrace, NodeResult, NodeSample, RequestRecord,
-    TorResults, TransportStats,
+    fit_rw, CircuitResult, Fit, HopLosses, HopSample, HopTrace, NodeResult, NodeSample,
+    RequestRecord, TorResults, TransportStats,
 };
 pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};
 pub use vegas::{Vegas, VegasStats};

@@ -32,7 +32,7 @@
 use crate::config::{BucketSpec, LinkSharing, ServerSpec, TorConfig, Traffic, TransportConfig};
 use crate::node::TorNode;
 use crate::plan::{EdgePlan, HopPlan, Leg, LinkPlan, NodePlan, Uplink};
-use crate::results::{CircuitResult, HopTrace, NodeResult, TorResults};
+use crate::results::{CircuitResult, HopLosses, HopTrace, NodeResult, TorResults};
 use crate::server::ServerAgent;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
@@ -686,6 +686,13 @@ impl Installed {
                     hops,
                     rw_interval: self.rw_interval,
                     vegas: exit.vegas.cloned(),
+                    losses: m
+                        .hops
+                        .iter()
+                        .try_fold(HopLosses::default(), |mut acc, &(n, h)| {
+                            acc += node(n).hop_losses(h)?;
+                            Some(acc)
+                        }),
                 }
             })
             .collect();

@@ -7,7 +7,7 @@ use crate::cell::CellPool;
 use crate::config::{BucketScope, TorConfig, TransportConfig};
 use crate::edge::{Edge, EdgeResult};
 use crate::plan::NodePlan;
-use crate::results::{HopSample, NodeSample, TransportStats};
+use crate::results::{HopLosses, HopSample, NodeSample, TransportStats};
 use crate::transport::{backtap, token, vanilla::VanillaTransport, Io, Shared, Transport};
 use bytes::Bytes;
 use hopwise_proto::time::Dur;
@@ -125,6 +125,10 @@ impl TorNode {
 
     pub(crate) fn node_samples(&self) -> &[NodeSample] {
         &self.node_samples
+    }
+
+    pub(crate) fn hop_losses(&self, hop: u32) -> Option<HopLosses> {
+        self.tx.hop_losses(hop)
     }
 
     pub(crate) fn transport_stats(&self) -> TransportStats {

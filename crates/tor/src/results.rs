@@ -80,6 +80,25 @@ pub struct TransportStats {
     pub credit_stalls: u64,
 }
 
+/// Loss recovery on a circuit's hops (BackTap), both directions summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HopLosses {
+    /// Cells sent again (fast retransmits, timeouts and lost retransmissions).
+    pub retransmits: u64,
+    /// Retransmission timeouts.
+    pub timeouts: u64,
+    /// Recovery episodes that halved the window (`halve_on_loss`).
+    pub loss_cuts: u64,
+}
+
+impl std::ops::AddAssign for HopLosses {
+    fn add_assign(&mut self, o: Self) {
+        self.retransmits += o.retransmits;
+        self.timeouts += o.timeouts;
+        self.loss_cuts += o.loss_cuts;
+    }
+}
+
 /// One request of a client application.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestRecord {
@@ -123,6 +142,9 @@ pub struct CircuitResult {
     pub rw_interval: Dur,
     /// Tor Vegas: the exit's controller (download direction) at the end.
     pub vegas: Option<crate::vegas::Vegas>,
+    /// Loss recovery summed over the circuit's hops; `None` unless the
+    /// transport recovers losses per circuit (BackTap).
+    pub losses: Option<HopLosses>,
 }
 
 impl CircuitResult {
@@ -306,6 +328,7 @@ mod tests {
             requests: vec![],
             hops: vec![],
             rw_interval: Dur::from_millis(10),
+            losses: None,
             vegas: None,
         };
         let f = c.fit(Dur::from_secs(1)).unwrap();

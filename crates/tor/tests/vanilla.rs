@@ -55,6 +55,8 @@ fn circuit_window_fills_the_bottleneck_below_the_bdp() {
     );
     // Delay follows from the backlog: d = backlog / rate.
     assert!((f.delay - f.backlog / f.rate).abs() < 0.02, "{f:?}");
+    // TCP recovers losses per connection, not per circuit.
+    assert_eq!(c.losses, None);
 }
 
 #[test]

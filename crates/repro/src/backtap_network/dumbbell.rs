@@ -21,8 +21,8 @@
 //! seeds.
 //!
 //! **Files.** `dumbbell.csv` (Table 2 and the medians, one row per circuit
-//! count, transport and kind), `dumbbell_runs.csv` (per run, with events
-//! and wall time), `dumbbell_cdf.csv` (tidy CDFs: `circuits, transport,
+//! count, transport and kind, with BackTap's hop retransmissions),
+//! `dumbbell_runs.csv` (per run, with events and wall time), `dumbbell_cdf.csv` (tidy CDFs: `circuits, transport,
 //! kind, metric, x, F` with metric `ttfb_s`, `ttlb_s` or `e2e_rtt_s`, the
 //! latter with transport `all`), `fig7_ttfb_<c>.svg` (web and bulk panels
 //! with the E2E RTT), `fig7_ttlb_web_<c>.svg`, `fig7_ttlb_bulk_<c>.svg`
@@ -59,6 +59,12 @@ pub struct KindRun {
     pub rate_bps: Vec<f64>,
     /// End-to-end propagation RTT of each circuit of this kind (s).
     pub e2e_rtt_s: Vec<f64>,
+    /// Cells its hops sent again, over the whole run and all of this kind's
+    /// circuits; `None` for transports that recover losses per connection
+    /// rather than per circuit (the TCP ones).
+    pub hop_retransmits: Option<u64>,
+    /// Circuits of this kind with at least one retransmitted cell.
+    pub lossy_circuits: Option<usize>,
 }
 
 /// One run: one circuit count, one transport, one seed.
@@ -108,6 +114,11 @@ pub struct DumbbellRow {
     pub e2e_rtt_median_s: f64,
     /// Median over requests of TTFB minus the circuit's propagation RTT.
     pub ttfb_excess_median_s: f64,
+    /// Cells the circuits' hops sent again, mean per run (whole run); `None`
+    /// for the TCP transports, whose retransmissions belong to connections.
+    pub hop_retransmits: Option<f64>,
+    /// Circuits with at least one retransmitted cell, mean per run.
+    pub lossy_circuits: Option<f64>,
 }
 
 /// Everything Fig. 7 and Table 2 produced.
@@ -223,6 +234,10 @@ pub fn run_net(
         let k = &mut kinds[usize::from(draw.is_bulk(i))];
         let rtt = draw.e2e_rtt(i);
         k.circuits += 1;
+        if let Some(l) = c.losses {
+            *k.hop_retransmits.get_or_insert(0) += l.retransmits;
+            *k.lossy_circuits.get_or_insert(0) += usize::from(l.retransmits > 0);
+        }
         k.e2e_rtt_s.push(rtt);
         for q in c.requests.iter().filter(|q| q.issued >= from) {
             k.issued += 1;
@@ -327,6 +342,10 @@ pub fn run_transports(
                 let count = |f: fn(&KindRun) -> usize| -> f64 {
                     rs.iter().map(|r| f(&r.kinds[k]) as f64).sum::<f64>() / n
                 };
+                let per_run = |f: fn(&KindRun) -> Option<f64>| -> Option<f64> {
+                    let v: Option<Vec<f64>> = rs.iter().map(|r| f(&r.kinds[k])).collect();
+                    v.map(|v| v.iter().sum::<f64>() / n)
+                };
                 let (ttfb, ttlb) = (pool(|x| &x.ttfb_s), pool(|x| &x.ttlb_s));
                 let (issued, completed) = (count(|x| x.issued), count(|x| x.completed));
                 out.rows.push(DumbbellRow {
@@ -348,6 +367,8 @@ pub fn run_transports(
                     ttlb_sd_s: sd(&ttlb),
                     e2e_rtt_median_s: quantile(&pool(|x| &x.e2e_rtt_s), 0.5),
                     ttfb_excess_median_s: quantile(&pool(|x| &x.ttfb_excess_s), 0.5),
+                    hop_retransmits: per_run(|x| x.hop_retransmits.map(|v| v as f64)),
+                    lossy_circuits: per_run(|x| x.lossy_circuits.map(|v| v as f64)),
                 });
             }
             let wall: Vec<f64> = rs.iter().map(|r| r.wall_s).collect();
@@ -393,6 +414,7 @@ fn write_files(
     files: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let g = |x: f64| format!("{x:.6}");
+    let opt = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v:.1}"));
     let rows: Vec<Vec<String>> = out
         .rows
         .iter()
@@ -414,6 +436,8 @@ fn write_files(
                 g(r.ttlb_sd_s),
                 g(r.e2e_rtt_median_s),
                 g(r.ttfb_excess_median_s),
+                opt(r.hop_retransmits),
+                opt(r.lossy_circuits),
             ]
         })
         .collect();
@@ -436,6 +460,8 @@ fn write_files(
             "ttlb_sd_s",
             "e2e_rtt_median_s",
             "ttfb_excess_median_s",
+            "hop_retransmits",
+            "lossy_circuits",
         ],
         &rows,
     )?;
@@ -456,6 +482,9 @@ fn write_files(
                     format!("{:.0}", mean(&x.rate_bps)),
                     g(quantile(&x.ttfb_s, 0.5)),
                     g(quantile(&x.ttlb_s, 0.5)),
+                    x.hop_retransmits
+                        .map_or_else(String::new, |v| v.to_string()),
+                    x.lossy_circuits.map_or_else(String::new, |v| v.to_string()),
                     r.events.to_string(),
                     format!("{:.2}", r.wall_s),
                 ]
@@ -475,6 +504,8 @@ fn write_files(
             "mean_rate_Bps",
             "ttfb_median_s",
             "ttlb_median_s",
+            "hop_retransmits",
+            "lossy_circuits",
             "events",
             "wall_s",
         ],
@@ -714,6 +745,27 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
                 "web: {}; bulk: {}",
                 list("web", &|r| format!("{:.0} kB/s", r.mean_rate / 1e3)),
                 list("bulk", &|r| format!("{:.0} kB/s", r.mean_rate / 1e3)),
+            ),
+        ));
+        let losses = |r: &DumbbellRow, circuits: usize| {
+            let (Some(x), Some(l)) = (r.hop_retransmits, r.lossy_circuits) else {
+                return "n/a".to_string();
+            };
+            format!("{x:.0} cells per run, on {l:.1} of {circuits} circuits")
+        };
+        let kind_circuits = |k: usize| {
+            out.runs
+                .iter()
+                .find(|r| r.circuits == c && r.transport == "backtap")
+                .map_or(0, |r| r.kinds[k].circuits)
+        };
+        cl.push(Claim::info(
+            &tab,
+            "BackTap's hop retransmissions (whole run; BackTap recovers losses per circuit and hop)",
+            format!(
+                "web: {}; bulk: {}",
+                losses(bw, kind_circuits(0)),
+                losses(bb, kind_circuits(1)),
             ),
         ));
         for k in ["tor-vegas", "pctcp", "n23"] {

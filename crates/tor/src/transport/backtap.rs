@@ -28,7 +28,7 @@ use super::{token, Shared, Transport};
 use crate::buckets::Side;
 use crate::config::{BacktapTransportConfig, Dir};
 use crate::plan::{Leg, NodePlan, Uplink};
-use crate::results::{HopSample, NodeSample, TransportStats};
+use crate::results::{HopLosses, HopSample, NodeSample, TransportStats};
 use bytes::Bytes;
 use hopwise_proto::backtap::{
     BucketConfig, CircuitId, Direction, Endpoint, Event, PeerId, CELL_BODY_LEN,
@@ -345,6 +345,20 @@ impl Transport for BacktapTransport {
             }
         }
         s
+    }
+
+    fn hop_losses(&self, hop: u32) -> Option<HopLosses> {
+        let c = *self.circ.get(hop as usize)?;
+        let mut l = HopLosses::default();
+        for d in Direction::BOTH {
+            let s = self.ep.circuit_stats(c, d);
+            l += HopLosses {
+                retransmits: s.retransmits,
+                timeouts: s.timeouts,
+                loss_cuts: s.loss_cuts,
+            };
+        }
+        Some(l)
     }
 
     fn stats(&self) -> TransportStats {

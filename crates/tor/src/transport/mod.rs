@@ -25,7 +25,7 @@ pub mod vanilla;
 use crate::buckets::{Buckets, Side};
 use crate::cell::CellPool;
 use crate::config::Dir;
-use crate::results::{HopSample, NodeSample, TransportStats};
+use crate::results::{HopLosses, HopSample, NodeSample, TransportStats};
 use bytes::Bytes;
 use hopwise_proto::time::Dur;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
@@ -123,4 +123,10 @@ pub trait Transport {
     /// Node-wide buffer state.
     fn sample_node(&mut self, cx: &mut Cx<'_>) -> NodeSample;
     fn stats(&self) -> TransportStats;
+    /// Loss recovery of the circuit's hop from this node, both directions
+    /// summed; `None` for transports without per-circuit hop reliability
+    /// (TCP's retransmissions belong to connections, not circuits).
+    fn hop_losses(&self, _hop: u32) -> Option<HopLosses> {
+        None
+    }
 }
