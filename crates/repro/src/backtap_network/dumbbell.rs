@@ -22,11 +22,12 @@
 //!
 //! **Files.** `dumbbell.csv` (Table 2 and the medians, one row per circuit
 //! count, transport and kind, with BackTap's hop retransmissions),
-//! `dumbbell_runs.csv` (per run, with events and wall time), `dumbbell_cdf.csv` (tidy CDFs: `circuits, transport,
-//! kind, metric, x, F` with metric `ttfb_s`, `ttlb_s` or `e2e_rtt_s`, the
-//! latter with transport `all`), `fig7_ttfb_<c>.svg` (web and bulk panels
-//! with the E2E RTT), `fig7_ttlb_web_<c>.svg`, `fig7_ttlb_bulk_<c>.svg`
-//! per circuit count `<c>`, and `fig7_e2e_rtt.svg`.
+//! `dumbbell_runs.csv` (per run, with events and wall time),
+//! `dumbbell_cdf.csv` (tidy CDFs: `circuits, transport, kind, metric, x, F`
+//! with metric `ttfb_s`, `ttlb_s` or `e2e_rtt_s`, the latter with transport
+//! `all`), `fig7_ttfb_<c>.svg` (web and bulk panels with the E2E RTT),
+//! `fig7_ttlb_web_<c>.svg`, `fig7_ttlb_bulk_<c>.svg` per circuit count
+//! `<c>`, and `fig7_e2e_rtt.svg`.
 
 use super::topo::{DumbbellDraw, RESPONSE_DELAY};
 use super::{transport, transports, Plan, Speed, Transport};
