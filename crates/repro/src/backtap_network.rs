@@ -228,6 +228,9 @@ pub struct Plan {
     pub inter_circuits: Vec<usize>,
     pub inter_n_tcp: Vec<usize>,
     pub inter_transports: Vec<&'static str>,
+    /// Fig. 6b/c: sensitivity variants ([`variants`]); run, tabulated and
+    /// compared with BackTap in an info claim, but not plotted or judged.
+    pub inter_variants: Vec<&'static str>,
     pub inter_secs: u64,
     pub inter_from_s: u64,
     pub inter_seeds: u32,
@@ -280,6 +283,7 @@ impl Plan {
             inter_circuits: vec![1, 2, 4, 8, 16, 32],
             inter_n_tcp: vec![1, 2, 4],
             inter_transports: vec!["vanilla", "pctcp", "n23", "tor-vegas", "backtap"],
+            inter_variants: vec!["backtap-slowstart"],
             inter_secs: 60,
             inter_from_s: 20,
             inter_seeds: seeds.unwrap_or(3).max(1),
@@ -312,6 +316,7 @@ impl Plan {
             inter_circuits: vec![1, 4, 16],
             inter_n_tcp: vec![1, 4],
             inter_transports: vec!["vanilla", "backtap"],
+            inter_variants: vec![],
             inter_secs: 40,
             inter_from_s: 15,
             inter_seeds: s,

@@ -12,6 +12,7 @@ fn tiny_plan() -> Plan {
         inter_circuits: vec![1],
         inter_n_tcp: vec![2],
         inter_transports: vec!["vanilla", "backtap"],
+        inter_variants: vec!["backtap-slowstart"],
         inter_secs: 14,
         inter_from_s: 6,
         inter_seeds: 1,
@@ -44,10 +45,11 @@ fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
         .filter(|s| s.key == "bucket")
         .collect();
     let io = inter::run_settings(&plan, &bucket, &o, &Silent, &o.out, &mut files).unwrap();
-    assert_eq!(io.rows.len(), 2);
+    assert_eq!(io.rows.len(), 3);
     let va = io.row("bucket", "vanilla", 1, 2).unwrap();
     let bt = io.row("bucket", "backtap", 1, 2).unwrap();
-    for r in [va, bt] {
+    let ss = io.row("bucket", "backtap-slowstart", 1, 2).unwrap();
+    for r in [va, bt, ss] {
         assert!(r.tcp_share > 0.0 && r.tcp_share < 1.0, "{r:?}");
         // Loss-based downloads keep the relay's access link busy.
         assert!(r.link_util > 0.85, "{r:?}");
@@ -61,6 +63,20 @@ fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
     assert!(bt.tcp_share > va.tcp_share + 0.05, "{bt:?} vs {va:?}");
     let ic = inter::claims(&plan, &io);
     assert_eq!(ic[0].verdict, Verdict::Holds, "{:?}", ic[0]);
+    // The variant is compared with BackTap in an info claim, and the
+    // judged claim names only the compared transports.
+    assert!(!ic[0].measured.contains("slow"), "{:?}", ic[0]);
+    let v = ic
+        .iter()
+        .find(|c| c.claim.contains("Sensitivity"))
+        .expect("a sensitivity claim");
+    assert_eq!(v.verdict, Verdict::Info);
+    assert!(v.claim.contains("slow start"), "{v:?}");
+    assert!(
+        v.measured
+            .contains(&format!("1: {:.3} ({:.3})", ss.tcp_share, bt.tcp_share)),
+        "{v:?}"
+    );
     for f in ["inter.csv", "fig6b_bucket.svg"] {
         assert!(o.out.join(f).exists(), "{f} missing");
         assert!(files.iter().any(|x| x == f), "{f} not listed");

@@ -311,6 +311,7 @@ pub fn run_settings(
     let ts: Vec<Transport> = plan
         .inter_transports
         .iter()
+        .chain(&plan.inter_variants)
         .map(|k| transport(k).ok_or_else(|| anyhow::anyhow!("unknown transport {k}")))
         .collect::<anyhow::Result<_>>()?;
     let mut jobs: Vec<(Setting, Transport, usize, usize, u64)> = Vec::new();
@@ -615,6 +616,34 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
             "Delay-based circuits compete better together: BackTap's circuits leave the downloads a smaller share with many circuits than with few (averaged over nTcp)",
             measured.join("; "),
             holds,
+        ));
+    }
+    // Sensitivity variants beside BackTap (not judged).
+    for v in &plan.inter_variants {
+        let label = transport(v).map_or(v.to_string(), |t| t.label.to_string());
+        let per_setting: Vec<String> = shown
+            .iter()
+            .map(|s| {
+                let pairs: Vec<String> = plan
+                    .inter_circuits
+                    .iter()
+                    .map(|&n| {
+                        format!(
+                            "{n}: {} ({})",
+                            f(share_over_ntcp(out, s.key, v, n)),
+                            f(share_over_ntcp(out, s.key, "backtap", n))
+                        )
+                    })
+                    .collect();
+                format!("{} ({}): {}", s.figure, s.key, pairs.join(", "))
+            })
+            .collect();
+        c.push(Claim::info(
+            "Fig. 6b/c",
+            format!(
+                "Sensitivity: {label} (not judged); share left to the TCP downloads per circuit count, averaged over nTcp, with BackTap's in brackets"
+            ),
+            per_setting.join("; "),
         ));
     }
     for s in &shown {
