@@ -109,9 +109,7 @@ fn backtap() -> TorConfig {
 /// `Startup::SlowStart`; the paper and nstor open the window by one cell per
 /// round from 2).
 fn backtap_slow_start() -> TorConfig {
-    let mut b = hopwise_tor::BacktapTransportConfig::default();
-    b.endpoint.startup = hopwise_proto::backtap::Startup::SlowStart { gamma: 1 };
-    TorConfig::new(TransportConfig::Backtap(b))
+    crate::backtap_circuit::backtap(hopwise_proto::backtap::Startup::SlowStart { gamma: 1 })
 }
 
 /// The five transports, in table order. Relays of the TCP-based ones refill

@@ -340,13 +340,13 @@ impl Setup {
             // stream of `hopwise sim --capture`, decoded below. Only in the
             // plain mode, where A's link carries A→B's data one way and its
             // ACKs the other (the decoder tells them apart by address).
-            let capture = self.mode == Mode::Plain;
-            let (out, back) = (pcap::MemorySink::new(), pcap::MemorySink::new());
-            for (iface, sink) in [(CAPTURE_OUT, &out), (CAPTURE_BACK, &back)] {
-                if capture {
-                    sim.attach_capture(iface, iface, Box::new(sink.clone()), 64)
-                        .map_err(|e| anyhow::anyhow!(e))?;
-                }
+            let sinks = (self.mode == Mode::Plain).then(|| {
+                [(CAPTURE_OUT, true), (CAPTURE_BACK, false)]
+                    .map(|(iface, outbound)| (iface, outbound, pcap::MemorySink::new()))
+            });
+            for (iface, _, sink) in sinks.iter().flatten() {
+                sim.attach_capture(iface, iface, Box::new(sink.clone()), 64)
+                    .map_err(|e| anyhow::anyhow!(e))?;
             }
             let mut t = Time::ZERO + Setup::secs(from);
             let end = Time::ZERO + Setup::secs(to);
@@ -357,27 +357,15 @@ impl Setup {
                 }
                 t += step;
             }
-            for iface in [CAPTURE_OUT, CAPTURE_BACK] {
-                if capture {
-                    sim.detach_capture(iface).map_err(|e| anyhow::anyhow!(e))?;
-                }
-            }
             let (a, b) = (
-                sim.node_id("A").expect("node A"),
-                sim.node_id("B").expect("node B"),
+                pcap::node_addr(sim.node_id("A").expect("node A")),
+                pcap::node_addr(sim.node_id("B").expect("node B")),
             );
-            seen = SeenSegment::decode(
-                &out.contents(),
-                pcap::node_addr(a),
-                pcap::node_addr(b),
-                true,
-            )?;
-            seen.extend(SeenSegment::decode(
-                &back.contents(),
-                pcap::node_addr(b),
-                pcap::node_addr(a),
-                false,
-            )?);
+            for (iface, outbound, sink) in sinks.into_iter().flatten() {
+                sim.detach_capture(iface).map_err(|e| anyhow::anyhow!(e))?;
+                let (src, dst) = if outbound { (a, b) } else { (b, a) };
+                seen.extend(SeenSegment::decode(&sink.contents(), src, dst, outbound)?);
+            }
             seen.sort_by(|x, y| x.t.total_cmp(&y.t));
         }
         sim.run();
