@@ -251,11 +251,11 @@ fn fmt_f(x: f64) -> String {
 }
 
 fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
-    let mut s = String::from("flow,from,to,cc,bytes_delivered,goodput_bps,retransmits,timeouts,fast_recoveries,corrupt_bytes,start_s,completion_s\n");
+    let mut s = String::from("flow,from,to,cc,bytes_delivered,goodput_bps,retransmits,timeouts,fast_recoveries,corrupt_bytes,start_s,completion_s,reset\n");
     for f in &summary.flows {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             f.name,
             f.from,
             f.to,
@@ -267,16 +267,17 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
             f.fast_recoveries,
             f.corrupt_bytes,
             fmt_f(f.start_s),
-            f.completion_s.map_or(String::new(), fmt_f)
+            f.completion_s.map_or(String::new(), fmt_f),
+            f.reset
         );
     }
     std::fs::write(dir.join("flows.csv"), s)?;
 
-    let mut s = String::from("link,from,to,rate_bps,utilization,mean_queue_bytes,mean_queue_packets,max_queue_bytes,drops,wire_losses,loss_rate,tx_packets\n");
+    let mut s = String::from("link,from,to,rate_bps,utilization,mean_queue_bytes,mean_queue_packets,max_queue_bytes,drops,wire_losses,loss_rate,tx_packets,median_ack_burst\n");
     for l in &summary.links {
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             l.name,
             l.from,
             l.to,
@@ -288,7 +289,8 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
             l.drops,
             l.wire_losses,
             fmt_f(l.loss_rate),
-            l.tx_packets
+            l.tx_packets,
+            l.median_ack_burst.map_or(String::new(), |b| b.to_string())
         );
     }
     std::fs::write(dir.join("links.csv"), s)?;

@@ -82,3 +82,56 @@ fn same_seed_same_bytes_different_seed_different_hash() {
     assert_ne!(s1.flows[0].bytes_delivered, s3.flows[0].bytes_delivered);
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// `flows.csv` and `links.csv` hold a row per flow and link direction of the
+/// summary, every row as wide as the header, with the summary's values.
+#[test]
+fn flow_and_link_tables_match_the_summary() {
+    let out = std::env::temp_dir().join(format!("hopwise-csv-{}", std::process::id()));
+    let (_, sum) = run(3, &out);
+    let table = |name: &str| -> (Vec<String>, Vec<Vec<String>>) {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        let mut lines = text.lines();
+        let head: Vec<String> = lines.next().unwrap().split(',').map(String::from).collect();
+        let rows: Vec<Vec<String>> = lines
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect();
+        for r in &rows {
+            assert_eq!(
+                r.len(),
+                head.len(),
+                "{name}: row {r:?} against header {head:?}"
+            );
+        }
+        (head, rows)
+    };
+    let col = |head: &[String], name: &str| head.iter().position(|h| h == name).unwrap();
+
+    let (head, rows) = table("flows.csv");
+    assert_eq!(rows.len(), sum.flows.len());
+    let (name, reset) = (col(&head, "flow"), col(&head, "reset"));
+    for (r, f) in rows.iter().zip(&sum.flows) {
+        assert_eq!(r[name], f.name);
+        assert_eq!(r[reset], f.reset.to_string());
+    }
+
+    let (head, rows) = table("links.csv");
+    assert_eq!(rows.len(), sum.links.len());
+    let (name, drops, burst) = (
+        col(&head, "link"),
+        col(&head, "drops"),
+        col(&head, "median_ack_burst"),
+    );
+    let mut bursts = 0;
+    for (r, l) in rows.iter().zip(&sum.links) {
+        assert_eq!(r[name], l.name);
+        assert_eq!(r[drops], l.drops.to_string());
+        assert_eq!(
+            r[burst],
+            l.median_ack_burst.map_or(String::new(), |b| b.to_string())
+        );
+        bursts += l.median_ack_burst.is_some() as u32;
+    }
+    assert!(bursts > 0, "some queue carried ACK bursts");
+    let _ = std::fs::remove_dir_all(&out);
+}
