@@ -1,7 +1,8 @@
 //! `hopwise`: the command-line front end.
 
-// The CLI is the one place that reads the wall clock: to report how long a
-// run took and to decide when a progress bar is worth showing.
+// The CLI reads the wall clock to report how long a run took and to decide
+// when a progress bar is worth showing (docs/architecture.md lists the other
+// places that may).
 #![allow(clippy::disallowed_methods)]
 
 mod model;

@@ -427,7 +427,8 @@ pub enum ServerSpec {
 /// cc_cwnd_full_gap=4 cc_cwnd_full_minpct=25`) and Tor's compiled-in
 /// defaults for the rest (`cc_cwnd_init` 124, β 248, γ 186, `cc_ss_max` 5000,
 /// `cc_cwnd_inc_pct_ss` 100, N-EWMA 50 %/10/2, `cc_rtt_reset_pct` 100,
-/// `cc_cwnd_full_per_cwnd` 1). See the crate README's constants table.
+/// `cc_cwnd_full_per_cwnd` 1). The sources of each are in the transport
+/// table of `docs/reproductions/backtap-network.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VegasConfig {
     /// Cells per SENDME (`cc_sendme_inc`).
