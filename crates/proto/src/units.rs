@@ -140,6 +140,11 @@ pub fn parse_duration(s: &str) -> Result<Dur, ParseError> {
             )))
         }
     };
+    if v * scale * 1e9 > u64::MAX as f64 {
+        return Err(ParseError(format!(
+            "`{s}` is too large (durations go up to about 584 years)"
+        )));
+    }
     Ok(Dur::from_secs_f64(v * scale))
 }
 
@@ -178,6 +183,11 @@ pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
     let bps = v * base * mult;
     if bps > u64::MAX as f64 {
         return Err(ParseError(format!("`{s}` is too large")));
+    }
+    if bps > 0.0 && bps < 1.0 {
+        return Err(ParseError(format!(
+            "`{s}` is below 1 bit/s, the smallest rate"
+        )));
     }
     Ok(Rate::from_bps(bps.round() as u64))
 }
@@ -228,6 +238,17 @@ mod tests {
         assert!(parse_duration("20").is_err());
         assert!(parse_duration("-1s").unwrap_err().0.contains("negative"));
         assert!(parse_duration("3 fortnights").is_err());
+        assert!(parse_duration("1e30s").unwrap_err().0.contains("too large"));
+        assert!(parse_duration("1e20s").unwrap_err().0.contains("too large"));
+        assert_eq!(
+            parse_duration("100000h").unwrap(),
+            Dur::from_secs(360_000_000)
+        );
+        assert!(parse_rate("0.5bit")
+            .unwrap_err()
+            .0
+            .contains("below 1 bit/s"));
+        assert_eq!(parse_rate("0bit").unwrap().bps(), 0);
         assert_eq!(parse_rate("2.4Mbit").unwrap().bps(), 2_400_000);
         assert_eq!(parse_rate("196kbit/s").unwrap().bps(), 196_000);
         assert_eq!(parse_rate("10Mbps").unwrap().bps(), 10_000_000);

@@ -557,10 +557,25 @@ fn parse_limit(s: &str) -> Result<Limit, String> {
     for suffix in ["packets", "packet", "pkts", "pkt"] {
         if let Some(num) = t.strip_suffix(suffix) {
             let digits: String = num.trim().chars().filter(|&c| c != '_').collect();
-            let n: u64 = digits.parse().map_err(|_| {
-                format!("`{s}`: the packet count must be a whole number, as in \"100pkt\"")
-            })?;
-            return Ok(Limit::Packets(n));
+            if let Ok(n) = digits.parse::<u64>() {
+                return Ok(Limit::Packets(n));
+            }
+            if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()) {
+                return Err(format!("`{s}`: the packet count is too large"));
+            }
+            // Exponents as elsewhere (`1e3pkt`), if the count is whole.
+            return match digits.parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 && v.fract() == 0.0 => {
+                    if v >= u64::MAX as f64 {
+                        Err(format!("`{s}`: the packet count is too large"))
+                    } else {
+                        Ok(Limit::Packets(v as u64))
+                    }
+                }
+                _ => Err(format!(
+                    "`{s}`: the packet count must be a whole number, as in \"100pkt\""
+                )),
+            };
         }
     }
     if !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '_') {
@@ -1072,6 +1087,9 @@ fn as_cc(v: &Value, p: &str) -> R<CcConfig> {
                 let pv = param_value(pv_raw, &kp)?;
                 cfg.set(k, pv).map_err(|m| e(&kp, strip_key(&m, k)))?;
             }
+            if let Some(m) = cfg.problem() {
+                return Err(e(p, m));
+            }
             Ok(cfg)
         }
         other => Err(e(
@@ -1500,6 +1518,22 @@ pub fn validate(s: &Scenario, origin: &str) -> Result<(), ScenarioError> {
     check(s).map_err(|x| ScenarioError::new(origin, x.key, x.msg))
 }
 
+/// Names end up in CSV cells and capture file names: no commas, quotes,
+/// path separators or control characters.
+fn name_problem(name: &str) -> Option<String> {
+    let bad = name
+        .chars()
+        .find(|c| matches!(c, ',' | '"' | '/' | '\\') || c.is_control())?;
+    Some(format!(
+        "{name:?} contains {bad:?}; names appear in CSV files and file names, so use \
+         letters, digits and characters such as - _ . :"
+    ))
+}
+
+/// Memory the sampled series of one run may take (cwnd and queue traces,
+/// goodput bins): a scenario that would need more is refused.
+pub const TRACE_BUDGET: u64 = 2 << 30;
+
 fn check(s: &Scenario) -> R<()> {
     if s.duration.is_zero() {
         return Err(e("duration", "must be positive"));
@@ -1519,6 +1553,41 @@ fn check(s: &Scenario) -> R<()> {
     }
     if m.trace_interval.is_zero() {
         return Err(e("measure.trace_interval", "must be positive"));
+    }
+    // Series kept in memory for the whole run: every trace sample holds its
+    // time, 32 B per TCP sender (cwnd, ssthresh, SRTT, pipe; at most two per
+    // flow) and 16 B per link direction's queue; every goodput bin 8 B per
+    // flow direction.
+    let (flows, dirs) = (s.flows.len() as u64, 2 * s.links.len() as u64);
+    let series = [
+        (
+            "measure.trace_interval",
+            m.trace_interval,
+            8 + 64 * flows + 16 * dirs,
+        ),
+        ("measure.goodput_interval", m.goodput_interval, 16 * flows),
+    ];
+    for (key, iv, bytes) in series {
+        let samples = s.duration.as_nanos() / iv.as_nanos() + 1;
+        if samples.saturating_mul(bytes) > TRACE_BUDGET {
+            let ns = (s.duration.as_nanos() as u128 * bytes as u128 / TRACE_BUDGET as u128) as u64;
+            // Rounded up to a whole unit, so that the suggestion reads well.
+            let unit = [1_000_000_000, 1_000_000, 1_000, 1]
+                .into_iter()
+                .find(|u| ns >= 10 * u)
+                .unwrap_or(1);
+            let min = Dur::from_nanos((ns / unit + 1) * unit);
+            return Err(e(
+                key,
+                format!(
+                    "{iv} gives {samples} samples over the {} run, about {:.1} GiB of \
+                     traces in memory (the limit is {} GiB); use an interval of at least {min}",
+                    s.duration,
+                    samples as f64 * bytes as f64 / (1u64 << 30) as f64,
+                    TRACE_BUDGET >> 30
+                ),
+            ));
+        }
     }
     if m.warmup >= s.duration {
         return Err(e(
@@ -1541,6 +1610,9 @@ fn check(s: &Scenario) -> R<()> {
     for (i, n) in s.nodes.iter().enumerate() {
         if n.name.trim().is_empty() {
             return Err(e(format!("node[{i}].name"), "must not be empty"));
+        }
+        if let Some(m) = name_problem(&n.name) {
+            return Err(e(format!("node[{i}].name"), m));
         }
         if let Some(&j) = node_ix.get(n.name.as_str()) {
             return Err(e(
@@ -1580,6 +1652,9 @@ fn check(s: &Scenario) -> R<()> {
         let p = indexed("link", i, &l.name);
         if l.name.trim().is_empty() {
             return Err(e(format!("link[{i}].name"), "must not be empty"));
+        }
+        if let Some(m) = name_problem(&l.name) {
+            return Err(e(format!("link[{i}].name"), m));
         }
         if let Some(&j) = link_ix.get(l.name.as_str()) {
             return Err(e(
@@ -1623,6 +1698,9 @@ fn check(s: &Scenario) -> R<()> {
     for (i, f) in s.flows.iter().enumerate() {
         if f.name.trim().is_empty() {
             return Err(e(format!("flow[{i}].name"), "must not be empty"));
+        }
+        if let Some(m) = name_problem(&f.name) {
+            return Err(e(format!("flow[{i}].name"), m));
         }
         let p = named("flow", &f.name);
         if flow_ix.insert(&f.name, i).is_some() {
@@ -2069,7 +2147,15 @@ mod tests {
         assert_eq!(parse_limit("1_000 packets"), Ok(Limit::Packets(1000)));
         assert_eq!(parse_limit("64kB"), Ok(Limit::Bytes(64_000)));
         assert!(parse_limit("100").unwrap_err().contains("ambiguous"));
-        assert!(parse_limit("1.5pkt").is_err());
+        assert!(parse_limit("1.5pkt").unwrap_err().contains("whole number"));
+        assert_eq!(parse_limit("1e2pkt"), Ok(Limit::Packets(100)));
+        assert!(parse_limit("1.5e0pkt")
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(parse_limit("99999999999999999999pkt")
+            .unwrap_err()
+            .contains("too large"));
+        assert!(parse_limit("1e30pkt").unwrap_err().contains("too large"));
     }
 
     #[test]

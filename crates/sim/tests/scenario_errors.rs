@@ -629,6 +629,70 @@ fn unparseable_quantities() {
     );
 }
 
+/// Durations beyond the 64-bit nanosecond clock, and sampling intervals
+/// whose traces would not fit in memory, are refused with the key and a
+/// usable alternative.
+#[test]
+fn huge_durations_and_tiny_sampling_intervals() {
+    fails(
+        &edit("duration = \"60s\"", "duration = \"1e30s\""),
+        "duration",
+        &["too large"],
+    );
+    fails(
+        &edit("delay = \"8ms\"", "delay = \"1e20s\""),
+        "bottleneck\".delay",
+        &["too large"],
+    );
+    fails(
+        &edit("rate = \"10Mbit\"", "rate = \"0.5bit\""),
+        "bottleneck\".rate",
+        &["below 1 bit/s"],
+    );
+    let e = fails_with(
+        BASE,
+        &["measure.trace_interval=1ns"],
+        "measure.trace_interval",
+        &["GiB", "at least"],
+    );
+    // The suggested interval is accepted.
+    let at_least = e.message.rsplit("at least ").next().unwrap().trim();
+    let s = ok_with(&[&format!("measure.trace_interval={at_least}")]);
+    assert!(s.measure.trace_interval > Dur::from_nanos(1));
+    fails_with(
+        BASE,
+        &["measure.goodput_interval=1ns"],
+        "measure.goodput_interval",
+        &["GiB", "at least"],
+    );
+    // Parameters that contradict each other.
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = { algo = \"vegas\", alpha = 5, beta = 2 }",
+        ),
+        "flow \"f1\".cc",
+        &["alpha", "exceeds", "beta"],
+    );
+    ok(&edit(
+        "cc = \"newreno\"",
+        "cc = { algo = \"vegas\", alpha = 3, beta = 3 }",
+    ));
+    // Names go into CSV cells and capture file names.
+    fails(
+        &edit("name = \"f1\"", "name = \"bulk, one\""),
+        "flow[0].name",
+        &["contains ','"],
+    );
+    fails(
+        &edit("name = \"bottleneck\"", "name = \"../x\""),
+        "link[1].name",
+        &["contains '/'"],
+    );
+    // Fine sampling of a short run is still allowed.
+    ok_with(&["measure.trace_interval=10us", "duration=5s"]);
+}
+
 #[test]
 fn zero_or_negative_rates() {
     fails(

@@ -279,6 +279,23 @@ impl CcConfig {
         }
     }
 
+    /// A problem between parameters that [`CcConfig::set`], which sees one
+    /// at a time, cannot catch: Vegas's and NICE's α must not exceed β (the
+    /// window would grow and shrink on the same queue).
+    pub fn problem(&self) -> Option<String> {
+        let (alpha, beta) = match self {
+            CcConfig::Vegas(c) => (c.alpha, c.beta),
+            CcConfig::Nice(c) => (c.alpha, c.beta),
+            _ => return None,
+        };
+        (alpha > beta).then(|| {
+            format!(
+                "`alpha` ({alpha}) exceeds `beta` ({beta}); {} needs alpha ≤ beta",
+                self.name()
+            )
+        })
+    }
+
     /// Sets one parameter. The error names the problem; the caller adds the key's location.
     pub fn set(&mut self, key: &str, value: ParamValue<'_>) -> Result<(), String> {
         let handled = match self {
@@ -592,6 +609,22 @@ mod tests {
         }
         assert!(CcConfig::from_name("bbr").is_err());
         assert_eq!(CcConfig::from_name("utp").unwrap().name(), "ledbat-utp");
+        // Every default is consistent.
+        for &name in CcConfig::NAMES {
+            assert_eq!(CcConfig::from_name(name).unwrap().problem(), None, "{name}");
+        }
+    }
+
+    #[test]
+    fn alpha_above_beta_is_a_problem() {
+        for name in ["vegas", "nice"] {
+            let mut c = CcConfig::from_name(name).unwrap();
+            c.set("alpha", ParamValue::Num(5.0)).unwrap();
+            let m = c.problem().expect("alpha 5 > beta 4");
+            assert!(m.contains("exceeds"), "{m}");
+            c.set("beta", ParamValue::Num(5.0)).unwrap();
+            assert_eq!(c.problem(), None);
+        }
     }
 
     #[test]
