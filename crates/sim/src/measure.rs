@@ -9,6 +9,9 @@ use hopwise_proto::time::{Dur, Time};
 pub struct Binned {
     pub interval: Dur,
     pub bins: Vec<u64>,
+    /// The end of the series once [`Binned::pad_to`] closed it: the last bin
+    /// may then cover only part of an interval.
+    pub end: Option<Time>,
 }
 
 impl Binned {
@@ -16,6 +19,7 @@ impl Binned {
         Binned {
             interval,
             bins: Vec::new(),
+            end: None,
         }
     }
     pub fn add(&mut self, now: Time, n: u64) {
@@ -25,17 +29,38 @@ impl Binned {
         }
         self.bins[i] += n;
     }
-    /// Extends with empty bins so that the series covers `[0, end)`.
+    /// Extends with empty bins so that the series covers `[0, end)`, and
+    /// records `end`.
     pub fn pad_to(&mut self, end: Time) {
         let n = end.as_nanos().div_ceil(self.interval.as_nanos().max(1)) as usize;
         if self.bins.len() < n {
             self.bins.resize(n, 0);
         }
+        self.end = Some(end);
     }
-    /// Bin values as bit rates (bits per second), assuming the counter counts bytes.
+    /// How much of bin `i` the series covers: the whole interval, except for
+    /// a last bin cut short by the end.
+    fn width(&self, i: usize) -> Dur {
+        let iv = self.interval.as_nanos();
+        match self.end {
+            Some(end) => {
+                let from = i as u64 * iv;
+                Dur::from_nanos(end.as_nanos().saturating_sub(from).min(iv))
+            }
+            None => self.interval,
+        }
+    }
+    /// Bin values as bit rates (bits per second), assuming the counter counts
+    /// bytes. A last bin that the end cuts short is divided by the part it
+    /// covers, not by the whole interval.
     pub fn rates_bps(&self) -> Vec<f64> {
-        let s = self.interval.as_secs_f64();
-        self.bins.iter().map(|&b| b as f64 * 8.0 / s).collect()
+        (0..self.bins.len())
+            .map(|i| {
+                let w = self.width(i);
+                let w = if w.is_zero() { self.interval } else { w };
+                self.bins[i] as f64 * 8.0 / w.as_secs_f64()
+            })
+            .collect()
     }
 }
 
@@ -209,5 +234,12 @@ mod tests {
         b.add(Time::ZERO + Dur::from_millis(1500), 125_000);
         b.pad_to(Time::ZERO + Dur::from_secs(3));
         assert_eq!(b.rates_bps(), vec![0.0, 1e6, 0.0]);
+        // A run that ends half way through a bin: the last bin's rate is
+        // over the half it covers.
+        let mut b = Binned::new(Dur::SECOND);
+        b.add(Time::ZERO + Dur::from_millis(500), 125_000);
+        b.add(Time::ZERO + Dur::from_millis(1200), 62_500);
+        b.pad_to(Time::ZERO + Dur::from_millis(1500));
+        assert_eq!(b.rates_bps(), vec![1e6, 1e6]);
     }
 }

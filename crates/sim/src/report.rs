@@ -177,7 +177,8 @@ impl Summary {
         let rates: Vec<f64> = flows.iter().map(|f: &FlowSummary| f.goodput_bps).collect();
         Summary {
             scenario: scenario.to_string(),
-            duration_s: sim.duration.as_secs_f64(),
+            // Divided, not multiplied by 1e-9: whole seconds stay whole.
+            duration_s: sim.duration.as_nanos() as f64 / 1e9,
             warmup_s: (warm - hopwise_proto::time::Time::ZERO).as_secs_f64(),
             seed: sim.seed,
             events: sim.events(),
@@ -492,6 +493,13 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
             b = b.group(f.name.clone(), bars);
         }
         b.write_svg(dir.join("ack_bursts.svg"))?;
+    } else {
+        // No plot this time: an earlier run's plot in the same directory
+        // would pass for this run's.
+        match std::fs::remove_file(dir.join("ack_bursts.svg")) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
     }
     Ok(())
 }
