@@ -61,13 +61,13 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
         /// Seeds (independent runs) per data point.
-        #[arg(long, alias = "runs")]
+        #[arg(long, alias = "runs", value_parser = clap::value_parser!(u32).range(1..))]
         seeds: Option<u32>,
         /// Output directory (default out/<name>).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Worker threads (default: all cores).
-        #[arg(long)]
+        #[arg(long, value_parser = at_least_one)]
         jobs: Option<usize>,
         /// Exit with an error if any claim differs from the paper.
         #[arg(long)]
@@ -85,7 +85,7 @@ enum Cmd {
         #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "tor")]
         sets: Vec<String>,
         /// Repeat the run this many times and report each.
-        #[arg(long, default_value_t = 1)]
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
         /// Benchmark a Tor-sized network instead: wall time of setup and run, events/s, peak memory.
         #[arg(long)]
@@ -227,5 +227,14 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A count of at least one (`--jobs`).
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
     }
 }

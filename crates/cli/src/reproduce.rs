@@ -68,6 +68,7 @@ pub fn run(
         );
     };
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(name));
+    crate::run::prepare_out(&out)?;
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let opts = ReproOpts {
         quick,

@@ -28,12 +28,13 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
         sim.run_until(t);
         if bar.is_none() && t0.elapsed() > Duration::from_secs(2) && t < end {
             let b = ProgressBar::new(end.as_nanos() / 1_000_000);
+            // Our own estimate of the time left, from the average speed so
+            // far: the bar appears part way through, and indicatif would
+            // count that first jump as progress made in no time.
             b.set_style(
-                ProgressStyle::with_template(
-                    "{prefix} [{bar:40}] {pos}/{len} ms simulated, {msg} (eta {eta})",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
+                ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} ms simulated, {msg}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
             );
             b.set_prefix(label.to_string());
             bar = Some(b);
@@ -41,9 +42,11 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
         if let Some(b) = &bar {
             b.set_position(t.as_nanos() / 1_000_000);
             let wall = t0.elapsed().as_secs_f64();
+            let left = wall * (end.as_nanos() - t.as_nanos()) as f64 / t.as_nanos().max(1) as f64;
             b.set_message(format!(
-                "{:.1} M events/s",
-                sim.events() as f64 / wall / 1e6
+                "{:.1} M events/s (eta {})",
+                sim.events() as f64 / wall / 1e6,
+                indicatif::HumanDuration(Duration::from_secs_f64(left))
             ));
         }
     }
@@ -74,11 +77,12 @@ pub fn sim(
     capture: &[String],
     quiet: bool,
 ) -> Result<()> {
-    let mut sets = sets.to_vec();
+    // Before the run, so that a bad directory does not waste it.
+    prepare_out(out)?;
+    let (mut sc, origin) = load(file, sets)?;
     if let Some(s) = seed {
-        sets.push(format!("seed={s}"));
+        sc.seed = s;
     }
-    let (sc, origin) = load(file, &sets)?;
     // The scenario's own entries were checked when it loaded; a bad entry
     // here comes from the flag.
     let ifaces = scenario::capture_ifaces(&sc, &[sc.measure.capture.as_slice(), capture].concat())
@@ -146,6 +150,22 @@ pub fn capture_files(ifaces: &[String]) -> Vec<String> {
         used.push(name);
     }
     used
+}
+
+/// Creates the output directory `out` (given by `--out`, or the default)
+/// and checks that files can be written into it, with an error that names it.
+pub fn prepare_out(out: &Path) -> Result<()> {
+    let shown = out.display();
+    if out.exists() && !out.is_dir() {
+        anyhow::bail!("--out {shown}: exists and is not a directory");
+    }
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {shown}: cannot create the directory"))?;
+    let probe = out.join(".hopwise-write-test");
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out {shown}: cannot write into the directory"))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// Opens a pcap file in `out` for each link direction in `ifaces` (from
