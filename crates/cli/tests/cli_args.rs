@@ -1,0 +1,74 @@
+//! Command-line checks that must happen before any simulation runs: the
+//! output directory, counts of zero, and seeds across the whole u64 range.
+
+use std::process::{Command, Output};
+
+fn hopwise(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args(args)
+        .output()
+        .expect("hopwise runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("hopwise-cli-args-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn out_that_is_a_file_is_refused_before_the_run() {
+    let d = scratch("out");
+    let file = d.join("afile");
+    std::fs::write(&file, "not a directory").unwrap();
+    let out = file.to_str().unwrap();
+    // A 10-hour demo would take minutes: the error must come first.
+    let o = hopwise(&["sim", "--set", "duration=36000s", "--out", out]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("--out") && e.contains("not a directory"), "{e}");
+    assert!(!e.contains("running `"), "the run started: {e}");
+
+    let o = hopwise(&["reproduce", "ledbat-flow", "--quick", "--out", out]);
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("--out") && e.contains(out), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn zero_counts_are_refused() {
+    for args in [
+        &["reproduce", "ledbat-flow", "--quick", "--seeds", "0"][..],
+        &["reproduce", "ledbat-flow", "--quick", "--jobs", "0"][..],
+        &["bench", "--repeat", "0"][..],
+    ] {
+        let o = hopwise(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("0"), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn any_u64_seed_is_accepted() {
+    let d = scratch("seed");
+    let o = hopwise(&[
+        "sim",
+        "--seed",
+        "18446744073709551615",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["seed"].as_u64(), Some(u64::MAX));
+    // The demo's 60 s, exactly.
+    assert_eq!(s["duration_s"].as_f64(), Some(60.0));
+    let _ = std::fs::remove_dir_all(&d);
+}
