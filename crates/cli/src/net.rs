@@ -1,7 +1,7 @@
 //! `hopwise relay`, `hopwise proxy`, `hopwise quickstart` and `hopwise
 //! bench-relay`: thin wrappers around `hopwise-net`.
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use hopwise_net::config::{ProxyConfig, RelayConfig};
 use hopwise_net::daemon::wait_for_shutdown_signal;
 use hopwise_net::testbed::{self, Lab, LabOptions};
@@ -12,13 +12,15 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info`.
+/// Logs to stderr; `RUST_LOG` overrides the default `info`. Colours only
+/// when stderr is a terminal and `NO_COLOR` is not set.
 pub fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(hopwise_net::daemon::stderr_colours())
         .try_init();
 }
 
@@ -60,22 +62,50 @@ fn default_dir() -> PathBuf {
     std::env::temp_dir().join("hopwise-quickstart")
 }
 
+/// `--size` of `quickstart --self-test` and `bench-relay`: at least one byte,
+/// or the download proves nothing.
+fn parse_size(size: &str) -> Result<u64> {
+    match parse_bytes(size) {
+        Ok(b) if b.0 >= 1 => Ok(b.0),
+        Ok(_) => bail!("--size: `{size}`: must be at least 1 byte"),
+        Err(e) => bail!("--size: {e}"),
+    }
+}
+
+/// `--dir` must be a directory, or a path where one can be created.
+fn check_dir(dir: &Path) -> Result<()> {
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => bail!(
+            "--dir {}: not a directory (it is a file; name a directory, or a path where one can be created)",
+            dir.display()
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir_all(dir)
+            .map_err(|e| anyhow!("--dir {}: cannot create the directory: {e}", dir.display())),
+        Err(e) => bail!("--dir {}: {e}", dir.display()),
+    }
+}
+
 pub fn quickstart(
     dir: Option<PathBuf>,
     socks: SocketAddr,
     self_test: bool,
     size: &str,
 ) -> Result<()> {
-    let size = parse_bytes(size).map_err(|e| anyhow!("--size: {e}"))?.0;
+    let size = parse_size(size)?;
     let dir = dir.unwrap_or_else(default_dir);
+    check_dir(&dir)?;
     let mut o = LabOptions::new(&dir);
     o.socks = socks;
     o.allow_loopback_exit = self_test;
-    let lab = Lab::start(&o).with_context(|| {
-        format!(
-            "starting the local overlay in {} (is {socks} in use? pick another with --socks)",
-            dir.display()
-        )
+    let lab = Lab::start(&o).map_err(|e| {
+        // The hint only where it is the diagnosis: the proxy's `socks` key.
+        let hint = if e.0.contains("proxy.toml: socks:") {
+            format!(" (is {socks} in use? pick another with --socks)")
+        } else {
+            String::new()
+        };
+        anyhow!("starting the local overlay in {}{hint}: {e}", dir.display())
     })?;
     let socks = lab.socks();
     println!("hopwise quick start: three relays and a proxy on loopback");
@@ -263,7 +293,7 @@ fn run_bench(encrypt: bool, size: u64, dir: &Path) -> Result<BenchResult> {
 }
 
 pub fn bench_relay(size: &str, mode: &str) -> Result<()> {
-    let size = parse_bytes(size).map_err(|e| anyhow!("--size: {e}"))?.0;
+    let size = parse_size(size)?;
     let modes: Vec<bool> = match mode {
         "both" => vec![true, false],
         "encrypted" => vec![true],

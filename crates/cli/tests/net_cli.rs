@@ -24,15 +24,16 @@ fn quickstart_self_test_passes() {
             "--dir",
         ])
         .arg(&d)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // stderr is a pipe, not a terminal: logs without colour codes.
+    assert!(stderr.contains("relay starting"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
     assert!(stdout.contains("self-test passed"), "{stdout}");
     assert!(stdout.contains("MiB/s"), "{stdout}");
     assert!(stdout.contains("curl --socks5-hostname"), "{stdout}");
@@ -98,6 +99,7 @@ fn relay_shuts_down_gracefully_on_sigterm() {
     let child = hopwise()
         .args(["relay", "--config"])
         .arg(d.join("relay1.toml"))
+        .env_remove("NO_COLOR")
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -115,6 +117,205 @@ fn relay_shuts_down_gracefully_on_sigterm() {
         err.contains("relay starting") && err.contains("shutting down"),
         "{err}"
     );
+    assert!(!err.contains('\x1b'), "colour codes in a pipe: {err:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+const KEY1: &str = "0101010101010101010101010101010101010101010101010101010101010101";
+const KEY2: &str = "0202020202020202020202020202020202020202020202020202020202020202";
+const KEY3: &str = "0303030303030303030303030303030303030303030303030303030303030303";
+
+/// A directory of relay1 (guard), relay2 and relay3 (exit) in `d`; nothing
+/// listens at their addresses.
+fn write_directory(d: &std::path::Path) {
+    std::fs::create_dir_all(d).unwrap();
+    std::fs::write(
+        d.join("directory.toml"),
+        format!(
+            "[[relay]]\nname = \"relay1\"\naddress = \"127.0.0.1:9\"\nkey = \"{KEY1}\"\nflags = [\"guard\"]\n\n\
+             [[relay]]\nname = \"relay2\"\naddress = \"127.0.0.1:10\"\nkey = \"{KEY2}\"\n\n\
+             [[relay]]\nname = \"relay3\"\naddress = \"127.0.0.1:11\"\nkey = \"{KEY3}\"\nflags = [\"exit\"]\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Runs `hopwise <cmd> --config <file with text>`; it must fail at once.
+fn config_error(d: &std::path::Path, cmd: &str, file: &str, text: &str) -> String {
+    let cfg = d.join(file);
+    std::fs::write(&cfg, text).unwrap();
+    let out = hopwise()
+        .args([cmd, "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{cmd} {file} started: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn zero_timeouts_bad_paths_and_directory_key_files_are_config_errors() {
+    let d = tempfile_dir("cfg");
+    write_directory(&d);
+    let relay = "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"relay1.key\"\ndirectory = \"directory.toml\"\n";
+    let err = config_error(
+        &d,
+        "relay",
+        "relay.toml",
+        &format!("{relay}[link]\nhandshake_timeout = \"0s\"\n"),
+    );
+    assert!(
+        err.contains("relay.toml: link.handshake_timeout: must be positive (1ms to 1h), got `0s`"),
+        "{err}"
+    );
+    let err = config_error(
+        &d,
+        "relay",
+        "relay.toml",
+        &format!("{relay}[exit]\nenabled = true\nconnect_timeout = \"0s\"\n"),
+    );
+    assert!(
+        err.contains("relay.toml: exit.connect_timeout: must be positive"),
+        "{err}"
+    );
+    // key_file names a directory (mode 755): that, not the mode, is the error.
+    let err = config_error(
+        &d,
+        "relay",
+        "relay.toml",
+        &relay.replace("\"relay1.key\"", "\".\""),
+    );
+    assert!(err.contains("is a directory, not a key file"), "{err}");
+    assert!(!err.contains("chmod"), "{err}");
+
+    let proxy = "socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n";
+    let err = config_error(
+        &d,
+        "proxy",
+        "proxy.toml",
+        &format!("{proxy}connect_timeout = \"0s\"\n"),
+    );
+    assert!(
+        err.contains("proxy.toml: connect_timeout: must be positive"),
+        "{err}"
+    );
+    for (path, want) in [
+        (
+            "[\"relay1\", \"relay1\", \"relay3\"]",
+            "proxy.toml: path[1]: `relay1` is already path[0]",
+        ),
+        (
+            "[\"relay1\", \"relay3\", \"relay2\"]",
+            "proxy.toml: path[2]: `relay2` is not an exit",
+        ),
+        (
+            "[\"relay1\"]",
+            "proxy.toml: path[0]: `relay1` is not an exit",
+        ),
+    ] {
+        let err = config_error(
+            &d,
+            "proxy",
+            "proxy.toml",
+            &format!("{proxy}path = {path}\n"),
+        );
+        assert!(err.contains(want), "{path}: {err}");
+        assert!(!err.contains("building a circuit"), "{path}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[cfg(unix)]
+#[test]
+fn logs_redirected_to_a_file_carry_no_colour_codes() {
+    let d = tempfile_dir("colour");
+    write_directory(&d);
+    let log = d.join("stderr.log");
+    // A relay that creates its key logs it.
+    std::fs::write(
+        d.join("relay.toml"),
+        "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"new.key\"\ndirectory = \"directory.toml\"\n",
+    )
+    .unwrap();
+    let out = hopwise()
+        .args(["relay", "--show-key", "--config"])
+        .arg(d.join("relay.toml"))
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(err.contains("generated a new static key"), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+
+    // A proxy, until it has said where it listens.
+    std::fs::write(
+        d.join("proxy.toml"),
+        "socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n",
+    )
+    .unwrap();
+    let mut child = hopwise()
+        .args(["proxy", "--config"])
+        .arg(d.join("proxy.toml"))
+        .env("RUST_LOG", "info")
+        .env_remove("NO_COLOR")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let err = loop {
+        let err = std::fs::read_to_string(&log).unwrap();
+        if err.contains("SOCKS5 proxy on") || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break err;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    assert!(err.contains("SOCKS5 proxy on"), "{err}");
+    assert!(!err.contains('\x1b'), "{err:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn quickstart_refuses_size_zero_and_a_file_as_dir() {
+    let d = tempfile_dir("qsargs");
+    std::fs::create_dir_all(&d).unwrap();
+    for size in ["0", "0B"] {
+        let out = hopwise()
+            .args(["quickstart", "--self-test", "--socks", "127.0.0.1:0"])
+            .args(["--size", size, "--dir"])
+            .arg(&d)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "--size {size}: {err}");
+        assert!(
+            err.contains(&format!("--size: `{size}`: must be at least 1 byte")),
+            "{err}"
+        );
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("passed"));
+    }
+    let file = d.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let out = hopwise()
+        .args(["quickstart", "--socks", "127.0.0.1:0", "--dir"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("--dir {}: not a directory", file.display())),
+        "{err}"
+    );
+    assert!(!err.contains("in use"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

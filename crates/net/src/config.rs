@@ -240,6 +240,56 @@ fn get_dur(t: &Table, path: &str, k: &str) -> R<Option<Duration>> {
     }
 }
 
+/// Bounds of a duration key: the least and the greatest value, and how the
+/// messages and `docs/relay.md` write them.
+#[derive(Clone, Copy, Debug)]
+pub struct DurRange {
+    pub lo: Duration,
+    pub hi: Duration,
+    pub text: &'static str,
+}
+
+/// Timeouts and the keepalive interval: zero would fire at once (a keepalive
+/// of 0 is a datagram on every wake-up), less than tokio's 1 ms timer
+/// resolution is zero in effect, and more than an hour is a link or a
+/// request that never gives up.
+pub const TIMEOUT_RANGE: DurRange = DurRange {
+    lo: Duration::from_millis(1),
+    hi: Duration::from_secs(3600),
+    text: "1ms to 1h",
+};
+/// `[transport] pack_delay`: 0 (the default) packs what one wake-up
+/// produces; holding a datagram for more than a second is a stall.
+pub const PACK_DELAY_RANGE: DurRange = DurRange {
+    lo: Duration::ZERO,
+    hi: Duration::from_secs(1),
+    text: "0s to 1s",
+};
+/// `[emulation.PEER] delay`: delayed datagrams are held in memory, so a
+/// delay far beyond any real link's would hold a second's traffic many
+/// times over.
+pub const EMULATION_DELAY_RANGE: DurRange = DurRange {
+    lo: Duration::ZERO,
+    hi: Duration::from_secs(10),
+    text: "0s to 10s",
+};
+
+fn get_dur_in(t: &Table, path: &str, k: &str, r: DurRange) -> R<Option<Duration>> {
+    let Some(d) = get_dur(t, path, k)? else {
+        return Ok(None);
+    };
+    if d < r.lo || d > r.hi {
+        let got = get_str(t, path, k)?.unwrap_or_default();
+        let what = if d.is_zero() && !r.lo.is_zero() {
+            format!("must be positive ({})", r.text)
+        } else {
+            format!("must be {}", r.text)
+        };
+        return err(&at(path, k), format!("{what}, got `{got}`"));
+    }
+    Ok(Some(d))
+}
+
 fn get_bytes(t: &Table, path: &str, k: &str) -> R<Option<u64>> {
     match t.get(k) {
         None => Ok(None),
@@ -512,19 +562,45 @@ fn link_options(t: Option<&Table>) -> R<LinkOptions> {
         o.payload_budget = b as usize;
     }
     if let Some(b) = get_bytes(t, p, "socket_buffer")? {
-        o.socket_buffer = b.clamp(64 << 10, 1 << 30) as usize;
+        if !((64 << 10)..=(1 << 30)).contains(&b) {
+            return err(
+                "link.socket_buffer",
+                format!("must be 64KiB to 1GiB, got {b} bytes"),
+            );
+        }
+        o.socket_buffer = b as usize;
     }
-    if let Some(d) = get_dur(t, p, "handshake_timeout")? {
+    if let Some(d) = get_dur_in(t, p, "handshake_timeout", TIMEOUT_RANGE)? {
         o.handshake_timeout = d;
     }
-    if let Some(d) = get_dur(t, p, "keepalive")? {
+    let keepalive = get_dur_in(t, p, "keepalive", TIMEOUT_RANGE)?;
+    if let Some(d) = keepalive {
         o.keepalive = d;
     }
-    if let Some(d) = get_dur(t, p, "idle_timeout")? {
-        if d <= o.keepalive {
-            return err("link.idle_timeout", "must be longer than link.keepalive");
-        }
+    let idle = get_dur_in(t, p, "idle_timeout", TIMEOUT_RANGE)?;
+    if let Some(d) = idle {
         o.idle_timeout = d;
+    }
+    if o.idle_timeout <= o.keepalive {
+        // Name the key that was set: with only one of them in the file, the
+        // other is its default.
+        return if idle.is_some() {
+            err(
+                "link.idle_timeout",
+                format!(
+                    "must be longer than link.keepalive ({})",
+                    Dur::from_nanos(o.keepalive.as_nanos() as u64)
+                ),
+            )
+        } else {
+            err(
+                "link.keepalive",
+                format!(
+                    "must be shorter than link.idle_timeout ({} by default)",
+                    Dur::from_nanos(o.idle_timeout.as_nanos() as u64)
+                ),
+            )
+        };
     }
     Ok(o)
 }
@@ -569,7 +645,7 @@ fn transport(t: Option<&Table>) -> R<Transport> {
         p,
         &["pack_delay", "alpha", "beta", "startup", "max_window"],
     )?;
-    if let Some(d) = get_dur(t, p, "pack_delay")? {
+    if let Some(d) = get_dur_in(t, p, "pack_delay", PACK_DELAY_RANGE)? {
         o.pack_delay = d;
     }
     if let Some(a) = get_int(t, p, "alpha", 1, 100_000)? {
@@ -723,7 +799,7 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
         };
         known(e, &p, &["delay", "loss", "rate", "queue", "seed"])?;
         let mut em = Emulation::default();
-        if let Some(d) = get_dur(e, &p, "delay")? {
+        if let Some(d) = get_dur_in(e, &p, "delay", EMULATION_DELAY_RANGE)? {
             em.delay = d;
         }
         if let Some(l) = get_fraction(e, &p, "loss")? {
@@ -731,7 +807,13 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
         }
         em.rate = get_rate(e, &p, "rate")?;
         if let Some(q) = get_bytes(e, &p, "queue")? {
-            em.queue = q.max(1500);
+            if !(1500..=1 << 30).contains(&q) {
+                return err(
+                    &at(&p, "queue"),
+                    format!("must be 1500 bytes (one datagram) to 1GiB, got {q} bytes"),
+                );
+            }
+            em.queue = q;
         }
         if let Some(s) = get_int(e, &p, "seed", 0, i64::MAX as u64)? {
             em.seed = s;
@@ -925,7 +1007,7 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
             }
         };
     }
-    if let Some(d) = get_dur(t, p, "connect_timeout")? {
+    if let Some(d) = get_dur_in(t, p, "connect_timeout", TIMEOUT_RANGE)? {
         o.connect_timeout = d;
     }
     Ok(o)
@@ -950,8 +1032,13 @@ fn bandwidth(t: Option<&Table>) -> R<Option<BucketConfig>> {
             reenable: Dur::from_millis(1),
         },
         Some(s) => match parse_duration(s) {
-            Ok(d) if d >= Dur::from_micros(100) => Refill::Periodic(d),
-            Ok(_) => return err("bandwidth.refill", "must be at least 100us"),
+            Ok(d) if d >= Dur::from_micros(100) && d <= Dur::from_secs(1) => Refill::Periodic(d),
+            Ok(_) => {
+                return err(
+                    "bandwidth.refill",
+                    format!("must be 100us to 1s (or \"on-demand\"), got `{s}`"),
+                )
+            }
             Err(e) => return err("bandwidth.refill", format!("{} (or \"on-demand\")", e.0)),
         },
     };
@@ -988,6 +1075,13 @@ pub struct ProxyConfig {
 }
 
 impl ProxyConfig {
+    /// Checks `path` as [`ProxyConfig::load`] does, for a config built or
+    /// changed in code.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        check_path(&self.directory, "the directory", self.path.as_deref())
+            .map_err(|(k, m)| ConfigError::new(&self.origin, k, m))
+    }
+
     pub fn new(directory: Directory) -> ProxyConfig {
         ProxyConfig {
             socks: SocketAddr::from(([127, 0, 0, 1], 1080)),
@@ -1050,43 +1144,13 @@ impl ProxyConfig {
         if let Some(a) = get_addr(&t, "", "listen").map_err(e)? {
             cfg.listen = a;
         }
-        if let Some(p) = get_str_list(&t, "", "path").map_err(e)? {
-            if p.is_empty() {
-                return Err(ConfigError::new(
-                    file,
-                    "path",
-                    "empty (leave it out for a random path)",
-                ));
-            }
-            if p.len() > 9 {
-                return Err(ConfigError::new(file, "path", "at most 9 relays"));
-            }
-            let names: Vec<&str> = cfg
-                .directory
-                .relays
-                .iter()
-                .map(|r| r.name.as_str())
-                .collect();
-            for (i, n) in p.iter().enumerate() {
-                if cfg.directory.find(n).is_none() {
-                    return Err(ConfigError::new(
-                        file,
-                        format!("path[{i}]"),
-                        format!(
-                            "unknown relay `{n}`{} (the directory {} lists: {})",
-                            did_you_mean(n, &names),
-                            dir_path.display(),
-                            names.join(", ")
-                        ),
-                    ));
-                }
-            }
-            cfg.path = Some(p);
-        }
+        cfg.path = get_str_list(&t, "", "path").map_err(e)?;
+        let desc = format!("the directory {}", dir_path.display());
+        check_path(&cfg.directory, &desc, cfg.path.as_deref()).map_err(e)?;
         cfg.key_file = get_str(&t, "", "key_file")
             .map_err(e)?
             .map(|k| resolve(base, k));
-        if let Some(d) = get_dur(&t, "", "connect_timeout").map_err(e)? {
+        if let Some(d) = get_dur_in(&t, "", "connect_timeout", TIMEOUT_RANGE).map_err(e)? {
             cfg.connect_timeout = d;
         }
         cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
@@ -1099,6 +1163,81 @@ impl ProxyConfig {
         }
         Ok(cfg)
     }
+}
+
+/// The most relays a path may name (the entry and `MAX_HOPS` more).
+pub const MAX_PATH: usize = hopwise_proto::circuit::control::MAX_HOPS + 1;
+
+/// Checks that a proxy's `path` can make a circuit: 1 to [`MAX_PATH`]
+/// relays of the directory (`dir_desc`, "the directory FILE", names it in
+/// messages), none twice, the last one flagged `exit`. A relay refuses to be
+/// the last hop unless it is an exit, so any other path would fail at every
+/// attempt. One relay is a valid path: with no onion encryption every relay
+/// of a circuit reads every cell anyway (`docs/relay.md`). Without a path
+/// (a random one) the directory must flag at least one exit.
+fn check_path(dir: &Directory, dir_desc: &str, path: Option<&[String]>) -> R<()> {
+    let Some(path) = path else {
+        if !dir.relays.iter().any(|r| r.exit) {
+            return err(
+                "directory",
+                format!(
+                    "{dir_desc} flags no relay as an exit, so no random path can end at one \
+                     (add \"exit\" to the flags of the relays that are exits)"
+                ),
+            );
+        }
+        return Ok(());
+    };
+    if path.is_empty() {
+        return err("path", "empty (leave it out for a random path)");
+    }
+    if path.len() > MAX_PATH {
+        return err(
+            "path",
+            format!("at most {MAX_PATH} relays, got {}", path.len()),
+        );
+    }
+    let names: Vec<&str> = dir.relays.iter().map(|r| r.name.as_str()).collect();
+    for (i, n) in path.iter().enumerate() {
+        if dir.find(n).is_none() {
+            return err(
+                &format!("path[{i}]"),
+                format!(
+                    "unknown relay `{n}`{} ({dir_desc} lists: {})",
+                    did_you_mean(n, &names),
+                    names.join(", ")
+                ),
+            );
+        }
+        if let Some(j) = path[..i].iter().position(|m| m == n) {
+            return err(
+                &format!("path[{i}]"),
+                format!("`{n}` is already path[{j}]; a circuit passes through each relay once"),
+            );
+        }
+    }
+    let last = path.len() - 1;
+    let exit = &path[last];
+    if !dir.relays.iter().any(|r| &r.name == exit && r.exit) {
+        let exits: Vec<&str> = dir
+            .relays
+            .iter()
+            .filter(|r| r.exit)
+            .map(|r| r.name.as_str())
+            .collect();
+        let which = if exits.is_empty() {
+            format!("{dir_desc} flags no relay as an exit")
+        } else {
+            format!("{dir_desc} lists these exits: {}", exits.join(", "))
+        };
+        return err(
+            &format!("path[{last}]"),
+            format!(
+                "`{exit}` is not an exit (its directory entry has no \"exit\" flag), and the last relay of a path must be one ({which})"
+            ),
+        );
+    }
+    Ok(())
 }
 
 fn is_local(ip: IpAddr) -> bool {
@@ -1217,6 +1356,156 @@ flags = ["exit"]
             .unwrap();
             assert_eq!(c.emulation[0].1.loss, 0.05);
             assert_eq!(c.emulation[0].0, PeerSel::All);
+        });
+    }
+
+    #[test]
+    fn durations_and_sizes_out_of_range_are_refused() {
+        with_dir(|base| {
+            let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+            let cases = [
+                (
+                    "[link]\nhandshake_timeout = \"0s\"\n",
+                    "relay.toml: link.handshake_timeout: must be positive (1ms to 1h), got `0s`",
+                ),
+                (
+                    "[link]\nhandshake_timeout = \"2h\"\n",
+                    "relay.toml: link.handshake_timeout: must be 1ms to 1h, got `2h`",
+                ),
+                (
+                    "[exit]\nenabled = true\nconnect_timeout = \"0s\"\n",
+                    "relay.toml: exit.connect_timeout: must be positive (1ms to 1h), got `0s`",
+                ),
+                (
+                    "[link]\nkeepalive = \"0ms\"\n",
+                    "relay.toml: link.keepalive: must be positive",
+                ),
+                (
+                    "[link]\nidle_timeout = \"0.1ns\"\n",
+                    "relay.toml: link.idle_timeout: must be positive",
+                ),
+                (
+                    "[link]\nidle_timeout = \"1000h\"\n",
+                    "relay.toml: link.idle_timeout: must be 1ms to 1h, got `1000h`",
+                ),
+                // Only keepalive set, beyond the default idle_timeout (30s).
+                (
+                    "[link]\nkeepalive = \"40s\"\n",
+                    "relay.toml: link.keepalive: must be shorter than link.idle_timeout (30s by default)",
+                ),
+                (
+                    "[link]\nkeepalive = \"10s\"\nidle_timeout = \"10s\"\n",
+                    "relay.toml: link.idle_timeout: must be longer than link.keepalive (10s)",
+                ),
+                (
+                    "[link]\nsocket_buffer = 0\n",
+                    "relay.toml: link.socket_buffer: must be 64KiB to 1GiB, got 0 bytes",
+                ),
+                (
+                    "[transport]\npack_delay = \"1min\"\n",
+                    "relay.toml: transport.pack_delay: must be 0s to 1s, got `1min`",
+                ),
+                (
+                    "[bandwidth]\nrate = \"1MB/s\"\nrefill = \"10s\"\n",
+                    "relay.toml: bandwidth.refill: must be 100us to 1s",
+                ),
+                (
+                    "[bandwidth]\nrate = \"1MB/s\"\nrefill = \"0s\"\n",
+                    "relay.toml: bandwidth.refill: must be 100us to 1s",
+                ),
+                (
+                    "[emulation.r2]\ndelay = \"1h\"\n",
+                    "relay.toml: emulation.r2.delay: must be 0s to 10s, got `1h`",
+                ),
+                (
+                    "[emulation.r2]\nqueue = 0\n",
+                    "relay.toml: emulation.r2.queue: must be 1500 bytes (one datagram) to 1GiB, got 0 bytes",
+                ),
+            ];
+            for (extra, want) in cases {
+                let text = format!("{ok}{extra}");
+                let e = RelayConfig::parse(&text, "relay.toml", base).unwrap_err();
+                assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
+            }
+            // The bounds themselves, and a zero where zero means "off", pass.
+            let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nqueue = 1500\n";
+            let c = RelayConfig::parse(&format!("{ok}{edges}"), "relay.toml", base).unwrap();
+            assert_eq!(c.link.handshake_timeout, Duration::from_millis(1));
+            assert_eq!(c.link.idle_timeout, Duration::from_secs(3600));
+            assert_eq!(c.link.socket_buffer, 64 << 10);
+            assert_eq!(c.exit.connect_timeout, Duration::from_secs(3600));
+            assert_eq!(c.emulation[0].1.delay, Duration::from_secs(10));
+            assert_eq!(c.emulation[0].1.queue, 1500);
+
+            let proxy = "directory = \"dir.toml\"\n";
+            let e = ProxyConfig::parse(
+                &format!("{proxy}connect_timeout = \"0s\"\n"),
+                "proxy.toml",
+                base,
+            )
+            .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "proxy.toml: connect_timeout: must be positive (1ms to 1h), got `0s`"
+            );
+            let e = ProxyConfig::parse(
+                &format!("{proxy}[link]\nhandshake_timeout = \"0s\"\n"),
+                "proxy.toml",
+                base,
+            )
+            .unwrap_err();
+            assert_eq!(e.key, "link.handshake_timeout");
+        });
+    }
+
+    #[test]
+    fn proxy_path_must_make_a_circuit() {
+        with_dir(|base| {
+            let parse = |path: &str| {
+                ProxyConfig::parse(
+                    &format!("directory = \"dir.toml\"\npath = {path}\n"),
+                    "proxy.toml",
+                    base,
+                )
+            };
+            let e = parse("[\"r1\", \"r1\", \"r2\"]").unwrap_err();
+            assert_eq!(e.key, "path[1]");
+            assert!(
+                e.msg
+                    .contains("`r1` is already path[0]; a circuit passes through each relay once"),
+                "{e}"
+            );
+            let e = parse("[\"r2\", \"r1\"]").unwrap_err();
+            assert_eq!(e.key, "path[1]");
+            assert!(
+                e.msg.starts_with("`r1` is not an exit") && e.msg.contains("lists these exits: r2"),
+                "{e}"
+            );
+            let e = parse("[]").unwrap_err();
+            assert_eq!(e.key, "path");
+            let e = parse(&format!("[{}]", ["\"r1\""; MAX_PATH + 1].join(", "))).unwrap_err();
+            assert_eq!(e.to_string(), "proxy.toml: path: at most 9 relays, got 10");
+            // One relay, an exit, is a circuit (entry and exit at once).
+            assert_eq!(
+                parse("[\"r2\"]").unwrap().path,
+                Some(vec!["r2".to_string()])
+            );
+            // A random path needs an exit in the directory.
+            std::fs::write(base.join("noexit.toml"), DIR.replace("[\"exit\"]", "[]")).unwrap();
+            let e = ProxyConfig::parse("directory = \"noexit.toml\"\n", "proxy.toml", base)
+                .unwrap_err();
+            assert_eq!(e.key, "directory");
+            assert!(
+                e.msg.contains("noexit.toml flags no relay as an exit"),
+                "{e}"
+            );
+            // A path set in code is checked as well (spawn_proxy calls this).
+            let mut c = parse("[\"r1\", \"r2\"]").unwrap();
+            assert!(c.check().is_ok());
+            c.path = Some(vec!["r2".into(), "r2".into()]);
+            let e = c.check().unwrap_err();
+            assert_eq!(e.file, "proxy.toml");
+            assert_eq!(e.key, "path[1]");
         });
     }
 

@@ -325,6 +325,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
 
 /// Starts a proxy: a SOCKS5 listener and a client node that builds a circuit.
 pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
+    cfg.check()?;
     let origin = cfg.origin.clone();
     let kp = match &cfg.key_file {
         Some(p) => keys::load_or_create(p)?,
@@ -383,6 +384,22 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     })
 }
 
+/// Whether logs on stderr may use ANSI colours: only when stderr is a
+/// terminal, and not when `NO_COLOR` is set (to anything but the empty
+/// string, as no-color.org asks).
+pub fn stderr_colours() -> bool {
+    use std::io::IsTerminal;
+    colours(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    )
+}
+
+/// [`stderr_colours`] given whether stderr is a terminal and `NO_COLOR`.
+pub fn colours(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
 /// Blocks until SIGINT (Ctrl-C) or SIGTERM.
 pub fn wait_for_shutdown_signal() {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -404,4 +421,19 @@ pub fn wait_for_shutdown_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn colours_only_on_a_terminal_without_no_color() {
+        assert!(colours(true, None));
+        assert!(colours(true, Some(OsStr::new(""))));
+        assert!(!colours(true, Some(OsStr::new("1"))));
+        assert!(!colours(false, None));
+        assert!(!colours(false, Some(OsStr::new(""))));
+    }
 }

@@ -16,6 +16,17 @@ use std::path::Path;
 /// no file. `origin` names the config file and key for messages.
 pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {
     match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(ConfigError::new(
+            path.display(),
+            "",
+            "is a directory, not a key file (key_file names the file itself, e.g. relay1.key)",
+        )),
+        // A FIFO or a device would block or feed the reader forever.
+        Ok(m) if !m.is_file() => Err(ConfigError::new(
+            path.display(),
+            "",
+            "is not a regular file, so it cannot be a key file",
+        )),
         Ok(_) => load(path),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path),
         Err(e) => Err(ConfigError::new(
@@ -129,6 +140,27 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_eq!(load_or_create(&p).unwrap(), k);
+    }
+
+    #[test]
+    fn a_directory_is_not_a_key_file() {
+        let d = tempfile::tempdir().unwrap();
+        // Mode 755: the permission check must not be what answers.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let e = load_or_create(d.path()).unwrap_err();
+        assert_eq!(e.file, d.path().display().to_string());
+        assert!(e.msg.starts_with("is a directory, not a key file"), "{e}");
+        assert!(!e.msg.contains("chmod"), "{e}");
+        // A device, which would feed the reader forever, is refused too.
+        #[cfg(unix)]
+        {
+            let e = load_or_create(Path::new("/dev/zero")).unwrap_err();
+            assert!(e.msg.contains("not a regular file"), "{e}");
+        }
     }
 
     #[test]

@@ -79,7 +79,15 @@ fn emulation_toml(e: &Emulation) -> String {
 /// third an exit) and a proxy into `o.dir`.
 pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let io = |e: std::io::Error| StartError(format!("{}: {e}", o.dir.display()));
-    std::fs::create_dir_all(&o.dir).map_err(io)?;
+    if o.dir.exists() && !o.dir.is_dir() {
+        return Err(StartError(format!("{}: not a directory", o.dir.display())));
+    }
+    std::fs::create_dir_all(&o.dir).map_err(|e| {
+        StartError(format!(
+            "{}: cannot create the directory: {e}",
+            o.dir.display()
+        ))
+    })?;
     let mut dir = Directory::default();
     for (i, name) in NAMES.iter().enumerate() {
         let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
