@@ -158,7 +158,8 @@ impl QueueStats {
 }
 
 /// Jain's fairness index (Jain, Chiu & Hawe 1984): (Σx)² / (n·Σx²).
-/// 1 when all equal, 1/n when one takes everything. `None` for no samples.
+/// 1 when all equal, 1/n when one takes everything. `None` for no samples
+/// or when every sample is zero.
 pub fn jain(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         return None;
@@ -166,7 +167,8 @@ pub fn jain(xs: &[f64]) -> Option<f64> {
     let s: f64 = xs.iter().sum();
     let s2: f64 = xs.iter().map(|x| x * x).sum();
     if s2 == 0.0 {
-        return Some(1.0);
+        // Nobody got anything: fairness is undefined (0/0), not perfect.
+        return None;
     }
     Some(s * s / (xs.len() as f64 * s2))
 }
@@ -227,6 +229,7 @@ mod tests {
     #[test]
     fn jain_and_correlation() {
         assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
+        assert_eq!(jain(&[0.0, 0.0]), None);
         assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
         assert!((correlation(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).unwrap() + 1.0).abs() < 1e-12);
         assert_eq!(correlation(&[1.0, 1.0], &[1.0, 2.0]), None);
