@@ -2,9 +2,9 @@
 //! Each model is one subcommand of [`ModelCmd`]; quantities are written with
 //! units and parsed by `hopwise_proto::units`.
 
-use anyhow::{bail, Result};
-use clap::{Args, Subcommand};
-use hopwise_models::pendulum::{self, Params};
+use anyhow::{anyhow, bail, Result};
+use clap::{ArgGroup, Args, Subcommand};
+use hopwise_models::pendulum::{self, Param, ParamError, Params, Sizing, SizingError, Windows};
 use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
 use std::fmt::Write as _;
 
@@ -19,6 +19,7 @@ pub enum ModelCmd {
 /// `hopwise model pendulum`.
 #[derive(Args, Debug, Clone)]
 #[command(
+    group(ArgGroup::new("up_side").required(true).args(["up_buffer", "target_r"])),
     after_help = "Examples: hopwise model pendulum --down-rate 2.4Mbit --up-rate 196kbit \
 --rtt 200ms --down-buffer 30000B --up-buffer 15000B\n          hopwise model pendulum \
 --down-rate 2.4Mbit --up-rate 196kbit --rtt 200ms --down-buffer 60kB --target-r k"
@@ -30,24 +31,25 @@ pub struct PendulumArgs {
     /// Uplink capacity C_u, e.g. `196kbit`.
     #[arg(long, value_name = "RATE")]
     pub up_rate: String,
-    /// Round-trip propagation delay without queueing (the paper's 2·Tp), e.g. `200ms`.
+    /// Round-trip propagation delay without queueing (the paper's 2·Tp), e.g. `200ms`; at most 120 s.
     #[arg(long, value_name = "DURATION")]
     pub rtt: String,
     /// Downlink (drop-tail) buffer B_d in bytes, e.g. `30000B` or `30kB`.
     #[arg(long, value_name = "BYTES")]
     pub down_buffer: String,
-    /// Uplink buffer B_u in bytes. Leave it out and give --target-r to size it.
-    #[arg(long, value_name = "BYTES", required_unless_present = "target_r")]
+    /// Uplink buffer B_u in bytes (to compute r). Give this or --target-r.
+    #[arg(long, value_name = "BYTES")]
     pub up_buffer: Option<String>,
-    /// Print the uplink buffer that gives this ratio r = Xd/Xu (a number, or
-    /// `k` for the capacity ratio C_d/C_u, at which both links are full).
+    /// Size the uplink buffer for this ratio r = Xd/Xu (a number, or `k` for
+    /// the capacity ratio C_d/C_u, at which both links are full), solving
+    /// Eq. 6-10. Give this or --up-buffer.
     #[arg(long, value_name = "R", conflicts_with = "up_buffer")]
     pub target_r: Option<String>,
     /// The receivers delay their ACKs (one ACK per two full segments; the default).
-    #[arg(long, overrides_with = "no_delayed_ack")]
+    #[arg(long, conflicts_with = "no_delayed_ack")]
     pub delayed_ack: bool,
     /// One ACK per segment.
-    #[arg(long, overrides_with = "delayed_ack")]
+    #[arg(long)]
     pub no_delayed_ack: bool,
     /// Wire size of a pure ACK (52 B with timestamps; SACK blocks add 8 B each).
     #[arg(long, value_name = "BYTES", default_value = "52B")]
@@ -69,27 +71,93 @@ pub fn run(cmd: ModelCmd) -> Result<()> {
     }
 }
 
+/// `Some(v)` when `v` is a bare number, with no unit.
+fn bare_number(v: &str) -> Option<&str> {
+    let t = v.trim();
+    t.parse::<f64>().is_ok().then_some(t)
+}
+
 fn rate_arg(flag: &str, v: &str) -> Result<f64> {
-    let r = parse_rate(v).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
-    if r.bps() == 0 {
-        bail!("{flag}: `{v}` must be positive");
+    if let Some(n) = bare_number(v) {
+        bail!("{flag}: a rate needs a unit: write `{n}Mbit`, `{n}kbit` or `{n}MB/s`, not the bare number `{n}`");
     }
+    let r = parse_rate(v).map_err(|e| anyhow!("{flag}: invalid rate: {e}"))?;
     Ok(r.bytes_per_sec())
+}
+
+fn duration_arg(flag: &str, v: &str) -> Result<f64> {
+    if let Some(n) = bare_number(v) {
+        bail!(
+            "{flag}: a duration needs a unit: write `{n}ms` or `{n}s`, not the bare number `{n}`"
+        );
+    }
+    let d = parse_duration(v).map_err(|e| anyhow!("{flag}: invalid duration: {e}"))?;
+    // Whole nanoseconds over 1e9, so that `120s` is exactly 120.0.
+    Ok(d.as_nanos() as f64 / 1e9)
 }
 
 fn bytes_arg(flag: &str, v: &str) -> Result<f64> {
     Ok(parse_bytes(v)
-        .map_err(|e| anyhow::anyhow!("{flag}: {e}"))?
+        .map_err(|e| anyhow!("{flag}: invalid size: {e}"))?
         .0 as f64)
 }
 
-/// The parsed parameters (with `up_buffer` 0 when sizing) and the target ratio, if any.
+/// The flag that sets a model input.
+fn flag(p: Param) -> &'static str {
+    match p {
+        Param::DownRate => "--down-rate",
+        Param::UpRate => "--up-rate",
+        Param::Rtt => "--rtt",
+        Param::DownBuffer => "--down-buffer",
+        Param::UpBuffer => "--up-buffer",
+        Param::AckSize => "--ack-size",
+        Param::DataSize => "--data-size",
+        Param::TcpBuffer => "--tcp-buffer",
+    }
+}
+
+/// What the user wrote for a model input.
+fn raw(a: &PendulumArgs, p: Param) -> &str {
+    match p {
+        Param::DownRate => &a.down_rate,
+        Param::UpRate => &a.up_rate,
+        Param::Rtt => &a.rtt,
+        Param::DownBuffer => &a.down_buffer,
+        Param::UpBuffer => a.up_buffer.as_deref().unwrap_or("0B"),
+        Param::AckSize => &a.ack_size,
+        Param::DataSize => &a.data_size,
+        Param::TcpBuffer => &a.tcp_buffer,
+    }
+}
+
+/// A model error in the flags' terms: `--rtt: `1e30s` is too large: ...`.
+fn param_error(a: &PendulumArgs, e: &ParamError) -> anyhow::Error {
+    match e {
+        ParamError::Bad { param, problem, .. } => {
+            anyhow!("{}: `{}` {problem}", flag(*param), raw(a, *param))
+        }
+        _ => {
+            let flags: Vec<String> = e
+                .params()
+                .into_iter()
+                .map(|p| format!("{} {}", flag(p), raw(a, p)))
+                .collect();
+            anyhow!("{}: {e}", flags.join(" with "))
+        }
+    }
+}
+
+/// The parsed parameters (with `up_buffer` 0 when sizing) and the target
+/// ratio, if any. Only the syntax is checked here; the ranges, and whether
+/// the model is defined for the inputs, are checked by the model
+/// ([`Params::solve_checked`], [`Params::size_up_buffer`]) in [`pendulum_report`].
 pub fn pendulum_params(a: &PendulumArgs) -> Result<(Params, Option<f64>)> {
+    if a.delayed_ack && a.no_delayed_ack {
+        bail!("--delayed-ack and --no-delayed-ack contradict each other: give one");
+    }
     let down_rate = rate_arg("--down-rate", &a.down_rate)?;
     let up_rate = rate_arg("--up-rate", &a.up_rate)?;
-    let rtt = parse_duration(&a.rtt)
-        .map_err(|e| anyhow::anyhow!("--rtt: {e}"))?
-        .as_secs_f64();
+    let rtt = duration_arg("--rtt", &a.rtt)?;
     let down_buffer = bytes_arg("--down-buffer", &a.down_buffer)?;
     let up_buffer = match &a.up_buffer {
         Some(v) => bytes_arg("--up-buffer", v)?,
@@ -97,20 +165,7 @@ pub fn pendulum_params(a: &PendulumArgs) -> Result<(Params, Option<f64>)> {
     };
     let ack_size = bytes_arg("--ack-size", &a.ack_size)?;
     let data_size = bytes_arg("--data-size", &a.data_size)?;
-    if ack_size <= 0.0 {
-        bail!("--ack-size: `{}` must be positive", a.ack_size);
-    }
-    if data_size <= ack_size {
-        bail!(
-            "--data-size: `{}` must be larger than the ACK size ({} B)",
-            a.data_size,
-            ack_size
-        );
-    }
     let tcp_buffer = bytes_arg("--tcp-buffer", &a.tcp_buffer)?;
-    if tcp_buffer <= 0.0 {
-        bail!("--tcp-buffer: `{}` must be positive", a.tcp_buffer);
-    }
     let p = Params {
         down_rate,
         up_rate,
@@ -130,8 +185,12 @@ pub fn pendulum_params(a: &PendulumArgs) -> Result<(Params, Option<f64>)> {
             _ => bail!("--target-r: `{v}` is not a positive number (or `k` for C_d/C_u)"),
         },
     };
-    if a.up_buffer.is_none() && target.is_none() {
-        bail!("give --up-buffer (to compute r) or --target-r (to size the uplink buffer)");
+    match (&a.up_buffer, target) {
+        (None, None) => bail!(
+            "give --up-buffer (to compute r) or --target-r (to size the uplink buffer for a ratio r)"
+        ),
+        (Some(_), Some(_)) => bail!("give --up-buffer or --target-r, not both"),
+        _ => {}
     }
     Ok((p, target))
 }
@@ -140,11 +199,10 @@ fn b(x: f64) -> String {
     format!("{x:.0} B")
 }
 
-/// What the ratio means for the two links.
+/// What the ratio means for the two links (`r` is finite: the model
+/// rejects inputs that make it 0 or infinite).
 fn reading(r: f64, k: f64) -> String {
-    if !r.is_finite() {
-        "the uplink buffer cannot even hold the download's ACKs: the upload starves".into()
-    } else if r < k {
+    if r < k {
         format!(
             "r < k: queueing sits mostly in the uplink buffer; with the uplink full the download gets about r/k = {:.0} % of the downlink",
             100.0 * r / k
@@ -157,9 +215,88 @@ fn reading(r: f64, k: f64) -> String {
     }
 }
 
+/// The Eq. 6-10 line: both windows, the room left by the ACKs, and r.
+fn windows_line(w: &Windows) -> String {
+    format!(
+        "mean cwnd_d = {}{}, mean cwnd_u = {}{}; B*_d = {}, B*_u = {}; r = cwnd_d/cwnd_u = {:.3}",
+        b(w.cwnd_down),
+        if w.down_at_tcp_buffer {
+            " (= B_TCP)"
+        } else {
+            ""
+        },
+        b(w.cwnd_up),
+        if w.up_at_tcp_buffer { " (= B_TCP)" } else { "" },
+        b(w.b_star_down),
+        b(w.b_star_up),
+        w.ratio
+    )
+}
+
+/// Why Eq. 11 (the closed form) may differ from the Eq. 6-10 solution `w`
+/// of `p`, if it does: a window at `B_TCP`, or one direction's ACKs more
+/// than filling the other's buffer (Eq. 11 lets `B*` go negative).
+fn eq11_caveat(p: &Params, w: &Windows) -> Option<&'static str> {
+    let a = p.rho_eff();
+    if w.down_at_tcp_buffer || w.up_at_tcp_buffer {
+        Some("a window is limited by B_TCP, so Eq. 11 (which ignores B_TCP) does not apply; use the Eq. 6-10 value")
+    } else if p.up_buffer < a * w.cwnd_down || p.down_buffer < a * w.cwnd_up {
+        Some("the ACKs fill a whole buffer (B* clamped at 0), so Eq. 11 (which lets B* go negative) does not apply; use the Eq. 6-10 value")
+    } else {
+        None
+    }
+}
+
+/// What [`pendulum_report`] computed.
+enum Outcome {
+    /// `r` for the given buffers.
+    Ratio(Windows),
+    /// The uplink buffer for a target `r`.
+    Sizing(f64, Sizing),
+}
+
+/// Eq. 11's closed-form inverse: `gamma` for `r` and the uplink buffer
+/// `(B_d + P_d)/gamma - P_u` (negative when Eq. 11 has no solution).
+fn closed_form_up_buffer(p: &Params, r: f64) -> (f64, f64) {
+    let g = pendulum::gamma_for_ratio(r, p.rho_eff());
+    (g, (p.down_buffer + p.p_down()) / g - p.p_up())
+}
+
+/// A sizing error in the flags' terms; an unreachable target also shows
+/// what Eq. 11's closed form would have said, and how far off it is.
+fn sizing_error(a: &PendulumArgs, p: &Params, r: f64, e: SizingError) -> anyhow::Error {
+    if let SizingError::Invalid(e) = &e {
+        return param_error(a, e);
+    }
+    let (_, closed) = closed_form_up_buffer(p, r);
+    let eq11 = if closed >= 0.0 && !matches!(e, SizingError::BadTarget(_)) {
+        let w = Params {
+            up_buffer: closed,
+            ..*p
+        }
+        .solve();
+        format!(
+            " (Eq. 11's closed form would say B_u = {}, but Eq. 6-10 with that buffer give r = {:.3})",
+            b(closed),
+            w.ratio
+        )
+    } else {
+        String::new()
+    };
+    anyhow!("--target-r: {e}{eq11}")
+}
+
 /// The text `hopwise model pendulum` prints.
 pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
     let (p, target) = pendulum_params(a)?;
+    // Check the inputs and solve (or size) before printing anything.
+    let outcome = match target {
+        None => Outcome::Ratio(p.solve_checked().map_err(|e| param_error(a, &e))?),
+        Some(r) => Outcome::Sizing(
+            r,
+            p.size_up_buffer(r).map_err(|e| sizing_error(a, &p, r, e))?,
+        ),
+    };
     let mut s = String::new();
     let k = p.capacity_ratio();
     let _ = writeln!(s, "data pendulum (seed 004, Eq. 6-11)");
@@ -189,9 +326,8 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
         p.rho_eff()
     );
     let _ = writeln!(s, "  B_TCP           {}", b(p.tcp_buffer));
-    match target {
-        None => {
-            let w = p.solve();
+    match outcome {
+        Outcome::Ratio(w) => {
             let _ = writeln!(
                 s,
                 "  buffers         B_d = {}, B_u = {}",
@@ -203,72 +339,75 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
                 "  gamma           (B_d + P_d)/(B_u + P_u) = {:.4}",
                 p.gamma()
             );
-            let _ = writeln!(
-                s,
-                "Eq. 11          r = (gamma - 3/4 rho')/(1 - 3/4 rho' gamma) = {:.3}   (approximation gamma/(1 - 3/4 rho' gamma) = {:.3})",
-                p.ratio(),
-                p.ratio_approx()
-            );
-            let _ = writeln!(
-                s,
-                "Eq. 6-10        mean cwnd_d = {}{}, mean cwnd_u = {}{}; B*_d = {}, B*_u = {}; r = cwnd_d/cwnd_u = {:.3}",
-                b(w.cwnd_down),
-                if w.down_at_tcp_buffer { " (= B_TCP)" } else { "" },
-                b(w.cwnd_up),
-                if w.up_at_tcp_buffer { " (= B_TCP)" } else { "" },
-                b(w.b_star_down),
-                b(w.b_star_up),
-                w.ratio
-            );
-            if w.down_at_tcp_buffer || w.up_at_tcp_buffer {
+            if p.ratio().is_finite() {
                 let _ = writeln!(
                     s,
-                    "                a window is limited by B_TCP, so Eq. 11 (which ignores B_TCP) does not apply; use the Eq. 6-10 value"
+                    "Eq. 11          r = (gamma - 3/4 rho')/(1 - 3/4 rho' gamma) = {:.3}   (approximation gamma/(1 - 3/4 rho' gamma) = {:.3})",
+                    p.ratio(),
+                    p.ratio_approx()
                 );
+            } else {
+                let _ = writeln!(
+                    s,
+                    "Eq. 11          no value: 3/4 rho' gamma = {:.3} >= 1 (the download's ACKs would take more than the whole uplink buffer and pipe)",
+                    0.75 * p.rho_eff() * p.gamma()
+                );
+            }
+            let _ = writeln!(s, "Eq. 6-10        {}", windows_line(&w));
+            if let Some(c) = eq11_caveat(&p, &w) {
+                let _ = writeln!(s, "                {c}");
             }
             let _ = writeln!(s, "reading         {}", reading(w.ratio, k));
         }
-        Some(r) => {
+        Outcome::Sizing(r, sz) => {
             let _ = writeln!(s, "  buffers         B_d = {}", b(p.down_buffer));
-            let g = pendulum::gamma_for_ratio(r, p.rho_eff());
+            let (g, closed) = closed_form_up_buffer(&p, r);
+            let approx = (p.down_buffer + p.p_down())
+                / pendulum::gamma_for_ratio_approx(r, p.rho_eff())
+                - p.p_up();
+            let w = sz.windows;
             let _ = writeln!(
                 s,
-                "target          r = {:.3}{}: gamma = (r + 3/4 rho')/(1 + 3/4 rho' r) = {:.4}",
+                "target          r = {:.3}{}",
                 r,
                 if (r - k).abs() < 1e-12 { " (= k)" } else { "" },
-                g
             );
-            match p.up_buffer_for_ratio(r) {
-                Ok(bu) => {
-                    let _ = writeln!(
-                        s,
-                        "uplink buffer   B_u = (B_d + P_d)/gamma - P_u = {} ({:.1} full segments)",
-                        b(bu),
-                        bu / p.data_size
-                    );
-                    let approx = (p.down_buffer + p.p_down())
-                        / pendulum::gamma_for_ratio_approx(r, p.rho_eff())
-                        - p.p_up();
-                    let _ = writeln!(
-                        s,
-                        "                (the paper's approximate reciprocal gamma = r/(1 + 3/4 rho' r) gives {})",
-                        b(approx.max(0.0))
-                    );
-                    let w = Params { up_buffer: bu, ..p }.solve();
-                    let _ = writeln!(
-                        s,
-                        "check           Eq. 6-10 with this buffer: r = {:.3}{}",
-                        w.ratio,
-                        if w.down_at_tcp_buffer || w.up_at_tcp_buffer {
-                            " (a window hits B_TCP: enlarge --tcp-buffer or expect a different r)"
-                        } else {
-                            ""
-                        }
-                    );
-                    let _ = writeln!(s, "reading         {}", reading(r, k));
-                }
-                Err(e) => bail!("--target-r: {e}"),
+            let _ = writeln!(
+                s,
+                "uplink buffer   B_u = {} ({:.1} full segments): Eq. 6-10 solved for B_u (bisection) give r = {:.3}",
+                b(sz.up_buffer),
+                sz.up_buffer / p.data_size,
+                w.ratio
+            );
+            if let Some(up_to) = sz.flat_up_to {
+                let _ = writeln!(
+                    s,
+                    "                the download's ACKs fill this buffer (B*_u = 0): any B_u up to {} gives the same r, the largest reachable",
+                    b(up_to)
+                );
             }
+            let _ = writeln!(s, "Eq. 6-10        {}", windows_line(&w));
+            let _ = writeln!(
+                s,
+                "Eq. 11          gamma = (r + 3/4 rho')/(1 + 3/4 rho' r) = {:.4}; B_u = (B_d + P_d)/gamma - P_u = {}{}",
+                g,
+                b(closed),
+                if closed < 0.0 { " (< 0: no solution)" } else { "" }
+            );
+            let _ = writeln!(
+                s,
+                "                (the paper's approximate reciprocal gamma = r/(1 + 3/4 rho' r) gives {}{})",
+                b(approx),
+                if approx < 0.0 { ", < 0: no solution" } else { "" }
+            );
+            let sized = Params {
+                up_buffer: sz.up_buffer,
+                ..p
+            };
+            if let Some(c) = eq11_caveat(&sized, &w) {
+                let _ = writeln!(s, "                {c}");
+            }
+            let _ = writeln!(s, "reading         {}", reading(w.ratio, k));
         }
     }
     Ok(s)
@@ -301,10 +440,91 @@ mod tests {
         assert!(out.contains(&format!("{:.3}", p.ratio())), "{out}");
         let target = format!("{}", p.ratio());
         let out = pendulum_report(&args(None, Some(&target))).unwrap();
+        // Eq. 6-10 solved for B_u, and Eq. 11's closed form beside it.
+        assert!(out.contains("uplink buffer   B_u = 15000 B"), "{out}");
         assert!(
             out.contains("B_u = (B_d + P_d)/gamma - P_u = 15000 B"),
             "{out}"
         );
+    }
+
+    #[test]
+    fn unreachable_target_is_an_error_with_the_largest_r() {
+        // The audit's case: B_d = 60 kB, target 30 (Eq. 11 alone gave 658 B).
+        let mut a = args(None, Some("30"));
+        a.down_buffer = "60kB".into();
+        let p = pendulum_params(&a).unwrap().0;
+        let max = p.solve().ratio; // up_buffer is 0 when sizing
+        assert!(max < 30.0, "{max}");
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(e.starts_with("--target-r: r = 30 is unreachable"), "{e}");
+        assert!(e.contains(&format!("largest ratio is r = {max:.4}")), "{e}");
+        let closed = p.up_buffer_for_ratio(30.0).unwrap();
+        assert!(
+            e.contains(&format!("closed form would say B_u = {closed:.0} B")),
+            "{e}"
+        );
+        // Just below the largest r, a buffer is found and meets the target.
+        let target = format!("{}", 0.95 * max);
+        a.target_r = Some(target.clone());
+        let out = pendulum_report(&a).unwrap();
+        assert!(
+            out.contains(&format!("give r = {:.3}", 0.95 * max)),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn undefined_model_names_the_flags() {
+        let mut a = args(Some("0B"), None);
+        a.rtt = "0ms".into();
+        a.down_buffer = "0B".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(e.starts_with("--rtt 0ms with --down-buffer 0B:"), "{e}");
+        assert!(e.contains("undefined"), "{e}");
+        a.down_buffer = "10kB".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(e.starts_with("--rtt 0ms with --up-buffer 0B:"), "{e}");
+        a.up_buffer = Some("100B".into());
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--rtt 0ms with --up-buffer 100B:") && e.contains("ACKs"),
+            "{e}"
+        );
+        for (rtt, ok) in [("1e9s", false), ("120.5s", false), ("120s", true)] {
+            let mut a = args(Some("15000B"), None);
+            a.rtt = rtt.into();
+            match pendulum_report(&a) {
+                Ok(_) => assert!(ok, "{rtt} accepted"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(!ok, "{rtt}: {e}");
+                    assert!(e.starts_with("--rtt:") && e.contains("too large"), "{e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn no_nan_or_inf_is_ever_printed() {
+        for rtt in ["0ms", "1ms", "200ms"] {
+            for bd in ["0B", "100B", "30kB"] {
+                for bu in ["0B", "100B", "15kB"] {
+                    for delayed in [false, true] {
+                        let mut a = args(Some(bu), None);
+                        (a.rtt, a.down_buffer, a.no_delayed_ack) = (rtt.into(), bd.into(), delayed);
+                        let mut s = args(None, Some("k"));
+                        (s.rtt, s.down_buffer, s.no_delayed_ack) = (rtt.into(), bd.into(), delayed);
+                        for a in [a, s] {
+                            if let Ok(out) = pendulum_report(&a) {
+                                let l = out.to_lowercase();
+                                assert!(!l.contains("nan") && !l.contains("inf"), "{a:?}\n{out}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
@@ -313,20 +533,49 @@ mod tests {
         a.down_rate = "fast".into();
         let e = pendulum_report(&a).unwrap_err().to_string();
         assert!(e.starts_with("--down-rate:"), "{e}");
+        a.down_rate = "10".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--down-rate: a rate needs a unit") && e.contains("`10Mbit`"),
+            "{e}"
+        );
+        a.down_rate = "0Mbit".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(
+            e.starts_with("--down-rate: `0Mbit` must be positive"),
+            "{e}"
+        );
+        let mut a = args(Some("15000B"), None);
+        a.rtt = "200".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(e.starts_with("--rtt: a duration needs a unit"), "{e}");
         let mut a = args(Some("15 apples"), None);
         a.up_buffer = Some("15 apples".into());
         assert!(pendulum_report(&a)
             .unwrap_err()
             .to_string()
             .starts_with("--up-buffer:"));
+        let mut a = args(Some("15000B"), None);
+        a.data_size = "40B".into();
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(e.starts_with("--data-size: `40B`"), "{e}");
         let e = pendulum_report(&args(None, Some("-3")))
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("--target-r:"), "{e}");
-        // r far above what an empty uplink buffer gives.
         let e = pendulum_report(&args(None, Some("1000")))
             .unwrap_err()
             .to_string();
-        assert!(e.contains("no uplink buffer"), "{e}");
+        assert!(e.contains("unreachable"), "{e}");
+        // Neither --up-buffer nor --target-r, or both delayed-ACK flags.
+        let e = pendulum_report(&args(None, None)).unwrap_err().to_string();
+        assert!(e.contains("--up-buffer") && e.contains("--target-r"), "{e}");
+        let mut a = args(Some("15000B"), None);
+        (a.delayed_ack, a.no_delayed_ack) = (true, true);
+        let e = pendulum_report(&a).unwrap_err().to_string();
+        assert!(
+            e.contains("--delayed-ack") && e.contains("--no-delayed-ack"),
+            "{e}"
+        );
     }
 }
