@@ -208,7 +208,7 @@ impl Chart {
         let (w, h) = self.pixel_size();
         let mut body = String::new();
         let id = svg::id_prefix(&format!("chart:{}:{w}x{h}", self.title));
-        self.render(&mut body, &id, w, h);
+        self.render(&mut body, &id, w, h, None);
         svg::document(w, h, &self.title, &body)
     }
 
@@ -305,7 +305,17 @@ impl Chart {
 
     /// Renders the chart into a `w` x `h` pixel box at the origin of the
     /// current coordinate system, using `id` as prefix for element ids.
-    pub(crate) fn render(&self, out: &mut String, id: &str, w: f64, h: f64) {
+    /// `align`: the plot area's left and right edges, to line it up with
+    /// other panels (a [`crate::Figure`] column); `None` lays it out alone.
+    /// Returns the edges used.
+    pub(crate) fn render(
+        &self,
+        out: &mut String,
+        id: &str,
+        w: f64,
+        h: f64,
+        align: Option<(f64, f64)>,
+    ) -> (f64, f64) {
         let markers = self.has_markers();
         let x_spec = AxisSpec {
             explicit: self.x_range,
@@ -364,6 +374,9 @@ impl Chart {
             plot.left = (PAD + y_label_w + ya.max_label_width() + TICK_LEN + 4.0)
                 .max(PAD + half(xa.labels.first()));
             plot.right = right_edge - (half(xa.labels.last()) - 4.0).max(6.0);
+            if let Some((left, right)) = align {
+                (plot.left, plot.right) = (left, right);
+            }
             plot.ensure_min(20.0, 20.0);
             band_labels = self.layout_band_labels(&xa.scale(plot.left, plot.right), &plot, w);
             let rows = band_labels.iter().map(|b| b.row + 1).max().unwrap_or(0);
@@ -414,6 +427,7 @@ impl Chart {
             no_data_note(out, &plot);
         }
         out.push_str("</g>\n");
+        (plot.left, plot.right)
     }
 
     /// Assigns each labelled x band a row above the plot so labels do not

@@ -33,10 +33,22 @@ impl Panel {
         }
     }
 
-    fn render(&self, out: &mut String, id: &str, w: f64, h: f64) {
+    /// Renders the panel; a chart lines its plot area up with `align` (see
+    /// [`Chart::render`]) and returns its plot area's left and right edges.
+    fn render(
+        &self,
+        out: &mut String,
+        id: &str,
+        w: f64,
+        h: f64,
+        align: Option<(f64, f64)>,
+    ) -> Option<(f64, f64)> {
         match self {
-            Panel::Chart(c) => c.render(out, id, w, h),
-            Panel::Bar(b) => b.render(out, w, h),
+            Panel::Chart(c) => Some(c.render(out, id, w, h, align)),
+            Panel::Bar(b) => {
+                b.render(out, w, h);
+                None
+            }
         }
     }
 }
@@ -45,7 +57,10 @@ impl Panel {
 ///
 /// Panels fill the grid row by row. Each column is as wide as its widest
 /// panel and each row as tall as its tallest one, unless
-/// [`Figure::panel_size`] sets one size for all panels.
+/// [`Figure::panel_size`] sets one size for all panels. The x/y charts of a
+/// column share the left and right edges of their plot areas (the widest
+/// tick labels and legend of the column decide them), so that stacked time
+/// series line up.
 ///
 /// ```
 /// use hopwise_plot::{BarChart, Chart, Figure, Series};
@@ -130,6 +145,25 @@ impl Figure {
                 "no data",
             );
         }
+        // Each chart laid out alone first; a column's charts then share the
+        // largest left edge and the smallest right edge among them.
+        let mut align: Vec<Option<(f64, f64)>> = vec![None; cols];
+        let mut charts = vec![0usize; cols];
+        for (i, p) in self.panels.iter().enumerate() {
+            let (w, h) = self.cell_size(p);
+            if let Some((l, r)) = p.render(&mut String::new(), "", w, h, None) {
+                let a = align[i % cols].get_or_insert((l, r));
+                *a = (a.0.max(l), a.1.min(r));
+                charts[i % cols] += 1;
+            }
+        }
+        for (c, a) in align.iter_mut().enumerate() {
+            // A single chart needs no partner; nor does a column whose
+            // shared area would be too narrow to plot in.
+            if charts[c] < 2 || a.is_some_and(|(l, r)| r - l < 40.0) {
+                *a = None;
+            }
+        }
         for (i, p) in self.panels.iter().enumerate() {
             let (c, r) = (i % cols, i / cols);
             let x: f64 = col_w[..c].iter().sum();
@@ -141,7 +175,7 @@ impl Figure {
                 P(x),
                 P(y)
             );
-            p.render(&mut body, &format!("{base_id}-p{i}"), w, h);
+            p.render(&mut body, &format!("{base_id}-p{i}"), w, h, align[c]);
             body.push_str("</g>\n");
         }
         body.push_str("</g>\n");

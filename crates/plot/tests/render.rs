@@ -614,3 +614,44 @@ fn large_series_render_quickly_and_compactly() {
     assert!(svg.len() < 5 * 4 * 1200 * 12, "{} bytes", svg.len());
     parse(&svg);
 }
+
+/// The x/y charts stacked in a figure's column share their plot areas' left
+/// and right edges, whatever their tick labels and legends; a lone chart in
+/// its column keeps its own.
+#[test]
+fn stacked_panels_share_plot_edges() {
+    let clip_rects = |svg: &str| -> Vec<(f64, f64)> {
+        let doc = parse(svg);
+        doc.descendants()
+            .filter(|n| n.has_tag_name("clipPath"))
+            .filter_map(|c| c.children().find(|n| n.has_tag_name("rect")))
+            .map(|r| {
+                let x: f64 = r.attribute("x").unwrap().parse().unwrap();
+                let w: f64 = r.attribute("width").unwrap().parse().unwrap();
+                (x, x + w)
+            })
+            .collect()
+    };
+    let pts = |scale: f64| {
+        (0..50)
+            .map(|i| (i as f64, scale * i as f64))
+            .collect::<Vec<_>>()
+    };
+    // Narrow y labels and one short legend entry, against wide y labels and
+    // two long legend entries.
+    let a = Chart::new("a").series(Series::line("x", pts(1.0)));
+    let b = Chart::new("b")
+        .series(Series::line("a rather long series name", pts(1e6)))
+        .series(Series::line("another long series name", pts(2e6)));
+    let alone = |c: &Chart| clip_rects(&Figure::new("", 1).panel(c.clone()).to_svg())[0];
+    let (ra, rb) = (alone(&a), alone(&b));
+    assert!(
+        (ra.0 - rb.0).abs() > 5.0 || (ra.1 - rb.1).abs() > 5.0,
+        "the test needs charts that differ alone: {ra:?} {rb:?}"
+    );
+    let stacked = clip_rects(&Figure::new("t", 1).panel(a).panel(b).to_svg());
+    assert_eq!(stacked.len(), 2);
+    assert_eq!(stacked[0], stacked[1], "stacked plot areas differ");
+    assert_eq!(stacked[0].0, ra.0.max(rb.0));
+    assert_eq!(stacked[0].1, ra.1.min(rb.1));
+}
