@@ -205,12 +205,25 @@ pub fn write_summary<T: Serialize>(dir: &Path, value: &T) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Writes a CSV file from a header and rows of already-formatted cells.
+/// A CSV cell as RFC 4180 writes it: quoted, with quotes doubled, when it
+/// holds a comma, a quote or a line break; otherwise as it is.
+pub fn csv_cell(c: &str) -> std::borrow::Cow<'_, str> {
+    if c.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", c.replace('"', "\"\"")).into()
+    } else {
+        c.into()
+    }
+}
+
+/// Writes a CSV file from a header and rows of already-formatted cells
+/// (quoted where needed, [`csv_cell`]).
 pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
-    let mut s = header.join(",");
+    let line =
+        |cells: &mut dyn Iterator<Item = &str>| cells.map(csv_cell).collect::<Vec<_>>().join(",");
+    let mut s = line(&mut header.iter().copied());
     s.push('\n');
     for r in rows {
-        s.push_str(&r.join(","));
+        s.push_str(&line(&mut r.iter().map(String::as_str)));
         s.push('\n');
     }
     if let Some(d) = path.parent() {
@@ -314,13 +327,14 @@ pub fn claims_table(claims: &[Claim]) -> String {
             Verdict::Differs => "DIFFERS",
             Verdict::Info => "info   ",
         };
-        s.push_str(&format!(
-            "[{mark}] {}: {}\n          paper: {}\n          ours:  {}\n",
-            c.figure,
-            short(&c.claim),
-            c.claim,
-            c.measured
-        ));
+        // The claim in full (the paper's statement and our criterion) only
+        // when the headline left something out.
+        let head = short(&c.claim);
+        s.push_str(&format!("[{mark}] {}: {head}\n", c.figure));
+        if head.len() < c.claim.trim_end().len() {
+            s.push_str(&format!("          claim: {}\n", c.claim));
+        }
+        s.push_str(&format!("          ours:  {}\n", c.measured));
     }
     s
 }
@@ -328,11 +342,15 @@ pub fn claims_table(claims: &[Claim]) -> String {
 /// The headline of a claim: up to the first `;` or the first full stop that
 /// ends a sentence (". " before a capital letter, not after "Fig", "Eq" or
 /// another abbreviation), so that decimals ("0.7", "2.4 Mbit/s") and
-/// references ("Eq. 11") stay whole.
+/// references ("Eq. 11") stay whole; never inside parentheses.
 fn short(s: &str) -> &str {
     const ABBREVIATIONS: [&str; 8] = ["Fig", "Figs", "Eq", "Eqs", "Sec", "e.g", "i.e", "cf"];
+    let mut depth = 0usize;
     for (i, c) in s.char_indices() {
         match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
             ';' => return s[..i].trim_end(),
             '.' => {
                 let mut rest = s[i + 1..].chars();
@@ -352,6 +370,45 @@ fn short(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn headlines_stop_at_a_sentence_or_semicolon_outside_parentheses() {
+        assert_eq!(short("A holds; criterion: x"), "A holds");
+        assert_eq!(short("Eq. 11 fits. More text"), "Eq. 11 fits");
+        assert_eq!(
+            short("Late-comer (bucket, 10 ms refill; RTT 120 ms); more"),
+            "Late-comer (bucket, 10 ms refill; RTT 120 ms)"
+        );
+        let c = |claim: &str| Claim {
+            figure: "Fig. 1".into(),
+            claim: claim.into(),
+            measured: "3".into(),
+            verdict: Verdict::Holds,
+        };
+        let t = claims_table(&[c("r is 3"), c("r is 3; paper: about 3")]);
+        assert_eq!(t.matches("claim: ").count(), 1, "{t}");
+        assert!(t.contains("claim: r is 3; paper: about 3"), "{t}");
+    }
+
+    #[test]
+    fn csv_cells_with_commas_and_quotes_are_quoted() {
+        assert_eq!(csv_cell("plain"), "plain");
+        assert_eq!(csv_cell("bucket, 10 ms refill"), "\"bucket, 10 ms refill\"");
+        assert_eq!(csv_cell("a \"b\""), "\"a \"\"b\"\"\"");
+        let dir = std::env::temp_dir().join(format!("hopwise-csv-cell-{}", std::process::id()));
+        let path = dir.join("t.csv");
+        write_csv(
+            &path,
+            &["case", "x"],
+            &[vec!["equal delays, no delayed ACKs".into(), "1".into()]],
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "case,x\n\"equal delays, no delayed ACKs\",1\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn par_map_keeps_order() {
