@@ -11,6 +11,9 @@ const MARKER_PAD: f64 = 0.04;
 /// A tight axis end moves to the next nice tick if that grows the range by
 /// at most this fraction.
 const SNAP: f64 = 0.05;
+/// Room added above data that would touch the top of a nice axis, as a
+/// fraction of the span (the axis then ends at the next nice bound).
+const HEADROOM: f64 = 0.04;
 
 /// Running min/max of the values that are valid on an axis.
 #[derive(Clone, Copy, Debug, Default)]
@@ -176,7 +179,17 @@ fn resolve_linear(spec: &AxisSpec, max_ticks: usize) -> Axis {
             (lo, hi) = widen_linear((lo, hi));
             let (nice_lo, nice_hi, _) = ticks::nice_bounds(lo, hi, max_ticks);
             if spec.nice {
-                (lo, hi) = (nice_lo, nice_hi);
+                // Data that reaches the top tick exactly (a queue at its
+                // limit, a utilisation of 1) would run along the frame:
+                // leave a little headroom, up to the next nice bound.
+                let top = data.map(|(_, dhi)| dhi);
+                let span = nice_hi - nice_lo;
+                if top.is_some_and(|t| t > nice_lo && nice_hi - t <= 0.005 * span) {
+                    let (_, h, _) = ticks::nice_bounds(lo, hi + HEADROOM * span, max_ticks);
+                    (lo, hi) = (nice_lo, h);
+                } else {
+                    (lo, hi) = (nice_lo, nice_hi);
+                }
             } else {
                 // Snap an end to the next tick when that barely changes the
                 // range, so e.g. 0.02..59.7 shows as 0..60.
@@ -281,4 +294,33 @@ pub(crate) fn resolve_vertical(spec: &AxisSpec, length: f64) -> Axis {
         ((length / 32.0) as usize).clamp(3, 10)
     };
     resolve(spec, max_ticks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn y(lo: f64, hi: f64) -> Axis {
+        resolve(
+            &AxisSpec {
+                explicit: None,
+                log: false,
+                data: Some((lo, hi)),
+                nice: true,
+                pad: false,
+                include_zero: true,
+            },
+            6,
+        )
+    }
+
+    #[test]
+    fn data_on_the_top_tick_gets_headroom() {
+        // A queue at its 30 000 B limit, a utilisation of exactly 1.
+        assert!(y(0.0, 30_000.0).hi > 30_000.0);
+        assert!(y(0.0, 1.0).hi > 1.0);
+        // Below the tick it stays as it was.
+        assert_eq!(y(0.0, 28_000.0).hi, 30_000.0);
+        assert_eq!(y(0.0, 0.93).hi, 1.0);
+    }
 }

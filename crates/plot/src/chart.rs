@@ -388,7 +388,9 @@ impl Chart {
 
         out.push_str("<g class=\"chart\">\n");
         draw_title(out, &self.title, w);
-        let clip = plot.expand(2.0);
+        // Wide enough for a whole marker on the plot's edge (a point at the
+        // last x, say); lines are cut geometrically 4 px out anyway.
+        let clip = plot.expand(if markers { MARKER_R + 1.0 } else { 2.0 });
         put!(
             out,
             "<defs><clipPath id=\"{id}-clip\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath></defs>\n",
