@@ -456,10 +456,17 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
     let top = qs.first().map_or(0.0, |f| f.stats.means(window).0);
     qs.retain(|f| f.stats.means(window).0 >= 0.01 * top);
     qs.truncate(MAX_PLOTTED);
-    let mut q = Chart::new(format!(
-        "Queue occupancy{}",
-        shown_note(qs.len(), total, "queues")
-    ))
+    // Say which were left out: the busiest are shown, and those below 1 %
+    // of the busiest's mean are not worth a line.
+    let note = if qs.len() < total {
+        format!(
+            " ({} busiest of {total} queues; all are in queues.csv)",
+            qs.len()
+        )
+    } else {
+        String::new()
+    };
+    let mut q = Chart::new(format!("Queue occupancy{note}"))
     .x_label("time (s)")
     .y_label("queue (kB)");
     for f in &qs {
