@@ -7,3 +7,8 @@
 #![forbid(unsafe_code)]
 
 pub mod pendulum;
+
+/// The README's example runs as a doctest, so that it stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
