@@ -101,8 +101,12 @@ pub fn run(
         .filter(|c| c.verdict == Verdict::Holds)
         .count();
     println!();
+    // "1 claim holds, 2 differ".
+    let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     println!(
-        "{holds} claims hold, {differs} differ, {} for information; {:.1} s wall; results in {}",
+        "{}, {}, {} for information; {:.1} s wall; results in {}",
+        verb(holds, "claim holds", "claims hold"),
+        verb(differs, "differs", "differ"),
         outcome.claims.len() - holds - differs,
         t0.elapsed().as_secs_f64(),
         out.display()

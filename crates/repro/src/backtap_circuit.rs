@@ -48,7 +48,7 @@ pub use mux::{MuxConfig, MuxOut, MuxRow};
 pub fn experiment() -> Experiment {
     Experiment {
         name: "backtap-circuit",
-        about: "Seed 002 §4: Fig. 5 (one circuit, RTT 30-900 ms), multiplexing unfairness, the late-comer; vanilla Tor vs BackTap",
+        about: "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 5 (one circuit, RTT 30-900 ms), multiplexing unfairness, the late-comer; vanilla Tor vs BackTap",
         run,
     }
 }
@@ -351,7 +351,7 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
     claims.extend(mux::claims(plan, &mx));
     claims.extend(latecomer::claims(plan, &lc));
     claims.push(Claim::info(
-        "§3 (issue 6)",
+        "§3 (loss recovery)",
         "Under 5 % random datagram loss on every hop a 50 MB transfer arrives byte-exact and in order; the codec is fuzzed",
         "shown in crates/proto, not here: tests/backtap_transfer.rs five_percent_loss_50mb_byte_exact (and both directions at once), \
          tests/backtap_wire.rs (property-based decoder and endpoint fuzzing in every test run), cargo-fuzz targets decode and endpoint in crates/proto/fuzz",

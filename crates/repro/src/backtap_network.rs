@@ -48,7 +48,7 @@ pub use single::{SingleOut, SingleRow};
 pub fn experiment() -> Experiment {
     Experiment {
         name: "backtap-network",
-        about: "Seed 002 §4: Fig. 6 (fairness, overhead, backlog, inter-fairness), Fig. 7 (dumbbell TTFB/TTLB); vanilla, PCTCP, N23, Tor Vegas, BackTap",
+        about: "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 6 (fairness, overhead, backlog, inter-fairness), Fig. 7 (dumbbell TTFB/TTLB); vanilla, PCTCP, N23, Tor Vegas, BackTap",
         run,
     }
 }
@@ -400,7 +400,15 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
     let fo = fairness::run(plan, opts, progress, dir, &mut files)?;
     progress.note("Fig. 6b/c: circuits against TCP downloads on a relay's host");
     let io = inter::run(plan, opts, progress, dir, &mut files)?;
-    progress.note("Fig. 7, Table 2: NA/EU dumbbell, 375 and 800 circuits");
+    let counts: Vec<String> = plan
+        .dumbbell_circuits
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    progress.note(&format!(
+        "Fig. 7, Table 2: NA/EU dumbbell, {} circuits",
+        counts.join(" and ")
+    ));
     let dbo = dumbbell::run(plan, opts, progress, dir, &mut files)?;
     progress.note("Single circuit (Fig. 5 setup): Tor Vegas's standing queue vs BackTap");
     let so = single::run(plan, opts, progress, dir, &mut files)?;

@@ -24,6 +24,7 @@ mod plots;
 
 pub use net::{cc, simulate, tcp_linux, tcp_ns2, FlowDef, Path, RunResult, RunSpec, SEG};
 
+use crate::plural;
 use crate::{
     mean_sd, par_map, quantile, write_csv, write_summary, Claim, Experiment, Outcome, Progress,
     ReproOpts,
@@ -37,7 +38,7 @@ use std::path::Path as FsPath;
 pub fn experiment() -> Experiment {
     Experiment {
         name: "ledbat-flow",
-        about: "Seed 003 §3-4: LEDBAT, Vegas, LP and NICE against NewReno; LEDBAT target regions; latecomers",
+        about: "Testa and Rossi 2014 (seed paper 003) §3-4: LEDBAT, Vegas, LP and NICE against NewReno; LEDBAT target regions; latecomers",
         run,
     }
 }
@@ -381,7 +382,7 @@ struct Fig2Out {
 fn fig2(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig2Out {
     let pairs = fig2_pairs();
     progress.note("Fig. 2: cwnd of two flows on 10 Mbit/s, 50 ms, 100 packets");
-    progress.start("fig. 2", pairs.len() as u64);
+    progress.start("Fig. 2", pairs.len() as u64);
     let traces = par_map(pairs.clone(), opts.jobs, progress, |(kind, a, b)| {
         let flows = vec![FlowDef::new(a, cc(a, &[])), FlowDef::new(b, cc(b, &[]))];
         let mut s = spec(
@@ -420,6 +421,8 @@ fn fig2(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig2Out {
 #[derive(Clone)]
 struct Fig4Setting {
     name: &'static str,
+    /// A short name for the figure (at most 24 characters, a bar's label).
+    label: &'static str,
     what: &'static str,
     tcp: TcpConfig,
     /// Protocols this variant applies to (others are not rerun).
@@ -435,6 +438,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
     vec![
         Fig4Setting {
             name: "delayed-acks",
+            label: "delayed ACKs",
             what: "receivers delay ACKs (RFC 5681, 40 ms timer); otherwise as the main runs",
             tcp: TcpConfig {
                 delayed_ack: true,
@@ -445,6 +449,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "sack",
+            label: "SACK",
             what: "SACK on every flow (ns-2's Agent/TCP/Newreno and TCPSink have none); otherwise as the main runs",
             tcp: TcpConfig {
                 sack: true,
@@ -455,6 +460,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "linux-tcp",
+            label: "our TCP defaults",
             what: "our TCP model's defaults: delayed ACKs, an initial window of 10 and SACK",
             tcp: tcp_linux(),
             protocols: LOW_PRIORITY.to_vec(),
@@ -462,6 +468,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "ledbat-min-cwnd-1",
+            label: "MIN_CWND = 1",
             what: "LEDBAT with MIN_CWND = 1 segment (the floor of the authors' TCP-Linux LEDBAT) instead of RFC 6817's 2",
             tcp: tcp_ns2(),
             protocols: vec!["ledbat"],
@@ -469,6 +476,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "vegas-alpha1-beta3",
+            label: "alpha, beta = 1, 3",
             what: "Vegas and NICE with alpha, beta = 1, 3 packets (ns-2 Agent/TCP/Vegas defaults, the Nice prototype) instead of Linux's 2, 4",
             tcp: tcp_ns2(),
             protocols: vec!["vegas", "nice"],
@@ -476,6 +484,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "lp-linux",
+            label: "LP re-basing (Linux)",
             what: "TCP-LP with Linux tcp_lp.c's re-basing rule (rebase = true, calibrate = false): every ACK above the threshold reacts and restarts the delay range at [sowd, 2 sowd]; other differences from Linux's module remain (docs/congestion-control.md)",
             tcp: tcp_ns2(),
             protocols: vec!["lp"],
@@ -483,6 +492,7 @@ fn fig4_variants() -> Vec<Fig4Setting> {
         },
         Fig4Setting {
             name: "paper-literal-lp-nice",
+            label: "papers' literal rules",
             what: "TCP-LP with calibrate = false and TCP-NICE with delay = rtt (the papers' literal rules), delayed ACKs on so that the NICE RTT artefact can show",
             tcp: TcpConfig {
                 delayed_ack: true,
@@ -496,6 +506,14 @@ fn fig4_variants() -> Vec<Fig4Setting> {
             },
         },
     ]
+}
+
+/// The figure's name for the Fig. 4 setting `name`.
+fn fig4_variant_label(name: &str) -> &str {
+    fig4_variants()
+        .into_iter()
+        .find(|v| v.name == name)
+        .map_or(name, |v| v.label)
 }
 
 fn fig4_flows(protocol: &str, n: usize, params: &[(&str, &str)]) -> Vec<FlowDef> {
@@ -565,12 +583,12 @@ fn fig4(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig4Out {
         }
     }
     progress.note(&format!(
-        "Fig. 4: 1 NewReno + N low-priority flows, 1 Mbit/s, {} s, {} seeds ({} runs)",
+        "Fig. 4: 1 NewReno + N low-priority flows, 1 Mbit/s, {} s, {} ({})",
         p.fig4_secs,
-        p.fig4_seeds,
-        items.len()
+        plural(p.fig4_seeds as usize, "seed"),
+        plural(items.len(), "run"),
     ));
-    progress.start("fig. 4", items.len() as u64);
+    progress.start("Fig. 4", items.len() as u64);
     let results = par_map(
         items.clone(),
         opts.jobs,
@@ -634,14 +652,14 @@ fn fig5(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig5Out {
         items.push((true, rel, 1));
     }
     progress.note(&format!(
-        "Fig. 5: NewReno against LEDBAT, target {:.0}–{:.0} ms, {} seeds; {} s runs at {} targets",
+        "Fig. 5: NewReno against LEDBAT, target {:.0}–{:.0} ms, {}; {} of {} s",
         p.fig5_rel.first().copied().unwrap_or(0.0) * buf_ms,
         p.fig5_rel.last().copied().unwrap_or(0.0) * buf_ms,
-        p.fig5_seeds,
+        plural(p.fig5_seeds as usize, "seed"),
+        plural(p.fig5_long_rel.len(), "longer run"),
         p.fig5_long_secs,
-        p.fig5_long_rel.len()
     ));
-    progress.start("fig. 5", items.len() as u64);
+    progress.start("Fig. 5", items.len() as u64);
     let results = par_map(items.clone(), opts.jobs, progress, |(long, rel, seed)| {
         let flows = vec![
             FlowDef::new("newreno", cc("newreno", &[])),
@@ -772,7 +790,7 @@ fn fig6(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig6Out {
         p.fig6_ratios.last().copied().unwrap_or(1.0),
         p.fig6_secs
     ));
-    progress.start("fig. 6", items.len() as u64);
+    progress.start("Fig. 6", items.len() as u64);
     let results = par_map(items.clone(), opts.jobs, progress, |(ratio, seed)| {
         let flows = vec![
             FlowDef::new("tau1", ledbat_target(100.0 * ratio)),
@@ -869,10 +887,12 @@ fn latecomer(
         }
     }
     progress.note(&format!(
-        "Latecomers ({label}): {flows} LEDBAT flows starting {} s apart, {} s, {} seeds",
-        p.late_gap_secs, p.late_secs, p.late_seeds
+        "Latecomers ({label}): {flows} LEDBAT flows starting {} s apart, {} s, {}",
+        p.late_gap_secs,
+        p.late_secs,
+        plural(p.late_seeds as usize, "seed")
     ));
-    progress.start("latecomers", items.len() as u64);
+    progress.start("Latecomers", items.len() as u64);
     let warm = p.late_gap_secs * (flows as u64 - 1);
     let results = par_map(items.clone(), opts.jobs, progress, |(vi, seed)| {
         let name = LATE_VARIANTS[vi].1;
@@ -1170,7 +1190,10 @@ fn claims(
     c.push(Claim::new(
         "Fig. 5",
         "LEDBAT is low priority while tau is 10–50 % of the buffer delay; criterion: NewReno share >= 0.8",
-        format!("lowest share over {} targets in 10–50 %: {low_min:.3}", low.len()),
+        format!(
+            "lowest share over {} in 10–50 %: {low_min:.3}",
+            plural(low.len(), "target")
+        ),
         !low.is_empty() && low_min >= 0.8,
     ));
     if let (Some(a), Some(b)) = (share_at(50.0), share_at(100.0)) {

@@ -205,6 +205,16 @@ pub fn write_summary<T: Serialize>(dir: &Path, value: &T) -> anyhow::Result<()> 
     Ok(())
 }
 
+/// `n` and `noun`, the noun in the plural unless `n` is 1: `plural(1,
+/// "run")` is "1 run", `plural(3, "run")` "3 runs" (regular plurals only).
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// A CSV cell as RFC 4180 writes it: quoted, with quotes doubled, when it
 /// holds a comma, a quote or a line break; otherwise as it is.
 pub fn csv_cell(c: &str) -> std::borrow::Cow<'_, str> {
@@ -388,6 +398,13 @@ mod tests {
         let t = claims_table(&[c("r is 3"), c("r is 3; paper: about 3")]);
         assert_eq!(t.matches("claim: ").count(), 1, "{t}");
         assert!(t.contains("claim: r is 3; paper: about 3"), "{t}");
+    }
+
+    #[test]
+    fn counts_take_the_singular_only_for_one() {
+        assert_eq!(plural(0, "run"), "0 runs");
+        assert_eq!(plural(1, "run"), "1 run");
+        assert_eq!(plural(16, "circuit"), "16 circuits");
     }
 
     #[test]

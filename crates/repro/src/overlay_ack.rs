@@ -14,6 +14,7 @@ pub mod setup;
 pub use dynamic::{DynPolicy, OverlayNode, PeerPlan, PolicyEvent, PolicyEventKind};
 pub use setup::{mean_between, Mode, ProbeRow, RunResult, SeenSegment, Setup, Timeline};
 
+use crate::plural;
 use crate::{
     bootstrap_ci90, mean_ci90, mean_sd, par_map, quantile, write_csv, write_summary, Claim,
     Experiment, Outcome, Progress, ReproOpts,
@@ -27,7 +28,7 @@ use std::path::Path;
 pub fn experiment() -> Experiment {
     Experiment {
         name: "overlay-ack",
-        about: "Seed 000: ACKs stuck behind data on an overlay link; ACK prioritisation; one connection per direction",
+        about: "Marks et al. 2010 (seed paper 000): ACKs stuck behind data on an overlay link; ACK prioritisation; one connection per direction",
         run,
     }
 }
@@ -643,9 +644,9 @@ pub fn run_with(
         }
     }
     progress.note(&format!(
-        "{} modes × {} runs of {:.0} s simulated",
+        "{} modes × {} of {:.0} s simulated",
         params.modes.len(),
-        params.runs,
+        plural(params.runs as usize, "run"),
         tl.duration
     ));
     progress.start("overlay-ack runs", items.len() as u64);
@@ -1099,13 +1100,13 @@ fn claims(
             "Fig. 2b (§III-B)",
             "A→B's RTT rises above a second once B's queue fills; must show: A→B's RTT exceeds 500 ms during the collapse",
             format!(
-                "median SRTT in phase 2 {:.0} ms (phase 1: {:.0} ms, A's own 1000-packet queue); {:.0} % of phase-2 samples above 500 ms; per-run maximum {:.0} ms; probed run: max {:.0} ms, {} RTOs in 30 s; its capture on A's link: {} data segments ({} retransmitted), {} ACKs, longest silence between ACKs {:.2} s",
+                "median SRTT in phase 2 {:.0} ms (phase 1: {:.0} ms, A's own 1000-packet queue); {:.0} % of phase-2 samples above 500 ms; per-run maximum {:.0} ms; probed run: max {:.0} ms, {} in 30 s; its capture on A's link: {} data segments ({} retransmitted), {} ACKs, longest silence between ACKs {:.2} s",
                 p.ab_srtt_phase2_ms,
                 p.ab_srtt_phase1_ms,
                 100.0 * p.ab_srtt_phase2_over_500ms,
                 p.ab_srtt_phase2_max_ms,
                 fig2b.max_srtt_ms,
-                fig2b.timeouts,
+                plural(fig2b.timeouts as usize, "RTO"),
                 fig2b.captured_data_segments,
                 fig2b.captured_retransmissions,
                 fig2b.captured_acks,
@@ -1306,17 +1307,33 @@ fn mean_band(runs: &[&RunResult], sel: Selector, duration: f64) -> (Points, Poin
     (pts, band)
 }
 
+/// What starts at `tl.bc.0` in a chart of `flows`: the B–C connection
+/// carries C→B too in the two-way modes, and a chart of the flows towards B
+/// shows that direction.
+fn bc_start_label(flows: &[(&str, Selector)]) -> &'static str {
+    if flows.iter().any(|(name, _)| *name == "C→B") {
+        "C→B starts"
+    } else {
+        "B→C starts"
+    }
+}
+
 fn avg_chart(title: &str, runs: &[&RunResult], flows: &[(&str, Selector)], tl: &Timeline) -> Chart {
     let mut ch = Chart::new(title)
         .x_label("time (s)")
-        .y_label("goodput (Mbit/s), mean ± 90 % CI")
+        .y_label(if runs.len() == 1 {
+            "goodput (Mbit/s), 10 s bins"
+        } else {
+            "goodput (Mbit/s), mean ± 90 % CI"
+        })
         .y_range(0.0, 11.0)
         .x_range(0.0, tl.duration);
     for (name, sel) in flows {
         let (p, b) = mean_band(runs, *sel, tl.duration);
         ch.push_series(Series::line_points(*name, p).with_band(b));
     }
-    ch.vline(tl.bc.0, "B→C starts").vline(tl.ab.1, "A→B stops")
+    ch.vline(tl.bc.0, bc_start_label(flows))
+        .vline(tl.ab.1, "A→B stops")
 }
 
 fn single_chart(title: &str, r: &RunResult, flows: &[(&str, Selector)], tl: &Timeline) -> Chart {
@@ -1354,7 +1371,7 @@ fn figures(
     if let Some(r) = first(Mode::Plain) {
         // Fig. 2a: one run, 1 s bins.
         let ch = single_chart(
-            &format!("Fig. 2a: throughput in one run (plain, seed {})", r.seed),
+            &format!("Fig. 2a: goodput in one run (plain, seed {})", r.seed),
             r,
             &[ab, bc],
             tl,
@@ -1389,14 +1406,24 @@ fn figures(
             .filter(|w| w[1].timeouts > w[0].timeouts)
             .map(|w| (w[1].t, ack_at(w[1].t)))
             .collect();
-        let seq = Chart::new("(a) A→B time-sequence graph at A's link, every packet")
-            .x_label("time (s)")
-            .y_label("stream offset (MB)")
-            .series(Series::line("data segment sent (end)", mb(&trace.sent)))
-            .series(Series::line("ACK towards A", mb(&trace.acks)))
-            .series(Series::points("retransmitted segment", mb(&trace.retx)))
-            .series(Series::points("timeout (RTO)", rto))
-            .vline(tl.bc.0, "B→C starts");
+        // A legend entry for what happened only: "no data" would read as
+        // a gap in the capture.
+        let mut seq = Chart::new(if rto.is_empty() {
+            "(a) A→B time-sequence graph at A's link, every packet; no timeouts in this window"
+        } else {
+            "(a) A→B time-sequence graph at A's link, every packet"
+        })
+        .x_label("time (s)")
+        .y_label("stream offset (MB)")
+        .series(Series::line("data segment sent (end)", mb(&trace.sent)))
+        .series(Series::line("ACK towards A", mb(&trace.acks)));
+        if !trace.retx.is_empty() {
+            seq.push_series(Series::points("retransmitted segment", mb(&trace.retx)));
+        }
+        if !rto.is_empty() {
+            seq.push_series(Series::points("timeout (RTO)", rto));
+        }
+        let seq = seq.vline(tl.bc.0, "B→C starts");
         let rtt = Chart::new("(b) A→B: smoothed RTT and congestion window")
             .x_label("time (s)")
             .y_label("SRTT (s) / cwnd (MB)")
@@ -1442,11 +1469,12 @@ fn figures(
         (!rs.is_empty()).then(|| avg_chart(title, &rs, flows, tl))
     };
     let n = params.runs;
-    if let Some(ch) = fig_avg(
-        &format!("Fig. 3: plain, mean of {n} runs"),
-        Mode::Plain,
-        &[ab, bc],
-    ) {
+    let mean_of = if n == 1 {
+        "one run".to_string()
+    } else {
+        format!("mean of {n} runs")
+    };
+    if let Some(ch) = fig_avg(&format!("Fig. 3: plain, {mean_of}"), Mode::Plain, &[ab, bc]) {
         save(&mut files, "fig3.svg", ch.write_svg(out.join("fig3.svg")))?;
     }
     {
@@ -1459,7 +1487,7 @@ fn figures(
                 "ackprio-len64 (the paper's < 64 B classifier)",
             ),
         ] {
-            if let Some(ch) = fig_avg(&format!("{t}, mean of {n} runs"), m, &[ab, bc]) {
+            if let Some(ch) = fig_avg(&format!("{t}, {mean_of}"), m, &[ab, bc]) {
                 f.push_panel(ch);
                 any = true;
             }
@@ -1473,9 +1501,7 @@ fn figures(
         }
     }
     if let Some(ch) = fig_avg(
-        &format!(
-            "Fig. 6: bidirectional connections, plain FIFOs, flows towards B, mean of {n} runs"
-        ),
+        &format!("Fig. 6: bidirectional connections, plain FIFOs, flows towards B, {mean_of}"),
         Mode::Bidir,
         &[ab, cb],
     ) {
@@ -1494,11 +1520,7 @@ fn figures(
         ),
     ] {
         if let (Some(a), Some(r)) = (
-            fig_avg(
-                &format!("(a) flows towards B, mean of {n} runs"),
-                m,
-                &[ab, cb],
-            ),
+            fig_avg(&format!("(a) flows towards B, {mean_of}"), m, &[ab, cb]),
             first(m),
         ) {
             let b = single_chart(&format!("(b) one run (seed {}), A→B", r.seed), r, &[ab], tl);
@@ -1508,7 +1530,7 @@ fn figures(
     }
     if let (Some(a), Some(r)) = (
         fig_avg(
-            &format!("(a) flows towards B, mean of {n} runs"),
+            &format!("(a) flows towards B, {mean_of}"),
             Mode::SplitDynamic,
             &[ab, cb],
         ),

@@ -5,6 +5,7 @@ use super::{
     access, backtap, f3, kbs, payload_rate, start_offset, vanilla_circuit_window,
     vanilla_stream_window, Plan, RefillMode, ALPHA, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL,
 };
+use crate::plural;
 use crate::{mean_ci90, par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::backtap::Startup;
 use hopwise_proto::time::Dur;
@@ -792,7 +793,16 @@ fn list(rows: &[&Fig5Row], f: impl Fn(&Fig5Row) -> String) -> String {
 pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
     let mut c = Vec::new();
     let seeds = plan.fig5_seeds;
-    let refill_seeds = plan.fig5_refill_seeds;
+    let per_point = if seeds == 1 {
+        "1 run per point".to_string()
+    } else {
+        format!("mean of {seeds} runs per point")
+    };
+    let refill_runs = format!(
+        "{} per point",
+        plural(plan.fig5_refill_seeds as usize, "run")
+    );
+    let pct = |x: f64| format!("{:.1} %", 100.0 * x);
     let pv = payload_rate(VANILLA_CELL);
     let pb = payload_rate(BACKTAP_CELL);
 
@@ -805,10 +815,10 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             "Fig. 5a",
             "Vanilla, circuit window 1000: the rate is at least 95 % of C·498/512 at every RTT below 300 ms",
             format!(
-                "{} (C·498/512 = {}); lowest {:.1} %; mean of {seeds} runs per point",
-                list(&below, |r| format!("{:.3}", r.rate / pv)),
+                "{} of C·498/512 = {}; lowest {}; {per_point}",
+                list(&below, |r| pct(r.rate / pv)),
                 kbs(pv),
-                100.0 * worst / pv
+                pct(worst / pv)
             ),
             !below.is_empty() && worst >= 0.95 * pv,
         ));
@@ -886,11 +896,11 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             c.push(Claim::info(
                 "Fig. 5b (§4 explanation)",
                 format!(
-                    "The 350 kB plateau comes from the 100 ms refill: 300 cells arrive per refill and only three SENDMEs travel back. With a {} refill it should disappear",
-                    if key.ends_with("10ms") { "10 ms" } else { "on-demand" }
+                    "With {} refill the 350 kB plateau should disappear. It comes from the 100 ms refill: 300 cells arrive per refill and only three SENDMEs travel back",
+                    if key.ends_with("10ms") { "a 10 ms" } else { "an on-demand" }
                 ),
                 format!(
-                    "{} ({refill_seeds} runs per point); {verdict}",
+                    "{} ({refill_runs}); {verdict}",
                     list(&cv, |r| format!("{:.0} kB", r.backlog / 1e3)),
                 ),
             ));
@@ -906,10 +916,10 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             "Fig. 5a",
             "Vanilla, stream window 500: the knee is near 500·512 B / 1500 kB/s ≈ 171 ms (judged: ±10 %)",
             format!(
-                "knee {} ms (bytes per RTT where the window limits, over C·498/512); the rate first falls below 95 % at {} ms; rates: {}",
+                "knee {} ms (bytes per RTT where the window limits, over C·498/512); the rate first falls below 95 % at {} ms; rates (of C·498/512): {}",
                 knee.map_or("-".into(), |k| format!("{k:.0}")),
                 cross.map_or("-".into(), |k| format!("{k:.0}")),
-                list(&stream, |r| format!("{:.3}", r.rate / pv))
+                list(&stream, |r| pct(r.rate / pv))
             ),
             knee.is_some_and(|k| (k / 171.0 - 1.0).abs() <= 0.10),
         ));
@@ -935,11 +945,11 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             "Fig. 5a",
             "BackTap, after ramp-up: the rate is at least 95 % of the bottleneck's payload rate at every RTT up to 900 ms",
             format!(
-                "{} of C·498/519 = {} (the bucket charges the 519-byte BackTap cell); lowest {:.1} % ({:.1} % of C·498/512); fits start {:.0}–{:.0} s into the runs",
-                list(&bt, |r| format!("{:.3}", r.rate / pb)),
+                "{} of C·498/519 = {} (the bucket charges the 519-byte BackTap cell); lowest {} ({} of C·498/512); fits start {:.0}–{:.0} s into the runs",
+                list(&bt, |r| pct(r.rate / pb)),
                 kbs(pb),
-                100.0 * worst / pb,
-                100.0 * worst / pv,
+                pct(worst / pb),
+                pct(worst / pv),
                 bt.first().map_or(0.0, |r| r.fit_from_s),
                 bt.last().map_or(0.0, |r| r.fit_from_s)
             ),
@@ -1049,7 +1059,7 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
                 }
             ),
             format!(
-                "{refill_seeds} runs per point. rate/payload: {}; delay − RTT/2: {}; mean middle queue: {}",
+                "{refill_runs}. rate/payload: {}; delay − RTT/2: {}; mean middle queue: {}",
                 list(&cv, |r| f3(r.rate / pb)),
                 list(&cv, |r| format!(
                     "{:+.0} ms",
@@ -1062,10 +1072,10 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
     let tv = out.curve("tor-vegas");
     if !tv.is_empty() {
         c.push(Claim::info(
-            "Fig. 5 (Tor Vegas, issue 7)",
+            "Fig. 5 (Tor Vegas)",
             "Tor Vegas (proposal 324, 100 ms refill) keeps the rate under high RTT but holds a standing queue of 100+ cells, where BackTap holds a few",
             format!(
-                "{refill_seeds} runs per point. rate/payload: {}; standing queue (delay − RTT/2)·rate/498, cells: {}; BackTap: {}",
+                "{refill_runs}. rate/payload: {}; standing queue (delay − RTT/2)·rate/498, cells: {}; BackTap: {}",
                 list(&tv, |r| f3(r.rate / pv)),
                 list(&tv, |r| format!(
                     "{:.0}",

@@ -4,6 +4,7 @@
 //! BackTap shares baseRtt per next hop so that it does not.
 
 use super::{access, backtap, f3, kbs, share_base_rtt, start_offset, w_rate, Plan, RefillMode};
+use crate::plural;
 use crate::{mean_ci90, par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::backtap::Startup;
 use hopwise_proto::time::Dur;
@@ -322,7 +323,7 @@ pub fn claims(plan: &Plan, out: &LateOut) -> Vec<Claim> {
     let mut c = Vec::new();
     let desc = |r: &LateRow| {
         format!(
-            "first {}, late-comer {} (late/first {:.2}{}; min/max {:.3}, worst run {:.3}; {} runs, last {} s of {} s)",
+            "first {}, late-comer {} (late/first {:.2}{}; min/max {:.3}, worst run {:.3}; {}, last {} s of {} s)",
             kbs(r.rate_first),
             kbs(r.rate_late),
             r.rate_ratio,
@@ -333,7 +334,7 @@ pub fn claims(plan: &Plan, out: &LateOut) -> Vec<Claim> {
             },
             r.min_over_max,
             r.min_over_max_worst,
-            r.seeds,
+            plural(r.seeds, "run"),
             plan.late_measure_secs,
             plan.late_secs
         )

@@ -10,6 +10,7 @@ use super::{
     access, backtap, f3, jain, kbs, payload_rate, start_offset, vanilla_both_windows, Plan,
     RefillMode, BACKTAP_CELL, VANILLA_CELL,
 };
+use crate::plural;
 use crate::{mean_ci90, par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::backtap::Startup;
 use hopwise_proto::time::Dur;
@@ -79,6 +80,14 @@ pub fn configs() -> Vec<MuxConfig> {
         ),
         c("backtap-1ms", "backtap", Periodic1, backtap_linear, false),
     ]
+}
+
+/// A configuration's transport as the text names it ("BackTap", "vanilla").
+pub fn transport_label(transport: &str) -> &str {
+    match transport {
+        "backtap" => "BackTap",
+        t => t,
+    }
 }
 
 /// The network: clients op0…op9, guards gA and gB, the middle (the bucket),
@@ -330,10 +339,10 @@ pub fn claims(plan: &Plan, out: &MuxOut) -> Vec<Claim> {
     let rtt = plan.mux_rtt_ms;
     let desc = |r: &MuxRow| {
         format!(
-            "Jain {:.3} (lowest run {:.3}; {} runs); circuit A {}, each B circuit {}; {:.1} % of the payload rate used",
+            "Jain {:.3} (lowest run {:.3}; {}); circuit A {}, each B circuit {}; {:.1} % of the payload rate used",
             r.jain,
             r.jain_min,
-            r.seeds,
+            plural(r.seeds, "run"),
             kbs(r.rate_a),
             kbs(r.rate_b),
             100.0 * r.utilisation
@@ -373,7 +382,11 @@ pub fn claims(plan: &Plan, out: &MuxOut) -> Vec<Claim> {
         }
         c.push(Claim::info(
             "§4 intra-fairness (sensitivity)",
-            format!("Jain's index over RTTs: {key} ({} refill)", rs[0].refill),
+            format!(
+                "Jain's index over RTTs: {} ({} refill)",
+                transport_label(rs[0].transport),
+                rs[0].refill
+            ),
             rs.iter()
                 .map(|r| format!("{} ms: {}", r.rtt_ms, f3(r.jain)))
                 .collect::<Vec<_>>()

@@ -2,7 +2,7 @@
 
 use super::fig5::{variants, Fig5Out, Fig5Row};
 use super::latecomer::LateOut;
-use super::mux::{MuxOut, CIRCUITS};
+use super::mux::{transport_label, MuxOut, CIRCUITS};
 use super::{payload_rate, Plan, BACKTAP_CELL, CELL_DATA, VANILLA_CELL};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use std::path::Path;
@@ -120,10 +120,13 @@ pub fn fig5(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Resul
         .map(|v| v.key)
         .collect();
     let [a, b, c] = panels(out, &main, false);
+    let stats = if seeds == 1 {
+        "one run".to_string()
+    } else {
+        format!("mean of {seeds} runs, 90 % CI")
+    };
     Figure::new(
-        format!(
-            "Fig. 5: one circuit, middle relay limited to 1500 kB/s (mean of {seeds} runs, 90 % CI; Nagle off)"
-        ),
+        format!("Fig. 5: one circuit, middle relay limited to 1500 kB/s ({stats}; Nagle off)"),
         3,
     )
     .panel_size(560, 400)
@@ -243,7 +246,11 @@ pub fn mux(plan: &Plan, out: &MuxOut, dir: &Path, files: &mut Vec<String>) -> an
     keys.dedup();
     for (i, k) in keys.iter().enumerate() {
         let rs: Vec<_> = out.rows.iter().filter(|r| r.config == *k).collect();
-        let name = format!("{} ({} refill)", rs[0].transport, rs[0].refill);
+        let name = format!(
+            "{} ({} refill)",
+            transport_label(rs[0].transport),
+            rs[0].refill
+        );
         let s = Series::line_points(name, rs.iter().map(|r| (r.rtt_ms as f64, r.jain)).collect())
             .with_error_bars(
                 rs.iter()

@@ -31,6 +31,7 @@
 
 use super::topo::{DumbbellDraw, RESPONSE_DELAY};
 use super::{transport, transports, Plan, Speed, Transport};
+use crate::plural;
 use crate::{par_map, quantile, write_csv, Claim, Progress, ReproOpts};
 use hopwise_plot::{palette_color, Chart, Figure, Series};
 use hopwise_proto::time::{Dur, Time};
@@ -641,6 +642,15 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
     let mut cl = Vec::new();
     let ms = |s: f64| format!("{:.0} ms", 1e3 * s);
     let server = server_delay_mean();
+    // A count per run: a mean over the row's runs, a whole number when
+    // there is one run.
+    let count = |x: f64, runs: usize| {
+        if runs == 1 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.1}")
+        }
+    };
     for &c in &plan.dumbbell_circuits {
         let fig = format!("Fig. 7 ({c} circuits)");
         let tab = format!("Table 2 ({c} circuits)");
@@ -728,11 +738,11 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
                 &tab,
                 "BackTap completes at least as many bulk and as many web downloads as vanilla (paper, 800 circuits: about 5 % more web and 15 % more bulk)",
                 format!(
-                    "completed per run (issued ≥ {} s, over {} seeds), web: {}; bulk: {}; BackTap/vanilla web {:+.1} %, bulk {:+.1} %",
+                    "completed per run (issued ≥ {} s, over {}), web: {}; bulk: {}; BackTap/vanilla web {:+.1} %, bulk {:+.1} %",
                     plan.dumbbell_from_s,
-                    plan.dumbbell_seeds,
-                    list("web", &|r| format!("{:.1}", r.completed)),
-                    list("bulk", &|r| format!("{:.1}", r.completed)),
+                    plural(plan.dumbbell_seeds as usize, "seed"),
+                    list("web", &|r| count(r.completed, r.runs)),
+                    list("bulk", &|r| count(r.completed, r.runs)),
                     100.0 * (bw.completed / vw.completed - 1.0),
                     100.0 * (bb.completed / vb.completed - 1.0),
                 ),
@@ -752,7 +762,10 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
             let (Some(x), Some(l)) = (r.hop_retransmits, r.lossy_circuits) else {
                 return "n/a".to_string();
             };
-            format!("{x:.0} cells per run, on {l:.1} of {circuits} circuits")
+            format!(
+                "{x:.0} cells per run, on {} of {circuits} circuits",
+                count(l, r.runs)
+            )
         };
         let kind_circuits = |k: usize| {
             out.runs
@@ -777,21 +790,21 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
                 &tab,
                 format!("BackTap compared with {}", w.label),
                 format!(
-                    "web: median TTFB {} vs {}, median TTLB {} vs {}, TTLB sd {} vs {}, completed {:.1} vs {:.1}, mean rate {:.0} vs {:.0} kB/s; bulk: median TTLB {} vs {}, completed {:.1} vs {:.1}, mean rate {:.0} vs {:.0} kB/s (BackTap first)",
+                    "web: median TTFB {} vs {}, median TTLB {} vs {}, TTLB sd {} vs {}, completed {} vs {}, mean rate {:.0} vs {:.0} kB/s; bulk: median TTLB {} vs {}, completed {} vs {}, mean rate {:.0} vs {:.0} kB/s (BackTap first)",
                     ms(bw.ttfb_median_s),
                     ms(w.ttfb_median_s),
                     secs(bw.ttlb_median_s),
                     secs(w.ttlb_median_s),
                     secs(bw.ttlb_sd_s),
                     secs(w.ttlb_sd_s),
-                    bw.completed,
-                    w.completed,
+                    count(bw.completed, bw.runs),
+                    count(w.completed, w.runs),
                     bw.mean_rate / 1e3,
                     w.mean_rate / 1e3,
                     secs(bb.ttlb_median_s),
                     secs(b.ttlb_median_s),
-                    bb.completed,
-                    b.completed,
+                    count(bb.completed, bb.runs),
+                    count(b.completed, b.runs),
                     bb.mean_rate / 1e3,
                     b.mean_rate / 1e3,
                 ),
@@ -810,12 +823,12 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
             let base = super::plots::base_of(&vw.transport);
             let f = |w: &DumbbellRow, b: &DumbbellRow| {
                 format!(
-                    "{}: web TTLB median {} (p90 {}), completed {:.1} web and {:.1} bulk, bulk TTLB median {}",
+                    "{}: web TTLB median {} (p90 {}), completed {} web and {} bulk, bulk TTLB median {}",
                     w.transport,
                     secs(w.ttlb_median_s),
                     secs(w.ttlb_p90_s),
-                    w.completed,
-                    b.completed,
+                    count(w.completed, w.runs),
+                    count(b.completed, b.runs),
                     secs(b.ttlb_median_s),
                 )
             };

@@ -7,6 +7,7 @@
 use super::topo::{bulk, StarDraw};
 use super::{pct, transport, transports, Plan, Speed, Transport, CELL_DATA};
 use crate::backtap_circuit::{jain, w_rate};
+use crate::plural;
 use crate::{bootstrap_ci90, par_map, quantile, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::time::Dur;
 use hopwise_sim::spec::NodeKind;
@@ -484,8 +485,8 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
         "Fig. 6a",
         "BackTap's median Jain index (over per-circuit rates, across seeds) is higher than vanilla's, PCTCP's and N23's",
         format!(
-            "median (10th percentile) over {} runs: {}; Jain over rate / max-min share, median: {}{gaps}",
-            plan.star_seeds,
+            "median (10th percentile) over {}: {}; Jain over rate / max-min share, median: {}{gaps}",
+            plural(plan.star_seeds as usize, "run"),
             list(&|r| format!("{:.3} ({:.3})", r.jain_median, r.jain_p10)),
             list(&|r| format!("{:.3}", r.jain_maxmin_median)),
         ),
@@ -537,13 +538,13 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
             vars.iter()
                 .map(|r| {
                     format!(
-                        "{}: Jain median {:.3} (over max-min share {:.3}), overhead {}, backlog {:.1} MB ({} runs)",
+                        "{}: Jain median {:.3} (over max-min share {:.3}), overhead {}, backlog {:.1} MB ({})",
                         r.transport,
                         r.jain_median,
                         r.jain_maxmin_median,
                         pct(r.overhead),
                         r.backlog_bytes / 1e6,
-                        r.runs
+                        plural(r.runs, "run")
                     )
                 })
                 .collect::<Vec<_>>()

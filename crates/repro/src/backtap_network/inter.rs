@@ -42,6 +42,7 @@ use super::fairness::RW_INTERVAL;
 use super::topo::{bulk, ACCESS_QUEUE, RELAY_ACCESS, RESPONSE_DELAY};
 use super::{transport, Plan, Speed, Transport};
 use crate::backtap_circuit::w_rate;
+use crate::plural;
 use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_plot::{Chart, Figure, Series};
 use hopwise_proto::cc::CcConfig;
@@ -490,7 +491,7 @@ fn plots(
 ) -> anyhow::Result<()> {
     let x_max = plan.inter_circuits.iter().copied().max().unwrap_or(1) as f64;
     for s in settings {
-        let mut chart = Chart::new(format!("{}: {}", s.figure, s.label))
+        let mut chart = Chart::new(s.label)
             .x_label("circuits through the relay")
             .y_label("share of the access link left to TCP")
             .x_range(1.0, x_max.max(2.0))
@@ -521,10 +522,15 @@ fn plots(
             s.figure.replace("Fig. ", "fig").to_lowercase(),
             s.key
         );
+        let runs = if plan.inter_seeds == 1 {
+            "one run per point".to_string()
+        } else {
+            format!("mean of {} runs per point", plan.inter_seeds)
+        };
         Figure::new(
             format!(
-                "{}: TCP downloads on the relay's host ({} runs per point, {}–{} s)",
-                s.figure, plan.inter_seeds, plan.inter_from_s, plan.inter_secs
+                "{}: TCP downloads on the relay's host ({runs}, {}–{} s)",
+                s.figure, plan.inter_from_s, plan.inter_secs
             ),
             1,
         )
@@ -587,9 +593,9 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
             plan.inter_n_tcp
         ),
         format!(
-            "{}; {} runs per point, window {}–{} s, {DOWNLOAD_CC} downloads",
+            "{}; {} per point, window {}–{} s, {DOWNLOAD_CC} downloads",
             measured.join("; "),
-            plan.inter_seeds,
+            plural(plan.inter_seeds as usize, "run"),
             plan.inter_from_s,
             plan.inter_secs
         ),
@@ -603,11 +609,11 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
             let b = share_over_ntcp(out, s.key, "backtap", many);
             holds &= matches!((a, b), (Some(a), Some(b)) if b < a);
             measured.push(format!(
-                "{}: {} circuits {} → {} circuits {}",
+                "{}: {} {} → {} {}",
                 s.figure,
-                few,
+                plural(few, "circuit"),
                 f(a),
-                many,
+                plural(many, "circuit"),
                 f(b)
             ));
         }

@@ -9,7 +9,8 @@
 //!   percent) and total in-flight backlog (MB) per transport.
 
 use super::fairness::{FairnessOut, FairnessRow};
-use super::{transports, Plan};
+use super::{transport, transports, Plan};
+use crate::plural;
 use hopwise_plot::{palette_color, BarChart, Chart, Figure, Series};
 use std::path::Path;
 
@@ -70,7 +71,7 @@ fn cdf_panels(
         .x_range(lo, 1.0)
         .y_range(0.0, 1.0);
     for r in rows {
-        let name = format!("{} ({} runs)", r.label, r.runs);
+        let name = format!("{} ({})", r.label, plural(r.runs, "run"));
         let style = |s: Series| {
             let s = s.color(color(&r.transport));
             if dashed(r) {
@@ -100,17 +101,37 @@ pub fn fig6a(
 ) -> anyhow::Result<()> {
     let main: Vec<&FairnessRow> = out.rows.iter().filter(|r| r.main).collect();
     let vars: Vec<&FairnessRow> = out.rows.iter().filter(|r| !r.main).collect();
-    let setup = format!(
-        "star of the 50-relay TorPS file, {} bulk circuits, pair RTT {} ms unless labelled 80 ms, rates over {}–{} s",
-        plan.star_circuits, plan.star_rtt_ms, plan.star_from_s, plan.star_secs
-    );
+    // The star's pair RTT, and the other RTTs of the variants shown (whose
+    // labels name them).
+    let setup = |rows: &[&FairnessRow]| {
+        let mut other: Vec<u64> = rows
+            .iter()
+            .filter_map(|r| transport(&r.transport)?.star_rtt_ms)
+            .filter(|&ms| ms != plan.star_rtt_ms)
+            .collect();
+        other.sort_unstable();
+        other.dedup();
+        let where_labelled = if other.is_empty() {
+            String::new()
+        } else {
+            let ms: Vec<String> = other.iter().map(|ms| format!("{ms} ms")).collect();
+            format!(" ({} where labelled)", ms.join(", "))
+        };
+        format!(
+            "star of the 50-relay TorPS file, {} bulk circuits, pair RTT {} ms{where_labelled}, rates over {}–{} s",
+            plan.star_circuits, plan.star_rtt_ms, plan.star_from_s, plan.star_secs
+        )
+    };
 
     let [jain, share] = cdf_panels(out, &main, &|_| false);
-    Figure::new(format!("Fig. 6a: fairness between circuits ({setup})"), 2)
-        .panel_size(620, 420)
-        .panel(jain)
-        .panel(share)
-        .write_svg(dir.join("fig6a_jain_cdf.svg"))?;
+    Figure::new(
+        format!("Fig. 6a: fairness between circuits ({})", setup(&main)),
+        2,
+    )
+    .panel_size(620, 420)
+    .panel(jain)
+    .panel(share)
+    .write_svg(dir.join("fig6a_jain_cdf.svg"))?;
     files.push("fig6a_jain_cdf.svg".into());
 
     if !vars.is_empty() {
@@ -127,7 +148,8 @@ pub fn fig6a(
         let [jain, share] = cdf_panels(out, &rows, &|r| !r.main);
         Figure::new(
             format!(
-                "Fig. 6a, sensitivity: refill, gating and star-RTT variants (dashed) ({setup})"
+                "Fig. 6a, sensitivity: refill, gating and star-RTT variants (dashed) ({})",
+                setup(&rows)
             ),
             2,
         )
@@ -159,7 +181,8 @@ pub fn fig6a(
             bars(&vars, |r| r.backlog_bytes / 1e6),
         );
     }
-    Figure::new(format!("Table 1 ({setup})"), 2)
+    let shown: Vec<&FairnessRow> = main.iter().chain(&vars).copied().collect();
+    Figure::new(format!("Table 1 ({})", setup(&shown)), 2)
         .panel_size(620, 420)
         .panel(overhead)
         .panel(backlog)

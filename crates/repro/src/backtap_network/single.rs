@@ -27,6 +27,7 @@ use super::Plan;
 use crate::backtap_circuit::fig5::{self, hop_mean, Variant};
 use crate::backtap_circuit::RefillMode;
 use crate::backtap_circuit::{start_offset, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL};
+use crate::plural;
 use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::time::Dur;
 use hopwise_tor::Dir;
@@ -338,7 +339,7 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 )
             });
         c.push(Claim::new(
-            "Issue 7 (Fig. 5 setup)",
+            "Tor Vegas (Fig. 5 setup)",
             format!(
                 "Tor Vegas holds a standing queue of {VEGAS_QUEUE_MIN:.0}+ cells per circuit at the bottleneck relay, BackTap a few (judged at every RTT where both reach {:.0} % of the payload rate: Tor Vegas ≥ {VEGAS_QUEUE_MIN:.0} cells, BackTap ≤ β + one 10 ms refill = {few:.1} cells)",
                 100.0 * STEADY_RATE
@@ -361,7 +362,7 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
     }
     if let Some(hi) = tv.iter().max_by_key(|r| r.rtt_ms) {
         c.push(Claim::new(
-            "Issue 7 (Fig. 5 setup)",
+            "Tor Vegas (Fig. 5 setup)",
             "Tor Vegas keeps the rate under high RTT (judged: ≥ 0.8 of the bottleneck's payload rate at the largest RTT)",
             format!(
                 "rate / (C·498/512): {}; exit cwnd {}",
@@ -373,7 +374,7 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
     }
     if !bt.is_empty() {
         c.push(Claim::info(
-            "Issue 7 (Fig. 5 setup)",
+            "Tor Vegas (Fig. 5 setup)",
             "BackTap over the same run length (its linear start-up needs about C/519·(RTT/3)² s to open a hop's window; backtap-circuit's Fig. 5 runs long enough)",
             format!(
                 "rate / (C·498/519): {}; start-up estimate: {}",
@@ -387,11 +388,13 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
     }
     if let (Some(v), Some(b)) = (fo.row("tor-vegas"), fo.row("backtap")) {
         c.push(Claim::new(
-            "Issue 7 (Fig. 6a star)",
+            "Tor Vegas (Fig. 6a star)",
             "In the star of Fig. 6a too (every TCP transport with the 100 ms refill), Tor Vegas's per-circuit standing queue is larger than BackTap's (median over circuits and runs of the backlog beyond what propagation holds)",
             format!(
-                "Tor Vegas {:.0} cells, BackTap {:.0} cells ({} runs each)",
-                v.queue_cells_median, b.queue_cells_median, v.runs
+                "Tor Vegas {:.0} cells, BackTap {:.0} cells ({} each)",
+                v.queue_cells_median,
+                b.queue_cells_median,
+                plural(v.runs, "run")
             ),
             v.queue_cells_median > b.queue_cells_median,
         ));

@@ -1,6 +1,9 @@
 //! The SVG figures of `ledbat-flow`.
 
-use super::{fig2_pairs, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS, LOW_PRIORITY};
+use super::{
+    fig2_pairs, fig4_variant_label, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS,
+    LOW_PRIORITY,
+};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use std::path::Path as FsPath;
 
@@ -12,6 +15,25 @@ fn label(p: &str) -> &str {
         "nice" => "NICE",
         "ledbat" => "LEDBAT",
         other => other,
+    }
+}
+
+/// The figures' name for a latecomer variant.
+fn late_label(v: &str) -> &str {
+    match v {
+        "rfc6817" => "RFC 6817",
+        "utp" => "uTP",
+        "ledbat++" => "LEDBAT++",
+        other => other,
+    }
+}
+
+/// What the error bars of a sweep over `seeds` runs per point show.
+fn bars_over(seeds: u32) -> &'static str {
+    if seeds == 1 {
+        "one run per point"
+    } else {
+        "bars: min/max over seeds"
     }
 }
 
@@ -114,7 +136,10 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         .collect();
     share.push_series(Series::line("1/(N+1)", fair).dashed().color("#888888"));
     Figure::new(
-        "Fig. 4: one NewReno flow against N low-priority flows (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); bars: min/max over seeds",
+        format!(
+            "Fig. 4: one NewReno flow against N low-priority flows (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); {}",
+            bars_over(s.setup.fig4_seeds)
+        ),
         3,
     )
     .panel_size(520, 380)
@@ -140,7 +165,7 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
             .iter()
             .filter(|v| v.row.protocol == p && v.row.n == nmax)
         {
-            bars.push((v.variant.clone(), v.row.tcp_share));
+            bars.push((fig4_variant_label(&v.variant).to_string(), v.row.tcp_share));
         }
         if bars.is_empty() {
             continue;
@@ -163,7 +188,11 @@ fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         .x_range(0.0, top)
         .y_range(0.8, 1.0)
         .series(Series::line_points(
-            "mean utilisation (seeds)",
+            if s.setup.fig5_seeds == 1 {
+                "utilisation"
+            } else {
+                "mean utilisation (seeds)"
+            },
             s.fig5
                 .iter()
                 .map(|r| (r.target_pct, r.utilization))
@@ -202,7 +231,10 @@ fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         util = util.band_x(r.from_pct, r.to_pct.min(top), r.name.clone());
     }
     Figure::new(
-        "Fig. 5: NewReno against LEDBAT with target tau (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); bars: min/max over seeds",
+        format!(
+            "Fig. 5: NewReno against LEDBAT with target tau (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); {}",
+            bars_over(s.setup.fig5_seeds)
+        ),
         1,
     )
     .panel_size(1000, 380)
@@ -250,7 +282,11 @@ fn fig6(dir: &FsPath, s: &LedbatFlowSummary, trace: Option<&RunResult>) -> std::
     if !s.fig6_jittered.is_empty() {
         a.push_series(
             Series::points(
-                "tau2 share, starts jittered (mean, min/max)",
+                if s.fig6_jittered.iter().all(|r| r.seeds == 1) {
+                    "tau2 share, starts jittered (one run)"
+                } else {
+                    "tau2 share, starts jittered (mean, min/max)"
+                },
                 s.fig6_jittered
                     .iter()
                     .map(|r| (r.target_ratio, r.small_target_share))
@@ -303,7 +339,7 @@ fn latecomer(
         let names: Vec<String> = (0..r.cwnd_pkts.len())
             .map(|i| format!("flow {} (t = {} s)", i + 1, i as u64 * p.late_gap_secs))
             .collect();
-        let mut c = Chart::new(format!("{v}: cwnd"))
+        let mut c = Chart::new(format!("{}: cwnd", late_label(v)))
             .x_label("time (s)")
             .y_label("cwnd (packets)");
         for s in cwnd_series(r, &names) {
@@ -311,22 +347,27 @@ fn latecomer(
         }
         fig.push_panel(c);
     }
-    let mut bars = BarChart::new("Jain index while all flows are active (mean over seeds)")
-        .y_label("Jain index")
-        .y_range(0.0, 1.0)
-        .group(
-            format!("1 Mbit/s, {} flows", p.late_flows),
-            s.latecomer
-                .iter()
-                .map(|r| (r.variant.clone(), r.jain))
-                .collect(),
-        );
+    let one_run = s.latecomer.iter().all(|r| r.seeds == 1);
+    let mut bars = BarChart::new(if one_run {
+        "Jain index while all flows are active (one run)"
+    } else {
+        "Jain index while all flows are active (mean over seeds)"
+    })
+    .y_label("Jain index")
+    .y_range(0.0, 1.0)
+    .group(
+        format!("1 Mbit/s, {} flows", p.late_flows),
+        s.latecomer
+            .iter()
+            .map(|r| (late_label(&r.variant).to_string(), r.jain))
+            .collect(),
+    );
     if !s.latecomer_10mbit.is_empty() {
         bars = bars.group(
             "10 Mbit/s, 4 flows",
             s.latecomer_10mbit
                 .iter()
-                .map(|r| (r.variant.clone(), r.jain))
+                .map(|r| (late_label(&r.variant).to_string(), r.jain))
                 .collect(),
         );
     }
