@@ -113,8 +113,30 @@ pub fn sim(
     if !quiet {
         print_summary(&summary);
     }
+    let stale = stale_captures(out, &capture_files(&ifaces));
+    if !stale.is_empty() {
+        eprintln!(
+            "note: {} also holds captures this run did not write (from an earlier run): {}",
+            out.display(),
+            stale.join(", ")
+        );
+    }
     println!("results: {}", out.join("summary.json").display());
     Ok(())
+}
+
+/// Capture files (`capture-*.pcap`) in `out` other than `written`, sorted.
+fn stale_captures(out: &Path, written: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(out)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with("capture-") && n.ends_with(".pcap"))
+        .filter(|n| !written.contains(n))
+        .collect();
+    v.sort();
+    v
 }
 
 /// The file a capture of link direction `iface` (`<link>:<dir>`) goes to:

@@ -75,6 +75,22 @@ capture = ["h1-r:ab"]
     }
     let hosts = std::fs::read_to_string(d.join("out/capture-hosts")).unwrap();
     assert!(hosts.starts_with("10.0.0.1\t"), "{hosts}");
+    // Run again without the flag: the bottleneck's capture is now an
+    // earlier run's, and the run says so.
+    let again = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .arg("sim")
+        .arg(&sc)
+        .args(["--quiet", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let note = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        note.contains("earlier run") && note.contains("capture-bottleneck-ab.pcap"),
+        "{note}"
+    );
+    assert!(!note.contains("capture-h1-r-ab.pcap"), "{note}");
     // A bad link is refused before anything runs, naming the flag.
     let bad = Command::new(env!("CARGO_BIN_EXE_hopwise"))
         .args(["sim", "--capture", "nolink", "--out"])
