@@ -14,6 +14,7 @@
 
 pub mod backtap_circuit;
 pub mod backtap_network;
+mod figs;
 pub mod ledbat_flow;
 pub mod overlay_ack;
 pub mod pendulum;

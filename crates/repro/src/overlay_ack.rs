@@ -1507,6 +1507,21 @@ fn figures(
     ) {
         save(&mut files, "fig6.svg", ch.write_svg(out.join("fig6.svg")))?;
     }
+    // The single runs of Fig. 7b, 8b and split_dynamic (b), 1 s bins.
+    let mut single_rows: Vec<Vec<String>> = Vec::new();
+    let mut single = |r: &RunResult, flows: &[(&str, Selector)]| {
+        for (name, sel) in flows {
+            for (i, v) in sel(r).iter().enumerate() {
+                single_rows.push(vec![
+                    r.mode.name().to_string(),
+                    r.seed.to_string(),
+                    name.to_string(),
+                    i.to_string(),
+                    format!("{v:.0}"),
+                ]);
+            }
+        }
+    };
     for (file, title, m) in [
         (
             "fig7.svg",
@@ -1524,6 +1539,7 @@ fn figures(
             first(m),
         ) {
             let b = single_chart(&format!("(b) one run (seed {}), A→B", r.seed), r, &[ab], tl);
+            single(r, &[ab]);
             let f = Figure::new(title, 1).panel(a).panel(b).panel_size(900, 360);
             save(&mut files, file, f.write_svg(out.join(file)))?;
         }
@@ -1545,6 +1561,7 @@ fn figures(
             &[ab, cb],
             tl,
         );
+        single(r, &[ab, cb]);
         for e in &r.events {
             b = b.vline(e.t, format!("{} {:?}", e.pair, e.kind).to_lowercase());
         }
@@ -1557,6 +1574,14 @@ fn figures(
             "split_dynamic.svg",
             f.write_svg(out.join("split_dynamic.svg")),
         )?;
+    }
+    if !single_rows.is_empty() {
+        write_csv(
+            &out.join("goodput_1s.csv"),
+            &["mode", "seed", "flow", "bin_start_s", "bps"],
+            &single_rows,
+        )?;
+        files.push("goodput_1s.csv".into());
     }
     {
         // Fig. 9: variance of the 10 s samples towards B, per mode.
@@ -1616,7 +1641,7 @@ fn figures(
             per(Mode::SplitAckPrio, &|s| s.towards_b_phase2_bps / fair),
         );
         let c = BarChart::new("(c) var_10s of the flows towards B (Fig. 9)")
-            .y_label("(Mbit/s)²")
+            .y_label("variance ((Mbit/s)²)")
             .group("bidir-ackprio", per(Mode::BidirAckPrio, &|s| s.var_10s))
             .group("split-ackprio", per(Mode::SplitAckPrio, &|s| s.var_10s))
             .group("split-dynamic", per(Mode::SplitDynamic, &|s| s.var_10s));

@@ -18,6 +18,7 @@
 //!   are deterministic; the long runs shift flow starts by a seeded random
 //!   amount, one run per seed.
 
+use crate::figs;
 use crate::{par_map, write_csv, write_summary, Claim, Experiment, Outcome, Progress, ReproOpts};
 use anyhow::Context as _;
 use hopwise_models::pendulum;
@@ -672,11 +673,22 @@ fn fig1(
             &rows,
         )?;
         files.push("fig1_goodput.csv".into());
-        let kb = |v: &[(f64, f64)]| v.iter().map(|&(t, b)| (t, b / 1e3)).collect::<Vec<_>>();
+        let queues = [("R1 (downlink)", &t.q_down), ("R2 (uplink)", &t.q_up)];
+        let rows: Vec<Vec<String>> = queues
+            .iter()
+            .flat_map(|(name, q)| figs::long_rows(&[], name, q, &|t| format!("{t:.3}"), &f6))
+            .collect();
+        write_csv(
+            &dir.join("fig1_queues.csv"),
+            &["time_s", "queue", "bytes"],
+            &rows,
+        )?;
+        files.push("fig1_queues.csv".into());
+        let mbit = |v: &[(f64, f64)]| v.iter().map(|&(t, b)| (t, b / 1e6)).collect::<Vec<_>>();
         let mut gp = Chart::new("Goodput (1 s bins)")
             .x_label("time (s)")
             .x_range(0.0, 100.0)
-            .y_label("kbit/s")
+            .y_label("goodput (Mbit/s)")
             .band_x(30.0, 50.0, "1 upload")
             .band_x(60.0, 95.0, "2 uploads");
         let names = [
@@ -686,7 +698,7 @@ fn fig1(
             "upload 3 (60-95 s)",
         ];
         for (i, g) in t.goodput.iter().enumerate() {
-            let mut s = Series::step(names[i], kb(g));
+            let mut s = Series::step(names[i], mbit(g));
             if i > 0 {
                 s = s.dashed();
             }
@@ -695,9 +707,9 @@ fn fig1(
         let q = Chart::new("Queue occupancy")
             .x_label("time (s)")
             .x_range(0.0, 100.0)
-            .y_label("bytes")
-            .series(Series::line("R1 (downlink)", t.q_down.clone()))
-            .series(Series::line("R2 (uplink)", t.q_up.clone()))
+            .y_label("queue (bytes)")
+            .series(Series::line(queues[0].0, t.q_down.clone()))
+            .series(Series::line(queues[1].0, t.q_up.clone()))
             .hline(30_000.0, "buffer");
         Figure::new(
             "Fig. 1: download (2.4 Mbit/s) and uploads (196 kbit/s), 30 000 B buffers",
@@ -890,6 +902,7 @@ fn ack_cases(
     let mut cases = Vec::new();
     let mut hist_rows = Vec::new();
     let mut q_rows = Vec::new();
+    let mut w_rows = Vec::new();
     // The paper's Fig. 3 and 5 show about 30-35 s; we show a window of the same length.
     let (w0, w1) = window(plan.ack_secs as f64, 10.0);
     let (z0, z1) = window(plan.ack_secs as f64, 2.0);
@@ -924,23 +937,51 @@ fn ack_cases(
         let clip = |v: &[(f64, f64)], a: f64, b: f64| -> Vec<(f64, f64)> {
             v.iter().copied().filter(|p| p.0 >= a && p.0 < b).collect()
         };
-        let d_panel = Chart::new("D1: cwnd and data in flight; queue at R1")
-            .x_label("time (s)")
-            .y_label("bytes")
-            .series(Series::line("D1 cwnd", clip(&p.cwnd_d, w0, w1)))
-            .series(Series::line("D1 in flight", clip(&p.pipe_d, w0, w1)))
-            .series(Series::line("queue R1", clip(&p.q_d, w0, w1)));
-        let zoom = Chart::new("Zoom: queues at R1 and R2")
-            .x_label("time (s)")
-            .y_label("bytes")
-            .series(Series::line("queue R1 (D1's data)", clip(&p.q_d, z0, z1)))
-            .series(Series::line("queue R2 (U2's data)", clip(&p.q_u, z0, z1)).dashed());
-        let u_panel = Chart::new("U2: cwnd and data in flight; queue at R2")
-            .x_label("time (s)")
-            .y_label("bytes")
-            .series(Series::line("U2 cwnd", clip(&p.cwnd_u, w0, w1)))
-            .series(Series::line("U2 in flight", clip(&p.pipe_u, w0, w1)))
-            .series(Series::line("queue R2", clip(&p.q_u, w0, w1)));
+        let windows = [
+            ("D1 cwnd", clip(&p.cwnd_d, w0, w1)),
+            ("D1 in flight", clip(&p.pipe_d, w0, w1)),
+            ("U2 cwnd", clip(&p.cwnd_u, w0, w1)),
+            ("U2 in flight", clip(&p.pipe_u, w0, w1)),
+        ];
+        for (name, v) in &windows {
+            w_rows.extend(figs::long_rows(
+                std::slice::from_ref(&m.case),
+                name,
+                v,
+                &|t| format!("{t:.3}"),
+                &f6,
+            ));
+        }
+        let [cwnd_d, pipe_d, cwnd_u, pipe_u] = windows.map(|w| w.1);
+        let d_panel = lines_panel(
+            "D1: cwnd and data in flight; queue at R1",
+            "window, queue (bytes)",
+            vec![
+                ("D1 cwnd", cwnd_d),
+                ("D1 in flight", pipe_d),
+                ("queue R1", clip(&p.q_d, w0, w1)),
+            ],
+            &[],
+        );
+        let zoom = lines_panel(
+            "Zoom: queues at R1 and R2",
+            "queue (bytes)",
+            vec![
+                ("queue R1 (D1's data)", clip(&p.q_d, z0, z1)),
+                ("queue R2 (U2's data)", clip(&p.q_u, z0, z1)),
+            ],
+            &["queue R2 (U2's data)"],
+        );
+        let u_panel = lines_panel(
+            "U2: cwnd and data in flight; queue at R2",
+            "window, queue (bytes)",
+            vec![
+                ("U2 cwnd", cwnd_u),
+                ("U2 in flight", pipe_u),
+                ("queue R2", clip(&p.q_u, w0, w1)),
+            ],
+            &[],
+        );
         let hist = burst_histogram(
             &format!(
                 "ACK bursts: median {} (correlation of queues {})",
@@ -980,9 +1021,49 @@ fn ack_cases(
         &["case", "t_s", "queue_down_bytes", "queue_up_bytes"],
         &q_rows,
     )?;
+    write_csv(
+        &dir.join("ack_windows.csv"),
+        &["case", "time_s", "series", "bytes"],
+        &w_rows,
+    )?;
     files.push("ack_bursts.csv".into());
     files.push("ack_queues.csv".into());
+    files.push("ack_windows.csv".into());
     Ok(cases)
+}
+
+/// A time-series panel of `lines`; a line that coincides with an earlier
+/// one says so in its legend entry and is drawn dashed on top of it, as are
+/// the lines named in `dashed`.
+fn lines_panel(
+    title: &str,
+    y_label: &str,
+    lines: Vec<(&str, Vec<(f64, f64)>)>,
+    dashed: &[&str],
+) -> Chart {
+    let pts: Vec<&[(f64, f64)]> = lines.iter().map(|l| l.1.as_slice()).collect();
+    let names: Vec<String> = lines.iter().map(|l| l.0.to_string()).collect();
+    let span = figs::y_span(&pts);
+    let hidden = figs::overlaps(&pts, span);
+    // "D1 in flight (= cwnd)", "queue R2 (U2's data) (= queue R1)".
+    let short = |i: usize| {
+        let n = names[i].split(" (").next().unwrap_or_default();
+        n.strip_prefix("D1 ")
+            .or_else(|| n.strip_prefix("U2 "))
+            .unwrap_or(n)
+            .to_string()
+    };
+    let labels = figs::overlap_names(&names, &pts, span, &short);
+    let mut c = Chart::new(title).x_label("time (s)").y_label(y_label);
+    for ((label, (name, v)), o) in labels.into_iter().zip(lines).zip(hidden) {
+        let s = Series::line(label, v);
+        c.push_series(if o.is_some() || dashed.contains(&name) {
+            s.dashed()
+        } else {
+            s
+        });
+    }
+    c
 }
 
 /// A `len`-second window ending 5 s before `total` (or at the start for short runs).
@@ -1226,32 +1307,46 @@ fn asym_cases(
         };
         let (w0, w1) = window(end, 30.0);
         let (d, u) = (sender(&sim, 0), sender(&sim, 1));
-        let up = Chart::new("Upload (U2): cwnd, data in flight, queue at R2")
-            .x_label("time (s)")
-            .y_label("bytes")
-            .series(Series::line("U2 cwnd", endpoint_series(&sim, u, 0, w0, w1)))
-            .series(Series::line(
-                "U2 in flight",
-                endpoint_series(&sim, u, 3, w0, w1),
-            ))
-            .series(Series::line(
-                "queue R2 (uplink)",
-                queue_series(&sim, UP_IFACE, w0, w1),
-            ))
-            .hline(bu as f64, "uplink buffer");
-        let down = Chart::new("Download (D1): cwnd, data in flight, queue at R1")
-            .x_label("time (s)")
-            .y_label("bytes")
-            .series(Series::line("D1 cwnd", endpoint_series(&sim, d, 0, w0, w1)))
-            .series(Series::line(
-                "D1 in flight",
-                endpoint_series(&sim, d, 3, w0, w1),
-            ))
-            .series(Series::line(
+        let up_lines = vec![
+            ("U2 cwnd", endpoint_series(&sim, u, 0, w0, w1)),
+            ("U2 in flight", endpoint_series(&sim, u, 3, w0, w1)),
+            ("queue R2 (uplink)", queue_series(&sim, UP_IFACE, w0, w1)),
+        ];
+        let down_lines = vec![
+            ("D1 cwnd", endpoint_series(&sim, d, 0, w0, w1)),
+            ("D1 in flight", endpoint_series(&sim, d, 3, w0, w1)),
+            (
                 "queue R1 (downlink)",
                 queue_series(&sim, DOWN_IFACE, w0, w1),
-            ))
-            .hline(30_000.0, "downlink buffer");
+            ),
+        ];
+        let rows: Vec<Vec<String>> = up_lines
+            .iter()
+            .chain(&down_lines)
+            .flat_map(|(name, v)| {
+                figs::long_rows(
+                    std::slice::from_ref(&m.case),
+                    name,
+                    v,
+                    &|t| format!("{t:.3}"),
+                    &f6,
+                )
+            })
+            .collect();
+        let up = lines_panel(
+            "Upload (U2): cwnd, data in flight, queue at R2",
+            "window, queue (bytes)",
+            up_lines,
+            &[],
+        )
+        .hline(bu as f64, "uplink buffer");
+        let down = lines_panel(
+            "Download (D1): cwnd, data in flight, queue at R1",
+            "window, queue (bytes)",
+            down_lines,
+            &[],
+        )
+        .hline(30_000.0, "downlink buffer");
         let hist = burst_histogram(
             &format!(
                 "ACK bursts at R2 (uplink): median {}",
@@ -1273,15 +1368,38 @@ fn asym_cases(
         .panel(hist)
         .panel_size(900, 300)
         .write_svg(dir.join(file))?;
-        anyhow::Ok((m, file))
+        anyhow::Ok((m, file, rows))
     });
     progress.finish();
     let mut out = Vec::new();
+    let mut series_rows = Vec::new();
+    let mut burst_rows = Vec::new();
     for r in res {
-        let (m, file) = r?;
+        let (m, file, rows) = r?;
         files.push(file.into());
+        series_rows.extend(rows);
+        for (n, &c) in m.histogram_uplink.iter().enumerate().skip(1) {
+            burst_rows.push(vec![
+                m.case.clone(),
+                "uplink".into(),
+                n.to_string(),
+                c.to_string(),
+            ]);
+        }
         out.push(m);
     }
+    write_csv(
+        &dir.join("asym_series.csv"),
+        &["case", "time_s", "series", "bytes"],
+        &series_rows,
+    )?;
+    write_csv(
+        &dir.join("asym_bursts.csv"),
+        &["case", "queue", "burst", "count"],
+        &burst_rows,
+    )?;
+    files.push("asym_series.csv".into());
+    files.push("asym_bursts.csv".into());
     Ok(out)
 }
 
@@ -1495,12 +1613,43 @@ fn fig10(
         },
         1,
     );
+    // Eq. 11 on a fine grid, per (Tp, Bd).
+    let mut curves = Vec::new();
+    for &tp in &plan.fig10_tp_ms {
+        for &bd in &plan.fig10_down_buffers {
+            curves.push((tp, bd, model_curve(tp, bd, &plan.fig10_up_buffers)));
+        }
+    }
+    let model_rows: Vec<Vec<String>> = curves
+        .iter()
+        .flat_map(|(tp, bd, c)| {
+            c.iter().map(move |&(bu, r)| {
+                vec![tp.to_string(), bd.to_string(), format!("{bu:.1}"), f6(r)]
+            })
+        })
+        .collect();
+    write_csv(
+        &dir.join("fig10_model.csv"),
+        &["tp_ms", "down_buffer_bytes", "up_buffer_bytes", "r_model"],
+        &model_rows,
+    )?;
+    files.push("fig10_model.csv".into());
+    // One y range for every panel, so that they compare at a glance.
+    let y_range = figs::decade_range(
+        rows.iter()
+            .flat_map(|r| [r.r_sim, r.r_sim_min, r.r_sim_max])
+            .chain(curves.iter().flat_map(|c| c.2.iter().map(|p| p.1)))
+            .chain([k]),
+    );
     for &tp in &plan.fig10_tp_ms {
         let mut c = Chart::new(format!("Tp = {tp} ms"))
             .x_label("uplink buffer (bytes)")
             .y_label("r = Xd / Xu")
             .log_y(true)
             .hline(k, "k = Cd/Cu");
+        if let Some((lo, hi)) = y_range {
+            c = c.y_range(lo, hi);
+        }
         for (i, &bd) in plan.fig10_down_buffers.iter().enumerate() {
             let pts: Vec<&Fig10Row> = rows
                 .iter()
@@ -1521,7 +1670,11 @@ fn fig10(
                 .series(
                     Series::line(
                         format!("model, Bd = {bd} B"),
-                        model_curve(tp, bd, &plan.fig10_up_buffers),
+                        curves
+                            .iter()
+                            .find(|c| c.0 == tp && c.1 == bd)
+                            .map(|c| c.2.clone())
+                            .unwrap_or_default(),
                     )
                     .dashed()
                     .color(color),
@@ -1673,12 +1826,20 @@ fn fig11(
         "Fig. 11: downlink buffer 50 packets, uplink buffer in packets, TCP buffers 256 KiB",
         2,
     );
+    let y_range = figs::decade_range(
+        rows.iter()
+            .flat_map(|r| [r.r_sim, r.r_sim_min, r.r_sim_max])
+            .chain([k]),
+    );
     for &tp in &plan.fig11_tp_ms {
         let mut c = Chart::new(format!("Tp = {tp} ms"))
             .x_label("uplink buffer (packets)")
             .y_label("r = Xd / Xu")
             .log_y(true)
             .hline(k, "k");
+        if let Some((lo, hi)) = y_range {
+            c = c.y_range(lo, hi);
+        }
         for (i, delack) in [true, false].into_iter().enumerate() {
             let pts: Vec<&Fig11Row> = rows
                 .iter()
@@ -1701,7 +1862,7 @@ fn fig11(
         }
         fig = fig.panel(c);
     }
-    fig.panel_size(700, 420).write_svg(dir.join("fig11.svg"))?;
+    fig.panel_size(580, 420).write_svg(dir.join("fig11.svg"))?;
     files.push("fig11.svg".into());
     Ok(rows)
 }

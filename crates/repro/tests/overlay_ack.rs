@@ -185,6 +185,7 @@ fn quick_run_writes_summary_and_figures() {
         "fig9.svg",
         "split_dynamic.svg",
         "goodput_10s.csv",
+        "goodput_1s.csv",
         "runs.csv",
         "splits.csv",
     ] {

@@ -202,6 +202,11 @@ fn tiny_run_writes_summary() {
         "fig11.svg",
         "ack_a.svg",
         "fig10.csv",
+        "fig10_model.csv",
+        "fig1_queues.csv",
+        "ack_windows.csv",
+        "asym_series.csv",
+        "asym_bursts.csv",
     ] {
         assert!(out.join(f).exists(), "{f}");
     }

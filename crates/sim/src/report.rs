@@ -467,8 +467,8 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
         String::new()
     };
     let mut q = Chart::new(format!("Queue occupancy{note}"))
-    .x_label("time (s)")
-    .y_label("queue (kB)");
+        .x_label("time (s)")
+        .y_label("queue (kB)");
     for f in &qs {
         q.push_series(Series::line(
             f.name.clone(),

@@ -31,7 +31,7 @@
 
 use super::topo::{DumbbellDraw, RESPONSE_DELAY};
 use super::{transport, transports, Plan, Speed, Transport};
-use crate::plural;
+use crate::{figs, plural};
 use crate::{par_map, quantile, write_csv, Claim, Progress, ReproOpts};
 use hopwise_plot::{palette_color, Chart, Figure, Series};
 use hopwise_proto::time::{Dur, Time};
@@ -575,12 +575,22 @@ fn cdf_chart(
         .log_x(true);
     for (i, t) in ts.iter().enumerate() {
         let xs = out.pooled(c, t.key, kind, f);
-        ch.push_series(Series::step(t.label, cdf_rows(&xs)).color(palette_color(i)));
+        ch.push_series(cdf_series(t.label, &xs).color(palette_color(i)));
     }
     if let Some(r) = e2e {
-        ch.push_series(Series::step("E2E RTT", cdf_rows(r)).dashed());
+        ch.push_series(cdf_series("E2E RTT", r).dashed());
     }
     ch
+}
+
+/// The CDF of `xs` as a step line that rises from 0 at the smallest
+/// sample, named with the sample size ("N23 (n = 38)").
+fn cdf_series(name: &str, xs: &[f64]) -> Series {
+    let n = xs.iter().filter(|x| x.is_finite()).count();
+    Series::step(
+        format!("{name} (n = {n})"),
+        figs::cdf_from_zero(cdf_rows(xs)),
+    )
 }
 
 fn plots(
@@ -591,7 +601,7 @@ fn plots(
     files: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     for &c in &plan.dumbbell_circuits {
-        let mut fig = Figure::new(format!("Fig. 7: TTFB, {c} circuits"), 2);
+        let mut fig = Figure::new(format!("Fig. 7: TTFB, {c} circuits"), 2).panel_size(580, 420);
         for (k, kind) in KINDS.iter().enumerate() {
             let e2e = out.e2e_rtts(c, Some(k));
             fig.push_panel(cdf_chart(
@@ -627,10 +637,9 @@ fn plots(
         .y_label("CDF")
         .y_range(0.0, 1.0);
     for (i, &c) in plan.dumbbell_circuits.iter().enumerate() {
-        ch.push_series(
-            Series::step(format!("{c} circuits"), cdf_rows(&out.e2e_rtts(c, None)))
-                .color(palette_color(i)),
-        );
+        // One sample per circuit: the name says n already.
+        let rows = figs::cdf_from_zero(cdf_rows(&out.e2e_rtts(c, None)));
+        ch.push_series(Series::step(format!("{c} circuits"), rows).color(palette_color(i)));
     }
     ch.write_svg(dir.join("fig7_e2e_rtt.svg"))?;
     files.push("fig7_e2e_rtt.svg".into());

@@ -44,7 +44,7 @@ use super::{transport, Plan, Speed, Transport};
 use crate::backtap_circuit::w_rate;
 use crate::plural;
 use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
-use hopwise_plot::{Chart, Figure, Series};
+use hopwise_plot::{BarChart, Figure};
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Dur;
@@ -479,9 +479,9 @@ fn write_files(out: &InterOut, dir: &Path, files: &mut Vec<String>) -> anyhow::R
     Ok(())
 }
 
-/// One SVG per setting: the downloads' share against the number of
-/// circuits, a curve per transport and `nTcp` (solid: BackTap; dashed: the
-/// others).
+/// One SVG per setting: the downloads' share at each number of circuits,
+/// a bar per transport, a panel per `nTcp`. (Categories rather than a log
+/// axis, so that every sampled circuit count is labelled.)
 fn plots(
     plan: &Plan,
     settings: &[Setting],
@@ -489,32 +489,49 @@ fn plots(
     dir: &Path,
     files: &mut Vec<String>,
 ) -> anyhow::Result<()> {
-    let x_max = plan.inter_circuits.iter().copied().max().unwrap_or(1) as f64;
     for s in settings {
-        let mut chart = Chart::new(s.label)
+        let runs = if plan.inter_seeds == 1 {
+            "one run per bar".to_string()
+        } else {
+            format!("mean of {} runs per bar", plan.inter_seeds)
+        };
+        let mut fig = Figure::new(format!("{}: {}", s.figure, s.label), 1).panel_size(760, 320);
+        for &k in &plan.inter_n_tcp {
+            let mut chart = BarChart::new(format!(
+                "nTcp = {k}: {} on the relay's host ({runs}, {}–{} s)",
+                plural(k, "TCP download"),
+                plan.inter_from_s,
+                plan.inter_secs
+            ))
             .x_label("circuits through the relay")
-            .y_label("share of the access link left to TCP")
-            .x_range(1.0, x_max.max(2.0))
-            .y_range(0.0, 1.0)
-            .log_x(true);
-        for t in &plan.inter_transports {
-            for &k in &plan.inter_n_tcp {
-                let pts: Vec<(f64, f64)> = out
-                    .rows
+            .y_label("share of the link left to TCP")
+            .y_range(0.0, 1.0);
+            let mut any = false;
+            for t in &plan.inter_transports {
+                let bars: Vec<(String, f64)> = plan
+                    .inter_circuits
                     .iter()
-                    .filter(|r| r.setting == s.key && r.transport == *t && r.n_tcp == k)
-                    .map(|r| (r.circuits as f64, r.tcp_share))
+                    .filter_map(|&c| {
+                        out.rows
+                            .iter()
+                            .find(|r| {
+                                r.setting == s.key
+                                    && r.transport == *t
+                                    && r.n_tcp == k
+                                    && r.circuits == c
+                            })
+                            .map(|r| (c.to_string(), r.tcp_share))
+                    })
                     .collect();
-                if pts.is_empty() {
+                if bars.is_empty() {
                     continue;
                 }
+                any = true;
                 let label = transport(t).map_or(t.to_string(), |x| x.label.to_string());
-                let series = Series::line_points(format!("{label}, nTcp = {k}"), pts);
-                chart.push_series(if *t == "backtap" {
-                    series
-                } else {
-                    series.dashed()
-                });
+                chart = chart.group(label, bars);
+            }
+            if any {
+                fig.push_panel(chart);
             }
         }
         let name = format!(
@@ -522,21 +539,7 @@ fn plots(
             s.figure.replace("Fig. ", "fig").to_lowercase(),
             s.key
         );
-        let runs = if plan.inter_seeds == 1 {
-            "one run per point".to_string()
-        } else {
-            format!("mean of {} runs per point", plan.inter_seeds)
-        };
-        Figure::new(
-            format!(
-                "{}: TCP downloads on the relay's host ({runs}, {}–{} s)",
-                s.figure, plan.inter_from_s, plan.inter_secs
-            ),
-            1,
-        )
-        .panel_size(640, 420)
-        .panel(chart)
-        .write_svg(dir.join(&name))?;
+        fig.write_svg(dir.join(&name))?;
         files.push(name);
     }
     Ok(())

@@ -8,10 +8,10 @@
 //! * `table1.svg`: Table 1 as bars, overhead (payload goodput / wire bytes,
 //!   percent) and total in-flight backlog (MB) per transport.
 
-use super::fairness::{FairnessOut, FairnessRow};
+use super::fairness::{FairnessOut, FairnessRow, FairnessRun};
 use super::{transport, transports, Plan};
 use crate::plural;
-use hopwise_plot::{palette_color, BarChart, Chart, Figure, Series};
+use hopwise_plot::{cdf_points, palette_color, BarChart, Chart, Figure, Series};
 use std::path::Path;
 
 /// A transport's colour: its place in table order, so that every figure
@@ -36,8 +36,11 @@ pub(super) fn base_of(key: &str) -> &str {
         .unwrap_or(key)
 }
 
+/// A per-run value.
+type Metric = fn(&FairnessRun) -> f64;
+
 /// Per-run values of `f` for transport `key`.
-fn samples(out: &FairnessOut, key: &str, f: fn(&super::fairness::FairnessRun) -> f64) -> Vec<f64> {
+fn samples(out: &FairnessOut, key: &str, f: Metric) -> Vec<f64> {
     out.runs
         .iter()
         .filter(|r| r.transport == key)
@@ -80,17 +83,24 @@ fn cdf_panels(
                 s
             }
         };
-        jain.push_series(style(Series::cdf(
-            &name,
-            &samples(out, &r.transport, |x| x.jain),
-        )));
-        share.push_series(style(Series::cdf(
-            &name,
-            &samples(out, &r.transport, |x| x.jain_maxmin),
-        )));
+        let metrics: [(&mut Chart, Metric); 2] =
+            [(&mut jain, |x| x.jain), (&mut share, |x| x.jain_maxmin)];
+        for (chart, f) in metrics {
+            let xs = samples(out, &r.transport, f);
+            chart.push_series(style(Series::cdf(&name, &xs)));
+            // A step curve of a handful of runs hides where the runs are:
+            // mark each one at the top of its step.
+            if xs.len() <= FEW_RUNS {
+                let tops = cdf_points(&xs).into_iter().skip(1).collect();
+                chart.push_series(Series::points("", tops).color(color(&r.transport)));
+            }
+        }
     }
     [jain, share]
 }
+
+/// Up to this many runs per transport, the CDFs also mark every run.
+const FEW_RUNS: usize = 5;
 
 /// Fig. 6a (and Table 1 as bars): see the module documentation.
 pub fn fig6a(
@@ -128,7 +138,7 @@ pub fn fig6a(
         format!("Fig. 6a: fairness between circuits ({})", setup(&main)),
         2,
     )
-    .panel_size(620, 420)
+    .panel_size(600, 420)
     .panel(jain)
     .panel(share)
     .write_svg(dir.join("fig6a_jain_cdf.svg"))?;
@@ -153,7 +163,7 @@ pub fn fig6a(
             ),
             2,
         )
-        .panel_size(620, 420)
+        .panel_size(600, 420)
         .panel(jain)
         .panel(share)
         .write_svg(dir.join("fig6a_jain_cdf_variants.svg"))?;
@@ -165,11 +175,11 @@ pub fn fig6a(
         rows.iter().map(|r| (r.label.clone(), f(r))).collect()
     };
     let mut overhead = BarChart::new("overhead: payload goodput / bytes on the wire")
-        .y_label("%")
+        .y_label("overhead (%)")
         .y_range(0.0, 100.0)
         .group("compared transports", bars(&main, |r| 100.0 * r.overhead));
     let mut backlog = BarChart::new("total in-flight backlog, mean Σ R(t) − W(t)")
-        .y_label("MB")
+        .y_label("backlog (MB)")
         .group(
             "compared transports",
             bars(&main, |r| r.backlog_bytes / 1e6),
@@ -183,7 +193,7 @@ pub fn fig6a(
     }
     let shown: Vec<&FairnessRow> = main.iter().chain(&vars).copied().collect();
     Figure::new(format!("Table 1 ({})", setup(&shown)), 2)
-        .panel_size(620, 420)
+        .panel_size(600, 420)
         .panel(overhead)
         .panel(backlog)
         .write_svg(dir.join("table1.svg"))?;

@@ -4,6 +4,7 @@ use super::{
     fig2_pairs, fig4_variant_label, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS,
     LOW_PRIORITY,
 };
+use crate::figs;
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use std::path::Path as FsPath;
 
@@ -49,12 +50,33 @@ fn cwnd_series(r: &RunResult, names: &[String]) -> Vec<Series> {
         .collect()
 }
 
+/// Legend names for the cwnd series of `r`: a flow whose cwnd runs along
+/// the x axis (where the axis hides it) says so, with its median over the
+/// second half of the run (see `figs::along_axis`).
+fn axis_notes(r: &RunResult, names: &[String]) -> Vec<String> {
+    let pts: Vec<Vec<(f64, f64)>> = r
+        .cwnd_pkts
+        .iter()
+        .map(|c| r.times.iter().copied().zip(c.iter().copied()).collect())
+        .collect();
+    let refs: Vec<&[(f64, f64)]> = pts.iter().map(Vec::as_slice).collect();
+    let span = figs::y_span(&refs);
+    names
+        .iter()
+        .zip(&refs)
+        .map(|(name, p)| match figs::along_axis(p, span) {
+            Some(med) => format!(
+                "{name} (on the x axis: ≈ {} {})",
+                figs::sig2(med),
+                if med == 1.0 { "packet" } else { "packets" }
+            ),
+            None => name.clone(),
+        })
+        .collect()
+}
+
 fn fig2(dir: &FsPath, traces: &[RunResult]) -> std::io::Result<()> {
-    let mut fig = Figure::new(
-        "Fig. 2: cwnd of two backlogged flows (10 Mbit/s, RTT 50 ms, 100-packet buffer); top: NewReno against X, bottom: X against X",
-        4,
-    )
-    .panel_size(460, 300);
+    let mut panels: Vec<(bool, Chart)> = Vec::new();
     for (k, ((_, a, b), r)) in fig2_pairs().iter().zip(traces).enumerate() {
         let letter = (b'a' + k as u8) as char;
         let names = if a == b {
@@ -65,10 +87,27 @@ fn fig2(dir: &FsPath, traces: &[RunResult]) -> std::io::Result<()> {
         let mut c = Chart::new(format!("({letter}) {} + {}", label(a), label(b)))
             .x_label("time (s)")
             .y_label("cwnd (packets)");
-        for s in cwnd_series(r, &names) {
+        for s in cwnd_series(r, &axis_notes(r, &names)) {
             c.push_series(s);
         }
-        fig.push_panel(c);
+        panels.push((a == b, c));
+    }
+    // Two columns: NewReno against X on the left, X against X beside it.
+    let (intra, inter): (Vec<_>, Vec<_>) = panels.into_iter().partition(|p| p.0);
+    let mut fig = Figure::new(
+        "Fig. 2: cwnd of two backlogged flows (10 Mbit/s, RTT 50 ms, 100-packet buffer); left: NewReno against X, right: X against X",
+        2,
+    )
+    .panel_size(560, 300);
+    let (mut inter, mut intra) = (inter.into_iter(), intra.into_iter());
+    loop {
+        let (l, r) = (inter.next(), intra.next());
+        if l.is_none() && r.is_none() {
+            break;
+        }
+        for (_, c) in l.into_iter().chain(r) {
+            fig.push_panel(c);
+        }
     }
     fig.write_svg(dir.join("fig2_cwnd.svg"))
 }
@@ -140,9 +179,9 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
             "Fig. 4: one NewReno flow against N low-priority flows (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); {}",
             bars_over(s.setup.fig4_seeds)
         ),
-        3,
+        2,
     )
-    .panel_size(520, 380)
+    .panel_size(560, 380)
     .panel(share)
     .panel(loss)
     .panel(util)
@@ -152,9 +191,9 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
     let nmax = s.fig4.iter().map(|r| r.n).max().unwrap_or(10);
     let mut fig = Figure::new(
         format!("Fig. 4 sensitivity: NewReno share at N = {nmax} under other settings (main = per-segment ACKs, IW 2, no SACK)"),
-        4,
+        2,
     )
-    .panel_size(420, 340);
+    .panel_size(520, 340);
     for p in LOW_PRIORITY {
         let mut bars = Vec::new();
         if let Some(r) = s.fig4.iter().find(|r| r.protocol == p && r.n == nmax) {
