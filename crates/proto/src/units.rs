@@ -140,7 +140,7 @@ pub fn parse_duration(s: &str) -> Result<Dur, ParseError> {
             )))
         }
     };
-    if v * scale * 1e9 > u64::MAX as f64 {
+    if v * scale * 1e9 >= u64::MAX as f64 {
         return Err(ParseError(format!(
             "`{s}` is too large (durations go up to about 584 years)"
         )));

@@ -1568,20 +1568,37 @@ fn check(s: &Scenario) -> R<()> {
         ("measure.goodput_interval", m.goodput_interval, 16 * flows),
     ];
     for (key, iv, bytes) in series {
-        let samples = s.duration.as_nanos() / iv.as_nanos() + 1;
+        let samples = (s.duration.as_nanos() / iv.as_nanos()).saturating_add(1);
         if samples.saturating_mul(bytes) > TRACE_BUDGET {
-            let ns = (s.duration.as_nanos() as u128 * bytes as u128 / TRACE_BUDGET as u128) as u64;
-            // Rounded up to a whole unit, so that the suggestion reads well.
-            let unit = [1_000_000_000, 1_000_000, 1_000, 1]
-                .into_iter()
-                .find(|u| ns >= 10 * u)
-                .unwrap_or(1);
-            let min = Dur::from_nanos((ns / unit + 1) * unit);
+            // (D/iv + 1)·b ≤ B holds for iv ≥ D·b / (B − b).
+            let (d, b, budget) = (
+                u128::from(s.duration.as_nanos()),
+                u128::from(bytes),
+                u128::from(TRACE_BUDGET),
+            );
+            let need = (b < budget).then(|| (d * b).div_ceil(budget - b));
+            let advice = match need.filter(|&ns| ns < d) {
+                Some(ns) => {
+                    let ns = ns as u64;
+                    // Rounded up to a whole unit, so that the suggestion reads well.
+                    let unit = [1_000_000_000, 1_000_000, 1_000, 1]
+                        .into_iter()
+                        .find(|u| ns >= 10 * u)
+                        .unwrap_or(1);
+                    format!(
+                        "use an interval of at least {}",
+                        Dur::from_nanos((ns / unit + 1) * unit)
+                    )
+                }
+                None => format!(
+                    "no interval fits: each sample takes {bytes} B for this many flows and links"
+                ),
+            };
             return Err(e(
                 key,
                 format!(
                     "{iv} gives {samples} samples over the {} run, about {:.1} GiB of \
-                     traces in memory (the limit is {} GiB); use an interval of at least {min}",
+                     traces in memory (the limit is {} GiB); {advice}",
                     s.duration,
                     samples as f64 * bytes as f64 / (1u64 << 30) as f64,
                     TRACE_BUDGET >> 30

@@ -678,6 +678,19 @@ fn huge_durations_and_tiny_sampling_intervals() {
         "cc = \"newreno\"",
         "cc = { algo = \"vegas\", alpha = 3, beta = 3 }",
     ));
+    // The suggestion holds where rounding could tip it over: a run whose
+    // exact bound lands just below a whole millisecond.
+    let e = fails_with(
+        BASE,
+        &["duration=9256.395s", "measure.trace_interval=500us"],
+        "measure.trace_interval",
+        &["at least"],
+    );
+    let at_least = e.message.rsplit("at least ").next().unwrap().trim();
+    ok_with(&[
+        "duration=9256.395s",
+        &format!("measure.trace_interval={at_least}"),
+    ]);
     // Names go into CSV cells and capture file names.
     fails(
         &edit("name = \"f1\"", "name = \"bulk, one\""),

@@ -587,10 +587,18 @@ fn cdf_chart(
 /// sample, named with the sample size ("N23 (n = 38)").
 fn cdf_series(name: &str, xs: &[f64]) -> Series {
     let n = xs.iter().filter(|x| x.is_finite()).count();
-    Series::step(
-        format!("{name} (n = {n})"),
-        figs::cdf_from_zero(cdf_rows(xs)),
-    )
+    let mut rows = cdf_rows(xs);
+    // Thinned rows start at the step-th sample: the curve starts at the
+    // smallest.
+    let min = xs
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .fold(f64::INFINITY, f64::min);
+    if rows.first().is_some_and(|r| r.0 > min) {
+        rows.insert(0, (min, 1.0 / n as f64));
+    }
+    Series::step(format!("{name} (n = {n})"), figs::cdf_from_zero(rows))
 }
 
 fn plots(
