@@ -71,35 +71,19 @@ pub fn run(cmd: ModelCmd) -> Result<()> {
     }
 }
 
-/// `Some(v)` when `v` is a bare number, with no unit.
-fn bare_number(v: &str) -> Option<&str> {
-    let t = v.trim();
-    t.parse::<f64>().is_ok().then_some(t)
-}
-
 fn rate_arg(flag: &str, v: &str) -> Result<f64> {
-    if let Some(n) = bare_number(v) {
-        bail!("{flag}: a rate needs a unit: write `{n}Mbit`, `{n}kbit` or `{n}MB/s`, not the bare number `{n}`");
-    }
-    let r = parse_rate(v).map_err(|e| anyhow!("{flag}: invalid rate: {e}"))?;
+    let r = parse_rate(v).map_err(|e| anyhow!("{flag}: {e}"))?;
     Ok(r.bytes_per_sec())
 }
 
 fn duration_arg(flag: &str, v: &str) -> Result<f64> {
-    if let Some(n) = bare_number(v) {
-        bail!(
-            "{flag}: a duration needs a unit: write `{n}ms` or `{n}s`, not the bare number `{n}`"
-        );
-    }
-    let d = parse_duration(v).map_err(|e| anyhow!("{flag}: invalid duration: {e}"))?;
+    let d = parse_duration(v).map_err(|e| anyhow!("{flag}: {e}"))?;
     // Whole nanoseconds over 1e9, so that `120s` is exactly 120.0.
     Ok(d.as_nanos() as f64 / 1e9)
 }
 
 fn bytes_arg(flag: &str, v: &str) -> Result<f64> {
-    Ok(parse_bytes(v)
-        .map_err(|e| anyhow!("{flag}: invalid size: {e}"))?
-        .0 as f64)
+    Ok(parse_bytes(v).map_err(|e| anyhow!("{flag}: {e}"))?.0 as f64)
 }
 
 /// The flag that sets a model input.

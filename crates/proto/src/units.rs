@@ -131,7 +131,8 @@ pub fn parse_duration(s: &str) -> Result<Dur, ParseError> {
         "h" => 3600.0,
         "" => {
             return Err(ParseError(format!(
-                "`{s}` has no unit (use ns, us, ms, s, min)"
+                "a duration needs a unit, and `{s}` has no unit: write `{s}ms` or `{s}s` \
+                 (units ns, us, ms, s, min, h)"
             )))
         }
         u => {
@@ -152,6 +153,12 @@ pub fn parse_duration(s: &str) -> Result<Dur, ParseError> {
 /// a byte rate `1.5MB/s`, `500kB/s` (decimal prefixes, as networking uses).
 pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
     let (v, unit) = split_number(s)?;
+    if unit.is_empty() {
+        let s = s.trim();
+        return Err(ParseError(format!(
+            "a rate needs a unit, and `{s}` has none: write `{s}Mbit`, `{s}kbit` or `{s}MB/s`"
+        )));
+    }
     let u = unit.trim_end_matches("/s").trim_end_matches("ps");
     let (prefix, base) = if let Some(p) = u.strip_suffix("bit") {
         (p, 1.0)
