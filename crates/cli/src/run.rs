@@ -193,11 +193,11 @@ pub fn prepare_out(out: &Path) -> Result<()> {
 /// Opens a pcap file in `out` for each link direction in `ifaces` (from
 /// [`scenario::capture_ifaces`]), and writes `capture-hosts` (the nodes'
 /// capture addresses, in /etc/hosts format, for Wireshark's name resolution).
+/// `out` exists: [`prepare_out`] made it.
 fn attach_captures(sim: &mut Sim, ifaces: &[String], snaplen: u32, out: &Path) -> Result<()> {
     if ifaces.is_empty() {
         return Ok(());
     }
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     for (iface, name) in ifaces.iter().zip(capture_files(ifaces)) {
         let path = out.join(&name);
         let f =
