@@ -22,7 +22,9 @@
 mod net;
 mod plots;
 
-pub use net::{cc, simulate, tcp_linux, tcp_ns2, FlowDef, Path, RunResult, RunSpec, SEG};
+pub use net::{
+    cc, simulate, tcp_linux, tcp_ns2, FlowDef, Path, RunResult, RunSpec, SEG, STEADY_FROM,
+};
 
 use crate::plural;
 use crate::{
@@ -188,6 +190,8 @@ pub struct Fig4Row {
     pub loss_rate: f64,
     pub loss_rate_min: f64,
     pub loss_rate_max: f64,
+    /// Loss rate from 30 s on (after the start-up transient).
+    pub steady_loss_rate: f64,
     pub mean_queue_pkts: f64,
     pub seeds: u32,
 }
@@ -550,6 +554,7 @@ fn fig4_row(protocol: &str, n: usize, runs: &[RunResult]) -> Fig4Row {
         loss_rate: mean(&losses),
         loss_rate_min: lmin,
         loss_rate_max: lmax,
+        steady_loss_rate: mean(&runs.iter().map(|r| r.steady_loss_rate).collect::<Vec<_>>()),
         mean_queue_pkts: mean(&queues),
         seeds: runs.len() as u32,
     }
@@ -1071,6 +1076,49 @@ fn claims(
             grows,
         ));
     }
+    // The same after the start-up transient, which dominates the whole-run
+    // rates above (docs/reproductions/ledbat-flow.md, Fig. 4).
+    {
+        let pct = |r: Option<&Fig4Row>| {
+            r.map_or("n/a".into(), |r| {
+                format!("{:.3} %", 100.0 * r.steady_loss_rate)
+            })
+        };
+        let pair = |name: &str, a: Option<&Fig4Row>, b: Option<&Fig4Row>| {
+            format!("{name} {} -> {}", pct(a), pct(b))
+        };
+        let mut parts: Vec<String> = p
+            .fig4_protocols
+            .iter()
+            .map(|&x| pair(x, find4(&f4.rows, x, nmin), find4(&f4.rows, x, nmax)))
+            .collect();
+        let vrow = |n: usize| {
+            f4.variants
+                .iter()
+                .find(|r| r.variant == "lp-linux" && r.row.protocol == "lp" && r.row.n == n)
+                .map(|r| &r.row)
+        };
+        if vrow(nmax).is_some() {
+            parts.push(pair(
+                "lp with Linux's re-basing (variant lp-linux)",
+                vrow(nmin),
+                vrow(nmax),
+            ));
+        }
+        parts.push(pair(
+            "N+1 NewReno reference",
+            find4(&f4.rows, "newreno", nmin),
+            reference,
+        ));
+        c.push(Claim::info(
+            "Fig. 4",
+            format!(
+                "Loss rate from {:.0} s to the end, after NewReno's start-up overshoot (paper: it grows with N for NewReno and LP, not for NICE, Vegas and LEDBAT); N = {nmin} -> {nmax}",
+                STEADY_FROM.as_secs_f64()
+            ),
+            parts.join(", "),
+        ));
+    }
     let umin = f4
         .rows
         .iter()
@@ -1351,6 +1399,7 @@ fn write_csvs(dir: &FsPath, s: &LedbatFlowSummary) -> anyhow::Result<Vec<String>
             f(r.loss_rate),
             f(r.loss_rate_min),
             f(r.loss_rate_max),
+            f(r.steady_loss_rate),
             f(r.mean_queue_pkts),
             r.seeds.to_string(),
         ]
@@ -1367,6 +1416,7 @@ fn write_csvs(dir: &FsPath, s: &LedbatFlowSummary) -> anyhow::Result<Vec<String>
         "loss_rate",
         "loss_rate_min",
         "loss_rate_max",
+        "steady_loss_rate",
         "mean_queue_pkts",
         "seeds",
     ];

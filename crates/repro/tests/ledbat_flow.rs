@@ -76,6 +76,36 @@ fn fig4_newreno_dominates_low_priority_flows() {
     }
 }
 
+/// Fig. 4(b)'s reference: after the start-up (from 30 s on) the loss rate of
+/// N+1 NewReno flows grows with N, while over the whole run NewReno's slow-
+/// start overshoot dominates it. Ten LEDBAT flows add far fewer losses than
+/// ten NewReno flows.
+#[test]
+fn fig4_steady_loss_grows_with_newreno_flows() {
+    let flows = |proto: &str, n: usize| {
+        let mut f = vec![FlowDef::new("newreno", cc("newreno", &[]))];
+        f.extend((0..n).map(|i| FlowDef::new(format!("{proto}{i}"), cc(proto, &[]))));
+        f
+    };
+    let one = run(flows("newreno", 1), 120, 100, false);
+    let ten = run(flows("newreno", 10), 120, 100, false);
+    let led = run(flows("ledbat", 10), 120, 100, false);
+    assert!(
+        ten.steady_loss_rate > 3.0 * one.steady_loss_rate && ten.steady_loss_rate > 0.005,
+        "steady loss, 2 NewReno {:.5}, 11 NewReno {:.5}",
+        one.steady_loss_rate,
+        ten.steady_loss_rate
+    );
+    assert!(
+        led.steady_loss_rate < 0.25 * ten.steady_loss_rate,
+        "steady loss, 10 LEDBAT {:.5}, 10 NewReno {:.5}",
+        led.steady_loss_rate,
+        ten.steady_loss_rate
+    );
+    // The whole-run rate includes the start-up's losses.
+    assert!(one.loss_rate > one.steady_loss_rate);
+}
+
 /// Fig. 5, region II: with τ at 30 % of the buffer delay LEDBAT yields.
 #[test]
 fn fig5_low_priority_region() {

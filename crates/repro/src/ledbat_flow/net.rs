@@ -126,6 +126,8 @@ pub struct RunResult {
     pub utilization: f64,
     /// Packets dropped at the bottleneck over packets offered to it.
     pub loss_rate: f64,
+    /// The same from [`STEADY_FROM`] on, after the start-up transient.
+    pub steady_loss_rate: f64,
     /// Time-weighted mean bottleneck queue, packets.
     pub mean_queue_pkts: f64,
     /// Retransmission timeouts per flow.
@@ -179,6 +181,11 @@ impl RunResult {
 
 /// Payload per segment with timestamps (1500 B packets).
 pub const SEG: f64 = 1448.0;
+
+/// Where a run's steady state starts for [`RunResult::steady_loss_rate`]:
+/// after NewReno's start-up overshoot and the timeouts that follow it (in
+/// Fig. 4's runs nearly all of them fall in the first 15–20 s).
+pub const STEADY_FROM: Dur = Dur::from_secs(30);
 
 fn dir(rate: Rate, delay: Dur, limit: Limit) -> DirSpec {
     DirSpec {
@@ -254,18 +261,30 @@ pub fn scenario(spec: &RunSpec) -> Scenario {
 pub fn simulate(spec: &RunSpec) -> RunResult {
     let sc = scenario(spec);
     let mut sim = Sim::new(&sc).expect("valid built-in scenario");
-    sim.run();
     let b = sim
         .ifaces
         .iter()
         .position(|f| f.name == "bottleneck:ab")
         .expect("bottleneck");
+    // Stopping at STEADY_FROM and going on processes the same events.
+    sim.run_until(Time::ZERO + STEADY_FROM);
+    let lost =
+        |st: &hopwise_sim::measure::QueueStats| (st.drops + st.wire_losses, st.enqueued + st.drops);
+    let before = lost(&sim.ifaces[b].stats);
+    sim.run();
+    let after = lost(&sim.ifaces[b].stats);
+    let steady_offered = after.1 - before.1;
     let sum = hopwise_sim::report::Summary::of(&sim, &spec.name, 0.0);
     let link = sum.link("bottleneck:ab").expect("bottleneck");
     let mut r = RunResult {
         goodput_bps: sum.flows.iter().map(|f| f.goodput_bps).collect(),
         utilization: link.utilization,
         loss_rate: link.loss_rate,
+        steady_loss_rate: if steady_offered > 0 {
+            (after.0 - before.0) as f64 / steady_offered as f64
+        } else {
+            0.0
+        },
         mean_queue_pkts: link.mean_queue_packets,
         timeouts: sum.flows.iter().map(|f| f.timeouts).collect(),
         ..RunResult::default()

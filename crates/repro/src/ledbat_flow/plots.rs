@@ -2,7 +2,7 @@
 
 use super::{
     fig2_pairs, fig4_variant_label, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS,
-    LOW_PRIORITY,
+    LOW_PRIORITY, STEADY_FROM,
 };
 use crate::figs;
 use hopwise_plot::{BarChart, Chart, Figure, Series};
@@ -124,6 +124,13 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         .x_label("N (low-priority flows)")
         .y_label("utilisation")
         .y_range(0.8, 1.0);
+    let mut steady = Chart::new(format!(
+        "(d) loss rate from {:.0} s on (after NewReno's start-up)",
+        STEADY_FROM.as_secs_f64()
+    ))
+    .x_label("N (low-priority flows)")
+    .y_label("loss rate (log)")
+    .log_y(true);
     let mut protos: Vec<&str> = LOW_PRIORITY.to_vec();
     protos.push("newreno");
     for p in protos {
@@ -155,17 +162,38 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
                 .collect(),
         );
         let ut = Series::line_points(
-            name,
+            name.clone(),
             rows.iter().map(|r| (r.n as f64, r.utilization)).collect(),
         );
-        let (sh, lo, ut) = if p == "newreno" {
-            (sh.dashed(), lo.dashed(), ut.dashed())
+        let st = Series::line_points(
+            name,
+            rows.iter()
+                .map(|r| (r.n as f64, r.steady_loss_rate))
+                .collect(),
+        );
+        let (sh, lo, ut, st) = if p == "newreno" {
+            (sh.dashed(), lo.dashed(), ut.dashed(), st.dashed())
         } else {
-            (sh, lo, ut)
+            (sh, lo, ut, st)
         };
         share.push_series(sh);
         loss.push_series(lo);
         util.push_series(ut);
+        steady.push_series(st);
+    }
+    // LP with Linux's re-basing rule, a sensitivity variant run at fewer N.
+    let lp_linux: Vec<(f64, f64)> = s
+        .fig4_variants
+        .iter()
+        .filter(|v| v.variant == "lp-linux" && v.row.protocol == "lp")
+        .map(|v| (v.row.n as f64, v.row.steady_loss_rate))
+        .collect();
+    if !lp_linux.is_empty() {
+        steady.push_series(
+            Series::line_points("LP, Linux's re-basing (variant lp-linux)", lp_linux)
+                .dashed()
+                .color("#888888"),
+        );
     }
     let fair: Vec<(f64, f64)> = s
         .fig4
@@ -185,6 +213,7 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
     .panel(share)
     .panel(loss)
     .panel(util)
+    .panel(steady)
     .write_svg(dir.join("fig4.svg"))?;
 
     // Sensitivity: NewReno share at the largest N, per protocol and setting.
