@@ -100,15 +100,41 @@ pub fn run(
         .iter()
         .filter(|c| c.verdict == Verdict::Holds)
         .count();
+    let wall = t0.elapsed().as_secs_f64();
+    let command: Vec<String> = std::env::args()
+        .enumerate()
+        .map(|(i, a)| if i == 0 { "hopwise".to_string() } else { a })
+        .collect();
+    let facts = [
+        format!("command: {}", command.join(" ")),
+        format!(
+            "{} variant, {} worker thread{}, {wall:.1} s wall, hopwise {}",
+            if quick { "quick" } else { "full" },
+            jobs,
+            if jobs == 1 { "" } else { "s" },
+            env!("CARGO_PKG_VERSION")
+        ),
+    ];
+    let title = format!("hopwise reproduce {}", exp.name);
+    hopwise_repro::report::write(
+        &out,
+        &hopwise_repro::report::ReportMeta {
+            title: &title,
+            about: exp.about,
+            facts: &facts,
+            text: None,
+        },
+        &outcome.claims,
+        &outcome.files,
+    )?;
     println!();
     // "1 claim holds, 2 differ".
     let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     println!(
-        "{}, {}, {} for information; {:.1} s wall; results in {}",
+        "{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",
         verb(holds, "claim holds", "claims hold"),
         verb(differs, "differs", "differ"),
         outcome.claims.len() - holds - differs,
-        t0.elapsed().as_secs_f64(),
         out.display()
     );
     if strict && differs > 0 {

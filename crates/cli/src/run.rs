@@ -110,9 +110,31 @@ pub fn sim(
     let summary = Summary::of(&sim, &sc.name, wall);
     write_outputs(out, &sim, &summary)
         .with_context(|| format!("writing results to {}", out.display()))?;
+    let text = summary_text(&summary);
     if !quiet {
-        print_summary(&summary);
+        print!("{text}");
     }
+    let mut files: Vec<String> = hopwise_sim::report::OUTPUT_FILES
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    files.extend(capture_files(&ifaces));
+    let facts = [
+        format!("scenario: {origin}"),
+        format!("hopwise {}", env!("CARGO_PKG_VERSION")),
+    ];
+    let title = format!("hopwise sim: {}", sc.name);
+    hopwise_repro::report::write(
+        out,
+        &hopwise_repro::report::ReportMeta {
+            title: &title,
+            about: "",
+            facts: &facts,
+            text: Some(&text),
+        },
+        &[],
+        &files,
+    )?;
     let stale = stale_captures(out, &capture_files(&ifaces));
     if !stale.is_empty() {
         eprintln!(
@@ -121,7 +143,11 @@ pub fn sim(
             stale.join(", ")
         );
     }
-    println!("results: {}", out.join("summary.json").display());
+    println!(
+        "results: {} (open {})",
+        out.join("summary.json").display(),
+        out.join("report.html").display()
+    );
     Ok(())
 }
 
@@ -235,8 +261,12 @@ fn mbps(x: f64) -> String {
     format!("{:.3}", x / 1e6)
 }
 
-pub fn print_summary(s: &Summary) {
-    println!(
+/// The run's summary as the terminal shows it (and `report.html` repeats).
+pub fn summary_text(s: &Summary) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
         "{}: {:.0} s simulated in {:.2} s wall ({} events, {:.2} M events/s), seed {}, event hash {}",
         s.scenario,
         s.duration_s,
@@ -246,13 +276,15 @@ pub fn print_summary(s: &Summary) {
         s.seed,
         s.event_hash
     );
-    println!();
-    println!(
+    o.push('\n');
+    let _ = writeln!(
+        o,
         "{:<24} {:<12} {:>14} {:>12} {:>8}",
         "flow", "cc", "goodput Mbit/s", "delivered MB", "retx"
     );
     for f in s.flows.iter().take(40) {
-        println!(
+        let _ = writeln!(
+            o,
             "{:<24} {:<12} {:>14} {:>12.3} {:>8}{}",
             f.name,
             f.cc,
@@ -263,13 +295,14 @@ pub fn print_summary(s: &Summary) {
         );
     }
     if s.flows.len() > 40 {
-        println!("... {} more flows in flows.csv", s.flows.len() - 40);
+        let _ = writeln!(o, "... {} more flows in flows.csv", s.flows.len() - 40);
     }
     if let Some(j) = s.jain {
-        println!("Jain's fairness index over flows: {j:.4}");
+        let _ = writeln!(o, "Jain's fairness index over flows: {j:.4}");
     }
-    println!();
-    println!(
+    o.push('\n');
+    let _ = writeln!(
+        o,
         "{:<28} {:>10} {:>8} {:>12} {:>10} {:>8}",
         "link direction", "Mbit/s", "util", "mean queue B", "mean pkts", "drops"
     );
@@ -279,7 +312,8 @@ pub fn print_summary(s: &Summary) {
         .filter(|l| l.utilization > 0.01 || l.drops > 0)
         .collect();
     for l in busy.iter().take(20) {
-        println!(
+        let _ = writeln!(
+            o,
             "{:<28} {:>10} {:>8.3} {:>12.0} {:>10.1} {:>8}",
             l.name,
             mbps(l.rate_bps as f64),
@@ -290,12 +324,13 @@ pub fn print_summary(s: &Summary) {
         );
     }
     if busy.len() > 20 {
-        println!("... {} more in links.csv", busy.len() - 20);
+        let _ = writeln!(o, "... {} more in links.csv", busy.len() - 20);
     }
     for c in &s.captures {
-        println!("capture {}: {} ({} packets)", c.link, c.file, c.packets);
+        let _ = writeln!(o, "capture {}: {} ({} packets)", c.link, c.file, c.packets);
     }
-    println!();
+    o.push('\n');
+    o
 }
 
 pub fn bench(sets: &[String], repeat: u32) -> Result<()> {

@@ -18,6 +18,7 @@ mod figs;
 pub mod ledbat_flow;
 pub mod overlay_ack;
 pub mod pendulum;
+pub mod report;
 
 use serde::Serialize;
 use std::path::{Path, PathBuf};

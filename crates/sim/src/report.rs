@@ -211,6 +211,23 @@ impl Summary {
 /// Most series a plot shows before it summarises.
 const MAX_PLOTTED: usize = 12;
 
+/// Every file [`write_outputs`] can write, figures first. `ack_bursts.svg`
+/// only exists when some queue saw ACK bursts (it is removed otherwise).
+pub const OUTPUT_FILES: &[&str] = &[
+    "goodput.svg",
+    "cwnd.svg",
+    "rtt.svg",
+    "queue.svg",
+    "ack_bursts.svg",
+    "summary.json",
+    "flows.csv",
+    "links.csv",
+    "goodput.csv",
+    "cwnd.csv",
+    "queues.csv",
+    "ack_bursts.csv",
+];
+
 /// Writes `summary.json`, the CSV files and the SVG plots into `dir`.
 pub fn write_outputs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
     std::fs::create_dir_all(dir)?;

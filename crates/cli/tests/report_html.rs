@@ -1,0 +1,75 @@
+//! `report.html` beside a run's results: every figure and data file the run
+//! wrote is on the page, and a reproduction's page carries its claims.
+
+use std::path::Path;
+use std::process::Command;
+
+fn run(args: &[&str]) {
+    let o = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args(args)
+        .output()
+        .expect("hopwise runs");
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The page, and the names of the files in `dir` with extension `ext`.
+fn page_and(dir: &Path, ext: &str) -> (String, Vec<String>) {
+    let page = std::fs::read_to_string(dir.join("report.html")).expect("report.html written");
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(ext))
+        .collect();
+    names.sort();
+    (page, names)
+}
+
+#[test]
+fn sim_and_reproduce_write_a_page_with_every_figure() {
+    let d = std::env::temp_dir().join(format!("hopwise-report-html-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+
+    let sim = d.join("sim");
+    run(&["sim", "--quiet", "--out", sim.to_str().unwrap()]);
+    let (page, svgs) = page_and(&sim, ".svg");
+    assert!(svgs.len() >= 3, "{svgs:?}");
+    for f in &svgs {
+        assert!(page.contains(&format!("<img src=\"{f}\"")), "{f} missing");
+    }
+    for f in page_and(&sim, ".csv").1 {
+        assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
+    }
+    // The terminal summary is on the page, without claims.
+    assert!(page.contains("<pre>") && page.contains("goodput Mbit/s"));
+    assert!(!page.contains("<h2>Claims</h2>"));
+
+    let rep = d.join("lf");
+    run(&[
+        "reproduce",
+        "ledbat-flow",
+        "--quick",
+        "--seeds",
+        "1",
+        "--out",
+        rep.to_str().unwrap(),
+    ]);
+    let (page, svgs) = page_and(&rep, ".svg");
+    assert!(svgs.len() >= 5, "{svgs:?}");
+    for f in &svgs {
+        assert!(page.contains(&format!("<img src=\"{f}\"")), "{f} missing");
+    }
+    for f in page_and(&rep, ".csv").1 {
+        assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
+    }
+    // One table row per claim in summary.json.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(rep.join("summary.json")).unwrap()).unwrap();
+    let claims = summary["claims"].as_array().expect("claims").len();
+    assert!(claims > 5);
+    assert_eq!(page.matches("<tr><td>").count(), claims, "{page}");
+    let _ = std::fs::remove_dir_all(&d);
+}

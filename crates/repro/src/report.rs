@@ -1,0 +1,269 @@
+//! `report.html`: one page per reproduction with the claims table and every
+//! figure, for people who would rather look than read the terminal.
+//!
+//! The page links the SVGs, CSVs and `summary.json` that sit beside it in
+//! the output directory (relative links, so the directory can be moved or
+//! served as it is) and needs no scripts or network access.
+
+use crate::{Claim, Verdict};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// What the page says about the run besides its claims and files.
+#[derive(Clone, Debug)]
+pub struct ReportMeta<'a> {
+    /// Page title, e.g. "hopwise reproduce pendulum".
+    pub title: &'a str,
+    /// One line under the title (which paper and what it shows).
+    pub about: &'a str,
+    /// Further lines of run facts (command, variant, wall time), shown as a list.
+    pub facts: &'a [String],
+    /// Preformatted text shown after the facts (e.g. the terminal summary).
+    pub text: Option<&'a str>,
+}
+
+/// Escapes text for HTML element content and attribute values.
+fn esc(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            _ => o.push(c),
+        }
+    }
+    o
+}
+
+/// A file name as a relative URL: every byte outside the unreserved set
+/// (RFC 3986 §2.3) is percent-encoded, so names with spaces or `#` work.
+fn href(name: &str) -> String {
+    let mut o = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            o.push(b as char);
+        } else {
+            let _ = write!(o, "%{b:02X}");
+        }
+    }
+    o
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}\
+h1{font-size:1.5em;margin-bottom:.2em}.about{color:#555;margin-top:0}\
+table{border-collapse:collapse;width:100%;font-size:.9em}\
+th,td{border-bottom:1px solid #ddd;padding:.35em .5em;text-align:left;vertical-align:top}\
+th{background:#f4f4f4}.v{font-weight:bold;white-space:nowrap}\
+.holds{color:#1a7f37}.differs{color:#b42318}.info{color:#666}\
+.counts span{margin-right:1.5em}\
+figure{margin:2em 0}figure img{max-width:100%;border:1px solid #eee}\
+figcaption{font-size:.85em;color:#555}ul.files{columns:3;font-size:.9em}";
+
+/// The page for `claims` and the `files` (names relative to the output
+/// directory, in the order the reproduction wrote them).
+pub fn render(meta: &ReportMeta, claims: &[Claim], files: &[String]) -> String {
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
+        esc(meta.title),
+        esc(meta.title),
+    );
+    if !meta.about.is_empty() {
+        let _ = writeln!(h, "<p class=\"about\">{}</p>", esc(meta.about));
+    }
+    if !meta.facts.is_empty() {
+        h.push_str("<ul>\n");
+        for f in meta.facts {
+            let _ = writeln!(h, "<li>{}</li>", esc(f));
+        }
+        h.push_str("</ul>\n");
+    }
+    if let Some(t) = meta.text {
+        let _ = writeln!(h, "<pre>{}</pre>", esc(t.trim_end()));
+    }
+
+    let count = |v: Verdict| claims.iter().filter(|c| c.verdict == v).count();
+    if !claims.is_empty() {
+        let _ = write!(
+            h,
+            "<h2>Claims</h2>\n<p class=\"counts\"><span class=\"holds\">{} hold</span>\
+             <span class=\"differs\">{} differ</span>\
+             <span class=\"info\">{} for information</span></p>\n",
+            count(Verdict::Holds),
+            count(Verdict::Differs),
+            count(Verdict::Info)
+        );
+        h.push_str(
+            "<table>\n<tr><th>figure</th><th>verdict</th><th>paper's claim (our criterion)</th><th>ours</th></tr>\n",
+        );
+        for c in claims {
+            let (class, word) = match c.verdict {
+                Verdict::Holds => ("holds", "holds"),
+                Verdict::Differs => ("differs", "differs"),
+                Verdict::Info => ("info", "info"),
+            };
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"v {class}\">{word}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.figure),
+                esc(&c.claim),
+                esc(&c.measured)
+            );
+        }
+        h.push_str("</table>\n");
+    }
+
+    let svgs: Vec<&String> = files.iter().filter(|f| f.ends_with(".svg")).collect();
+    if !svgs.is_empty() {
+        h.push_str("<h2>Figures</h2>\n");
+    }
+    for f in &svgs {
+        // The CSV with the plotted data, when the reproduction wrote one of
+        // the same name.
+        let csv = format!("{}.csv", f.trim_end_matches(".svg"));
+        let data = if files.contains(&csv) {
+            format!(" · data: <a href=\"{}\">{}</a>", href(&csv), esc(&csv))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            h,
+            "<figure id=\"{}\"><a href=\"{}\"><img src=\"{}\" alt=\"{}\" loading=\"lazy\"></a>\
+             <figcaption><a href=\"{}\">{}</a>{data}</figcaption></figure>",
+            esc(f),
+            href(f),
+            href(f),
+            esc(f),
+            href(f),
+            esc(f)
+        );
+    }
+
+    let others: Vec<&String> = files.iter().filter(|f| !f.ends_with(".svg")).collect();
+    if !others.is_empty() {
+        h.push_str("<h2>Data</h2>\n<ul class=\"files\">\n");
+        for f in others {
+            let _ = writeln!(h, "<li><a href=\"{}\">{}</a></li>", href(f), esc(f));
+        }
+        h.push_str("</ul>\n");
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// Writes [`render`]'s page to `dir/report.html` (through a temporary file
+/// and a rename, so a reader never sees half a page). Files in `files` that
+/// do not exist in `dir` are left out.
+pub fn write(
+    dir: &Path,
+    meta: &ReportMeta,
+    claims: &[Claim],
+    files: &[String],
+) -> anyhow::Result<()> {
+    let mut present: Vec<String> = Vec::new();
+    for f in files {
+        if f != "report.html" && dir.join(f).is_file() && !present.contains(f) {
+            present.push(f.clone());
+        }
+    }
+    let page = render(meta, claims, &present);
+    let tmp = dir.join(".report.html.tmp");
+    std::fs::write(&tmp, page).map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
+    let to = dir.join("report.html");
+    std::fs::rename(&tmp, &to).map_err(|e| anyhow::anyhow!("writing {}: {e}", to.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(verdict: Verdict, measured: &str) -> Claim {
+        Claim {
+            figure: "Fig. 1".into(),
+            claim: "r < 3 & \"more\"".into(),
+            measured: measured.into(),
+            verdict,
+        }
+    }
+
+    #[test]
+    fn page_escapes_text_and_links_figures_with_their_data() {
+        let meta = ReportMeta {
+            title: "hopwise reproduce x",
+            about: "seed <000>",
+            facts: &["quick".to_string()],
+            text: None,
+        };
+        let files = vec![
+            "fig 1.svg".to_string(),
+            "fig 1.csv".to_string(),
+            "fig2.svg".to_string(),
+            "summary.json".to_string(),
+        ];
+        let page = render(
+            &meta,
+            &[
+                claim(Verdict::Holds, "<b>2.1</b>"),
+                claim(Verdict::Differs, "4"),
+            ],
+            &files,
+        );
+        assert!(page.contains("seed &lt;000&gt;"), "{page}");
+        assert!(page.contains("r &lt; 3 &amp; &quot;more&quot;"), "{page}");
+        assert!(page.contains("&lt;b&gt;2.1&lt;/b&gt;"), "{page}");
+        assert!(!page.contains("<b>"), "{page}");
+        assert!(
+            page.contains("1 hold") && page.contains("1 differ"),
+            "{page}"
+        );
+        // Both figures, in order; the first with its CSV, the second without.
+        let a = page.find("<img src=\"fig%201.svg\"").expect("fig 1");
+        let b = page.find("<img src=\"fig2.svg\"").expect("fig2");
+        assert!(a < b);
+        assert!(
+            page.contains("data: <a href=\"fig%201.csv\">fig 1.csv</a>"),
+            "{page}"
+        );
+        assert_eq!(page.matches("data: <a").count(), 1, "{page}");
+        assert!(page.contains("<li><a href=\"summary.json\">summary.json</a></li>"));
+    }
+
+    #[test]
+    fn write_leaves_out_files_that_are_not_there() {
+        let dir = std::env::temp_dir().join(format!("hopwise-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.svg"), "<svg/>").unwrap();
+        let meta = ReportMeta {
+            title: "t",
+            about: "",
+            facts: &[],
+            text: Some("flow  goodput\n<a>  1.0"),
+        };
+        write(
+            &dir,
+            &meta,
+            &[],
+            &["a.svg".into(), "gone.svg".into(), "a.svg".into()],
+        )
+        .unwrap();
+        let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+        assert_eq!(page.matches("<img src=\"a.svg\"").count(), 1, "{page}");
+        assert!(!page.contains("gone.svg"), "{page}");
+        // No claims, no claims section; no about line; the text is kept as
+        // it is, escaped.
+        assert!(!page.contains("class=\"about\""), "{page}");
+        assert!(!page.contains("<h2>Claims</h2>"), "{page}");
+        assert!(
+            page.contains("<pre>flow  goodput\n&lt;a&gt;  1.0</pre>"),
+            "{page}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
