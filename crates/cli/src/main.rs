@@ -51,7 +51,7 @@ enum Cmd {
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
     Reproduce {
-        /// Which reproduction, e.g. `pendulum`.
+        /// Which reproduction, e.g. `pendulum`, or `all` for every one.
         #[arg(required_unless_present = "list")]
         name: Option<String>,
         /// List the reproductions.
@@ -63,7 +63,7 @@ enum Cmd {
         /// Seeds (independent runs) per data point.
         #[arg(long, alias = "runs", value_parser = clap::value_parser!(u32).range(1..))]
         seeds: Option<u32>,
-        /// Output directory (default out/<name>).
+        /// Output directory (default out/<name>; with `all`, out, one subdirectory each).
         #[arg(long)]
         out: Option<PathBuf>,
         /// Worker threads (default: all cores).

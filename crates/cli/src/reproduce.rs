@@ -1,6 +1,6 @@
 //! `hopwise reproduce <name>`.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use hopwise_repro::{claims_table, registry, Progress, ReproOpts, Verdict};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
@@ -50,6 +50,20 @@ pub fn list() {
     for e in registry() {
         println!("  {:<20} {}", e.name, e.about);
     }
+    println!(
+        "  {:<20} every one of the above in turn, each into OUT/<name>, and OUT/index.html (OUT: --out, default out)",
+        "all"
+    );
+}
+
+/// What one reproduction's run came to.
+struct Ran {
+    name: &'static str,
+    about: &'static str,
+    holds: usize,
+    differs: usize,
+    info: usize,
+    wall_s: f64,
 }
 
 pub fn run(
@@ -60,16 +74,69 @@ pub fn run(
     jobs: Option<usize>,
     strict: bool,
 ) -> Result<()> {
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if name == "all" {
+        let root = out.unwrap_or_else(|| PathBuf::from("out"));
+        crate::run::prepare_out(&root)?;
+        let exps = registry();
+        let mut ran = Vec::new();
+        for (i, exp) in exps.iter().enumerate() {
+            eprintln!("\n[{}/{}] {}", i + 1, exps.len(), exp.name);
+            ran.push(run_one(exp, quick, seeds, root.join(exp.name), jobs)?);
+        }
+        let index = root.join("index.html");
+        let rows: Vec<hopwise_repro::report::IndexRow> = ran
+            .iter()
+            .map(|r| hopwise_repro::report::IndexRow {
+                name: r.name,
+                about: r.about,
+                holds: r.holds,
+                differs: r.differs,
+                info: r.info,
+                wall_s: r.wall_s,
+            })
+            .collect();
+        std::fs::write(&index, hopwise_repro::report::index(quick, &rows))
+            .with_context(|| format!("writing {}", index.display()))?;
+        println!();
+        for r in &ran {
+            println!(
+                "{:<18} {:>3} hold, {:>2} differ, {:>2} for information  {:>8.1} s",
+                r.name, r.holds, r.differs, r.info, r.wall_s
+            );
+        }
+        println!("overview: {}", index.display());
+        let differs: usize = ran.iter().map(|r| r.differs).sum();
+        if strict && differs > 0 {
+            bail!("{differs} claim(s) differ from the papers (--strict)");
+        }
+        return Ok(());
+    }
     let Some(exp) = hopwise_repro::find(name) else {
         let names: Vec<&str> = registry().iter().map(|e| e.name).collect();
         bail!(
-            "unknown reproduction `{name}` (known: {})",
+            "unknown reproduction `{name}` (known: {}, or all)",
             names.join(", ")
         );
     };
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(name));
     crate::run::prepare_out(&out)?;
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let r = run_one(&exp, quick, seeds, out, jobs)?;
+    if strict && r.differs > 0 {
+        bail!("{} claim(s) differ from the paper (--strict)", r.differs);
+    }
+    Ok(())
+}
+
+/// Runs `exp` into `out`: progress bars, the claims table, report.html.
+fn run_one(
+    exp: &hopwise_repro::Experiment,
+    quick: bool,
+    seeds: Option<u32>,
+    out: PathBuf,
+    jobs: usize,
+) -> Result<Ran> {
+    crate::run::prepare_out(&out)?;
     let opts = ReproOpts {
         quick,
         seeds,
@@ -90,16 +157,12 @@ pub fn run(
     bars.finish();
     println!();
     print!("{}", claims_table(&outcome.claims));
-    let differs = outcome
-        .claims
-        .iter()
-        .filter(|c| c.verdict == Verdict::Differs)
-        .count();
-    let holds = outcome
-        .claims
-        .iter()
-        .filter(|c| c.verdict == Verdict::Holds)
-        .count();
+    let count = |v: Verdict| outcome.claims.iter().filter(|c| c.verdict == v).count();
+    let (holds, differs, info) = (
+        count(Verdict::Holds),
+        count(Verdict::Differs),
+        count(Verdict::Info),
+    );
     let wall = t0.elapsed().as_secs_f64();
     let command: Vec<String> = std::env::args()
         .enumerate()
@@ -134,11 +197,15 @@ pub fn run(
         "{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",
         verb(holds, "claim holds", "claims hold"),
         verb(differs, "differs", "differ"),
-        outcome.claims.len() - holds - differs,
+        info,
         out.display()
     );
-    if strict && differs > 0 {
-        bail!("{differs} claim(s) differ from the paper (--strict)");
-    }
-    Ok(())
+    Ok(Ran {
+        name: exp.name,
+        about: exp.about,
+        holds,
+        differs,
+        info,
+        wall_s: wall,
+    })
 }

@@ -108,7 +108,8 @@ impl Claim {
 #[derive(Debug, Default)]
 pub struct Outcome {
     pub claims: Vec<Claim>,
-    /// Files written, relative to the output directory (for the closing message).
+    /// Files written, relative to the output directory, in the order
+    /// `report.html` shows them.
     pub files: Vec<String>,
 }
 

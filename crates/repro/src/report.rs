@@ -180,6 +180,53 @@ pub fn write(
     Ok(())
 }
 
+/// One reproduction's line on the overview page of `hopwise reproduce all`.
+#[derive(Clone, Debug)]
+pub struct IndexRow<'a> {
+    /// The reproduction's name, also its subdirectory.
+    pub name: &'a str,
+    pub about: &'a str,
+    pub holds: usize,
+    pub differs: usize,
+    pub info: usize,
+    pub wall_s: f64,
+}
+
+/// The overview page: one row per reproduction, linked to its `report.html`.
+pub fn index(quick: bool, rows: &[IndexRow]) -> String {
+    let mut h = String::new();
+    let title = "hopwise reproduce all";
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{title}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<h1>{title}</h1>\n\
+         <p class=\"about\">{} variant, hopwise {}</p>\n<table>\n\
+         <tr><th>reproduction</th><th>seed paper</th><th>holds</th><th>differs</th>\
+         <th>information</th><th>wall</th></tr>\n",
+        if quick { "quick" } else { "full" },
+        env!("CARGO_PKG_VERSION")
+    );
+    for r in rows {
+        let _ = writeln!(
+            h,
+            "<tr><td><a href=\"{}/report.html\">{}</a></td><td>{}</td>\
+             <td class=\"v holds\">{}</td><td class=\"v{}\">{}</td><td class=\"info\">{}</td>\
+             <td>{:.1} s</td></tr>",
+            href(r.name),
+            esc(r.name),
+            esc(r.about),
+            r.holds,
+            if r.differs > 0 { " differs" } else { "" },
+            r.differs,
+            r.info,
+            r.wall_s
+        );
+    }
+    h.push_str("</table>\n</body>\n</html>\n");
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -233,6 +280,25 @@ mod tests {
         );
         assert_eq!(page.matches("data: <a").count(), 1, "{page}");
         assert!(page.contains("<li><a href=\"summary.json\">summary.json</a></li>"));
+    }
+
+    #[test]
+    fn index_links_each_reproduction_and_marks_differences() {
+        let row = |name, differs| IndexRow {
+            name,
+            about: "seed <1>",
+            holds: 3,
+            differs,
+            info: 1,
+            wall_s: 2.25,
+        };
+        let page = index(true, &[row("pendulum", 0), row("ledbat-flow", 2)]);
+        assert!(page.contains("<a href=\"pendulum/report.html\">pendulum</a>"));
+        assert!(page.contains("<a href=\"ledbat-flow/report.html\">ledbat-flow</a>"));
+        assert!(page.contains("seed &lt;1&gt;"));
+        assert!(page.contains("<td class=\"v differs\">2</td>"), "{page}");
+        assert!(page.contains("<td class=\"v\">0</td>"), "{page}");
+        assert!(page.contains("quick variant"));
     }
 
     #[test]
