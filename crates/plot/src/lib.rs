@@ -56,3 +56,9 @@ pub use data::{cdf_points, histogram};
 pub use decimate::decimate;
 pub use figure::{Figure, Panel};
 pub use series::{palette_color, Series, SeriesKind, PALETTE};
+
+/// Escapes text for XML or HTML content and attribute values, as the SVG
+/// writer does (for pages that embed the plots, such as a run's report).
+pub fn escape_markup(s: &str) -> String {
+    svg::escape(s)
+}

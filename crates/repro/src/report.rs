@@ -6,6 +6,7 @@
 //! served as it is) and needs no scripts or network access.
 
 use crate::{Claim, Verdict};
+use hopwise_plot::escape_markup as esc;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -20,22 +21,6 @@ pub struct ReportMeta<'a> {
     pub facts: &'a [String],
     /// Preformatted text shown after the facts (e.g. the terminal summary).
     pub text: Option<&'a str>,
-}
-
-/// Escapes text for HTML element content and attribute values.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            _ => o.push(c),
-        }
-    }
-    o
 }
 
 /// A file name as a relative URL: every byte outside the unreserved set
