@@ -9,6 +9,7 @@ mod model;
 mod net;
 mod reproduce;
 mod run;
+mod sweep;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -48,6 +49,31 @@ enum Cmd {
         /// to the scenario's `measure.capture`.
         #[arg(long, value_name = "LINK[:DIR]")]
         capture: Vec<String>,
+    },
+    /// Run a scenario (or the demo) over a grid of parameter values and seeds; write
+    /// means with 90 % confidence intervals, CSVs, plots and report.html.
+    Sweep {
+        /// Scenario file (TOML). Without it, sweeps the built-in demo scenario.
+        file: Option<PathBuf>,
+        /// A scenario key and the values to try, e.g. `--vary link.bottleneck.queue=20pkt,50pkt,100pkt`.
+        /// Repeatable: the grid is every combination (the first key varies slowest).
+        #[arg(long, value_name = "KEY=V1,V2,...", value_parser = sweep::parse_vary, required = true)]
+        vary: Vec<sweep::Axis>,
+        /// Seeds per point: the scenario's seed, then the next ones.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        seeds: u32,
+        /// Override a scenario key for every run. Repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Output directory.
+        #[arg(long, default_value = "out/sweep")]
+        out: PathBuf,
+        /// Worker threads (default: all cores).
+        #[arg(long, value_parser = at_least_one)]
+        jobs: Option<usize>,
+        /// Print only the results path (no table, no progress bar).
+        #[arg(long)]
+        quiet: bool,
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
     Reproduce {
@@ -200,6 +226,15 @@ fn main() -> ExitCode {
         }
         Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
         Cmd::Model { model } => model::run(model),
+        Cmd::Sweep {
+            file,
+            vary,
+            seeds,
+            sets,
+            out,
+            jobs,
+            quiet,
+        } => sweep::sweep(file.as_deref(), &vary, seeds, &sets, &out, jobs, quiet),
         Cmd::Reproduce { list: true, .. } => {
             reproduce::list();
             Ok(())

@@ -8,8 +8,16 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 /// A progress bar per phase, drawn on stderr (hidden when stderr is not a terminal).
-struct Bars {
+pub(crate) struct Bars {
     bar: Mutex<Option<ProgressBar>>,
+}
+
+impl Bars {
+    pub(crate) fn new() -> Self {
+        Bars {
+            bar: Mutex::new(None),
+        }
+    }
 }
 
 impl Progress for Bars {
@@ -150,9 +158,7 @@ fn run_one(
         if quick { " (quick variant)" } else { "" }
     );
     let t0 = Instant::now();
-    let bars = Bars {
-        bar: Mutex::new(None),
-    };
+    let bars = Bars::new();
     let outcome = (exp.run)(&opts, &bars)?;
     bars.finish();
     println!();

@@ -56,7 +56,7 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
-fn load(file: Option<&Path>, sets: &[String]) -> Result<(Scenario, String)> {
+pub(crate) fn load(file: Option<&Path>, sets: &[String]) -> Result<(Scenario, String)> {
     match file {
         Some(f) => {
             let sc = scenario::load(f, sets)?;

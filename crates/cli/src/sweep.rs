@@ -1,0 +1,665 @@
+//! `hopwise sweep`: one scenario over a grid of parameter values and seeds,
+//! with means and 90 % confidence intervals per grid point.
+
+use anyhow::{bail, Context, Result};
+use hopwise_plot::{BarChart, Chart, Figure, Series};
+use hopwise_repro::{mean_ci90, par_map, write_csv, Progress, Silent};
+use hopwise_sim::report::Summary;
+use hopwise_sim::Sim;
+use serde::Serialize;
+use std::path::Path;
+use std::time::Instant;
+
+/// One `--vary KEY=V1,V2,...`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Axis {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+/// Parses `--vary KEY=V1,V2,...`: a key, `=`, and at least one non-empty value.
+pub fn parse_vary(s: &str) -> Result<Axis, String> {
+    let Some((key, vals)) = s.split_once('=') else {
+        return Err(format!(
+            "`{s}`: expected KEY=V1,V2,... (for example link.bottleneck.queue=20pkt,50pkt)"
+        ));
+    };
+    let key = key.trim();
+    if key.is_empty() {
+        return Err(format!("`{s}`: the key before `=` is empty"));
+    }
+    let values: Vec<String> = vals.split(',').map(|v| v.trim().to_string()).collect();
+    if values.iter().any(String::is_empty) {
+        return Err(format!(
+            "`{s}`: a value is empty (values are separated by commas)"
+        ));
+    }
+    Ok(Axis {
+        key: key.to_string(),
+        values,
+    })
+}
+
+/// One grid point: a value per axis, in axis order.
+type Point = Vec<String>;
+
+fn grid(axes: &[Axis]) -> Vec<Point> {
+    let mut pts: Vec<Point> = vec![Vec::new()];
+    for a in axes {
+        pts = pts
+            .into_iter()
+            .flat_map(|p| {
+                a.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push(v.clone());
+                    q
+                })
+            })
+            .collect();
+    }
+    pts
+}
+
+fn label(axes: &[Axis], p: &Point) -> String {
+    if axes.len() == 1 {
+        return p[0].clone();
+    }
+    axes.iter()
+        .zip(p)
+        .map(|(a, v)| format!("{}={v}", a.key))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The values of a single axis as numbers with one common unit ("10pkt",
+/// "20pkt" → 10, 20 and "pkt"), for a numeric x axis; `None` otherwise.
+fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
+    let mut unit: Option<String> = None;
+    let mut xs = Vec::new();
+    for v in values {
+        let split = v
+            .char_indices()
+            .find(|&(i, c)| {
+                !(c.is_ascii_digit()
+                    || c == '.'
+                    || (c == '-' && i == 0)
+                    || ((c == 'e' || c == 'E')
+                        && v[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-')))
+            })
+            .map_or(v.len(), |(i, _)| i);
+        let x: f64 = v[..split].parse().ok()?;
+        let u = v[split..].to_string();
+        match &unit {
+            Some(w) if *w != u => return None,
+            _ => unit = Some(u),
+        }
+        xs.push(x);
+    }
+    Some((xs, unit.unwrap_or_default()))
+}
+
+/// One measured value of a run.
+#[derive(Clone, Debug)]
+struct Sample {
+    metric: &'static str,
+    subject: String,
+    value: f64,
+}
+
+fn samples(s: &Summary) -> Vec<Sample> {
+    let mut v = Vec::new();
+    for f in &s.flows {
+        v.push(Sample {
+            metric: "goodput_bps",
+            subject: f.name.clone(),
+            value: f.goodput_bps,
+        });
+        v.push(Sample {
+            metric: "bytes_delivered",
+            subject: f.name.clone(),
+            value: f.bytes_delivered as f64,
+        });
+        v.push(Sample {
+            metric: "timeouts",
+            subject: f.name.clone(),
+            value: f.timeouts as f64,
+        });
+    }
+    v.push(Sample {
+        metric: "bytes_delivered",
+        subject: "all flows".into(),
+        value: s.flows.iter().map(|f| f.bytes_delivered as f64).sum(),
+    });
+    if let Some(j) = s.jain {
+        v.push(Sample {
+            metric: "jain",
+            subject: "all flows".into(),
+            value: j,
+        });
+    }
+    for l in &s.links {
+        for (metric, value) in [
+            ("utilization", l.utilization),
+            ("mean_queue_packets", l.mean_queue_packets),
+            ("loss_rate", l.loss_rate),
+        ] {
+            v.push(Sample {
+                metric,
+                subject: l.name.clone(),
+                value,
+            });
+        }
+    }
+    v
+}
+
+#[derive(Serialize)]
+struct MetricOut {
+    metric: &'static str,
+    subject: String,
+    mean: f64,
+    /// Half-width of the 90 % confidence interval (Student t over seeds);
+    /// absent with one seed.
+    ci90: Option<f64>,
+    runs: usize,
+}
+
+#[derive(Serialize)]
+struct PointOut {
+    params: Vec<(String, String)>,
+    metrics: Vec<MetricOut>,
+}
+
+#[derive(Serialize)]
+struct AxisOut<'a> {
+    key: &'a str,
+    values: &'a [String],
+}
+
+#[derive(Serialize)]
+struct SweepSummary<'a> {
+    scenario: String,
+    origin: String,
+    vary: Vec<AxisOut<'a>>,
+    seeds: Vec<u64>,
+    runs: usize,
+    wall_s: f64,
+    points: Vec<PointOut>,
+}
+
+fn f(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x}")
+    } else {
+        String::new()
+    }
+}
+
+pub fn sweep(
+    file: Option<&Path>,
+    axes: &[Axis],
+    seeds: u32,
+    sets: &[String],
+    out: &Path,
+    jobs: Option<usize>,
+    quiet: bool,
+) -> Result<()> {
+    if axes.is_empty() {
+        bail!("--vary: give at least one KEY=V1,V2,... to sweep over");
+    }
+    for (i, a) in axes.iter().enumerate() {
+        if axes[..i].iter().any(|b| b.key == a.key) {
+            bail!("--vary {}: the key is given twice", a.key);
+        }
+        if sets
+            .iter()
+            .any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == a.key))
+        {
+            bail!("--vary {}: the key is also given with --set", a.key);
+        }
+    }
+    crate::run::prepare_out(out)?;
+    let points = grid(axes);
+    // Every point's scenario is checked before anything runs.
+    let mut base = None;
+    let mut scenarios = Vec::new();
+    for p in &points {
+        let mut s = sets.to_vec();
+        s.extend(axes.iter().zip(p).map(|(a, v)| format!("{}={v}", a.key)));
+        let (sc, origin) = crate::run::load(file, &s).with_context(|| {
+            format!(
+                "--vary point {}",
+                axes.iter()
+                    .zip(p)
+                    .map(|(a, v)| format!("{}={v}", a.key))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )
+        })?;
+        base.get_or_insert((sc.name.clone(), origin, sc.seed));
+        scenarios.push(sc);
+    }
+    let (name, origin, seed0) = base.expect("at least one point");
+    let seed_list: Vec<u64> = (0..seeds as u64).map(|k| seed0.wrapping_add(k)).collect();
+    let items: Vec<(usize, u64)> = (0..points.len())
+        .flat_map(|i| seed_list.iter().map(move |&s| (i, s)))
+        .collect();
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if !quiet {
+        eprintln!(
+            "sweeping `{name}` ({origin}): {} × {} = {} runs on {jobs} thread{}",
+            hopwise_repro::plural(points.len(), "point"),
+            hopwise_repro::plural(seed_list.len(), "seed"),
+            items.len(),
+            if jobs == 1 { "" } else { "s" }
+        );
+    }
+    let t0 = Instant::now();
+    let bars = crate::reproduce::Bars::new();
+    let progress: &dyn Progress = if quiet { &Silent } else { &bars };
+    progress.start("sweep", items.len() as u64);
+    let results: Vec<Result<Vec<Sample>, String>> =
+        par_map(items.clone(), jobs, progress, |(i, seed)| {
+            let mut sc = scenarios[i].clone();
+            sc.seed = seed;
+            let mut sim = Sim::new(&sc)?;
+            sim.run();
+            Ok(samples(&Summary::of(&sim, &sc.name, 0.0)))
+        });
+    progress.finish();
+    let wall = t0.elapsed().as_secs_f64();
+    let mut runs: Vec<Vec<Sample>> = Vec::new();
+    for ((i, seed), r) in items.iter().zip(results) {
+        runs.push(
+            r.map_err(anyhow::Error::msg)
+                .with_context(|| format!("point {} with seed {seed}", label(axes, &points[*i])))?,
+        );
+    }
+
+    // runs.csv: one row per run and measured value.
+    let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+    header.extend(["seed", "metric", "subject", "value"]);
+    let mut rows = Vec::new();
+    for ((i, seed), r) in items.iter().zip(&runs) {
+        for s in r {
+            let mut row = points[*i].clone();
+            row.extend([
+                seed.to_string(),
+                s.metric.to_string(),
+                s.subject.clone(),
+                f(s.value),
+            ]);
+            rows.push(row);
+        }
+    }
+    write_csv(&out.join("runs.csv"), &header, &rows)?;
+
+    // points.csv and summary.json: mean and CI per point, metric, subject.
+    let mut point_out = Vec::new();
+    let mut prow = Vec::new();
+    for (i, p) in points.iter().enumerate() {
+        let mine: Vec<&Vec<Sample>> = items
+            .iter()
+            .zip(&runs)
+            .filter(|((j, _), _)| *j == i)
+            .map(|(_, r)| r)
+            .collect();
+        // (metric, subject) in the order the first run reported them, then
+        // any that only later runs have.
+        let mut keys: Vec<(&'static str, String)> = Vec::new();
+        for r in &mine {
+            for s in r.iter() {
+                if !keys.iter().any(|(m, x)| *m == s.metric && *x == s.subject) {
+                    keys.push((s.metric, s.subject.clone()));
+                }
+            }
+        }
+        let mut metrics = Vec::new();
+        for (metric, subject) in keys {
+            let xs: Vec<f64> = mine
+                .iter()
+                .filter_map(|r| {
+                    r.iter()
+                        .find(|s| s.metric == metric && s.subject == subject)
+                        .map(|s| s.value)
+                })
+                .filter(|x| x.is_finite())
+                .collect();
+            let (m, h) = mean_ci90(&xs);
+            let mut row = p.clone();
+            row.extend([
+                metric.to_string(),
+                subject.clone(),
+                f(m),
+                f(m - h),
+                f(m + h),
+                xs.len().to_string(),
+            ]);
+            prow.push(row);
+            metrics.push(MetricOut {
+                metric,
+                subject,
+                mean: m,
+                ci90: h.is_finite().then_some(h),
+                runs: xs.len(),
+            });
+        }
+        point_out.push(PointOut {
+            params: axes
+                .iter()
+                .map(|a| a.key.clone())
+                .zip(p.iter().cloned())
+                .collect(),
+            metrics,
+        });
+    }
+    let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+    header.extend(["metric", "subject", "mean", "ci90_low", "ci90_high", "runs"]);
+    write_csv(&out.join("points.csv"), &header, &prow)?;
+    let summary = SweepSummary {
+        scenario: name.clone(),
+        origin: origin.clone(),
+        vary: axes
+            .iter()
+            .map(|a| AxisOut {
+                key: &a.key,
+                values: &a.values,
+            })
+            .collect(),
+        seeds: seed_list.clone(),
+        runs: items.len(),
+        wall_s: wall,
+        points: point_out,
+    };
+    hopwise_repro::write_summary(out, &summary)?;
+
+    let figs = plots(out, axes, &points, &summary)?;
+    let text = table(axes, &points, &summary);
+    if !quiet {
+        print!("{text}");
+    }
+    let mut files = figs;
+    files.extend(["summary.json", "points.csv", "runs.csv"].map(String::from));
+    let facts = [
+        format!("scenario: {name} ({origin})"),
+        format!(
+            "{} × {} = {} runs, {wall:.1} s wall, hopwise {}",
+            hopwise_repro::plural(points.len(), "point"),
+            hopwise_repro::plural(seed_list.len(), "seed"),
+            items.len(),
+            env!("CARGO_PKG_VERSION")
+        ),
+    ];
+    let title = format!("hopwise sweep: {name}");
+    hopwise_repro::report::write(
+        out,
+        &hopwise_repro::report::ReportMeta {
+            title: &title,
+            about: "",
+            facts: &facts,
+            text: Some(&text),
+        },
+        &[],
+        &files,
+    )?;
+    println!(
+        "results: {} (open {})",
+        out.join("summary.json").display(),
+        out.join("report.html").display()
+    );
+    Ok(())
+}
+
+/// The mean (± CI) of `metric` for `subject` at each point.
+fn series_of(s: &SweepSummary, metric: &str, subject: &str) -> Vec<(f64, Option<f64>)> {
+    s.points
+        .iter()
+        .map(|p| {
+            p.metrics
+                .iter()
+                .find(|m| m.metric == metric && m.subject == subject)
+                .map_or((f64::NAN, None), |m| (m.mean, m.ci90))
+        })
+        .collect()
+}
+
+/// Subjects of `metric` in first-seen order.
+fn subjects(s: &SweepSummary, metric: &str) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for p in &s.points {
+        for m in p.metrics.iter().filter(|m| m.metric == metric) {
+            if !v.contains(&m.subject) {
+                v.push(m.subject.clone());
+            }
+        }
+    }
+    v
+}
+
+/// Links that carried traffic at some point (utilisation above 1 % or drops).
+fn busy_links(s: &SweepSummary) -> Vec<String> {
+    subjects(s, "utilization")
+        .into_iter()
+        .filter(|l| {
+            series_of(s, "utilization", l).iter().any(|v| v.0 > 0.01)
+                || series_of(s, "loss_rate", l).iter().any(|v| v.0 > 0.0)
+        })
+        .collect()
+}
+
+const MAX_SERIES: usize = 12;
+
+fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Result<Vec<String>> {
+    let num = if axes.len() == 1 {
+        numeric(&axes[0].values)
+    } else {
+        None
+    };
+    let x_label = match &num {
+        Some((_, u)) if !u.is_empty() => format!("{} ({u})", axes[0].key),
+        _ => axes
+            .iter()
+            .map(|a| a.key.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let links = busy_links(s);
+    let flows = subjects(s, "goodput_bps");
+    let panels: Vec<(&str, &str, Vec<String>, f64)> = vec![
+        ("goodput per flow", "goodput_bps", flows, 1e-6),
+        (
+            "Jain's index over flows",
+            "jain",
+            vec!["all flows".to_string()],
+            1.0,
+        ),
+        ("link utilisation", "utilization", links.clone(), 1.0),
+        ("mean queue", "mean_queue_packets", links.clone(), 1.0),
+        ("loss rate", "loss_rate", links, 1.0),
+    ];
+    let y_label = |metric: &str| match metric {
+        "goodput_bps" => "goodput (Mbit/s)",
+        "jain" => "Jain's index",
+        "utilization" => "utilisation",
+        "mean_queue_packets" => "mean queue (packets)",
+        _ => "loss rate",
+    };
+    let mut fig = Figure::new(
+        format!(
+            "sweep of `{}`: mean over {} per point{}",
+            s.scenario,
+            hopwise_repro::plural(s.seeds.len(), "seed"),
+            if s.seeds.len() > 1 && num.is_some() {
+                ", error bars: 90 % CI"
+            } else {
+                ""
+            }
+        ),
+        2,
+    )
+    .panel_size(560, 340);
+    for (k, (title, metric, subjects, scale)) in panels.into_iter().enumerate() {
+        if subjects.is_empty() {
+            continue;
+        }
+        let letter = (b'a' + k as u8) as char;
+        let shown = subjects.len().min(MAX_SERIES);
+        let note = if shown < subjects.len() {
+            format!(" ({shown} of {} shown)", subjects.len())
+        } else {
+            String::new()
+        };
+        let title = format!("({letter}) {title}{note}");
+        match &num {
+            Some((xs, _)) => {
+                let mut c = Chart::new(title)
+                    .x_label(x_label.clone())
+                    .y_label(y_label(metric));
+                for subj in subjects.iter().take(shown) {
+                    let v = series_of(s, metric, subj);
+                    let pts: Vec<(f64, f64)> = xs
+                        .iter()
+                        .zip(&v)
+                        .map(|(x, (m, _))| (*x, m * scale))
+                        .collect();
+                    let mut ser = Series::line_points(subj.clone(), pts);
+                    if s.seeds.len() > 1 {
+                        ser = ser.with_error_bars(
+                            v.iter()
+                                .map(|(m, h)| {
+                                    // Every metric here is non-negative.
+                                    let h = h.unwrap_or(0.0);
+                                    ((m - h).max(0.0) * scale, (m + h) * scale)
+                                })
+                                .collect(),
+                        );
+                    }
+                    c.push_series(ser);
+                }
+                fig.push_panel(c);
+            }
+            None => {
+                // One bar colour per subject, one cluster per point (its
+                // values; the x label names the keys).
+                let mut b = BarChart::new(title)
+                    .x_label(x_label.clone())
+                    .y_label(y_label(metric));
+                for subj in subjects.iter().take(shown) {
+                    let v = series_of(s, metric, subj);
+                    let bars = points
+                        .iter()
+                        .zip(&v)
+                        .map(|(p, (m, _))| (p.join(", "), m * scale))
+                        .collect();
+                    b = b.group(subj.clone(), bars);
+                }
+                fig.push_panel(b);
+            }
+        }
+    }
+    fig.write_svg(out.join("sweep.svg"))
+        .with_context(|| format!("writing {}", out.join("sweep.svg").display()))?;
+    Ok(vec!["sweep.svg".to_string()])
+}
+
+/// The terminal table: per point, the bytes all flows delivered, Jain's
+/// index and each flow's goodput (means over seeds).
+fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
+    use std::fmt::Write as _;
+    let flows = subjects(s, "goodput_bps");
+    let shown = flows.len().min(6);
+    let w = points
+        .iter()
+        .map(|p| label(axes, p).len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "means over {}; the flow columns are goodput in Mbit/s",
+        hopwise_repro::plural(s.seeds.len(), "seed")
+    );
+    let _ = write!(o, "{:<w$} {:>12} {:>6}", "point", "delivered MB", "Jain");
+    for fl in flows.iter().take(shown) {
+        let _ = write!(o, " {:>12}", fl.chars().take(12).collect::<String>());
+    }
+    o.push('\n');
+    for (i, p) in points.iter().enumerate() {
+        let tot = series_of(s, "bytes_delivered", "all flows")[i].0;
+        let j = series_of(s, "jain", "all flows")[i].0;
+        let _ = write!(
+            o,
+            "{:<w$} {:>12.3} {:>6}",
+            label(axes, p),
+            tot / 1e6,
+            if j.is_finite() {
+                format!("{j:.3}")
+            } else {
+                "n/a".into()
+            }
+        );
+        for fl in flows.iter().take(shown) {
+            let _ = write!(o, " {:>12.3}", series_of(s, "goodput_bps", fl)[i].0 / 1e6);
+        }
+        o.push('\n');
+    }
+    if shown < flows.len() {
+        let _ = writeln!(o, "({} more flows in points.csv)", flows.len() - shown);
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vary_parses_keys_and_values_and_names_mistakes() {
+        assert_eq!(
+            parse_vary("link.b.queue=20pkt, 50pkt").unwrap(),
+            Axis {
+                key: "link.b.queue".into(),
+                values: vec!["20pkt".into(), "50pkt".into()]
+            }
+        );
+        assert!(parse_vary("link.b.queue")
+            .unwrap_err()
+            .contains("KEY=V1,V2"));
+        assert!(parse_vary("=1,2").unwrap_err().contains("key"));
+        assert!(parse_vary("a=1,,2").unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn grid_is_the_product_with_the_first_key_slowest() {
+        let a = |k: &str, v: &[&str]| Axis {
+            key: k.into(),
+            values: v.iter().map(|s| s.to_string()).collect(),
+        };
+        let g = grid(&[a("x", &["1", "2"]), a("y", &["a", "b", "c"])]);
+        assert_eq!(g.len(), 6);
+        assert_eq!(g[0], vec!["1", "a"]);
+        assert_eq!(g[2], vec!["1", "c"]);
+        assert_eq!(g[3], vec!["2", "a"]);
+    }
+
+    #[test]
+    fn numeric_axes_need_one_unit() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            numeric(&v(&["10pkt", "2.5pkt"])),
+            Some((vec![10.0, 2.5], "pkt".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["1e3", "-2"])),
+            Some((vec![1000.0, -2.0], String::new()))
+        );
+        assert_eq!(numeric(&v(&["10ms", "1s"])), None);
+        assert_eq!(numeric(&v(&["cubic", "reno"])), None);
+        // "2e" is a number followed by the unit "e", not an exponent.
+        assert_eq!(
+            numeric(&v(&["2e", "3e"])),
+            Some((vec![2.0, 3.0], "e".into()))
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! `hopwise sweep` end to end: the grid, the seeds, the files, agreement
+//! with `hopwise sim` at the same point, and the errors users meet.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn hopwise(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args(args)
+        .output()
+        .expect("hopwise runs")
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("hopwise-sweep-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+#[test]
+fn sweep_runs_every_point_and_seed_and_matches_sim() {
+    let d = scratch("grid");
+    let out = d.join("sw");
+    let o = hopwise(&[
+        "sweep",
+        "--vary",
+        "link.bottleneck.queue=20pkt,100pkt",
+        "--seeds",
+        "2",
+        "--set",
+        "duration=40s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["runs"], 4);
+    assert_eq!(s["seeds"].as_array().unwrap().len(), 2);
+    let points = s["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[1]["params"][0][1], "100pkt");
+    let metric = |p: &serde_json::Value, m: &str, subj: &str| -> f64 {
+        p["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["metric"] == m && x["subject"] == subj)
+            .unwrap_or_else(|| panic!("{m} {subj}"))["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    // A deeper buffer holds a longer queue.
+    let q = |p| metric(p, "mean_queue_packets", "bottleneck:ab");
+    assert!(
+        q(&points[1]) > 2.0 * q(&points[0]),
+        "{} vs {}",
+        q(&points[0]),
+        q(&points[1])
+    );
+    for f in ["sweep.svg", "points.csv", "runs.csv", "report.html"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    assert!(runs.starts_with("link.bottleneck.queue,seed,metric,subject,value\n"));
+
+    // The first seed of a point is the scenario's own seed: `hopwise sim`
+    // with the same settings gives that run's numbers exactly.
+    let sim = d.join("sim");
+    let o = hopwise(&[
+        "sim",
+        "--set",
+        "duration=40s",
+        "--set",
+        "link.bottleneck.queue=20pkt",
+        "--quiet",
+        "--out",
+        sim.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let one = json(&sim.join("summary.json"));
+    let seed = one["seed"].as_u64().unwrap().to_string();
+    let ledbat = one["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "ledbat")
+        .unwrap()["goodput_bps"]
+        .as_f64()
+        .unwrap();
+    let row = runs
+        .lines()
+        .find(|l| l.starts_with(&format!("20pkt,{seed},goodput_bps,ledbat,")))
+        .expect("the run with the scenario's seed");
+    let v: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+    assert!((v - ledbat).abs() <= 1e-9 * ledbat, "{v} vs {ledbat}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn sweep_errors_name_the_key_and_point() {
+    let d = scratch("err");
+    let out = d.join("o");
+    let out = out.to_str().unwrap();
+    let err = |args: &[&str]| {
+        let o = hopwise(args);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let e = err(&["sweep", "--out", out]);
+    assert!(e.contains("--vary"), "{e}");
+    let e = err(&["sweep", "--vary", "link.bottleneck.queue", "--out", out]);
+    assert!(e.contains("KEY=V1,V2"), "{e}");
+    let e = err(&["sweep", "--vary", "flow.cubic.cc=cubic,bbr", "--out", out]);
+    assert!(
+        e.contains("flow.cubic.cc=bbr") && e.contains("unknown congestion control"),
+        "{e}"
+    );
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "duration=10s,20s",
+        "--set",
+        "duration=5s",
+        "--out",
+        out,
+    ]);
+    assert!(e.contains("also given with --set"), "{e}");
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "duration=40s",
+        "--vary",
+        "duration=40s",
+        "--out",
+        out,
+    ]);
+    assert!(e.contains("given twice"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
