@@ -56,6 +56,30 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
+/// This process's command line as a shell would take it back: `hopwise`
+/// and its arguments, each quoted when it holds anything but plain
+/// characters.
+pub(crate) fn command_line() -> String {
+    std::iter::once("hopwise".to_string())
+        .chain(std::env::args().skip(1).map(|a| shell_word(&a)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `a` quoted for a POSIX shell when needed.
+pub(crate) fn shell_word(a: &str) -> String {
+    let plain = !a.is_empty()
+        && a.chars().all(|c| {
+            c.is_ascii_alphanumeric()
+                || matches!(c, '-' | '_' | '.' | '/' | ',' | '=' | ':' | '+' | '%' | '@')
+        });
+    if plain {
+        a.to_string()
+    } else {
+        format!("'{}'", a.replace('\'', "'\\''"))
+    }
+}
+
 pub(crate) fn load(file: Option<&Path>, sets: &[String]) -> Result<(Scenario, String)> {
     match file {
         Some(f) => {
@@ -120,6 +144,7 @@ pub fn sim(
         .collect();
     files.extend(capture_files(&ifaces));
     let facts = [
+        format!("command: {}", command_line()),
         format!("scenario: {origin}"),
         format!("hopwise {}", env!("CARGO_PKG_VERSION")),
     ];
@@ -131,6 +156,7 @@ pub fn sim(
             about: "",
             facts: &facts,
             text: Some(&text),
+            data: &[("queue.svg", "queues.csv"), ("rtt.svg", "cwnd.csv")],
         },
         &[],
         &files,
@@ -435,6 +461,19 @@ pub fn bench_tor(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(shell_word("--set"), "--set");
+        assert_eq!(
+            shell_word("link.b.queue=20pkt,50pkt"),
+            "link.b.queue=20pkt,50pkt"
+        );
+        assert_eq!(shell_word("out dir"), "'out dir'");
+        assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+        assert_eq!(shell_word("a;rm"), "'a;rm'");
+    }
 
     #[test]
     fn capture_file_names_are_safe_and_distinct() {

@@ -71,22 +71,40 @@ fn label(axes: &[Axis], p: &Point) -> String {
         .join(", ")
 }
 
+/// The length of the number at the start of `v`: an optional sign, digits
+/// and a decimal point, and an exponent (`e`, an optional sign, digits) only
+/// when digits follow it, so "2e" is 2 with the unit "e" and "1e-3" is 0.001.
+fn number_prefix(v: &str) -> usize {
+    let b = v.as_bytes();
+    let mut i = 0;
+    if matches!(b.first(), Some(b'-' | b'+')) {
+        i = 1;
+    }
+    while i < b.len() && (b[i].is_ascii_digit() || b[i] == b'.') {
+        i += 1;
+    }
+    if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
+        let mut j = i + 1;
+        if matches!(b.get(j), Some(b'-' | b'+')) {
+            j += 1;
+        }
+        if b.get(j).is_some_and(u8::is_ascii_digit) {
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            i = j;
+        }
+    }
+    i
+}
+
 /// The values of a single axis as numbers with one common unit ("10pkt",
 /// "20pkt" → 10, 20 and "pkt"), for a numeric x axis; `None` otherwise.
 fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
     let mut unit: Option<String> = None;
     let mut xs = Vec::new();
     for v in values {
-        let split = v
-            .char_indices()
-            .find(|&(i, c)| {
-                !(c.is_ascii_digit()
-                    || c == '.'
-                    || (c == '-' && i == 0)
-                    || ((c == 'e' || c == 'E')
-                        && v[i + 1..].starts_with(|d: char| d.is_ascii_digit() || d == '-')))
-            })
-            .map_or(v.len(), |(i, _)| i);
+        let split = number_prefix(v);
         let x: f64 = v[..split].parse().ok()?;
         let u = v[split..].to_string();
         match &unit {
@@ -180,11 +198,113 @@ struct AxisOut<'a> {
 struct SweepSummary<'a> {
     scenario: String,
     origin: String,
+    /// The command line, and the `--set` overrides every run had.
+    command: String,
+    sets: &'a [String],
     vary: Vec<AxisOut<'a>>,
     seeds: Vec<u64>,
+    /// What the sweep noticed about its own results (also printed).
+    warnings: Vec<String>,
     runs: usize,
     wall_s: f64,
     points: Vec<PointOut>,
+}
+
+/// Whether two runs measured exactly the same values.
+fn same(a: &[Sample], b: &[Sample]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.metric == y.metric && x.subject == y.subject && x.value.to_bits() == y.value.to_bits()
+        })
+}
+
+/// Warnings about results that look like a mistake: seeds that change
+/// nothing (no randomness in the scenario, so the intervals are 0), and
+/// points with different values but identical results (a key that does not
+/// take effect).
+fn sameness(
+    axes: &[Axis],
+    points: &[Point],
+    items: &[(usize, u64)],
+    runs: &[Vec<Sample>],
+    seeds: usize,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    // Items run point by point, seeds within a point.
+    debug_assert!(items.iter().enumerate().all(|(k, (i, _))| *i == k / seeds));
+    let of = |i: usize| &runs[i * seeds..(i + 1) * seeds];
+    if seeds > 1 {
+        let flat = (0..points.len())
+            .filter(|&i| {
+                let r = of(i);
+                r.iter().all(|x| same(x, &r[0]))
+            })
+            .count();
+        if flat == points.len() {
+            w.push(format!(
+                "all {seeds} seeds gave identical results at every point, so the intervals are 0: \
+                 the scenario has no randomness (give flows a start_jitter or links a loss)"
+            ));
+        } else if flat > 0 {
+            w.push(format!(
+                "at {flat} of {} points all {seeds} seeds gave identical results",
+                points.len()
+            ));
+        }
+    }
+    // Points whose first runs measured the same, found through a hash of
+    // the values (a grid can have thousands of points).
+    let mut by_hash: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
+    for i in 0..points.len() {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for x in &of(i)[0] {
+            x.metric.hash(&mut h);
+            x.subject.hash(&mut h);
+            x.value.to_bits().hash(&mut h);
+        }
+        by_hash.entry(h.finish()).or_default().push(i);
+    }
+    let mut pairs = Vec::new();
+    for group in by_hash.values() {
+        for (k, &i) in group.iter().enumerate() {
+            for &j in &group[..k] {
+                if same(&of(i)[0], &of(j)[0]) {
+                    pairs.push((j, i));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable();
+    if !pairs.is_empty() {
+        let shown: Vec<String> = pairs
+            .iter()
+            .take(3)
+            .map(|&(a, b)| {
+                format!(
+                    "{} and {}",
+                    label(axes, &points[a]),
+                    label(axes, &points[b])
+                )
+            })
+            .collect();
+        w.push(format!(
+            "{} gave identical results ({}{}): check that the varied key takes effect \
+             (a direction's own value, e.g. link.X.ab.queue, overrides link.X.queue)",
+            if pairs.len() == 1 {
+                "two points"
+            } else {
+                "points"
+            },
+            shown.join("; "),
+            if pairs.len() > 3 {
+                format!("; {} more pairs", pairs.len() - 3)
+            } else {
+                String::new()
+            }
+        ));
+    }
+    w
 }
 
 fn f(x: f64) -> String {
@@ -208,6 +328,13 @@ pub fn sweep(
         bail!("--vary: give at least one KEY=V1,V2,... to sweep over");
     }
     for (i, a) in axes.iter().enumerate() {
+        if a.key == "seed" {
+            bail!(
+                "--vary seed: the seeds are not a scenario parameter here; use --seeds N \
+                 (runs every point with the scenario's seed and the next N - 1), and \
+                 --set seed=S to start from S"
+            );
+        }
         if axes[..i].iter().any(|b| b.key == a.key) {
             bail!("--vary {}: the key is given twice", a.key);
         }
@@ -218,27 +345,39 @@ pub fn sweep(
             bail!("--vary {}: the key is also given with --set", a.key);
         }
     }
-    crate::run::prepare_out(out)?;
     let points = grid(axes);
-    // Every point's scenario is checked before anything runs.
+    // Every point's scenario is checked before anything runs. An error that
+    // the scenario with --set alone gives too is not the point's fault.
+    let base_err = crate::run::load(file, sets).err().map(|e| format!("{e:#}"));
     let mut base = None;
     let mut scenarios = Vec::new();
     for p in &points {
         let mut s = sets.to_vec();
         s.extend(axes.iter().zip(p).map(|(a, v)| format!("{}={v}", a.key)));
-        let (sc, origin) = crate::run::load(file, &s).with_context(|| {
-            format!(
-                "--vary point {}",
-                axes.iter()
-                    .zip(p)
-                    .map(|(a, v)| format!("{}={v}", a.key))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )
-        })?;
+        let (sc, origin) = match crate::run::load(file, &s) {
+            Ok(x) => x,
+            Err(e) if base_err.as_deref() == Some(format!("{e:#}").as_str()) => {
+                return Err(e.context(if sets.is_empty() {
+                    "the scenario itself (before any --vary value)"
+                } else {
+                    "the scenario with its --set values (before any --vary value)"
+                }));
+            }
+            Err(e) => {
+                return Err(e.context(format!(
+                    "--vary point {}",
+                    axes.iter()
+                        .zip(p)
+                        .map(|(a, v)| format!("{}={v}", a.key))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                )))
+            }
+        };
         base.get_or_insert((sc.name.clone(), origin, sc.seed));
         scenarios.push(sc);
     }
+    crate::run::prepare_out(out)?;
     let (name, origin, seed0) = base.expect("at least one point");
     let seed_list: Vec<u64> = (0..seeds as u64).map(|k| seed0.wrapping_add(k)).collect();
     let items: Vec<(usize, u64)> = (0..points.len())
@@ -276,6 +415,11 @@ pub fn sweep(
         );
     }
 
+    let warnings = sameness(axes, &points, &items, &runs, seed_list.len());
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+
     // runs.csv: one row per run and measured value.
     let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
     header.extend(["seed", "metric", "subject", "value"]);
@@ -298,16 +442,12 @@ pub fn sweep(
     let mut point_out = Vec::new();
     let mut prow = Vec::new();
     for (i, p) in points.iter().enumerate() {
-        let mine: Vec<&Vec<Sample>> = items
-            .iter()
-            .zip(&runs)
-            .filter(|((j, _), _)| *j == i)
-            .map(|(_, r)| r)
-            .collect();
+        // Items run point by point, seeds within a point.
+        let mine = &runs[i * seed_list.len()..(i + 1) * seed_list.len()];
         // (metric, subject) in the order the first run reported them, then
         // any that only later runs have.
         let mut keys: Vec<(&'static str, String)> = Vec::new();
-        for r in &mine {
+        for r in mine {
             for s in r.iter() {
                 if !keys.iter().any(|(m, x)| *m == s.metric && *x == s.subject) {
                     keys.push((s.metric, s.subject.clone()));
@@ -356,9 +496,13 @@ pub fn sweep(
     let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
     header.extend(["metric", "subject", "mean", "ci90_low", "ci90_high", "runs"]);
     write_csv(&out.join("points.csv"), &header, &prow)?;
+    let command = crate::run::command_line();
     let summary = SweepSummary {
         scenario: name.clone(),
         origin: origin.clone(),
+        command: command.clone(),
+        sets,
+        warnings: warnings.clone(),
         vary: axes
             .iter()
             .map(|a| AxisOut {
@@ -380,7 +524,8 @@ pub fn sweep(
     }
     let mut files = figs;
     files.extend(["summary.json", "points.csv", "runs.csv"].map(String::from));
-    let facts = [
+    let mut facts = vec![
+        format!("command: {command}"),
         format!("scenario: {name} ({origin})"),
         format!(
             "{} × {} = {} runs, {wall:.1} s wall, hopwise {}",
@@ -390,6 +535,7 @@ pub fn sweep(
             env!("CARGO_PKG_VERSION")
         ),
     ];
+    facts.extend(warnings.iter().map(|w| format!("warning: {w}")));
     let title = format!("hopwise sweep: {name}");
     hopwise_repro::report::write(
         out,
@@ -398,6 +544,7 @@ pub fn sweep(
             about: "",
             facts: &facts,
             text: Some(&text),
+            data: &[("sweep.svg", "points.csv")],
         },
         &[],
         &files,
@@ -448,6 +595,8 @@ fn busy_links(s: &SweepSummary) -> Vec<String> {
 }
 
 const MAX_SERIES: usize = 12;
+/// Most points a bar chart shows (all are in the CSVs).
+const MAX_CLUSTERS: usize = 40;
 
 fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Result<Vec<String>> {
     let num = if axes.len() == 1 {
@@ -509,24 +658,31 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
         } else {
             String::new()
         };
-        let title = format!("({letter}) {title}{note}");
+        let clusters = if num.is_none() && points.len() > MAX_CLUSTERS {
+            format!(" (first {MAX_CLUSTERS} of {} points)", points.len())
+        } else {
+            String::new()
+        };
+        let title = format!("({letter}) {title}{note}{clusters}");
         match &num {
             Some((xs, _)) => {
                 let mut c = Chart::new(title)
                     .x_label(x_label.clone())
                     .y_label(y_label(metric));
                 for subj in subjects.iter().take(shown) {
-                    let v = series_of(s, metric, subj);
-                    let pts: Vec<(f64, f64)> = xs
+                    // In x order, whatever order the values were given in.
+                    let mut v: Vec<(f64, f64, Option<f64>)> = xs
                         .iter()
-                        .zip(&v)
-                        .map(|(x, (m, _))| (*x, m * scale))
+                        .zip(series_of(s, metric, subj))
+                        .map(|(x, (m, h))| (*x, m, h))
                         .collect();
+                    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let pts = v.iter().map(|&(x, m, _)| (x, m * scale)).collect();
                     let mut ser = Series::line_points(subj.clone(), pts);
                     if s.seeds.len() > 1 {
                         ser = ser.with_error_bars(
                             v.iter()
-                                .map(|(m, h)| {
+                                .map(|&(_, m, h)| {
                                     // Every metric here is non-negative.
                                     let h = h.unwrap_or(0.0);
                                     ((m - h).max(0.0) * scale, (m + h) * scale)
@@ -549,6 +705,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
                     let bars = points
                         .iter()
                         .zip(&v)
+                        .take(MAX_CLUSTERS)
                         .map(|(p, (m, _))| (p.join(", "), m * scale))
                         .collect();
                     b = b.group(subj.clone(), bars);
@@ -566,43 +723,67 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
 /// index and each flow's goodput (means over seeds).
 fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     use std::fmt::Write as _;
+    const MAX_ROWS: usize = 200;
     let flows = subjects(s, "goodput_bps");
     let shown = flows.len().min(6);
+    let head = if axes.len() == 1 {
+        axes[0].key.as_str()
+    } else {
+        "point"
+    };
     let w = points
         .iter()
-        .map(|p| label(axes, p).len())
+        .map(|p| label(axes, p).chars().count())
+        .chain([head.chars().count()])
         .max()
-        .unwrap_or(5)
-        .max(5);
+        .unwrap_or(5);
+    let num = |x: f64, scale: f64| {
+        if x.is_finite() {
+            format!("{:.3}", x * scale)
+        } else {
+            "–".to_string()
+        }
+    };
+    let pad = |t: &str, width: usize| {
+        format!("{t}{}", " ".repeat(width.saturating_sub(t.chars().count())))
+    };
+    let tot = series_of(s, "bytes_delivered", "all flows");
+    let jain = series_of(s, "jain", "all flows");
+    let per_flow: Vec<Vec<(f64, Option<f64>)>> = flows
+        .iter()
+        .take(shown)
+        .map(|fl| series_of(s, "goodput_bps", fl))
+        .collect();
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "means over {}; the flow columns are goodput in Mbit/s",
+        "means over {}; the flow columns are goodput in Mbit/s (–: the flow is not in that point)",
         hopwise_repro::plural(s.seeds.len(), "seed")
     );
-    let _ = write!(o, "{:<w$} {:>12} {:>6}", "point", "delivered MB", "Jain");
+    let _ = write!(o, "{} {:>12} {:>6}", pad(head, w), "delivered MB", "Jain");
     for fl in flows.iter().take(shown) {
         let _ = write!(o, " {:>12}", fl.chars().take(12).collect::<String>());
     }
     o.push('\n');
-    for (i, p) in points.iter().enumerate() {
-        let tot = series_of(s, "bytes_delivered", "all flows")[i].0;
-        let j = series_of(s, "jain", "all flows")[i].0;
+    for (i, p) in points.iter().enumerate().take(MAX_ROWS) {
         let _ = write!(
             o,
-            "{:<w$} {:>12.3} {:>6}",
-            label(axes, p),
-            tot / 1e6,
-            if j.is_finite() {
-                format!("{j:.3}")
+            "{} {:>12} {:>6}",
+            pad(&label(axes, p), w),
+            num(tot[i].0, 1e-6),
+            if jain[i].0.is_finite() {
+                format!("{:.3}", jain[i].0)
             } else {
                 "n/a".into()
             }
         );
-        for fl in flows.iter().take(shown) {
-            let _ = write!(o, " {:>12.3}", series_of(s, "goodput_bps", fl)[i].0 / 1e6);
+        for v in &per_flow {
+            let _ = write!(o, " {:>12}", num(v[i].0, 1e-6));
         }
         o.push('\n');
+    }
+    if points.len() > MAX_ROWS {
+        let _ = writeln!(o, "({} more points in points.csv)", points.len() - MAX_ROWS);
     }
     if shown < flows.len() {
         let _ = writeln!(o, "({} more flows in points.csv)", flows.len() - shown);

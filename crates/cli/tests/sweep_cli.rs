@@ -130,6 +130,24 @@ fn sweep_errors_name_the_key_and_point() {
         out,
     ]);
     assert!(e.contains("also given with --set"), "{e}");
+    let e = err(&["sweep", "--vary", "seed=1,2", "--out", out]);
+    assert!(e.contains("--seeds"), "{e}");
+    // A mistake in --set is not blamed on a --vary point, and nothing is
+    // written before the points are checked.
+    let e = err(&[
+        "sweep",
+        "--set",
+        "duration=20s",
+        "--vary",
+        "link.bottleneck.loss=0,0.01",
+        "--out",
+        out,
+    ]);
+    assert!(
+        e.contains("with its --set values") && !e.contains("--vary point"),
+        "{e}"
+    );
+    assert!(!Path::new(out).exists());
     let e = err(&[
         "sweep",
         "--vary",
@@ -140,5 +158,41 @@ fn sweep_errors_name_the_key_and_point() {
         out,
     ]);
     assert!(e.contains("given twice"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Results that look like a mistake are flagged: seeds that change nothing
+/// and values that change nothing.
+#[test]
+fn sweep_warns_when_seeds_or_values_change_nothing() {
+    let d = scratch("warn");
+    let out = d.join("o");
+    let sc = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/newreno-vs-ledbat.toml"
+    );
+    let o = hopwise(&[
+        "sweep",
+        sc,
+        "--vary",
+        "link.bottleneck.queue=50pkt,50pkt",
+        "--seeds",
+        "2",
+        "--set",
+        "duration=20s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("no randomness"), "{e}");
+    assert!(e.contains("identical results (50pkt and 50pkt)"), "{e}");
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["warnings"].as_array().unwrap().len(), 2, "{s}");
+    assert!(s["command"]
+        .as_str()
+        .unwrap()
+        .contains("--vary link.bottleneck.queue=50pkt,50pkt"));
     let _ = std::fs::remove_dir_all(&d);
 }
