@@ -88,33 +88,76 @@ pub fn run(
         crate::run::prepare_out(&root)?;
         let exps = registry();
         let mut ran = Vec::new();
+        let mut failed = Vec::new();
         for (i, exp) in exps.iter().enumerate() {
             eprintln!("\n[{}/{}] {}", i + 1, exps.len(), exp.name);
-            ran.push(run_one(exp, quick, seeds, root.join(exp.name), jobs)?);
+            let dir = root.join(exp.name);
+            // The command that redoes this directory alone.
+            let mut cmd = format!("hopwise reproduce {}", exp.name);
+            if quick {
+                cmd.push_str(" --quick");
+            }
+            if let Some(n) = seeds {
+                cmd.push_str(&format!(" --seeds {n}"));
+            }
+            cmd.push_str(&format!(
+                " --out {}",
+                crate::run::shell_word(&dir.to_string_lossy())
+            ));
+            match run_one(exp, quick, seeds, dir, jobs, &cmd) {
+                Ok(r) => ran.push(Ok(r)),
+                Err(e) => {
+                    eprintln!("error: {}: {e:#}", exp.name);
+                    failed.push(exp.name);
+                    ran.push(Err((exp.name, exp.about, format!("{e:#}"))));
+                }
+            }
         }
         let index = root.join("index.html");
         let rows: Vec<hopwise_repro::report::IndexRow> = ran
             .iter()
-            .map(|r| hopwise_repro::report::IndexRow {
-                name: r.name,
-                about: r.about,
-                holds: r.holds,
-                differs: r.differs,
-                info: r.info,
-                wall_s: r.wall_s,
+            .map(|r| match r {
+                Ok(r) => hopwise_repro::report::IndexRow {
+                    name: r.name,
+                    about: r.about,
+                    holds: r.holds,
+                    differs: r.differs,
+                    info: r.info,
+                    wall_s: r.wall_s,
+                    error: None,
+                },
+                Err((name, about, e)) => hopwise_repro::report::IndexRow {
+                    name,
+                    about,
+                    holds: 0,
+                    differs: 0,
+                    info: 0,
+                    wall_s: f64::NAN,
+                    error: Some(e.clone()),
+                },
             })
             .collect();
         std::fs::write(&index, hopwise_repro::report::index(quick, &rows))
             .with_context(|| format!("writing {}", index.display()))?;
         println!();
         for r in &ran {
-            println!(
-                "{:<18} {:>3} hold, {:>2} differ, {:>2} for information  {:>8.1} s",
-                r.name, r.holds, r.differs, r.info, r.wall_s
-            );
+            match r {
+                Ok(r) => println!(
+                    "{:<18} {:>3} hold, {:>2} differ, {:>2} for information  {:>8.1} s",
+                    r.name, r.holds, r.differs, r.info, r.wall_s
+                ),
+                Err((name, _, e)) => println!("{name:<18} failed: {e}"),
+            }
         }
         println!("overview: {}", index.display());
-        let differs: usize = ran.iter().map(|r| r.differs).sum();
+        if !failed.is_empty() {
+            bail!(
+                "{} failed: {}",
+                hopwise_repro::plural(failed.len(), "reproduction"),
+                failed.join(", ")
+            );
+        }
+        let differs: usize = ran.iter().flatten().map(|r| r.differs).sum();
         if strict && differs > 0 {
             bail!("{differs} claim(s) differ from the papers (--strict)");
         }
@@ -129,7 +172,7 @@ pub fn run(
     };
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(name));
     crate::run::prepare_out(&out)?;
-    let r = run_one(&exp, quick, seeds, out, jobs)?;
+    let r = run_one(&exp, quick, seeds, out, jobs, &crate::run::command_line())?;
     if strict && r.differs > 0 {
         bail!("{} claim(s) differ from the paper (--strict)", r.differs);
     }
@@ -143,6 +186,7 @@ fn run_one(
     seeds: Option<u32>,
     out: PathBuf,
     jobs: usize,
+    command: &str,
 ) -> Result<Ran> {
     crate::run::prepare_out(&out)?;
     let opts = ReproOpts {
@@ -170,12 +214,8 @@ fn run_one(
         count(Verdict::Info),
     );
     let wall = t0.elapsed().as_secs_f64();
-    let command: Vec<String> = std::env::args()
-        .enumerate()
-        .map(|(i, a)| if i == 0 { "hopwise".to_string() } else { a })
-        .collect();
     let facts = [
-        format!("command: {}", command.join(" ")),
+        format!("command: {command}"),
         format!(
             "{} variant, {} worker thread{}, {wall:.1} s wall, hopwise {}",
             if quick { "quick" } else { "full" },
@@ -185,6 +225,11 @@ fn run_one(
         ),
     ];
     let title = format!("hopwise reproduce {}", exp.name);
+    let data: Vec<(&str, &str)> = outcome
+        .data
+        .iter()
+        .map(|(f, c)| (f.as_str(), c.as_str()))
+        .collect();
     hopwise_repro::report::write(
         &out,
         &hopwise_repro::report::ReportMeta {
@@ -192,6 +237,7 @@ fn run_one(
             about: exp.about,
             facts: &facts,
             text: None,
+            data: &data,
         },
         &outcome.claims,
         &outcome.files,

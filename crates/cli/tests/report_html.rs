@@ -43,6 +43,10 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
     for f in page_and(&sim, ".csv").1 {
         assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
     }
+    // Every figure links the CSV with its data.
+    for fig in page.lines().filter(|l| l.starts_with("<figure")) {
+        assert!(fig.contains(" · data: <a href="), "{fig}");
+    }
     // The terminal summary is on the page, without claims.
     assert!(page.contains("<pre>") && page.contains("goodput Mbit/s"));
     assert!(!page.contains("<h2>Claims</h2>"));
@@ -64,6 +68,9 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
     }
     for f in page_and(&rep, ".csv").1 {
         assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
+    }
+    for fig in page.lines().filter(|l| l.starts_with("<figure")) {
+        assert!(fig.contains(" · data: <a href="), "{fig}");
     }
     // One table row per claim in summary.json.
     let summary: serde_json::Value =

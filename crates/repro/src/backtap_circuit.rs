@@ -395,7 +395,12 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
     };
     write_summary(dir, &summary)?;
     files.insert(0, "summary.json".into());
-    Ok(Outcome { claims, files })
+    let data = crate::data_pairs(&["fig5_refill.svg"], &["fig5.csv", "fig5_runs.csv"]);
+    Ok(Outcome {
+        claims,
+        files,
+        data,
+    })
 }
 
 /// Formats bytes per second as kB/s.

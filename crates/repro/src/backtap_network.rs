@@ -458,7 +458,29 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
     };
     write_summary(dir, &summary)?;
     files.insert(0, "summary.json".into());
-    Ok(Outcome { claims, files })
+    let mut data = crate::data_pairs(
+        &["fig6a_jain_cdf.svg"],
+        &["fig6a_runs.csv", "fig6a_rates.csv"],
+    );
+    data.extend(crate::data_pairs(
+        &["fig6b_bucket.svg", "fig6c_access-link.svg"],
+        &["inter.csv", "inter_runs.csv"],
+    ));
+    // The dumbbell's figures are named after their circuit counts.
+    let fig7: Vec<&str> = files
+        .iter()
+        .map(String::as_str)
+        .filter(|f| f.starts_with("fig7_") && f.ends_with(".svg"))
+        .collect();
+    data.extend(crate::data_pairs(
+        &fig7,
+        &["dumbbell.csv", "dumbbell_cdf.csv", "dumbbell_runs.csv"],
+    ));
+    Ok(Outcome {
+        claims,
+        files,
+        data,
+    })
 }
 
 /// Formats a fraction as a percentage with one decimal.

@@ -1649,5 +1649,9 @@ pub fn run_with(opts: &ReproOpts, p: &Params, progress: &dyn Progress) -> anyhow
         &late.traces,
         p,
     )?);
-    Ok(Outcome { claims, files })
+    Ok(Outcome {
+        claims,
+        files,
+        data: Vec::new(),
+    })
 }

@@ -111,6 +111,16 @@ pub struct Outcome {
     /// Files written, relative to the output directory, in the order
     /// `report.html` shows them.
     pub files: Vec<String>,
+    /// Figure → CSV pairs for `report.html` beyond the naming rule of
+    /// [`report::data_files`] (a CSV named after its figure needs none).
+    pub data: Vec<(String, String)>,
+}
+
+/// `data` pairs: each of `figs` with each of `csvs`.
+pub fn data_pairs(figs: &[&str], csvs: &[&str]) -> Vec<(String, String)> {
+    figs.iter()
+        .flat_map(|f| csvs.iter().map(move |c| (f.to_string(), c.to_string())))
+        .collect()
 }
 
 /// Progress reporting, implemented by the CLI (a progress bar) or by tests (nothing).

@@ -898,7 +898,20 @@ pub fn run_with(
     };
     write_summary(out, &summary)?;
     files.insert(0, "summary.json".to_string());
-    Ok(Outcome { claims, files })
+    let mut data = crate::data_pairs(
+        &["fig3.svg", "fig5.svg", "fig6.svg", "fig7.svg", "fig8.svg"],
+        &["goodput_10s.csv", "modes.csv"],
+    );
+    data.extend(crate::data_pairs(&["fig9.svg"], &["modes.csv", "runs.csv"]));
+    data.extend(crate::data_pairs(
+        &["split_dynamic.svg"],
+        &["splits.csv", "goodput_1s.csv"],
+    ));
+    Ok(Outcome {
+        claims,
+        files,
+        data,
+    })
 }
 
 fn write_tables(

@@ -519,7 +519,19 @@ pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyho
     };
     write_summary(dir, &summary)?;
     files.insert(0, "summary.json".into());
-    Ok(Outcome { claims, files })
+    let mut data = crate::data_pairs(
+        &["ack_a.svg", "ack_b.svg", "ack_c.svg", "ack_d.svg"],
+        &["ack_bursts.csv", "ack_queues.csv", "ack_windows.csv"],
+    );
+    data.extend(crate::data_pairs(
+        &["asym_9000.svg", "asym_30000.svg"],
+        &["asym_series.csv", "asym_bursts.csv"],
+    ));
+    Ok(Outcome {
+        claims,
+        files,
+        data,
+    })
 }
 
 #[derive(Serialize)]

@@ -21,6 +21,39 @@ pub struct ReportMeta<'a> {
     pub facts: &'a [String],
     /// Preformatted text shown after the facts (e.g. the terminal summary).
     pub text: Option<&'a str>,
+    /// Figure → CSV pairs that the naming rule of [`data_files`] misses.
+    pub data: &'a [(&'a str, &'a str)],
+}
+
+/// For each SVG in `files` (in order), the CSVs that hold its data: a CSV
+/// belongs to the figure with the longest name that its own name extends
+/// (`fig1.svg` gets `fig1.csv` and `fig1_queues.csv`, but not `fig10.csv`,
+/// and `fig5_ramp_series.csv` goes to `fig5_ramp.svg`, not `fig5.svg`),
+/// plus the pairs in `extra`.
+pub fn data_files<'a>(files: &'a [String], extra: &[(&str, &str)]) -> Vec<Vec<&'a String>> {
+    let svgs: Vec<&String> = files.iter().filter(|f| f.ends_with(".svg")).collect();
+    let mut out: Vec<Vec<&String>> = vec![Vec::new(); svgs.len()];
+    for csv in files.iter().filter(|f| f.ends_with(".csv")) {
+        let stem = csv.trim_end_matches(".csv");
+        let owner = svgs
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                let fig = s.trim_end_matches(".svg");
+                stem == fig || stem.strip_prefix(fig).is_some_and(|r| r.starts_with('_'))
+            })
+            .max_by_key(|(_, s)| s.len())
+            .map(|(i, _)| i);
+        if let Some(i) = owner {
+            out[i].push(csv);
+        }
+        for (k, s) in svgs.iter().enumerate() {
+            if extra.iter().any(|(f, c)| f == s && c == csv) && !out[k].contains(&csv) {
+                out[k].push(csv);
+            }
+        }
+    }
+    out
 }
 
 /// A file name as a relative URL: every byte outside the unreserved set
@@ -108,14 +141,16 @@ pub fn render(meta: &ReportMeta, claims: &[Claim], files: &[String]) -> String {
     if !svgs.is_empty() {
         h.push_str("<h2>Figures</h2>\n");
     }
-    for f in &svgs {
-        // The CSV with the plotted data, when the reproduction wrote one of
-        // the same name.
-        let csv = format!("{}.csv", f.trim_end_matches(".svg"));
-        let data = if files.contains(&csv) {
-            format!(" · data: <a href=\"{}\">{}</a>", href(&csv), esc(&csv))
-        } else {
+    let data = data_files(files, meta.data);
+    for (f, csvs) in svgs.iter().zip(&data) {
+        let data = if csvs.is_empty() {
             String::new()
+        } else {
+            let links: Vec<String> = csvs
+                .iter()
+                .map(|c| format!("<a href=\"{}\">{}</a>", href(c), esc(c)))
+                .collect();
+            format!(" · data: {}", links.join(", "))
         };
         let _ = writeln!(
             h,
@@ -175,6 +210,8 @@ pub struct IndexRow<'a> {
     pub differs: usize,
     pub info: usize,
     pub wall_s: f64,
+    /// Why the reproduction failed, if it did (its counts are then 0).
+    pub error: Option<String>,
 }
 
 /// The overview page: one row per reproduction, linked to its `report.html`.
@@ -193,6 +230,16 @@ pub fn index(quick: bool, rows: &[IndexRow]) -> String {
         env!("CARGO_PKG_VERSION")
     );
     for r in rows {
+        if let Some(e) = &r.error {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"v differs\" colspan=\"4\">failed: {}</td></tr>",
+                esc(r.name),
+                esc(r.about),
+                esc(e)
+            );
+            continue;
+        }
         let _ = writeln!(
             h,
             "<tr><td><a href=\"{}/report.html\">{}</a></td><td>{}</td>\
@@ -232,6 +279,7 @@ mod tests {
             about: "seed <000>",
             facts: &["quick".to_string()],
             text: None,
+            data: &[],
         };
         let files = vec![
             "fig 1.svg".to_string(),
@@ -268,6 +316,34 @@ mod tests {
     }
 
     #[test]
+    fn csvs_go_to_the_figure_whose_name_they_extend_most() {
+        let files: Vec<String> = [
+            "fig1.svg",
+            "fig10.svg",
+            "fig5.svg",
+            "fig5_ramp.svg",
+            "queue.svg",
+            "fig1.csv",
+            "fig1_queues.csv",
+            "fig10.csv",
+            "fig5_runs.csv",
+            "fig5_ramp_series.csv",
+            "fig5ramp.csv",
+            "queues.csv",
+            "summary.json",
+        ]
+        .map(String::from)
+        .to_vec();
+        let d = data_files(&files, &[("queue.svg", "queues.csv")]);
+        let names = |i: usize| d[i].iter().map(|s| s.as_str()).collect::<Vec<_>>();
+        assert_eq!(names(0), ["fig1.csv", "fig1_queues.csv"]);
+        assert_eq!(names(1), ["fig10.csv"]);
+        assert_eq!(names(2), ["fig5_runs.csv"]);
+        assert_eq!(names(3), ["fig5_ramp_series.csv"]);
+        assert_eq!(names(4), ["queues.csv"]);
+    }
+
+    #[test]
     fn index_links_each_reproduction_and_marks_differences() {
         let row = |name, differs| IndexRow {
             name,
@@ -276,8 +352,15 @@ mod tests {
             differs,
             info: 1,
             wall_s: 2.25,
+            error: None,
         };
-        let page = index(true, &[row("pendulum", 0), row("ledbat-flow", 2)]);
+        let failed = IndexRow {
+            error: Some("boom <x>".into()),
+            ..row("overlay-ack", 0)
+        };
+        let page = index(true, &[row("pendulum", 0), row("ledbat-flow", 2), failed]);
+        assert!(page.contains("failed: boom &lt;x&gt;"), "{page}");
+        assert!(!page.contains("overlay-ack/report.html"), "{page}");
         assert!(page.contains("<a href=\"pendulum/report.html\">pendulum</a>"));
         assert!(page.contains("<a href=\"ledbat-flow/report.html\">ledbat-flow</a>"));
         assert!(page.contains("seed &lt;1&gt;"));
@@ -296,6 +379,7 @@ mod tests {
             about: "",
             facts: &[],
             text: Some("flow  goodput\n<a>  1.0"),
+            data: &[],
         };
         write(
             &dir,

@@ -126,7 +126,8 @@ pub struct RunResult {
     pub utilization: f64,
     /// Packets dropped at the bottleneck over packets offered to it.
     pub loss_rate: f64,
-    /// The same from [`STEADY_FROM`] on, after the start-up transient.
+    /// The same from [`STEADY_FROM`] on, after the start-up transient (NaN
+    /// for a run no longer than that).
     pub steady_loss_rate: f64,
     /// Time-weighted mean bottleneck queue, packets.
     pub mean_queue_pkts: f64,
@@ -280,7 +281,10 @@ pub fn simulate(spec: &RunSpec) -> RunResult {
         goodput_bps: sum.flows.iter().map(|f| f.goodput_bps).collect(),
         utilization: link.utilization,
         loss_rate: link.loss_rate,
-        steady_loss_rate: if steady_offered > 0 {
+        // NaN for a run that ends before STEADY_FROM (none of ours does).
+        steady_loss_rate: if spec.duration <= STEADY_FROM {
+            f64::NAN
+        } else if steady_offered > 0 {
             (after.0 - before.0) as f64 / steady_offered as f64
         } else {
             0.0
