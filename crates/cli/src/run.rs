@@ -56,6 +56,27 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
+/// Writes `out/report.html` for a run without claims: `facts`, the printed
+/// summary `text`, then the figures among `files` (see
+/// [`hopwise_repro::report`]).
+pub(crate) fn text_report(
+    out: &Path,
+    title: &str,
+    facts: &[String],
+    text: &str,
+    data: &[(&str, &str)],
+    files: &[String],
+) -> Result<()> {
+    let meta = hopwise_repro::report::ReportMeta {
+        title,
+        about: "",
+        facts,
+        text: Some(text),
+        data,
+    };
+    hopwise_repro::report::write(out, &meta, &[], files)
+}
+
 /// This process's command line as a shell would take it back: `hopwise`
 /// and its arguments, each quoted when it holds anything but plain
 /// characters.
@@ -148,17 +169,12 @@ pub fn sim(
         format!("scenario: {origin}"),
         format!("hopwise {}", env!("CARGO_PKG_VERSION")),
     ];
-    let title = format!("hopwise sim: {}", sc.name);
-    hopwise_repro::report::write(
+    text_report(
         out,
-        &hopwise_repro::report::ReportMeta {
-            title: &title,
-            about: "",
-            facts: &facts,
-            text: Some(&text),
-            data: &[("queue.svg", "queues.csv"), ("rtt.svg", "cwnd.csv")],
-        },
-        &[],
+        &format!("hopwise sim: {}", sc.name),
+        &facts,
+        &text,
+        &[("queue.svg", "queues.csv"), ("rtt.svg", "cwnd.csv")],
         &files,
     )?;
     let stale = stale_captures(out, &capture_files(&ifaces));

@@ -536,17 +536,12 @@ pub fn sweep(
         ),
     ];
     facts.extend(warnings.iter().map(|w| format!("warning: {w}")));
-    let title = format!("hopwise sweep: {name}");
-    hopwise_repro::report::write(
+    crate::run::text_report(
         out,
-        &hopwise_repro::report::ReportMeta {
-            title: &title,
-            about: "",
-            facts: &facts,
-            text: Some(&text),
-            data: &[("sweep.svg", "points.csv")],
-        },
-        &[],
+        &format!("hopwise sweep: {name}"),
+        &facts,
+        &text,
+        &[("sweep.svg", "points.csv")],
         &files,
     )?;
     println!(
