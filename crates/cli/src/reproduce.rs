@@ -64,15 +64,7 @@ pub fn list() {
     );
 }
 
-/// What one reproduction's run came to.
-struct Ran {
-    name: &'static str,
-    about: &'static str,
-    holds: usize,
-    differs: usize,
-    info: usize,
-    wall_s: f64,
-}
+use hopwise_repro::report::IndexRow;
 
 pub fn run(
     name: &str,
@@ -88,7 +80,6 @@ pub fn run(
         crate::run::prepare_out(&root)?;
         let exps = registry();
         let mut ran = Vec::new();
-        let mut failed = Vec::new();
         for (i, exp) in exps.iter().enumerate() {
             eprintln!("\n[{}/{}] {}", i + 1, exps.len(), exp.name);
             let dir = root.join(exp.name);
@@ -105,51 +96,40 @@ pub fn run(
                 crate::run::shell_word(&dir.to_string_lossy())
             ));
             match run_one(exp, quick, seeds, dir, jobs, &cmd) {
-                Ok(r) => ran.push(Ok(r)),
+                Ok(r) => ran.push(r),
                 Err(e) => {
                     eprintln!("error: {}: {e:#}", exp.name);
-                    failed.push(exp.name);
-                    ran.push(Err((exp.name, exp.about, format!("{e:#}"))));
+                    ran.push(IndexRow {
+                        name: exp.name,
+                        about: exp.about,
+                        holds: 0,
+                        differs: 0,
+                        info: 0,
+                        wall_s: f64::NAN,
+                        error: Some(format!("{e:#}")),
+                    });
                 }
             }
         }
         let index = root.join("index.html");
-        let rows: Vec<hopwise_repro::report::IndexRow> = ran
-            .iter()
-            .map(|r| match r {
-                Ok(r) => hopwise_repro::report::IndexRow {
-                    name: r.name,
-                    about: r.about,
-                    holds: r.holds,
-                    differs: r.differs,
-                    info: r.info,
-                    wall_s: r.wall_s,
-                    error: None,
-                },
-                Err((name, about, e)) => hopwise_repro::report::IndexRow {
-                    name,
-                    about,
-                    holds: 0,
-                    differs: 0,
-                    info: 0,
-                    wall_s: f64::NAN,
-                    error: Some(e.clone()),
-                },
-            })
-            .collect();
-        std::fs::write(&index, hopwise_repro::report::index(quick, &rows))
+        std::fs::write(&index, hopwise_repro::report::index(quick, &ran))
             .with_context(|| format!("writing {}", index.display()))?;
         println!();
         for r in &ran {
-            match r {
-                Ok(r) => println!(
+            match &r.error {
+                None => println!(
                     "{:<18} {:>3} hold, {:>2} differ, {:>2} for information  {:>8.1} s",
                     r.name, r.holds, r.differs, r.info, r.wall_s
                 ),
-                Err((name, _, e)) => println!("{name:<18} failed: {e}"),
+                Some(e) => println!("{:<18} failed: {e}", r.name),
             }
         }
         println!("overview: {}", index.display());
+        let failed: Vec<&str> = ran
+            .iter()
+            .filter(|r| r.error.is_some())
+            .map(|r| r.name)
+            .collect();
         if !failed.is_empty() {
             bail!(
                 "{} failed: {}",
@@ -157,7 +137,7 @@ pub fn run(
                 failed.join(", ")
             );
         }
-        let differs: usize = ran.iter().flatten().map(|r| r.differs).sum();
+        let differs: usize = ran.iter().map(|r| r.differs).sum();
         if strict && differs > 0 {
             bail!("{differs} claim(s) differ from the papers (--strict)");
         }
@@ -187,7 +167,7 @@ fn run_one(
     out: PathBuf,
     jobs: usize,
     command: &str,
-) -> Result<Ran> {
+) -> Result<IndexRow<'static>> {
     crate::run::prepare_out(&out)?;
     let opts = ReproOpts {
         quick,
@@ -252,12 +232,13 @@ fn run_one(
         info,
         out.display()
     );
-    Ok(Ran {
+    Ok(IndexRow {
         name: exp.name,
         about: exp.about,
         holds,
         differs,
         info,
         wall_s: wall,
+        error: None,
     })
 }

@@ -153,16 +153,12 @@ pub fn sim(
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("writing captures to {}", out.display()))?;
     let summary = Summary::of(&sim, &sc.name, wall);
-    write_outputs(out, &sim, &summary)
+    let mut files = write_outputs(out, &sim, &summary)
         .with_context(|| format!("writing results to {}", out.display()))?;
     let text = summary_text(&summary);
     if !quiet {
         print!("{text}");
     }
-    let mut files: Vec<String> = hopwise_sim::report::OUTPUT_FILES
-        .iter()
-        .map(|f| f.to_string())
-        .collect();
     files.extend(capture_files(&ifaces));
     let facts = [
         format!("command: {}", command_line()),

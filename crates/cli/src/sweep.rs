@@ -222,23 +222,13 @@ fn same(a: &[Sample], b: &[Sample]) -> bool {
 /// nothing (no randomness in the scenario, so the intervals are 0), and
 /// points with different values but identical results (a key that does not
 /// take effect).
-fn sameness(
-    axes: &[Axis],
-    points: &[Point],
-    items: &[(usize, u64)],
-    runs: &[Vec<Sample>],
-    seeds: usize,
-) -> Vec<String> {
+fn sameness(axes: &[Axis], points: &[Point], by_point: &[&[Vec<Sample>]]) -> Vec<String> {
     let mut w = Vec::new();
-    // Items run point by point, seeds within a point.
-    debug_assert!(items.iter().enumerate().all(|(k, (i, _))| *i == k / seeds));
-    let of = |i: usize| &runs[i * seeds..(i + 1) * seeds];
+    let seeds = by_point[0].len();
     if seeds > 1 {
-        let flat = (0..points.len())
-            .filter(|&i| {
-                let r = of(i);
-                r.iter().all(|x| same(x, &r[0]))
-            })
+        let flat = by_point
+            .iter()
+            .filter(|r| r.iter().all(|x| same(x, &r[0])))
             .count();
         if flat == points.len() {
             w.push(format!(
@@ -255,10 +245,10 @@ fn sameness(
     // Points whose first runs measured the same, found through a hash of
     // the values (a grid can have thousands of points).
     let mut by_hash: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
-    for i in 0..points.len() {
+    for (i, runs) in by_point.iter().enumerate() {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        for x in &of(i)[0] {
+        for x in &runs[0] {
             x.metric.hash(&mut h);
             x.subject.hash(&mut h);
             x.value.to_bits().hash(&mut h);
@@ -269,7 +259,7 @@ fn sameness(
     for group in by_hash.values() {
         for (k, &i) in group.iter().enumerate() {
             for &j in &group[..k] {
-                if same(&of(i)[0], &of(j)[0]) {
+                if same(&by_point[i][0], &by_point[j][0]) {
                     pairs.push((j, i));
                 }
             }
@@ -415,7 +405,9 @@ pub fn sweep(
         );
     }
 
-    let warnings = sameness(axes, &points, &items, &runs, seed_list.len());
+    // Items run point by point, seeds within a point.
+    let by_point: Vec<&[Vec<Sample>]> = runs.chunks(seed_list.len()).collect();
+    let warnings = sameness(axes, &points, &by_point);
     for w in &warnings {
         eprintln!("warning: {w}");
     }
@@ -442,8 +434,7 @@ pub fn sweep(
     let mut point_out = Vec::new();
     let mut prow = Vec::new();
     for (i, p) in points.iter().enumerate() {
-        // Items run point by point, seeds within a point.
-        let mine = &runs[i * seed_list.len()..(i + 1) * seed_list.len()];
+        let mine = by_point[i];
         // (metric, subject) in the order the first run reported them, then
         // any that only later runs have.
         let mut keys: Vec<(&'static str, String)> = Vec::new();

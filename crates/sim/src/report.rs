@@ -211,31 +211,17 @@ impl Summary {
 /// Most series a plot shows before it summarises.
 const MAX_PLOTTED: usize = 12;
 
-/// Every file [`write_outputs`] can write, figures first. `ack_bursts.svg`
-/// only exists when some queue saw ACK bursts (it is removed otherwise).
-pub const OUTPUT_FILES: &[&str] = &[
-    "goodput.svg",
-    "cwnd.svg",
-    "rtt.svg",
-    "queue.svg",
-    "ack_bursts.svg",
-    "summary.json",
-    "flows.csv",
-    "links.csv",
-    "goodput.csv",
-    "cwnd.csv",
-    "queues.csv",
-    "ack_bursts.csv",
-];
-
-/// Writes `summary.json`, the CSV files and the SVG plots into `dir`.
-pub fn write_outputs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
+/// Writes `summary.json`, the CSV files and the SVG plots into `dir` and
+/// returns their names in the order written (`ack_bursts.svg` only when
+/// some queue saw ACK bursts; an older one is removed otherwise).
+pub fn write_outputs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<Vec<String>> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
     std::fs::write(dir.join("summary.json"), json + "\n")?;
-    write_csvs(dir, sim, summary)?;
-    write_plots(dir, sim)?;
-    Ok(())
+    let mut files = vec!["summary.json".to_string()];
+    write_csvs(dir, sim, summary, &mut files)?;
+    write_plots(dir, sim, &mut files)?;
+    Ok(files)
 }
 
 /// Sending endpoints in flow order with their display names.
@@ -268,7 +254,7 @@ fn fmt_f(x: f64) -> String {
     }
 }
 
-fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
+fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>) -> io::Result<()> {
     let mut s = String::from("flow,from,to,cc,bytes_delivered,goodput_bps,retransmits,timeouts,fast_recoveries,corrupt_bytes,start_s,completion_s,reset\n");
     for f in &summary.flows {
         let _ = writeln!(
@@ -290,6 +276,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         );
     }
     std::fs::write(dir.join("flows.csv"), s)?;
+    files.push("flows.csv".into());
 
     let mut s = String::from("link,from,to,rate_bps,utilization,mean_queue_bytes,mean_queue_packets,max_queue_bytes,drops,wire_losses,loss_rate,tx_packets,median_ack_burst\n");
     for l in &summary.links {
@@ -312,6 +299,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         );
     }
     std::fs::write(dir.join("links.csv"), s)?;
+    files.push("links.csv".into());
 
     let mut s = String::from("time_s,flow,goodput_bps\n");
     for (e, name) in senders(sim) {
@@ -322,6 +310,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         }
     }
     std::fs::write(dir.join("goodput.csv"), s)?;
+    files.push("goodput.csv".into());
 
     let mut s = String::from("time_s,flow,cwnd_bytes,ssthresh_bytes,srtt_ms,inflight_bytes\n");
     for (e, name) in senders(sim) {
@@ -342,6 +331,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         }
     }
     std::fs::write(dir.join("cwnd.csv"), s)?;
+    files.push("cwnd.csv".into());
 
     let mut s = String::from("time_s,queue,bytes,packets\n");
     for f in sim.ifaces.iter().filter(|f| f.stats.max_bytes > 0) {
@@ -350,6 +340,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         }
     }
     std::fs::write(dir.join("queues.csv"), s)?;
+    files.push("queues.csv".into());
 
     let mut s = String::from("queue,burst_len,count\n");
     for f in &sim.ifaces {
@@ -364,6 +355,7 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<()> {
         }
     }
     std::fs::write(dir.join("ack_bursts.csv"), s)?;
+    files.push("ack_bursts.csv".into());
     Ok(())
 }
 
@@ -375,7 +367,7 @@ fn shown_note(shown: usize, total: usize, what: &str) -> String {
     }
 }
 
-fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
+fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()> {
     let senders = senders(sim);
     let n = senders.len();
 
@@ -418,6 +410,7 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
         chart.push_series(Series::line("all flows", pts).dashed().color("#444444"));
     }
     chart.write_svg(dir.join("goodput.svg"))?;
+    files.push("goodput.svg".into());
 
     let times: Vec<f64> = sim.trace_times.iter().map(|t| t.as_secs_f64()).collect();
     let mut cwnd = Chart::new(format!(
@@ -452,7 +445,9 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
         ));
     }
     cwnd.write_svg(dir.join("cwnd.svg"))?;
+    files.push("cwnd.svg".into());
     rtt.write_svg(dir.join("rtt.svg"))?;
+    files.push("rtt.svg".into());
 
     // Queues that ever held more than a packet, busiest first.
     let mut qs: Vec<&crate::sim::Iface> = sim
@@ -497,6 +492,7 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
         ));
     }
     q.write_svg(dir.join("queue.svg"))?;
+    files.push("queue.svg".into());
 
     let with_bursts: Vec<&crate::sim::Iface> = qs
         .iter()
@@ -517,6 +513,7 @@ fn write_plots(dir: &Path, sim: &Sim) -> io::Result<()> {
             b = b.group(f.name.clone(), bars);
         }
         b.write_svg(dir.join("ack_bursts.svg"))?;
+        files.push("ack_bursts.svg".into());
     } else {
         // No plot this time: an earlier run's plot in the same directory
         // would pass for this run's.
