@@ -152,7 +152,8 @@ pub fn sim(
     sim.finish_captures()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("writing captures to {}", out.display()))?;
-    let summary = Summary::of(&sim, &sc.name, wall);
+    let mut summary = Summary::of(&sim, &sc.name, wall);
+    summary.command = Some(command_line());
     let mut files = write_outputs(out, &sim, &summary)
         .with_context(|| format!("writing results to {}", out.display()))?;
     let text = summary_text(&summary);

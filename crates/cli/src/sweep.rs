@@ -354,6 +354,17 @@ pub fn sweep(
                 }));
             }
             Err(e) => {
+                // A bad --vary value: the loader names it as the override it
+                // applied (`--set KEY=V`); name the flag it came from.
+                if let Some(se) = e.downcast_ref::<hopwise_sim::scenario::ScenarioError>() {
+                    if let Some(o) = se.key.strip_prefix("--set ") {
+                        if !sets.iter().any(|x| x == o) {
+                            let mut se = se.clone();
+                            se.key = format!("--vary {o}");
+                            return Err(se.into());
+                        }
+                    }
+                }
                 return Err(e.context(format!(
                     "--vary point {}",
                     axes.iter()

@@ -83,6 +83,9 @@ fn sweep_runs_every_point_and_seed_and_matches_sim() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let one = json(&sim.join("summary.json"));
+    // summary.json says how it was made.
+    let cmd = one["command"].as_str().expect("command in sim's summary.json");
+    assert!(cmd.contains(" sim --set duration=40s"), "{cmd}");
     let seed = one["seed"].as_u64().unwrap().to_string();
     let ledbat = one["flows"]
         .as_array()
@@ -130,6 +133,12 @@ fn sweep_errors_name_the_key_and_point() {
         out,
     ]);
     assert!(e.contains("also given with --set"), "{e}");
+    // An unknown key is named as the --vary value it came from.
+    let e = err(&["sweep", "--vary", "link.nope.rate=1Mbit,2Mbit", "--out", out]);
+    assert!(
+        e.contains("--vary link.nope.rate=1Mbit") && !e.contains("--set"),
+        "{e}"
+    );
     let e = err(&["sweep", "--vary", "seed=1,2", "--out", out]);
     assert!(e.contains("--seeds"), "{e}");
     // A mistake in --set is not blamed on a --vary point, and nothing is

@@ -59,6 +59,10 @@ pub struct LinkSummary {
 /// `summary.json`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Summary {
+    /// The command line that produced the run (set by `hopwise sim`; absent
+    /// when the simulator is driven as a library).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
     pub scenario: String,
     pub duration_s: f64,
     pub warmup_s: f64,
@@ -176,6 +180,7 @@ impl Summary {
             .collect();
         let rates: Vec<f64> = flows.iter().map(|f: &FlowSummary| f.goodput_bps).collect();
         Summary {
+            command: None,
             scenario: scenario.to_string(),
             // Divided, not multiplied by 1e-9: whole seconds stay whole.
             duration_s: sim.duration.as_nanos() as f64 / 1e9,
