@@ -5,6 +5,7 @@ use anyhow::{bail, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_repro::{mean_ci90, par_map, write_csv, Progress, Silent};
 use hopwise_sim::report::Summary;
+use hopwise_sim::spec::FlowSpec;
 use hopwise_sim::Sim;
 use serde::Serialize;
 use std::path::Path;
@@ -124,8 +125,31 @@ struct Sample {
     value: f64,
 }
 
-fn samples(s: &Summary) -> Vec<Sample> {
+/// What one run measured. `flows` are the scenario's flows: those that
+/// `count` expanded into `<name>-0` … are also summed, as subject
+/// `<name>-*` (and `<name>-*/rev` for the reverse direction of `bidir`
+/// flows), so that a sweep over `count` has one series to plot.
+fn samples(s: &Summary, flows: &[FlowSpec]) -> Vec<Sample> {
     let mut v = Vec::new();
+    let mut groups: Vec<(String, [f64; 3])> = Vec::new();
+    for f in &s.flows {
+        let (base, rev) = match f.name.strip_suffix("/rev") {
+            Some(b) => (b, "/rev"),
+            None => (f.name.as_str(), ""),
+        };
+        if let Some(g) = flows
+            .iter()
+            .find(|x| x.name == base)
+            .and_then(|x| x.group.as_deref())
+        {
+            let key = format!("{g}-*{rev}");
+            let add = [f.goodput_bps, f.bytes_delivered as f64, f.timeouts as f64];
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, sum)) => sum.iter_mut().zip(add).for_each(|(a, b)| *a += b),
+                None => groups.push((key, add)),
+            }
+        }
+    }
     for f in &s.flows {
         v.push(Sample {
             metric: "goodput_bps",
@@ -142,6 +166,19 @@ fn samples(s: &Summary) -> Vec<Sample> {
             subject: f.name.clone(),
             value: f.timeouts as f64,
         });
+    }
+    for (key, [goodput, bytes, timeouts]) in groups {
+        for (metric, value) in [
+            ("goodput_bps", goodput),
+            ("bytes_delivered", bytes),
+            ("timeouts", timeouts),
+        ] {
+            v.push(Sample {
+                metric,
+                subject: key.clone(),
+                value,
+            });
+        }
     }
     v.push(Sample {
         metric: "bytes_delivered",
@@ -208,6 +245,10 @@ struct SweepSummary<'a> {
     runs: usize,
     wall_s: f64,
     points: Vec<PointOut>,
+    /// Flows that `count` expanded (`<name>-0` …, and their `/rev`): the
+    /// plot and the table show their sums (`<name>-*`) instead.
+    #[serde(skip)]
+    replicas: Vec<String>,
 }
 
 /// Whether two runs measured exactly the same values.
@@ -372,7 +413,7 @@ pub fn sweep(
                         .map(|(a, v)| format!("{}={v}", a.key))
                         .collect::<Vec<_>>()
                         .join(" ")
-                )))
+                )));
             }
         };
         base.get_or_insert((sc.name.clone(), origin, sc.seed));
@@ -404,7 +445,7 @@ pub fn sweep(
             sc.seed = seed;
             let mut sim = Sim::new(&sc)?;
             sim.run();
-            Ok(samples(&Summary::of(&sim, &sc.name, 0.0)))
+            Ok(samples(&Summary::of(&sim, &sc.name, 0.0), &sc.flows))
         });
     progress.finish();
     let wall = t0.elapsed().as_secs_f64();
@@ -516,6 +557,12 @@ pub fn sweep(
         runs: items.len(),
         wall_s: wall,
         points: point_out,
+        replicas: scenarios
+            .iter()
+            .flat_map(|sc| &sc.flows)
+            .filter(|f| f.group.is_some())
+            .flat_map(|f| [f.name.clone(), format!("{}/rev", f.name)])
+            .collect(),
     };
     hopwise_repro::write_summary(out, &summary)?;
 
@@ -580,6 +627,14 @@ fn subjects(s: &SweepSummary, metric: &str) -> Vec<String> {
     v
 }
 
+/// The flows to plot and tabulate: every flow's goodput subject except the
+/// replicas that `count` made, whose sums stand in for them.
+fn shown_flows(s: &SweepSummary) -> Vec<String> {
+    let mut v = subjects(s, "goodput_bps");
+    v.retain(|f| !s.replicas.contains(f));
+    v
+}
+
 /// Links that carried traffic at some point (utilisation above 1 % or drops).
 fn busy_links(s: &SweepSummary) -> Vec<String> {
     subjects(s, "utilization")
@@ -610,9 +665,14 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
             .join(", "),
     };
     let links = busy_links(s);
-    let flows = subjects(s, "goodput_bps");
+    let flows = shown_flows(s);
+    let goodput_title = if s.replicas.is_empty() {
+        "goodput per flow"
+    } else {
+        "goodput per flow (name-*: the sum over its count replicas)"
+    };
     let panels: Vec<(&str, &str, Vec<String>, f64)> = vec![
-        ("goodput per flow", "goodput_bps", flows, 1e-6),
+        (goodput_title, "goodput_bps", flows, 1e-6),
         (
             "Jain's index over flows",
             "jain",
@@ -721,7 +781,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
 fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     use std::fmt::Write as _;
     const MAX_ROWS: usize = 200;
-    let flows = subjects(s, "goodput_bps");
+    let flows = shown_flows(s);
     let shown = flows.len().min(6);
     let head = if axes.len() == 1 {
         axes[0].key.as_str()

@@ -84,7 +84,9 @@ fn sweep_runs_every_point_and_seed_and_matches_sim() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let one = json(&sim.join("summary.json"));
     // summary.json says how it was made.
-    let cmd = one["command"].as_str().expect("command in sim's summary.json");
+    let cmd = one["command"]
+        .as_str()
+        .expect("command in sim's summary.json");
     assert!(cmd.contains(" sim --set duration=40s"), "{cmd}");
     let seed = one["seed"].as_u64().unwrap().to_string();
     let ledbat = one["flows"]
@@ -134,7 +136,13 @@ fn sweep_errors_name_the_key_and_point() {
     ]);
     assert!(e.contains("also given with --set"), "{e}");
     // An unknown key is named as the --vary value it came from.
-    let e = err(&["sweep", "--vary", "link.nope.rate=1Mbit,2Mbit", "--out", out]);
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "link.nope.rate=1Mbit,2Mbit",
+        "--out",
+        out,
+    ]);
     assert!(
         e.contains("--vary link.nope.rate=1Mbit") && !e.contains("--set"),
         "{e}"
@@ -203,5 +211,53 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
         .as_str()
         .unwrap()
         .contains("--vary link.bottleneck.queue=50pkt,50pkt"));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A sweep over `count` sums the replicas (`ledbat-0` …) into one subject,
+/// `ledbat-*`, at every point.
+#[test]
+fn sweep_over_count_sums_the_replicas() {
+    let d = scratch("count");
+    let out = d.join("sw");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/newreno-vs-ledbat.toml"
+    );
+    let o = hopwise(&[
+        "sweep",
+        scenario,
+        "--vary",
+        "flow.ledbat.count=1,3",
+        "--set",
+        "duration=20s",
+        "--set",
+        "measure.warmup=2s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let value = |count: &str, subject: &str| -> Option<f64> {
+        runs.lines()
+            .find(|l| {
+                l.starts_with(&format!("{count},"))
+                    && l.contains(&format!(",goodput_bps,{subject},"))
+            })
+            .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+    };
+    for (count, n) in [("1", 1), ("3", 3)] {
+        let parts: Vec<f64> = (0..n)
+            .map(|i| value(count, &format!("ledbat-{i}")).expect("each replica"))
+            .collect();
+        assert!(parts.iter().all(|&g| g > 0.0), "{parts:?}");
+        let sum = value(count, "ledbat-*").expect("the sum");
+        let want: f64 = parts.iter().sum();
+        assert!((sum - want).abs() <= 1e-9 * want, "{sum} vs {want}");
+        // The flow that is not replicated is not summed.
+        assert!(value(count, "newreno").is_some() && value(count, "newreno-*").is_none());
+    }
+    assert!(value("3", "ledbat-3").is_none());
     let _ = std::fs::remove_dir_all(&d);
 }

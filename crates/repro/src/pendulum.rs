@@ -244,6 +244,7 @@ impl Setup {
                 stop,
                 traffic: Traffic::Bulk,
                 bidir: false,
+                group: None,
             };
         s.flows.push(flow("down".into(), "D1", "D2", self.download));
         for (i, &w) in self.uploads.iter().enumerate() {

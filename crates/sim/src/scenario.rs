@@ -1368,6 +1368,7 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
             stop,
             traffic,
             bidir,
+            group: None,
         };
         match count {
             None => flows.push(proto),
@@ -1399,6 +1400,7 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
                 for r in 0..n {
                     let mut f = proto.clone();
                     f.name = format!("{name}-{r}");
+                    f.group = Some(name.clone());
                     f.start = start + step * r;
                     flows.push(f);
                 }

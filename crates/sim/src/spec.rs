@@ -141,6 +141,9 @@ pub struct FlowSpec {
     /// The responder sends the same traffic back on the same connection
     /// (data both ways, ACKs piggybacked).
     pub bidir: bool,
+    /// The `[[flow]]` entry's own name when it was expanded with `count`
+    /// into `<name>-0` … `<name>-<N-1>`; `None` otherwise.
+    pub group: Option<String>,
 }
 
 /// Measurement options.

@@ -240,6 +240,7 @@ pub fn run_one(
             stop: None,
             traffic: FlowTraffic::Bulk,
             bidir: false,
+            group: None,
         });
     }
     let mut sim = Sim::new(&sc).map_err(anyhow::Error::msg)?;

@@ -253,6 +253,7 @@ pub fn scenario(spec: &RunSpec) -> Scenario {
             stop: None,
             traffic: Traffic::Bulk,
             bidir: false,
+            group: None,
         });
     }
     s

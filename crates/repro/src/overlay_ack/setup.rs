@@ -298,6 +298,7 @@ impl Setup {
             stop: Some(Setup::secs(b)),
             traffic: Traffic::Bulk,
             bidir,
+            group: None,
         };
         match self.mode {
             Mode::Plain | Mode::AckPrio | Mode::AckPrioLen64 => {

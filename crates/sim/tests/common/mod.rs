@@ -79,5 +79,6 @@ pub fn bulk(name: &str, from: &str, to: &str, cc: CcConfig) -> FlowSpec {
         stop: None,
         traffic: Traffic::Bulk,
         bidir: false,
+        group: None,
     }
 }
