@@ -669,7 +669,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
     let goodput_title = if s.replicas.is_empty() {
         "goodput per flow"
     } else {
-        "goodput per flow (name-*: the sum over its count replicas)"
+        "goodput per flow (name-*: sum over its replicas)"
     };
     let panels: Vec<(&str, &str, Vec<String>, f64)> = vec![
         (goodput_title, "goodput_bps", flows, 1e-6),

@@ -147,9 +147,20 @@ impl Figure {
         }
         // Each chart laid out alone first; a column's charts then share the
         // largest left edge and the smallest right edge among them.
+        // An incomplete last row below full ones is centred, and its panels
+        // keep their own edges (they no longer sit in a column).
+        let first_centred = if rows > 1 && self.panels.len() % cols != 0 {
+            (rows - 1) * cols
+        } else {
+            self.panels.len()
+        };
+        let last_row_w: f64 = self.panels[first_centred..]
+            .iter()
+            .map(|p| self.cell_size(p).0)
+            .sum();
         let mut align: Vec<Option<(f64, f64)>> = vec![None; cols];
         let mut charts = vec![0usize; cols];
-        for (i, p) in self.panels.iter().enumerate() {
+        for (i, p) in self.panels.iter().enumerate().take(first_centred) {
             let (w, h) = self.cell_size(p);
             if let Some((l, r)) = p.render(&mut String::new(), "", w, h, None) {
                 let a = align[i % cols].get_or_insert((l, r));
@@ -164,18 +175,24 @@ impl Figure {
                 *a = None;
             }
         }
+        let mut centred_x = 0.5 * (total_w - last_row_w);
         for (i, p) in self.panels.iter().enumerate() {
             let (c, r) = (i % cols, i / cols);
-            let x: f64 = col_w[..c].iter().sum();
-            let y: f64 = title_h + row_h[..r].iter().sum::<f64>();
             let (w, h) = self.cell_size(p);
+            let (x, a) = if i >= first_centred {
+                centred_x += w;
+                (centred_x - w, None)
+            } else {
+                (col_w[..c].iter().sum(), align[c])
+            };
+            let y: f64 = title_h + row_h[..r].iter().sum::<f64>();
             put!(
                 &mut body,
                 "<g class=\"panel\" transform=\"translate({},{})\">\n",
                 P(x),
                 P(y)
             );
-            p.render(&mut body, &format!("{base_id}-p{i}"), w, h, align[c]);
+            p.render(&mut body, &format!("{base_id}-p{i}"), w, h, a);
             body.push_str("</g>\n");
         }
         body.push_str("</g>\n");

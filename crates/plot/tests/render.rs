@@ -655,3 +655,44 @@ fn stacked_panels_share_plot_edges() {
     assert_eq!(stacked[0].0, ra.0.max(rb.0));
     assert_eq!(stacked[0].1, ra.1.min(rb.1));
 }
+
+#[test]
+fn an_incomplete_last_row_is_centred() {
+    let chart = || Chart::new("c").series(Series::line("s", vec![(0.0, 1.0), (1.0, 2.0)]));
+    let xs = |fig: Figure| -> Vec<f64> {
+        let svg = fig.to_svg();
+        let doc = parse(&svg);
+        let width: f64 = doc
+            .root_element()
+            .attribute("width")
+            .unwrap()
+            .parse()
+            .unwrap();
+        by_class(&doc, "panel")
+            .iter()
+            .map(|n| {
+                let t = n.attribute("transform").unwrap();
+                let x: f64 = t["translate(".len()..t.find(',').unwrap()].parse().unwrap();
+                x / width
+            })
+            .collect()
+    };
+    // Three equal panels in two columns: the third sits in the middle.
+    let x = xs(Figure::new("f", 2)
+        .panel(chart())
+        .panel(chart())
+        .panel(chart()));
+    assert_eq!(x.len(), 3);
+    assert!(x[0].abs() < 1e-9 && (x[1] - 0.5).abs() < 1e-3, "{x:?}");
+    assert!((x[2] - 0.25).abs() < 1e-3, "{x:?}");
+    // Full rows are left as they are.
+    let x = xs(Figure::new("f", 2)
+        .panel(chart())
+        .panel(chart())
+        .panel(chart())
+        .panel(chart()));
+    assert!(x[2].abs() < 1e-9 && (x[3] - 0.5).abs() < 1e-3, "{x:?}");
+    // So is a single row with fewer panels than columns.
+    let x = xs(Figure::new("f", 3).panel(chart()));
+    assert!(x[0].abs() < 1e-9, "{x:?}");
+}
