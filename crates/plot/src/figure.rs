@@ -149,7 +149,7 @@ impl Figure {
         // largest left edge and the smallest right edge among them.
         // An incomplete last row below full ones is centred, and its panels
         // keep their own edges (they no longer sit in a column).
-        let first_centred = if rows > 1 && self.panels.len() % cols != 0 {
+        let first_centred = if rows > 1 && self.panels.len() < rows * cols {
             (rows - 1) * cols
         } else {
             self.panels.len()
