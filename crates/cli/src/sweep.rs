@@ -62,6 +62,10 @@ fn grid(axes: &[Axis]) -> Vec<Point> {
 }
 
 fn label(axes: &[Axis], p: &Point) -> String {
+    if axes.is_empty() {
+        // No --vary: the one point is the scenario as it is.
+        return "as is".to_string();
+    }
     if axes.len() == 1 {
         return p[0].clone();
     }
@@ -355,8 +359,11 @@ pub fn sweep(
     jobs: Option<usize>,
     quiet: bool,
 ) -> Result<()> {
-    if axes.is_empty() {
-        bail!("--vary: give at least one KEY=V1,V2,... to sweep over");
+    if axes.is_empty() && seeds < 2 {
+        bail!(
+            "--vary: give at least one KEY=V1,V2,... to sweep over, or --seeds N (N ≥ 2) \
+             to repeat the scenario over seeds (one run is `hopwise sim`)"
+        );
     }
     for (i, a) in axes.iter().enumerate() {
         if a.key == "seed" {
@@ -695,7 +702,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
             "sweep of `{}`: mean over {} per point{}",
             s.scenario,
             hopwise_repro::plural(s.seeds.len(), "seed"),
-            if s.seeds.len() > 1 && num.is_some() {
+            if s.seeds.len() > 1 {
                 ", error bars: 90 % CI"
             } else {
                 ""
@@ -763,9 +770,25 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
                         .iter()
                         .zip(&v)
                         .take(MAX_CLUSTERS)
-                        .map(|(p, (m, _))| (p.join(", "), m * scale))
+                        .map(|(p, &(m, h))| {
+                            let cat = if p.is_empty() {
+                                label(axes, p)
+                            } else {
+                                p.join(", ")
+                            };
+                            // Every metric here is non-negative.
+                            let e = h.map_or((m, m), |h| ((m - h).max(0.0), m + h));
+                            (cat, m * scale, (e.0 * scale, e.1 * scale))
+                        })
                         .collect();
-                    b = b.group(subj.clone(), bars);
+                    b = if s.seeds.len() > 1 {
+                        b.group_with_errors(subj.clone(), bars)
+                    } else {
+                        b.group(
+                            subj.clone(),
+                            bars.into_iter().map(|(c, m, _)| (c, m)).collect(),
+                        )
+                    };
                 }
                 fig.push_panel(b);
             }
@@ -814,8 +837,9 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "means over {}; the flow columns are goodput in Mbit/s (–: the flow is not in that point)",
-        hopwise_repro::plural(s.seeds.len(), "seed")
+        "means over {}; the flow columns are goodput in Mbit/s{} (–: the flow is not in that point)",
+        hopwise_repro::plural(s.seeds.len(), "seed"),
+        if s.seeds.len() > 1 { " ± 90 % CI" } else { "" }
     );
     let _ = write!(o, "{} {:>12} {:>6}", pad(head, w), "delivered MB", "Jain");
     for fl in flows.iter().take(shown) {
@@ -835,7 +859,13 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
             }
         );
         for v in &per_flow {
-            let _ = write!(o, " {:>12}", num(v[i].0, 1e-6));
+            let cell = match v[i] {
+                (m, Some(h)) if m.is_finite() && h.is_finite() => {
+                    format!("{:.3}±{:.3}", m * 1e-6, h * 1e-6)
+                }
+                (m, _) => num(m, 1e-6),
+            };
+            let _ = write!(o, " {cell:>12}");
         }
         o.push('\n');
     }

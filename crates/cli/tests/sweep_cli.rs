@@ -261,3 +261,55 @@ fn sweep_over_count_sums_the_replicas() {
     assert!(value("3", "ledbat-3").is_none());
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Without --vary, a sweep repeats the scenario over seeds: one point with
+/// its mean and interval. With one seed that would be `hopwise sim`, and
+/// it says so.
+#[test]
+fn sweep_without_vary_repeats_the_scenario_over_seeds() {
+    let d = scratch("seeds");
+    let out = d.join("sw");
+    let scenario = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/newreno-vs-ledbat.toml"
+    );
+    let o = hopwise(&[
+        "sweep",
+        scenario,
+        "--seeds",
+        "3",
+        "--set",
+        "duration=20s",
+        "--set",
+        "start_jitter=100ms",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(table.contains("as is") && table.contains('±'), "{table}");
+    let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
+    assert!(points.starts_with("metric,subject,mean,ci90_low,ci90_high,runs\n"));
+    let row = points
+        .lines()
+        .find(|l| l.starts_with("goodput_bps,newreno,"))
+        .expect("newreno's goodput");
+    let f: Vec<&str> = row.split(',').collect();
+    let (mean, lo, hi): (f64, f64, f64) = (
+        f[2].parse().unwrap(),
+        f[3].parse().unwrap(),
+        f[4].parse().unwrap(),
+    );
+    assert_eq!(f[5], "3");
+    // The jitter makes the seeds differ, so the interval has a width.
+    assert!(lo < mean && mean < hi, "{row}");
+    assert!(std::fs::read_to_string(out.join("sweep.svg"))
+        .unwrap()
+        .contains("error-bars"));
+
+    let o = hopwise(&["sweep", "--seeds", "1", "--out", out.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("--seeds N") && e.contains("hopwise sim"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -19,6 +19,8 @@ const SIN45: f64 = std::f64::consts::FRAC_1_SQRT_2;
 struct Group {
     name: String,
     bars: Vec<(String, f64)>,
+    /// Error bars `(category, (low, high))`, drawn as whiskers on the bars.
+    errors: Vec<(String, (f64, f64))>,
 }
 
 /// A bar chart: one bar per category, or grouped bars (one per group within
@@ -93,6 +95,25 @@ impl BarChart {
         self.groups.push(Group {
             name: name.into(),
             bars,
+            errors: Vec::new(),
+        });
+        self
+    }
+
+    /// [`BarChart::group`] with an error bar on each bar: `(category,
+    /// value, (low, high))`, drawn as a whisker from `low` to `high` (for
+    /// instance a confidence interval). A whisker with a non-finite end is
+    /// not drawn.
+    pub fn group_with_errors(
+        mut self,
+        name: impl Into<String>,
+        bars: Vec<(String, f64, (f64, f64))>,
+    ) -> Self {
+        let errors = bars.iter().map(|(c, _, e)| (c.clone(), *e)).collect();
+        self.groups.push(Group {
+            name: name.into(),
+            bars: bars.into_iter().map(|(c, v, _)| (c, v)).collect(),
+            errors,
         });
         self
     }
@@ -127,8 +148,16 @@ impl BarChart {
         svg::write_file(path.as_ref(), &self.to_svg())
     }
 
-    /// Categories in first-seen order and the value matrix `[category][group]`.
-    fn table(&self) -> (Vec<&str>, Vec<Vec<Option<f64>>>) {
+    /// Categories in first-seen order, the value matrix `[category][group]`
+    /// and the error bars in the same layout.
+    #[allow(clippy::type_complexity)]
+    fn table(
+        &self,
+    ) -> (
+        Vec<&str>,
+        Vec<Vec<Option<f64>>>,
+        Vec<Vec<Option<(f64, f64)>>>,
+    ) {
         let mut index: BTreeMap<&str, usize> = BTreeMap::new();
         let mut cats: Vec<&str> = Vec::new();
         for g in &self.groups {
@@ -147,15 +176,28 @@ impl BarChart {
                 }
             }
         }
-        (cats, values)
+        let mut errors = vec![vec![None; self.groups.len()]; cats.len()];
+        for (gi, g) in self.groups.iter().enumerate() {
+            for (c, (lo, hi)) in &g.errors {
+                if let Some(&ci) = index.get(c.as_str()) {
+                    errors[ci][gi] = (lo.is_finite() && hi.is_finite() && values[ci][gi].is_some())
+                        .then_some((lo.min(*hi), lo.max(*hi)));
+                }
+            }
+        }
+        (cats, values, errors)
     }
 
     pub(crate) fn render(&self, out: &mut String, w: f64, h: f64) {
-        let (cats, values) = self.table();
+        let (cats, values, errors) = self.table();
         let ngroups = self.groups.len().max(1);
         let mut ext = Extent::new(false);
         for v in values.iter().flatten().flatten() {
             ext.add(*v);
+        }
+        for &(lo, hi) in errors.iter().flatten().flatten() {
+            ext.add(lo);
+            ext.add(hi);
         }
         let has_data = ext.range().is_some();
         // Bars start at zero, so zero is always in range.
@@ -287,6 +329,38 @@ impl BarChart {
                 );
             }
             out.push_str("</g>\n");
+        }
+        // Error bars: a whisker with caps, centred on its bar.
+        let mut whiskers = String::new();
+        let cap = (0.3 * bw).clamp(2.0, 8.0);
+        for (c, row) in errors.iter().enumerate() {
+            for (g, e) in row.iter().enumerate() {
+                let Some((lo, hi)) = *e else { continue };
+                let (Some(y0), Some(y1)) = (ys.map(lo), ys.map(hi)) else {
+                    continue;
+                };
+                let (y0, y1) = (y0.clamp(y_min, y_max), y1.clamp(y_min, y_max));
+                let x = plot.left + c as f64 * slot + 0.5 * (slot - inner) + (g as f64 + 0.5) * bw;
+                put!(
+                    &mut whiskers,
+                    "M{},{}V{}M{},{}h{}M{},{}h{}",
+                    P(x),
+                    P(y0),
+                    P(y1),
+                    P(x - 0.5 * cap),
+                    P(y0),
+                    P(cap),
+                    P(x - 0.5 * cap),
+                    P(y1),
+                    P(cap)
+                );
+            }
+        }
+        if !whiskers.is_empty() {
+            put!(
+                out,
+                "<path class=\"error-bars\" d=\"{whiskers}\" stroke=\"#333\" stroke-width=\"1.2\" fill=\"none\"/>\n"
+            );
         }
 
         // Axes: y axis, baseline at zero and the plot bottom.

@@ -696,3 +696,39 @@ fn an_incomplete_last_row_is_centred() {
     let x = xs(Figure::new("f", 3).panel(chart()));
     assert!(x[0].abs() < 1e-9, "{x:?}");
 }
+
+#[test]
+fn bar_error_bars_are_drawn_and_widen_the_axis() {
+    let chart = BarChart::new("e")
+        .group_with_errors(
+            "a",
+            vec![
+                ("x".into(), 1.0, (0.5, 3.0)),
+                ("y".into(), 2.0, (f64::NAN, 2.5)),
+            ],
+        )
+        .group_with_errors("b", vec![("x".into(), 1.5, (1.0, 2.0))]);
+    let svg = chart.to_svg();
+    let doc = parse(&svg);
+    let paths = by_class(&doc, "error-bars");
+    assert_eq!(paths.len(), 1, "{svg}");
+    // One whisker (three moves: the line and its two caps) per finite bar.
+    let d = paths[0].attribute("d").unwrap();
+    assert_eq!(d.matches('M').count(), 2 * 3, "{d}");
+    // The axis reaches the top of the highest whisker (3), not only the
+    // highest bar (2).
+    let ticks: Vec<f64> = by_class(&doc, "y-ticks")[0]
+        .children()
+        .filter_map(|n| n.text())
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    assert!(
+        ticks.iter().cloned().fold(0.0, f64::max) >= 3.0,
+        "{ticks:?}"
+    );
+    // Without errors there are no whiskers.
+    let plain = BarChart::new("p")
+        .group("a", vec![("x".into(), 1.0)])
+        .to_svg();
+    assert!(by_class(&parse(&plain), "error-bars").is_empty());
+}
