@@ -58,7 +58,7 @@ enum Cmd {
         /// A scenario key and the values to try, e.g. `--vary link.bottleneck.queue=20pkt,50pkt,100pkt`.
         /// Repeatable: the grid is every combination (the first key varies slowest).
         /// Without any, the scenario runs as it is over `--seeds N` seeds.
-        #[arg(long, value_name = "KEY=V1,V2,...", value_parser = sweep::parse_vary, required_unless_present = "seeds")]
+        #[arg(long, value_name = "KEY=V1,V2,...", value_parser = sweep::parse_vary)]
         vary: Vec<sweep::Axis>,
         /// Seeds per point: the scenario's seed, then the next ones.
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]

@@ -8,6 +8,7 @@ use hopwise_sim::report::Summary;
 use hopwise_sim::spec::FlowSpec;
 use hopwise_sim::Sim;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
 
@@ -135,17 +136,17 @@ struct Sample {
 /// flows), so that a sweep over `count` has one series to plot.
 fn samples(s: &Summary, flows: &[FlowSpec]) -> Vec<Sample> {
     let mut v = Vec::new();
+    let group_of: HashMap<&str, &str> = flows
+        .iter()
+        .filter_map(|x| x.group.as_deref().map(|g| (x.name.as_str(), g)))
+        .collect();
     let mut groups: Vec<(String, [f64; 3])> = Vec::new();
     for f in &s.flows {
         let (base, rev) = match f.name.strip_suffix("/rev") {
             Some(b) => (b, "/rev"),
             None => (f.name.as_str(), ""),
         };
-        if let Some(g) = flows
-            .iter()
-            .find(|x| x.name == base)
-            .and_then(|x| x.group.as_deref())
-        {
+        if let Some(g) = group_of.get(base) {
             let key = format!("{g}-*{rev}");
             let add = [f.goodput_bps, f.bytes_delivered as f64, f.timeouts as f64];
             match groups.iter_mut().find(|(k, _)| *k == key) {
@@ -249,10 +250,11 @@ struct SweepSummary<'a> {
     runs: usize,
     wall_s: f64,
     points: Vec<PointOut>,
-    /// Flows that `count` expanded (`<name>-0` …, and their `/rev`): the
-    /// plot and the table show their sums (`<name>-*`) instead.
+    /// Flows that `count` expanded (`<name>-0` …, and their `/rev`), each
+    /// with its sum (`<name>-*`, `<name>-*/rev`), which the plot and the
+    /// table show in its place. Only looked up, never iterated.
     #[serde(skip)]
-    replicas: Vec<String>,
+    replicas: HashMap<String, String>,
 }
 
 /// Whether two runs measured exactly the same values.
@@ -395,10 +397,15 @@ pub fn sweep(
         let (sc, origin) = match crate::run::load(file, &s) {
             Ok(x) => x,
             Err(e) if base_err.as_deref() == Some(format!("{e:#}").as_str()) => {
-                return Err(e.context(if sets.is_empty() {
-                    "the scenario itself (before any --vary value)"
+                let what = if sets.is_empty() {
+                    "the scenario itself"
                 } else {
-                    "the scenario with its --set values (before any --vary value)"
+                    "the scenario with its --set values"
+                };
+                return Err(e.context(if axes.is_empty() {
+                    what.to_string()
+                } else {
+                    format!("{what} (before any --vary value)")
                 }));
             }
             Err(e) => {
@@ -496,23 +503,32 @@ pub fn sweep(
         let mine = by_point[i];
         // (metric, subject) in the order the first run reported them, then
         // any that only later runs have.
-        let mut keys: Vec<(&'static str, String)> = Vec::new();
+        // Indexed, for scenarios with many flows; the order comes from the
+        // runs, never from a map.
+        let mut keys: Vec<(&'static str, &str)> = Vec::new();
+        let mut seen: HashSet<(&str, &str)> = HashSet::new();
+        let index: Vec<HashMap<(&str, &str), f64>> = mine
+            .iter()
+            .map(|r| {
+                r.iter()
+                    .rev()
+                    .map(|s| ((s.metric, s.subject.as_str()), s.value))
+                    .collect()
+            })
+            .collect();
         for r in mine {
             for s in r.iter() {
-                if !keys.iter().any(|(m, x)| *m == s.metric && *x == s.subject) {
-                    keys.push((s.metric, s.subject.clone()));
+                if seen.insert((s.metric, s.subject.as_str())) {
+                    keys.push((s.metric, s.subject.as_str()));
                 }
             }
         }
         let mut metrics = Vec::new();
         for (metric, subject) in keys {
-            let xs: Vec<f64> = mine
+            let subject = subject.to_string();
+            let xs: Vec<f64> = index
                 .iter()
-                .filter_map(|r| {
-                    r.iter()
-                        .find(|s| s.metric == metric && s.subject == subject)
-                        .map(|s| s.value)
-                })
+                .filter_map(|r| r.get(&(metric, subject.as_str())).copied())
                 .filter(|x| x.is_finite())
                 .collect();
             let (m, h) = mean_ci90(&xs);
@@ -567,8 +583,13 @@ pub fn sweep(
         replicas: scenarios
             .iter()
             .flat_map(|sc| &sc.flows)
-            .filter(|f| f.group.is_some())
-            .flat_map(|f| [f.name.clone(), format!("{}/rev", f.name)])
+            .filter_map(|f| f.group.as_deref().map(|g| (f, g)))
+            .flat_map(|(f, g)| {
+                [
+                    (f.name.clone(), format!("{g}-*")),
+                    (format!("{}/rev", f.name), format!("{g}-*/rev")),
+                ]
+            })
             .collect(),
     };
     hopwise_repro::write_summary(out, &summary)?;
@@ -624,9 +645,10 @@ fn series_of(s: &SweepSummary, metric: &str, subject: &str) -> Vec<(f64, Option<
 /// Subjects of `metric` in first-seen order.
 fn subjects(s: &SweepSummary, metric: &str) -> Vec<String> {
     let mut v: Vec<String> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     for p in &s.points {
         for m in p.metrics.iter().filter(|m| m.metric == metric) {
-            if !v.contains(&m.subject) {
+            if seen.insert(&m.subject) {
                 v.push(m.subject.clone());
             }
         }
@@ -634,11 +656,17 @@ fn subjects(s: &SweepSummary, metric: &str) -> Vec<String> {
     v
 }
 
-/// The flows to plot and tabulate: every flow's goodput subject except the
-/// replicas that `count` made, whose sums stand in for them.
+/// The flows to plot and tabulate: every flow's goodput subject, except
+/// that the replicas `count` made are replaced by their sum, placed where
+/// the first replica was.
 fn shown_flows(s: &SweepSummary) -> Vec<String> {
-    let mut v = subjects(s, "goodput_bps");
-    v.retain(|f| !s.replicas.contains(f));
+    let mut v: Vec<String> = Vec::new();
+    for f in subjects(s, "goodput_bps") {
+        let f = s.replicas.get(&f).cloned().unwrap_or(f);
+        if !v.contains(&f) {
+            v.push(f);
+        }
+    }
     v
 }
 
@@ -777,7 +805,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
                                 p.join(", ")
                             };
                             // Every metric here is non-negative.
-                            let e = h.map_or((m, m), |h| ((m - h).max(0.0), m + h));
+                            let e = h.map_or((f64::NAN, f64::NAN), |h| ((m - h).max(0.0), m + h));
                             (cat, m * scale, (e.0 * scale, e.1 * scale))
                         })
                         .collect();
@@ -841,9 +869,32 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
         hopwise_repro::plural(s.seeds.len(), "seed"),
         if s.seeds.len() > 1 { " ± 90 % CI" } else { "" }
     );
+    // Each flow column as wide as its widest cell (at least 12).
+    let cells: Vec<Vec<String>> = per_flow
+        .iter()
+        .map(|v| {
+            v.iter()
+                .map(|&(m, h)| match h {
+                    Some(h) if m.is_finite() && h.is_finite() => {
+                        format!("{:.3}±{:.3}", m * 1e-6, h * 1e-6)
+                    }
+                    _ => num(m, 1e-6),
+                })
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = cells
+        .iter()
+        .map(|c| {
+            c.iter()
+                .take(MAX_ROWS)
+                .map(|x| x.chars().count())
+                .fold(12, usize::max)
+        })
+        .collect();
     let _ = write!(o, "{} {:>12} {:>6}", pad(head, w), "delivered MB", "Jain");
-    for fl in flows.iter().take(shown) {
-        let _ = write!(o, " {:>12}", fl.chars().take(12).collect::<String>());
+    for (fl, &cw) in flows.iter().take(shown).zip(&widths) {
+        let _ = write!(o, " {:>cw$}", fl.chars().take(cw).collect::<String>());
     }
     o.push('\n');
     for (i, p) in points.iter().enumerate().take(MAX_ROWS) {
@@ -858,14 +909,8 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
                 "n/a".into()
             }
         );
-        for v in &per_flow {
-            let cell = match v[i] {
-                (m, Some(h)) if m.is_finite() && h.is_finite() => {
-                    format!("{:.3}±{:.3}", m * 1e-6, h * 1e-6)
-                }
-                (m, _) => num(m, 1e-6),
-            };
-            let _ = write!(o, " {cell:>12}");
+        for (c, &cw) in cells.iter().zip(&widths) {
+            let _ = write!(o, " {:>cw$}", c[i]);
         }
         o.push('\n');
     }

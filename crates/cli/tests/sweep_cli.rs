@@ -233,11 +233,20 @@ fn sweep_over_count_sums_the_replicas() {
         "duration=20s",
         "--set",
         "measure.warmup=2s",
-        "--quiet",
         "--out",
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The table shows the sum in place of the replicas.
+    let table = String::from_utf8_lossy(&o.stdout);
+    let head = table
+        .lines()
+        .find(|l| l.starts_with("flow.ledbat.count"))
+        .expect("the table's header");
+    assert!(
+        head.contains("ledbat-*") && !head.contains("ledbat-0"),
+        "{table}"
+    );
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let value = |count: &str, subject: &str| -> Option<f64> {
         runs.lines()
@@ -288,6 +297,10 @@ fn sweep_without_vary_repeats_the_scenario_over_seeds() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(table.contains("as is") && table.contains('±'), "{table}");
+    // The ± cells stay under their headers.
+    let head = table.lines().find(|l| l.starts_with("point")).unwrap();
+    let row = table.lines().find(|l| l.starts_with("as is")).unwrap();
+    assert_eq!(head.chars().count(), row.chars().count(), "{table}");
     let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
     assert!(points.starts_with("metric,subject,mean,ci90_low,ci90_high,runs\n"));
     let row = points

@@ -102,8 +102,8 @@ impl BarChart {
 
     /// [`BarChart::group`] with an error bar on each bar: `(category,
     /// value, (low, high))`, drawn as a whisker from `low` to `high` (for
-    /// instance a confidence interval). A whisker with a non-finite end is
-    /// not drawn.
+    /// instance a confidence interval). A whisker with a non-finite end, or
+    /// of zero height, is not drawn.
     pub fn group_with_errors(
         mut self,
         name: impl Into<String>,
@@ -336,6 +336,10 @@ impl BarChart {
         for (c, row) in errors.iter().enumerate() {
             for (g, e) in row.iter().enumerate() {
                 let Some((lo, hi)) = *e else { continue };
+                // An interval of width 0 has nothing to show.
+                if hi <= lo {
+                    continue;
+                }
                 let (Some(y0), Some(y1)) = (ys.map(lo), ys.map(hi)) else {
                     continue;
                 };

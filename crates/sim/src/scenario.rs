@@ -1721,6 +1721,16 @@ fn check(s: &Scenario) -> R<()> {
         if let Some(m) = name_problem(&f.name) {
             return Err(e(format!("flow[{i}].name"), m));
         }
+        if f.name.contains('*') {
+            return Err(e(
+                format!("flow[{i}].name"),
+                format!(
+                    "{:?} contains '*', which is reserved for flow names: `hopwise sweep` \
+                     calls the sum over a count entry's replicas NAME-*",
+                    f.name
+                ),
+            ));
+        }
         let p = named("flow", &f.name);
         if flow_ix.insert(&f.name, i).is_some() {
             return Err(e(

@@ -697,6 +697,12 @@ fn huge_durations_and_tiny_sampling_intervals() {
         "flow[0].name",
         &["contains ','"],
     );
+    // `*` is kept for the sweep's sums over count replicas (NAME-*).
+    fails(
+        &edit("name = \"f1\"", "name = \"f-*\""),
+        "flow[0].name",
+        &["contains '*'", "reserved"],
+    );
     fails(
         &edit("name = \"bottleneck\"", "name = \"../x\""),
         "link[1].name",
