@@ -60,7 +60,8 @@ impl Panel {
 /// [`Figure::panel_size`] sets one size for all panels. The x/y charts of a
 /// column share the left and right edges of their plot areas (the widest
 /// tick labels and legend of the column decide them), so that stacked time
-/// series line up.
+/// series line up. An incomplete last row below full ones is centred, and
+/// its panels keep their own edges.
 ///
 /// ```
 /// use hopwise_plot::{BarChart, Chart, Figure, Series};
