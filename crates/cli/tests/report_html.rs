@@ -28,6 +28,24 @@ fn page_and(dir: &Path, ext: &str) -> (String, Vec<String>) {
     (page, names)
 }
 
+/// Checks that `dir/report.html` shows every SVG (at least `min_svgs`),
+/// links every CSV, and that every figure links the CSV with its data;
+/// returns the page.
+fn page_shows_every_file(dir: &Path, min_svgs: usize) -> String {
+    let (page, svgs) = page_and(dir, ".svg");
+    assert!(svgs.len() >= min_svgs, "{svgs:?}");
+    for f in &svgs {
+        assert!(page.contains(&format!("<img src=\"{f}\"")), "{f} missing");
+    }
+    for f in page_and(dir, ".csv").1 {
+        assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
+    }
+    for fig in page.lines().filter(|l| l.starts_with("<figure")) {
+        assert!(fig.contains(" · data: <a href="), "{fig}");
+    }
+    page
+}
+
 #[test]
 fn sim_and_reproduce_write_a_page_with_every_figure() {
     let d = std::env::temp_dir().join(format!("hopwise-report-html-{}", std::process::id()));
@@ -35,18 +53,7 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
 
     let sim = d.join("sim");
     run(&["sim", "--quiet", "--out", sim.to_str().unwrap()]);
-    let (page, svgs) = page_and(&sim, ".svg");
-    assert!(svgs.len() >= 3, "{svgs:?}");
-    for f in &svgs {
-        assert!(page.contains(&format!("<img src=\"{f}\"")), "{f} missing");
-    }
-    for f in page_and(&sim, ".csv").1 {
-        assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
-    }
-    // Every figure links the CSV with its data.
-    for fig in page.lines().filter(|l| l.starts_with("<figure")) {
-        assert!(fig.contains(" · data: <a href="), "{fig}");
-    }
+    let page = page_shows_every_file(&sim, 3);
     // The terminal summary is on the page, without claims.
     assert!(page.contains("<pre>") && page.contains("goodput Mbit/s"));
     assert!(!page.contains("<h2>Claims</h2>"));
@@ -61,17 +68,7 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
         "--out",
         rep.to_str().unwrap(),
     ]);
-    let (page, svgs) = page_and(&rep, ".svg");
-    assert!(svgs.len() >= 5, "{svgs:?}");
-    for f in &svgs {
-        assert!(page.contains(&format!("<img src=\"{f}\"")), "{f} missing");
-    }
-    for f in page_and(&rep, ".csv").1 {
-        assert!(page.contains(&format!("href=\"{f}\"")), "{f} missing");
-    }
-    for fig in page.lines().filter(|l| l.starts_with("<figure")) {
-        assert!(fig.contains(" · data: <a href="), "{fig}");
-    }
+    let page = page_shows_every_file(&rep, 5);
     // One table row per claim in summary.json.
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(rep.join("summary.json")).unwrap()).unwrap();

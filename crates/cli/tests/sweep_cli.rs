@@ -4,6 +4,12 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The example scenario the sweeps below run (no randomness of its own).
+const NEWRENO_VS_LEDBAT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scenarios/newreno-vs-ledbat.toml"
+);
+
 fn hopwise(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hopwise"))
         .args(args)
@@ -184,10 +190,7 @@ fn sweep_errors_name_the_key_and_point() {
 fn sweep_warns_when_seeds_or_values_change_nothing() {
     let d = scratch("warn");
     let out = d.join("o");
-    let sc = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/newreno-vs-ledbat.toml"
-    );
+    let sc = NEWRENO_VS_LEDBAT;
     let o = hopwise(&[
         "sweep",
         sc,
@@ -220,10 +223,7 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
 fn sweep_over_count_sums_the_replicas() {
     let d = scratch("count");
     let out = d.join("sw");
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/newreno-vs-ledbat.toml"
-    );
+    let scenario = NEWRENO_VS_LEDBAT;
     let o = hopwise(&[
         "sweep",
         scenario,
@@ -278,10 +278,7 @@ fn sweep_over_count_sums_the_replicas() {
 fn sweep_without_vary_repeats_the_scenario_over_seeds() {
     let d = scratch("seeds");
     let out = d.join("sw");
-    let scenario = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../scenarios/newreno-vs-ledbat.toml"
-    );
+    let scenario = NEWRENO_VS_LEDBAT;
     let o = hopwise(&[
         "sweep",
         scenario,
