@@ -5,6 +5,7 @@
 // places that may).
 #![allow(clippy::disallowed_methods)]
 
+mod lab;
 mod model;
 mod net;
 mod reproduce;
@@ -99,6 +100,11 @@ enum Cmd {
         /// Exit with an error if any claim differs from the paper.
         #[arg(long)]
         strict: bool,
+    },
+    /// Run experiments on the kernel's own TCP in Linux network namespaces (needs root; `hopwise lab check`).
+    Lab {
+        #[command(subcommand)]
+        lab: lab::LabCmd,
     },
     /// Evaluate an analytical model from a seed paper, e.g. `hopwise model pendulum ...`.
     Model {
@@ -227,6 +233,7 @@ fn main() -> ExitCode {
         }
         Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
         Cmd::Model { model } => model::run(model),
+        Cmd::Lab { lab } => lab::run(lab),
         Cmd::Sweep {
             file,
             vary,

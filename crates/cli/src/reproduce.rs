@@ -10,12 +10,18 @@ use std::time::Instant;
 /// A progress bar per phase, drawn on stderr (hidden when stderr is not a terminal).
 pub(crate) struct Bars {
     bar: Mutex<Option<ProgressBar>>,
+    /// What the bar counts ("runs", "s").
+    unit: &'static str,
 }
 
 impl Bars {
     pub(crate) fn new() -> Self {
+        Bars::counting("runs")
+    }
+    pub(crate) fn counting(unit: &'static str) -> Self {
         Bars {
             bar: Mutex::new(None),
+            unit,
         }
     }
 }
@@ -24,9 +30,10 @@ impl Progress for Bars {
     fn start(&self, label: &str, total: u64) {
         let b = ProgressBar::new(total);
         b.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>24} [{bar:40}] {pos}/{len} runs (elapsed {elapsed}, eta {eta})",
-            )
+            ProgressStyle::with_template(&format!(
+                "{{prefix:>24}} [{{bar:40}}] {{pos}}/{{len}} {} (elapsed {{elapsed}}, eta {{eta}})",
+                self.unit
+            ))
             .expect("valid template")
             .progress_chars("=> "),
         );
@@ -185,14 +192,6 @@ fn run_one(
     let bars = Bars::new();
     let outcome = (exp.run)(&opts, &bars)?;
     bars.finish();
-    println!();
-    print!("{}", claims_table(&outcome.claims));
-    let count = |v: Verdict| outcome.claims.iter().filter(|c| c.verdict == v).count();
-    let (holds, differs, info) = (
-        count(Verdict::Holds),
-        count(Verdict::Differs),
-        count(Verdict::Info),
-    );
     let wall = t0.elapsed().as_secs_f64();
     let facts = [
         format!("command: {command}"),
@@ -205,17 +204,47 @@ fn run_one(
         ),
     ];
     let title = format!("hopwise reproduce {}", exp.name);
+    let (holds, differs, info) = present(&out, &title, exp.about, &facts, &outcome, wall)?;
+    Ok(IndexRow {
+        name: exp.name,
+        about: exp.about,
+        holds,
+        differs,
+        info,
+        wall_s: wall,
+        error: None,
+    })
+}
+
+/// Prints the claims table, writes `report.html` into `out` and prints the
+/// verdict count. Returns (holds, differs, info).
+pub(crate) fn present(
+    out: &std::path::Path,
+    title: &str,
+    about: &str,
+    facts: &[String],
+    outcome: &hopwise_repro::Outcome,
+    wall: f64,
+) -> Result<(usize, usize, usize)> {
+    println!();
+    print!("{}", claims_table(&outcome.claims));
+    let count = |v: Verdict| outcome.claims.iter().filter(|c| c.verdict == v).count();
+    let (holds, differs, info) = (
+        count(Verdict::Holds),
+        count(Verdict::Differs),
+        count(Verdict::Info),
+    );
     let data: Vec<(&str, &str)> = outcome
         .data
         .iter()
         .map(|(f, c)| (f.as_str(), c.as_str()))
         .collect();
     hopwise_repro::report::write(
-        &out,
+        out,
         &hopwise_repro::report::ReportMeta {
-            title: &title,
-            about: exp.about,
-            facts: &facts,
+            title,
+            about,
+            facts,
             text: None,
             data: &data,
         },
@@ -232,13 +261,5 @@ fn run_one(
         info,
         out.display()
     );
-    Ok(IndexRow {
-        name: exp.name,
-        about: exp.about,
-        holds,
-        differs,
-        info,
-        wall_s: wall,
-        error: None,
-    })
+    Ok((holds, differs, info))
 }

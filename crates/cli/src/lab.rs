@@ -1,0 +1,117 @@
+//! `hopwise lab`: kernel TCP in network namespaces (crates/lab).
+
+use anyhow::{bail, Result};
+use clap::Subcommand;
+use hopwise_lab::pendulum::{self, Options};
+use hopwise_lab::Buffer;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Subcommand)]
+pub enum LabCmd {
+    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, HTB and FIFO qdiscs.
+    Check,
+    /// Seed 004's Fig. 1 on kernel TCP: a download on a 2.4 Mbit/s / 196 kbit/s link while uploads run,
+    /// beside the simulator and the model (real time: 100 s, 40 s with --quick; needs root).
+    Pendulum {
+        /// The 40 s timeline instead of the paper's 100 s.
+        #[arg(long)]
+        quick: bool,
+        /// Output directory.
+        #[arg(long, default_value = "out/lab-pendulum")]
+        out: PathBuf,
+        /// The hosts' congestion control (net.ipv4.tcp_congestion_control), e.g. reno, cubic, bbr.
+        #[arg(long, default_value = "reno")]
+        cc: String,
+        /// The router's downlink buffer: bytes (30000B, 30kB) or packets (50pkt).
+        #[arg(long, default_value = "30000B", value_parser = parse_buffer)]
+        down_buffer: Buffer,
+        /// The router's uplink buffer.
+        #[arg(long, default_value = "30000B", value_parser = parse_buffer)]
+        up_buffer: Buffer,
+        /// Simulator runs per setting for the comparison (0: no simulator).
+        #[arg(long, default_value_t = 3)]
+        sim_seeds: u32,
+    },
+    /// Delete namespaces that a killed lab run left behind (names starting with hwlab-).
+    Clean,
+}
+
+fn parse_buffer(s: &str) -> Result<Buffer, String> {
+    Buffer::parse(s).map_err(|e| format!("{e:#}"))
+}
+
+pub fn run(cmd: LabCmd) -> Result<()> {
+    match cmd {
+        LabCmd::Check => {
+            let items = hopwise_lab::check();
+            for c in &items {
+                println!(
+                    "{} {:<28} {}",
+                    if c.ok { "ok  " } else { "FAIL" },
+                    c.what,
+                    c.detail
+                );
+            }
+            let failed = items.iter().filter(|c| !c.ok).count();
+            if failed > 0 {
+                bail!("{failed} check(s) failed: the lab cannot run here");
+            }
+            println!("the lab can run here");
+            Ok(())
+        }
+        LabCmd::Clean => {
+            let gone = hopwise_lab::netns::clean(hopwise_lab::topology::PREFIX)?;
+            if gone.is_empty() {
+                println!("no lab namespaces found");
+            } else {
+                println!("deleted {}", gone.join(", "));
+            }
+            Ok(())
+        }
+        LabCmd::Pendulum {
+            quick,
+            out,
+            cc,
+            down_buffer,
+            up_buffer,
+            sim_seeds,
+        } => {
+            crate::run::prepare_out(&out)?;
+            let opts = Options {
+                quick,
+                out: out.clone(),
+                cc,
+                down_buffer,
+                up_buffer,
+                sim_seeds,
+            };
+            let about =
+                "seed 004, Fig. 1 on kernel TCP: uploads collapse a download on an asymmetric link";
+            eprintln!(
+                "lab pendulum: {about}{}",
+                if quick { " (quick: 40 s)" } else { " (100 s)" }
+            );
+            let command = crate::run::command_line();
+            let t0 = Instant::now();
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = pendulum::run(&opts, Some(&command), &bars)?;
+            hopwise_repro::Progress::finish(&bars);
+            let wall = t0.elapsed().as_secs_f64();
+            let facts = [
+                format!("command: {command}"),
+                format!(
+                    "kernel TCP ({}) in network namespaces, Linux {}; {} timeline; {wall:.1} s wall; hopwise {}",
+                    opts.cc,
+                    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                        .unwrap_or_default()
+                        .trim(),
+                    if quick { "40 s quick" } else { "the paper's 100 s" },
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ];
+            crate::reproduce::present(&out, "hopwise lab pendulum", about, &facts, &outcome, wall)?;
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! The hopwise lab: real kernel TCP in Linux network namespaces.
+//!
+//! The simulator runs hopwise's own TCP model; the lab runs the host's
+//! kernel TCP over a topology of network namespaces joined by veth pairs,
+//! with the bottleneck queues built from `tc` qdiscs (HTB for the rate, a
+//! `bfifo` or `pfifo` leaf for a buffer counted in bytes or packets). It
+//! drives the same experiments as the simulator, so that a result can be
+//! checked against a real stack: [`pendulum`] runs Fig. 1 of seed 004 (a
+//! download collapsing while uploads share an asymmetric access link) and
+//! prints the kernel's numbers beside the simulator's and the model's.
+//!
+//! Requirements: Linux, root (or `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`),
+//! iproute2's `ip` and `tc`, and the `sch_htb`, `sch_fifo` qdiscs. No netem
+//! is needed: the experiments here depend on queueing delay, not on
+//! propagation delay. [`check`] probes all of this and says what is
+//! missing.
+//!
+//! Layout:
+//! * [`cmd`]: running `ip`, `tc` and `sysctl`, with errors that name the
+//!   command;
+//! * [`netns`]: a network namespace that is deleted when dropped;
+//! * [`topology`]: the access-link topology (Internet side, router, home
+//!   side) and its qdiscs;
+//! * [`tc`]: reading qdisc statistics (`tc -s -j`);
+//! * [`traffic`]: bulk TCP senders and receivers on threads that enter a
+//!   namespace, with goodput in fixed bins;
+//! * [`pendulum`]: the Fig. 1 experiment, its outputs and claims.
+
+pub mod cmd;
+pub mod netns;
+pub mod pendulum;
+pub mod tc;
+pub mod topology;
+pub mod traffic;
+
+pub use topology::{check, Buffer};

@@ -1,0 +1,444 @@
+//! The access-link topology of seed 004's Fig. 2, in three namespaces:
+//!
+//! ```text
+//!  INET (D1, U1) ── i0 ═ r-inet ── RTR ── r-home ═ h0 ── HOME (D2, U2)
+//!                          ▲ uplink queue       ▲ downlink queue
+//! ```
+//!
+//! The router's egress towards HOME is the downlink (R1 → R2 in the paper),
+//! its egress towards INET the uplink (R2 → R1). Each is an HTB class at
+//! the link's rate with a `bfifo` (bytes) or `pfifo` (packets) leaf as the
+//! buffer. The hosts' own interfaces have no qdisc (`noqueue`) and are never
+//! the bottleneck, so TCP Small Queues plays no part: the queues are in
+//! another box, as in the paper. GSO is off on every veth
+//! (`gso_max_segs 1`), so that the qdiscs see wire-sized packets.
+//!
+//! What the lab does not model: propagation delay (netem is not required;
+//! the veth hops take microseconds, against queueing delays of 0.1–1.2 s
+//! here), distinct hosts for D1 and U1 (both are in INET), and link-layer
+//! overhead (HTB counts IP packets without Ethernet framing).
+
+use crate::cmd::{args, display, run};
+use crate::netns::Netns;
+use crate::tc::{self, QdiscStats};
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+
+/// Interface names inside the namespaces.
+pub const INET_DEV: &str = "i0";
+pub const HOME_DEV: &str = "h0";
+/// The router's side towards INET: the uplink queue.
+pub const UP_DEV: &str = "r-inet";
+/// The router's side towards HOME: the downlink queue.
+pub const DOWN_DEV: &str = "r-home";
+/// Handle of the buffer (leaf) qdisc on both router interfaces.
+pub const LEAF: &str = "10:";
+
+pub const INET_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 1, 1);
+pub const HOME_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 2, 1);
+const RTR_INET: &str = "10.201.1.254";
+const RTR_HOME: &str = "10.201.2.254";
+
+/// Prefix of every namespace the lab creates (`hopwise lab clean` removes them).
+pub const PREFIX: &str = "hwlab-";
+
+/// A bottleneck buffer, counted in bytes (`bfifo`) or packets (`pfifo`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Buffer {
+    Bytes(u64),
+    Packets(u64),
+}
+
+impl Buffer {
+    /// Parses "30000B", "30kB", "64KiB" or "50pkt".
+    pub fn parse(s: &str) -> Result<Buffer> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let n: u64 = num.parse().with_context(|| {
+            format!("buffer {s:?}: expected a number and a unit, e.g. 30000B, 30kB or 50pkt")
+        })?;
+        let b = match unit.trim() {
+            "B" => Buffer::Bytes(n),
+            "kB" => Buffer::Bytes(n * 1000),
+            "KiB" => Buffer::Bytes(n * 1024),
+            "pkt" | "packets" => Buffer::Packets(n),
+            u => bail!("buffer {s:?}: unknown unit {u:?} (use B, kB, KiB or pkt)"),
+        };
+        match b {
+            Buffer::Bytes(0) | Buffer::Packets(0) => bail!("buffer {s:?}: must be above zero"),
+            Buffer::Bytes(b) if b < 1500 => {
+                bail!("buffer {s:?}: holds no full-sized packet (at least 1500 B)")
+            }
+            _ => Ok(b),
+        }
+    }
+
+    /// The leaf qdisc's arguments: `bfifo limit N` or `pfifo limit N`.
+    fn qdisc(self) -> [String; 3] {
+        match self {
+            Buffer::Bytes(b) => ["bfifo".into(), "limit".into(), b.to_string()],
+            Buffer::Packets(p) => ["pfifo".into(), "limit".into(), p.to_string()],
+        }
+    }
+}
+
+impl std::fmt::Display for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Buffer::Bytes(b) => write!(f, "{b} B"),
+            Buffer::Packets(p) => write!(f, "{p} packets"),
+        }
+    }
+}
+
+/// The access link and the hosts' TCP.
+#[derive(Clone, Debug, Serialize)]
+pub struct AccessSpec {
+    pub down_rate_bps: u64,
+    pub up_rate_bps: u64,
+    pub down_buffer: Buffer,
+    pub up_buffer: Buffer,
+    /// `net.ipv4.tcp_congestion_control` on both hosts (e.g. "reno", "cubic").
+    pub cc: String,
+}
+
+/// The namespaces' names for one lab instance.
+#[derive(Clone, Debug)]
+pub struct Names {
+    pub inet: String,
+    pub rtr: String,
+    pub home: String,
+}
+
+impl Names {
+    /// Names unique to this process: `hwlab-PID-inet`, …
+    pub fn for_process() -> Names {
+        let p = format!("{PREFIX}{}", std::process::id());
+        Names {
+            inet: format!("{p}-inet"),
+            rtr: format!("{p}-rtr"),
+            home: format!("{p}-home"),
+        }
+    }
+}
+
+/// The commands that wire up three existing namespaces: veth pairs,
+/// addresses, routes, forwarding, the two bottleneck queues and the hosts'
+/// congestion control. Pure, so that tests can read it.
+pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
+    let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let ip = |a: &[&str]| ("ip", args(a));
+    p.push(ip(&[
+        "link", "add", INET_DEV, "netns", &n.inet, "type", "veth", "peer", "name", UP_DEV, "netns",
+        &n.rtr,
+    ]));
+    p.push(ip(&[
+        "link", "add", HOME_DEV, "netns", &n.home, "type", "veth", "peer", "name", DOWN_DEV,
+        "netns", &n.rtr,
+    ]));
+    let inet = format!("{INET_ADDR}/24");
+    let home = format!("{HOME_ADDR}/24");
+    let rtr_inet = format!("{RTR_INET}/24");
+    let rtr_home = format!("{RTR_HOME}/24");
+    for (ns, addr, dev) in [
+        (&n.inet, &inet, INET_DEV),
+        (&n.rtr, &rtr_inet, UP_DEV),
+        (&n.home, &home, HOME_DEV),
+        (&n.rtr, &rtr_home, DOWN_DEV),
+    ] {
+        p.push(ip(&["-n", ns, "addr", "add", addr, "dev", dev]));
+        // One MSS per skb: qdiscs then count and drop wire-sized packets.
+        p.push(ip(&[
+            "-n",
+            ns,
+            "link",
+            "set",
+            dev,
+            "up",
+            "gso_max_segs",
+            "1",
+        ]));
+    }
+    p.push(ip(&[
+        "-n", &n.inet, "route", "add", "default", "via", RTR_INET,
+    ]));
+    p.push(ip(&[
+        "-n", &n.home, "route", "add", "default", "via", RTR_HOME,
+    ]));
+    p.push(ip(&[
+        "netns",
+        "exec",
+        &n.rtr,
+        "sysctl",
+        "-qw",
+        "net.ipv4.ip_forward=1",
+    ]));
+    for (dev, rate, buf) in [
+        (DOWN_DEV, spec.down_rate_bps, spec.down_buffer),
+        (UP_DEV, spec.up_rate_bps, spec.up_buffer),
+    ] {
+        let rate = format!("{rate}bit");
+        p.push((
+            "tc",
+            args(&[
+                "-n", &n.rtr, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default",
+                "1",
+            ]),
+        ));
+        p.push((
+            "tc",
+            args(&[
+                "-n", &n.rtr, "class", "add", "dev", dev, "parent", "1:", "classid", "1:1", "htb",
+                "rate", &rate, "ceil", &rate,
+            ]),
+        ));
+        let mut leaf = args(&[
+            "-n", &n.rtr, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", LEAF,
+        ]);
+        leaf.extend(buf.qdisc());
+        p.push(("tc", leaf));
+    }
+    let cc = format!("net.ipv4.tcp_congestion_control={}", spec.cc);
+    for ns in [&n.inet, &n.home] {
+        p.push(ip(&["netns", "exec", ns, "sysctl", "-qw", &cc]));
+    }
+    p
+}
+
+/// A built access-link lab. Dropping it deletes the namespaces.
+pub struct AccessLab {
+    pub inet: Netns,
+    pub rtr: Netns,
+    pub home: Netns,
+    pub spec: AccessSpec,
+}
+
+impl AccessLab {
+    /// Creates the namespaces and runs [`plan`].
+    pub fn build(names: &Names, spec: &AccessSpec) -> Result<AccessLab> {
+        let lab = AccessLab {
+            inet: Netns::create(&names.inet)?,
+            rtr: Netns::create(&names.rtr)?,
+            home: Netns::create(&names.home)?,
+            spec: spec.clone(),
+        };
+        for (prog, a) in plan(names, spec) {
+            run(prog, &a).with_context(|| {
+                if a.iter().any(|s| s.starts_with("net.ipv4.tcp_congestion_control")) {
+                    format!(
+                        "congestion control {:?} is not available (see /proc/sys/net/ipv4/tcp_available_congestion_control)",
+                        spec.cc
+                    )
+                } else {
+                    format!("building the lab: {}", display(prog, &a))
+                }
+            })?;
+        }
+        Ok(lab)
+    }
+
+    /// The router's qdisc statistics.
+    pub fn qdiscs(&self) -> Result<Vec<QdiscStats>> {
+        let out = self.rtr.tc(&["-s", "-j", "qdisc", "show"])?;
+        tc::parse(&out, &format!("tc -n {} -s -j qdisc show", self.rtr.name()))
+    }
+}
+
+/// One line of [`check`]'s report.
+#[derive(Clone, Debug, Serialize)]
+pub struct CheckItem {
+    pub what: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// Probes what the lab needs: root, `ip` and `tc`, namespaces, veth, and
+/// the HTB, bfifo and pfifo qdiscs, plus the congestion control modules
+/// the kernel offers. Builds and removes a scratch namespace.
+pub fn check() -> Vec<CheckItem> {
+    let mut out = Vec::new();
+    let mut item = |what: &str, r: Result<String>| {
+        let (ok, detail) = match r {
+            Ok(d) => (true, d),
+            Err(e) => (false, format!("{e:#}")),
+        };
+        out.push(CheckItem {
+            what: what.into(),
+            ok,
+            detail,
+        });
+        ok
+    };
+    let euid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(str::to_string))
+        });
+    item(
+        "root",
+        match euid.as_deref() {
+            Some("0") => Ok("effective uid 0".into()),
+            Some(u) => Err(anyhow::anyhow!("effective uid {u}: run as root (namespaces and qdiscs need CAP_NET_ADMIN and CAP_SYS_ADMIN)")),
+            None => Err(anyhow::anyhow!("cannot read /proc/self/status: is this Linux?")),
+        },
+    );
+    let have_ip = item(
+        "iproute2 ip",
+        run("ip", &args(&["-V"])).map(|s| s.trim().to_string()),
+    );
+    item(
+        "iproute2 tc",
+        run("tc", &args(&["-V"])).map(|s| s.trim().to_string()),
+    );
+    item(
+        "congestion control modules",
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .map(|s| s.trim().to_string())
+            .context("cannot read /proc/sys/net/ipv4/tcp_available_congestion_control"),
+    );
+    if !have_ip {
+        return out;
+    }
+    let name = format!("{PREFIX}{}-check", std::process::id());
+    let ns = match Netns::create(&name) {
+        Ok(ns) => {
+            item("network namespaces", Ok(format!("created {name}")));
+            ns
+        }
+        Err(e) => {
+            item("network namespaces", Err(e));
+            return out;
+        }
+    };
+    if !item(
+        "veth",
+        ns.ip(&[
+            "link", "add", "chk0", "type", "veth", "peer", "name", "chk1",
+        ])
+        .map(|_| "a veth pair inside the namespace".into()),
+    ) {
+        return out;
+    }
+    let htb = ns
+        .tc(&[
+            "qdisc", "add", "dev", "chk0", "root", "handle", "1:", "htb", "default", "1",
+        ])
+        .and_then(|_| {
+            ns.tc(&[
+                "class", "add", "dev", "chk0", "parent", "1:", "classid", "1:1", "htb", "rate",
+                "1mbit",
+            ])
+        });
+    if item("qdisc htb", htb.map(|_| "rate-limited class".into())) {
+        item(
+            "qdisc bfifo",
+            ns.tc(&[
+                "qdisc", "add", "dev", "chk0", "parent", "1:1", "handle", "10:", "bfifo", "limit",
+                "30000",
+            ])
+            .map(|_| "buffers in bytes".into()),
+        );
+        item(
+            "qdisc pfifo",
+            ns.tc(&[
+                "class", "add", "dev", "chk0", "parent", "1:", "classid", "1:2", "htb", "rate",
+                "1mbit",
+            ])
+            .and_then(|_| {
+                ns.tc(&[
+                    "qdisc", "add", "dev", "chk0", "parent", "1:2", "handle", "20:", "pfifo",
+                    "limit", "50",
+                ])
+            })
+            .map(|_| "buffers in packets".into()),
+        );
+    }
+    item(
+        "qdisc statistics as JSON",
+        ns.tc(&["-s", "-j", "qdisc", "show", "dev", "chk0"])
+            .and_then(|s| tc::parse(&s, "tc -s -j qdisc show"))
+            .map(|q| format!("{} qdiscs read", q.len())),
+    );
+    out
+}
+
+/// Fails with every failed check if the lab cannot run here.
+pub fn require() -> Result<()> {
+    let failed: Vec<String> = check()
+        .into_iter()
+        .filter(|c| !c.ok)
+        .map(|c| format!("{}: {}", c.what, c.detail))
+        .collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        bail!(
+            "the lab cannot run on this machine (`hopwise lab check` shows the details):\n  {}",
+            failed.join("\n  ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> AccessSpec {
+        AccessSpec {
+            down_rate_bps: 2_400_000,
+            up_rate_bps: 196_000,
+            down_buffer: Buffer::Bytes(30_000),
+            up_buffer: Buffer::Packets(10),
+            cc: "reno".into(),
+        }
+    }
+
+    #[test]
+    fn plan_shapes_both_router_ports_and_nothing_on_the_hosts() {
+        let n = Names::for_process();
+        let p = plan(&n, &spec());
+        let lines: Vec<String> = p.iter().map(|(prog, a)| display(prog, a)).collect();
+        let has = |s: &str| lines.iter().any(|l| l.contains(s));
+        assert!(has(&format!("tc -n {} class add dev r-home parent 1: classid 1:1 htb rate 2400000bit ceil 2400000bit", n.rtr)), "{lines:#?}");
+        assert!(has("dev r-home parent 1:1 handle 10: bfifo limit 30000"));
+        assert!(has(
+            "class add dev r-inet parent 1: classid 1:1 htb rate 196000bit"
+        ));
+        assert!(has("dev r-inet parent 1:1 handle 10: pfifo limit 10"));
+        // Queues only on the router; GSO off on all four veth ends.
+        assert!(p
+            .iter()
+            .filter(|(prog, _)| *prog == "tc")
+            .all(|(_, a)| a[1] == n.rtr));
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("gso_max_segs 1"))
+                .count(),
+            4
+        );
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("tcp_congestion_control=reno"))
+                .count(),
+            2
+        );
+    }
+
+    #[test]
+    fn buffers_parse_with_units_and_reject_nonsense() {
+        assert_eq!(Buffer::parse("30000B").unwrap(), Buffer::Bytes(30_000));
+        assert_eq!(Buffer::parse("30kB").unwrap(), Buffer::Bytes(30_000));
+        assert_eq!(Buffer::parse("64KiB").unwrap(), Buffer::Bytes(65_536));
+        assert_eq!(Buffer::parse("50pkt").unwrap(), Buffer::Packets(50));
+        for bad in ["", "30", "30 MB", "0pkt", "1000B", "x10pkt"] {
+            let e = Buffer::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+    }
+}

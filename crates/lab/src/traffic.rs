@@ -1,0 +1,227 @@
+//! Bulk TCP transfers between namespaces, on threads.
+//!
+//! Each sender and receiver runs on its own thread, which first moves
+//! itself into a namespace with `setns(2)`; sockets it opens afterwards
+//! belong to that namespace. All threads share one [`Clock`], so goodput
+//! bins and queue samples line up. A sender writes until its stop time and
+//! then closes with a zero linger (a reset), so that the data still queued
+//! in its socket buffer is dropped and the transfer ends on time.
+
+use anyhow::{bail, Context, Result};
+use nix::sched::{setns, CloneFlags};
+use socket2::SockRef;
+use std::fs::File;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Width of a goodput bin.
+pub const BIN_S: f64 = 0.1;
+
+/// The experiment's time base. The lab runs in real time, so this is the
+/// one place in the crate that reads the wall clock and sleeps.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    t0: Instant,
+}
+
+#[allow(clippy::disallowed_methods)] // the lab is a real-time driver, like the daemon's clock
+impl Clock {
+    pub fn start() -> Clock {
+        Clock { t0: Instant::now() }
+    }
+    /// Seconds since the start.
+    pub fn now_s(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64()
+    }
+    /// Sleeps until `t_s` seconds after the start (returns at once if past).
+    pub fn sleep_until(&self, t_s: f64) {
+        let d = t_s - self.now_s();
+        if d > 0.0 {
+            std::thread::sleep(Duration::from_secs_f64(d));
+        }
+    }
+}
+
+/// Moves the calling thread into the namespace behind `ns`.
+fn enter(ns: &File, what: &str) -> Result<()> {
+    setns(ns, CloneFlags::CLONE_NEWNET)
+        .with_context(|| format!("{what}: setns(CLONE_NEWNET) failed (root needed)"))
+}
+
+/// What a receiver measured: bytes received per [`BIN_S`] bin since the
+/// clock's start.
+#[derive(Clone, Debug, Default)]
+pub struct Received {
+    pub bins: Vec<u64>,
+    pub bytes: u64,
+    /// When the connection was accepted.
+    pub accepted_s: Option<f64>,
+}
+
+impl Received {
+    /// Mean goodput in bit/s over whole bins within `[t0, t1)` seconds.
+    pub fn goodput_bps(&self, t0: f64, t1: f64) -> f64 {
+        goodput_bps(&self.bins, t0, t1)
+    }
+}
+
+/// Mean goodput in bit/s of `bins` ([`BIN_S`] wide) over `[t0, t1)`;
+/// bins past the end count as empty.
+pub fn goodput_bps(bins: &[u64], t0: f64, t1: f64) -> f64 {
+    let (i0, i1) = ((t0 / BIN_S).round() as usize, (t1 / BIN_S).round() as usize);
+    if i1 <= i0 {
+        return 0.0;
+    }
+    let bytes: u64 = (i0..i1).map(|i| bins.get(i).copied().unwrap_or(0)).sum();
+    bytes as f64 * 8.0 / ((i1 - i0) as f64 * BIN_S)
+}
+
+/// Listens on `addr:port` inside `ns`, accepts one connection and counts
+/// what arrives until `end_s`. Returns once the socket is bound, so a
+/// sender started afterwards finds it.
+pub fn spawn_receiver(
+    ns: File,
+    addr: Ipv4Addr,
+    port: u16,
+    clock: Clock,
+    end_s: f64,
+    name: String,
+) -> Result<JoinHandle<Result<Received>>> {
+    let (tx, rx) = mpsc::channel::<Result<()>>();
+    let what = format!("receiver {name}");
+    let name_for_err = name;
+    let h = std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || -> Result<Received> {
+            let bound = (|| -> Result<TcpListener> {
+                enter(&ns, &what)?;
+                let l = TcpListener::bind((addr, port))
+                    .with_context(|| format!("{what}: cannot listen on {addr}:{port}"))?;
+                l.set_nonblocking(true)?;
+                Ok(l)
+            })();
+            let listener = match bound {
+                Ok(l) => {
+                    let _ = tx.send(Ok(()));
+                    l
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(anyhow::anyhow!("{e:#}")));
+                    return Err(e);
+                }
+            };
+            let mut out = Received::default();
+            let mut stream = loop {
+                match listener.accept() {
+                    Ok((s, _)) => break s,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                        if clock.now_s() >= end_s {
+                            return Ok(out); // nobody came
+                        }
+                        clock.sleep_until(clock.now_s() + 0.005);
+                    }
+                    Err(e) => return Err(e).context(format!("{what}: accept")),
+                }
+            };
+            out.accepted_s = Some(clock.now_s());
+            stream.set_nonblocking(false)?;
+            stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+            let mut buf = vec![0u8; 256 << 10];
+            while clock.now_s() < end_s {
+                match stream.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let bin = (clock.now_s() / BIN_S) as usize;
+                        if out.bins.len() <= bin {
+                            out.bins.resize(bin + 1, 0);
+                        }
+                        out.bins[bin] += n as u64;
+                        out.bytes += n as u64;
+                    }
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    // The sender's zero-linger close at its stop time.
+                    Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+                    Err(e) => return Err(e).context(format!("{what}: read")),
+                }
+            }
+            Ok(out)
+        })?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(h),
+        Ok(Err(e)) => {
+            let _ = h.join();
+            Err(e)
+        }
+        Err(_) => bail!("receiver {name_for_err}: the thread ended before it listened"),
+    }
+}
+
+/// What a sender did.
+#[derive(Clone, Debug, Default)]
+pub struct Sent {
+    pub connected_s: Option<f64>,
+    /// Bytes the application wrote into the socket (not all reached the peer).
+    pub written: u64,
+}
+
+/// From inside `ns`, connects to `to` at `start_s`, writes as fast as the
+/// socket takes data until `stop_s`, then resets the connection.
+pub fn spawn_sender(
+    ns: File,
+    to: SocketAddr,
+    clock: Clock,
+    start_s: f64,
+    stop_s: f64,
+    name: String,
+) -> Result<JoinHandle<Result<Sent>>> {
+    let what = format!("sender {name}");
+    Ok(std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || -> Result<Sent> {
+            enter(&ns, &what)?;
+            clock.sleep_until(start_s);
+            let mut out = Sent::default();
+            let mut stream = loop {
+                match TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
+                    Ok(s) => break s,
+                    Err(e) if clock.now_s() < start_s + 2.0 => {
+                        let _ = e;
+                        clock.sleep_until(clock.now_s() + 0.05);
+                    }
+                    Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
+                }
+            };
+            out.connected_s = Some(clock.now_s());
+            stream.set_write_timeout(Some(Duration::from_millis(50)))?;
+            let buf = vec![0x5au8; 64 << 10];
+            while clock.now_s() < stop_s {
+                match stream.write(&buf) {
+                    Ok(n) => out.written += n as u64,
+                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(e) => return Err(e).context(format!("{what}: write")),
+                }
+            }
+            // Drop what is still queued: the transfer ends at its stop time.
+            SockRef::from(&stream).set_linger(Some(Duration::ZERO))?;
+            drop(stream);
+            Ok(out)
+        })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goodput_averages_whole_bins_and_counts_missing_ones_as_empty() {
+        // 10 bins of 0.1 s: 1250 B per bin = 100 kbit/s.
+        let bins = vec![1250u64; 10];
+        assert!((goodput_bps(&bins, 0.0, 1.0) - 100_000.0).abs() < 1e-6);
+        // Half the window lies past the data.
+        assert!((goodput_bps(&bins, 0.5, 1.5) - 50_000.0).abs() < 1e-6);
+        assert_eq!(goodput_bps(&bins, 1.0, 1.0), 0.0);
+    }
+}
