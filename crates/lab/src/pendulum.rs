@@ -17,6 +17,7 @@ use crate::topology::{
 use crate::traffic::{goodput_bps, spawn_receiver, spawn_sender, Clock, BIN_S};
 use anyhow::{anyhow, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
+use hopwise_proto::tcp::RttEstimatorKind;
 use hopwise_proto::time::Dur;
 use hopwise_repro::pendulum as simp;
 use hopwise_repro::{write_csv, write_summary, Claim, Outcome, Progress};
@@ -174,7 +175,12 @@ fn limit(b: Buffer) -> Limit {
 }
 
 /// The simulator's setup for this timeline and these buffers.
-fn sim_setup(tl: &Timeline, opts: &Options, min_rto: Dur, seed: u64) -> simp::Setup {
+fn sim_setup(
+    tl: &Timeline,
+    opts: &Options,
+    (min_rto, est): (Dur, RttEstimatorKind),
+    seed: u64,
+) -> simp::Setup {
     let mut s = simp::fig1_setup(seed);
     let d = Dur::from_secs_f64;
     s.download = (d(tl.download.0), None);
@@ -187,8 +193,27 @@ fn sim_setup(tl: &Timeline, opts: &Options, min_rto: Dur, seed: u64) -> simp::Se
     s.down_buffer = limit(opts.down_buffer);
     s.up_buffer = limit(opts.up_buffer);
     s.min_rto = min_rto;
+    s.rtt_estimator = est;
     s
 }
+
+/// The simulator's TCP settings beside the kernel: the reproduction's
+/// (BSD's 1 s minimum RTO, RFC 6298 estimator), Linux's 200 ms minimum with
+/// the RFC 6298 estimator, and Linux's 200 ms with Linux's estimator.
+const SIM_SETTINGS: &[(&str, (Dur, RttEstimatorKind))] = &[
+    (
+        "simulator, min RTO 1 s (paper)",
+        (simp::MIN_RTO, RttEstimatorKind::Rfc6298),
+    ),
+    (
+        "simulator, min RTO 200 ms, RFC 6298",
+        (Dur::from_millis(200), RttEstimatorKind::Rfc6298),
+    ),
+    (
+        "simulator, min RTO 200 ms, Linux RTT estimator",
+        (Dur::from_millis(200), RttEstimatorKind::Linux),
+    ),
+];
 
 /// Kernel-side samples of the router's queues: (time, downlink, uplink) bytes.
 type QueueSamples = Vec<(f64, u64, u64)>;
@@ -213,6 +238,7 @@ fn run_kernel(
     let mut senders = vec![spawn_sender(
         lab.inet.open()?,
         SocketAddr::from((HOME_ADDR, DOWN_PORT)),
+        lab.spec.cc.clone(),
         clock,
         tl.download.0,
         tl.download.1,
@@ -232,6 +258,7 @@ fn run_kernel(
         senders.push(spawn_sender(
             lab.home.open()?,
             SocketAddr::from((INET_ADDR, port)),
+            lab.spec.cc.clone(),
             clock,
             a,
             b,
@@ -287,6 +314,7 @@ fn kbit(bps: f64) -> String {
 /// Runs the experiment and writes its outputs into `opts.out`.
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
+    crate::traffic::check_cc(&opts.cc)?;
     let tl = if opts.quick {
         Timeline::quick()
     } else {
@@ -310,18 +338,18 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let mut sims = Vec::new();
     let mut sim_series: Vec<Vec<(f64, f64)>> = Vec::new();
     if opts.sim_seeds > 0 {
-        progress.start("simulator", 2 * opts.sim_seeds as u64);
-        for (label, rto) in [
-            ("simulator, min RTO 1 s (paper)", simp::MIN_RTO),
-            ("simulator, min RTO 200 ms (Linux)", Dur::from_millis(200)),
-        ] {
+        progress.start(
+            "simulator",
+            SIM_SETTINGS.len() as u64 * opts.sim_seeds as u64,
+        );
+        for &(label, rto) in SIM_SETTINGS {
             let mut runs = Vec::new();
             for seed in 1..=opts.sim_seeds as u64 {
                 let sim = simp::simulate(&sim_setup(&tl, opts, rto, seed), "lab-pendulum")?;
                 runs.push(Phases::from_fn(label, &tl.windows, &|f, w| {
                     simp::goodput_between(&sim, f, w.0, w.1)
                 }));
-                if seed == 1 && rto == simp::MIN_RTO {
+                if seed == 1 && rto == SIM_SETTINGS[0].1 {
                     for f in 0..sim.flows.len() {
                         let g = &sim.endpoints[simp::receiver(&sim, f)].goodput;
                         let w = g.interval.as_secs_f64();
@@ -340,7 +368,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         }
         progress.finish();
     }
-    let setup = sim_setup(&tl, opts, simp::MIN_RTO, 1);
+    let setup = sim_setup(&tl, opts, SIM_SETTINGS[0].1, 1);
     let model = setup.model();
     let (model_r, k) = (model.ratio(), model.capacity_ratio());
 

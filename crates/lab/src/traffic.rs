@@ -159,6 +159,21 @@ pub fn spawn_receiver(
     }
 }
 
+/// Fails unless a TCP socket can use congestion control `cc` (checked on
+/// a scratch socket before an experiment starts).
+pub fn check_cc(cc: &str) -> Result<()> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .context("cannot open a TCP socket")?;
+    s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap_or_default();
+        anyhow::anyhow!(
+            "congestion control {cc:?} is not available ({e}; the kernel offers: {})",
+            avail.trim()
+        )
+    })
+}
+
 /// What a sender did.
 #[derive(Clone, Debug, Default)]
 pub struct Sent {
@@ -167,11 +182,13 @@ pub struct Sent {
     pub written: u64,
 }
 
-/// From inside `ns`, connects to `to` at `start_s`, writes as fast as the
-/// socket takes data until `stop_s`, then resets the connection.
+/// From inside `ns`, connects to `to` at `start_s` with congestion control
+/// `cc`, writes as fast as the socket takes data until `stop_s`, then
+/// resets the connection.
 pub fn spawn_sender(
     ns: File,
     to: SocketAddr,
+    cc: String,
     clock: Clock,
     start_s: f64,
     stop_s: f64,
@@ -194,6 +211,18 @@ pub fn spawn_sender(
                     Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
                 }
             };
+            SockRef::from(&stream)
+                .set_tcp_congestion(cc.as_bytes())
+                .with_context(|| {
+                    let avail = std::fs::read_to_string(
+                        "/proc/sys/net/ipv4/tcp_available_congestion_control",
+                    )
+                    .unwrap_or_default();
+                    format!(
+                        "{what}: congestion control {cc:?} is not available (the kernel offers: {})",
+                        avail.trim()
+                    )
+                })?;
             out.connected_s = Some(clock.now_s());
             stream.set_write_timeout(Some(Duration::from_millis(50)))?;
             let buf = vec![0x5au8; 64 << 10];

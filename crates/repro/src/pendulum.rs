@@ -24,7 +24,7 @@ use anyhow::Context as _;
 use hopwise_models::pendulum;
 use hopwise_plot::{palette_color, BarChart, Chart, Figure, Series};
 use hopwise_proto::cc::CcConfig;
-use hopwise_proto::tcp::TcpConfig;
+use hopwise_proto::tcp::{RttEstimatorKind, TcpConfig};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
 use hopwise_sim::measure::correlation;
@@ -73,6 +73,8 @@ pub struct Setup {
     pub tcp_buffer: u64,
     /// Lower bound of the retransmission timeout.
     pub min_rto: Dur,
+    /// RFC 6298 (every reproduction run) or Linux's estimator (`hopwise lab`'s comparison).
+    pub rtt_estimator: RttEstimatorKind,
     pub duration: Dur,
     pub trace_interval: Dur,
     pub goodput_interval: Dur,
@@ -114,6 +116,7 @@ impl Setup {
             delayed_ack: false,
             tcp_buffer: 4 << 20,
             min_rto: MIN_RTO,
+            rtt_estimator: RttEstimatorKind::Rfc6298,
             duration,
             trace_interval: Dur::from_millis(10),
             goodput_interval: Dur::SECOND,
@@ -231,6 +234,7 @@ impl Setup {
             send_buffer: self.tcp_buffer,
             recv_buffer: self.tcp_buffer,
             min_rto: self.min_rto,
+            rtt_estimator: self.rtt_estimator,
             ..TcpConfig::default()
         };
         let flow =

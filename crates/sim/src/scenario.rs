@@ -33,7 +33,7 @@ use crate::spec::{
     Scenario, Traffic,
 };
 use hopwise_proto::cc::{CcConfig, ParamValue};
-use hopwise_proto::tcp::TcpConfig;
+use hopwise_proto::tcp::{RttEstimatorKind, TcpConfig};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate, Rate};
 use std::collections::HashMap;
@@ -154,6 +154,7 @@ const TCP_KEYS: &[&str] = &[
     "nagle",
     "min_rto",
     "max_rto",
+    "rtt_estimator",
     "send_buffer",
     "recv_buffer",
     "initial_window",
@@ -925,6 +926,18 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
             "nagle" => c.nagle = as_bool(v, &p)?,
             "min_rto" => c.min_rto = as_dur(v, &p)?,
             "max_rto" => c.max_rto = as_dur(v, &p)?,
+            "rtt_estimator" => {
+                c.rtt_estimator = match as_str(v, &p)? {
+                    "rfc6298" => RttEstimatorKind::Rfc6298,
+                    "linux" => RttEstimatorKind::Linux,
+                    other => {
+                        return Err(e(
+                            &p,
+                            format!("unknown RTT estimator {other:?} (known: rfc6298, linux)"),
+                        ))
+                    }
+                }
+            }
             "send_buffer" => c.send_buffer = as_bytes(v, &p)?,
             "recv_buffer" => c.recv_buffer = as_bytes(v, &p)?,
             "initial_window" => c.initial_window = as_int(v, &p, 0, 1_000_000)?,

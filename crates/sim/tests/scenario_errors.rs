@@ -369,7 +369,7 @@ fn queue_tables_and_flow_options() {
     );
     let s = ok(&edit(
         "start = \"1s\"",
-        "start = \"1s\"\nstop = \"30s\"\nsize = \"10MB\"\nbidir = true\ntcp = { delayed_ack = false, mss = 1000, min_rto = \"1s\" }\ncount = 3\nstart_step = \"2s\"",
+        "start = \"1s\"\nstop = \"30s\"\nsize = \"10MB\"\nbidir = true\ntcp = { delayed_ack = false, mss = 1000, min_rto = \"1s\", rtt_estimator = \"linux\" }\ncount = 3\nstart_step = \"2s\"",
     ));
     let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["f1", "f2-0", "f2-1", "f2-2"]);
@@ -379,7 +379,15 @@ fn queue_tables_and_flow_options() {
     assert!(s.flows[1].bidir && !s.flows[1].tcp.delayed_ack);
     assert_eq!(s.flows[1].tcp.mss, 1000);
     assert_eq!(s.flows[1].tcp.min_rto, Dur::SECOND);
+    assert_eq!(
+        s.flows[1].tcp.rtt_estimator,
+        hopwise_proto::tcp::RttEstimatorKind::Linux
+    );
     assert!(s.flows[0].tcp.delayed_ack, "per-flow tcp does not leak");
+    assert_eq!(
+        s.flows[0].tcp.rtt_estimator,
+        hopwise_proto::tcp::RttEstimatorKind::Rfc6298
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -525,6 +533,14 @@ fn missing_required_keys() {
 
 #[test]
 fn wrong_types() {
+    fails(
+        &edit(
+            "start = \"1s\"",
+            "start = \"1s\"\ntcp = { rtt_estimator = \"bsd\" }",
+        ),
+        "flow \"f2\".tcp.rtt_estimator",
+        &["unknown RTT estimator \"bsd\"", "rfc6298, linux"],
+    );
     fails(
         &edit("duration = \"60s\"", "duration = \"60s\"\nseed = \"x\""),
         "seed",

@@ -133,7 +133,7 @@ impl Connection {
             _ => None,
         };
         if let Some(r) = rtt {
-            self.rtt.update(r);
+            self.rtt.update_in_window(r, self.snd_una, self.snd_nxt);
         }
         self.rto_deadline = None;
         self.state = State::Established;
@@ -251,7 +251,7 @@ impl Connection {
 
         let (rtt, owd) = self.delay_samples(now, seg, advanced, karn);
         if let Some(r) = rtt {
-            self.rtt.update(r);
+            self.rtt.update_in_window(r, self.snd_una, self.snd_nxt);
         }
         if advanced {
             // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged,

@@ -46,6 +46,7 @@ pub use segment::{Flags, SackBlocks, Segment, IPV4_HEADER, TCP_HEADER, TS_OPTION
 
 use crate::cc::{AckSample, CcInit, CongestionControl, Controller, LossEvent};
 use crate::rtt::RttEstimator;
+pub use crate::rtt::RttEstimatorKind;
 use crate::time::{Dur, Time};
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -88,6 +89,10 @@ pub struct TcpConfig {
     /// stable queue RFC 6298's RTO shrinks to SRTT + a few ms and fires
     /// spuriously during recovery.
     pub rto_floor_on_variance: bool,
+    /// How the RTO's deviation term is estimated: RFC 6298 (default) or
+    /// Linux's per-window maximum ([`RttEstimatorKind::Linux`]), which keeps
+    /// a delay swing in the RTO for several round trips.
+    pub rtt_estimator: RttEstimatorKind,
     /// Upper bound of the RTO (RFC 6298 §2.5: at least 60 s).
     pub max_rto: Dur,
     /// Send buffer: bytes written and not yet acknowledged.
@@ -118,6 +123,7 @@ impl Default for TcpConfig {
             nagle: true,
             min_rto: Dur::from_millis(200),
             rto_floor_on_variance: true,
+            rtt_estimator: RttEstimatorKind::Rfc6298,
             max_rto: Dur::from_secs(60),
             send_buffer: 4 << 20,
             recv_buffer: 4 << 20,
@@ -283,7 +289,8 @@ fn unwrap32(base: u32, near: u64, wire: u32) -> u64 {
 impl Connection {
     fn new(cfg: TcpConfig, cc: Controller, local_port: u16, remote_port: u16, iss: u32) -> Self {
         let rtt = RttEstimator::new(cfg.min_rto, cfg.max_rto)
-            .with_floor_on_variance(cfg.rto_floor_on_variance);
+            .with_floor_on_variance(cfg.rto_floor_on_variance)
+            .with_kind(cfg.rtt_estimator);
         let mut rcv_wscale = 0;
         if cfg.window_scaling {
             while rcv_wscale < 14 && (cfg.recv_buffer >> rcv_wscale) > 65_535 {
