@@ -20,7 +20,7 @@ pub enum LabCmd {
         /// Output directory.
         #[arg(long, default_value = "out/lab-pendulum")]
         out: PathBuf,
-        /// The hosts' congestion control (net.ipv4.tcp_congestion_control), e.g. reno, cubic, bbr.
+        /// The senders' congestion control (TCP_CONGESTION per socket), e.g. reno, cubic, bbr; the simulator comparison runs only with reno.
         #[arg(long, default_value = "reno")]
         cc: String,
         /// The router's downlink buffer: bytes (30000B, 30kB) or packets (50pkt).
@@ -33,7 +33,7 @@ pub enum LabCmd {
         #[arg(long, default_value_t = 3)]
         sim_seeds: u32,
     },
-    /// Delete namespaces that a killed lab run left behind (names starting with hwlab-).
+    /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running).
     Clean,
 }
 

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 /// A named network namespace (`ip netns add NAME`), deleted with
 /// `ip netns del` when dropped, so that a failed or interrupted experiment
-/// leaves nothing behind (kill -9 excepted: `hopwise lab clean` removes
-/// leftovers).
+/// leaves nothing behind. A run ended by a signal (Ctrl-C, kill) skips the
+/// drop; `hopwise lab clean` removes its leftovers.
 #[derive(Debug)]
 pub struct Netns {
     name: String,
@@ -39,16 +39,6 @@ impl Netns {
         let mut v = args(&["-n", &self.name]);
         v.extend(args(a));
         run("tc", &v)
-    }
-
-    /// Sets a sysctl inside the namespace (`ip netns exec NAME sysctl -qw KEY=VALUE`).
-    pub fn sysctl(&self, key: &str, value: &str) -> Result<()> {
-        let kv = format!("{key}={value}");
-        run(
-            "ip",
-            &args(&["netns", "exec", &self.name, "sysctl", "-qw", &kv]),
-        )?;
-        Ok(())
     }
 
     /// The namespace's file, for `setns(2)`.
@@ -86,18 +76,39 @@ pub fn parse_list(out: &str) -> Vec<String> {
         .collect()
 }
 
-/// Deletes every namespace whose name starts with `prefix`; returns their names.
+/// Deletes every namespace whose name starts with `prefix` and whose
+/// owner (`PREFIXPID-…`) is no longer running; returns their names.
 pub fn clean(prefix: &str) -> Result<Vec<String>> {
-    let names = list(prefix)?;
-    for n in &names {
-        run("ip", &args(&["netns", "del", n]))?;
+    let mut gone = Vec::new();
+    for n in list(prefix)? {
+        if owner_alive(&n[prefix.len()..]) {
+            continue;
+        }
+        run("ip", &args(&["netns", "del", &n]))?;
+        gone.push(n);
     }
-    Ok(names)
+    Ok(gone)
+}
+
+/// Whether the PID at the start of `rest` ("PID-inet") is a running process.
+fn owner_alive(rest: &str) -> bool {
+    let pid = rest.split('-').next().unwrap_or("");
+    !pid.is_empty()
+        && pid.bytes().all(|b| b.is_ascii_digit())
+        && std::path::Path::new("/proc").join(pid).exists()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clean_spares_namespaces_of_running_processes() {
+        assert!(owner_alive(&format!("{}-inet", std::process::id())));
+        assert!(!owner_alive("4294967295-inet"));
+        assert!(!owner_alive("check-inet"));
+        assert!(!owner_alive(""));
+    }
 
     #[test]
     fn list_output_is_parsed_with_and_without_ids() {

@@ -15,8 +15,10 @@
 //!
 //! What the lab does not model: propagation delay (netem is not required;
 //! the veth hops take microseconds, against queueing delays of 0.1–1.2 s
-//! here), distinct hosts for D1 and U1 (both are in INET), and link-layer
-//! overhead (HTB counts IP packets without Ethernet framing).
+//! here) and distinct hosts for D1 and U1 (both are in INET). HTB and the
+//! FIFOs count Ethernet frames (1514 B for a full segment, where the
+//! simulator counts 1500 B packets), so a 30 000 B buffer holds 19 full
+//! frames here and 20 packets there.
 
 use crate::cmd::{args, display, run};
 use crate::netns::Netns;

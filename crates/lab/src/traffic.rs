@@ -45,6 +45,14 @@ impl Clock {
     }
 }
 
+/// A timeout or an interrupted call (EINTR): try again.
+fn retry(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+    )
+}
+
 /// Moves the calling thread into the namespace behind `ns`.
 fn enter(ns: &File, what: &str) -> Result<()> {
     setns(ns, CloneFlags::CLONE_NEWNET)
@@ -117,7 +125,7 @@ pub fn spawn_receiver(
             let mut stream = loop {
                 match listener.accept() {
                     Ok((s, _)) => break s,
-                    Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    Err(e) if retry(&e) => {
                         if clock.now_s() >= end_s {
                             return Ok(out); // nobody came
                         }
@@ -141,7 +149,7 @@ pub fn spawn_receiver(
                         out.bins[bin] += n as u64;
                         out.bytes += n as u64;
                     }
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(e) if retry(&e) => {}
                     // The sender's zero-linger close at its stop time.
                     Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
                     Err(e) => return Err(e).context(format!("{what}: read")),
@@ -229,7 +237,14 @@ pub fn spawn_sender(
             while clock.now_s() < stop_s {
                 match stream.write(&buf) {
                     Ok(n) => out.written += n as u64,
-                    Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+                    Err(e) if retry(&e) => {}
+                    // The receiver closes when the run ends; at the stop time that is not a failure.
+                    Err(e)
+                        if clock.now_s() >= stop_s - 0.2
+                            && matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) =>
+                    {
+                        break
+                    }
                     Err(e) => return Err(e).context(format!("{what}: write")),
                 }
             }

@@ -11,8 +11,8 @@ pub enum RttEstimatorKind {
     Rfc6298,
     /// Linux's estimator (`tcp_rtt_estimator` in net/ipv4/tcp_input.c,
     /// described by Sarolahti and Kuznetsov, "Congestion Control in Linux
-    /// TCP", USENIX 2002, §3): the mean deviation grows with gain ¼ but a
-    /// sample *below* SRTT feeds it with gain 1/32; the RTO's deviation term
+    /// TCP", USENIX 2002, §3): the mean deviation moves with gain ¼, but a
+    /// sample *below* SRTT can raise it with gain 1/32 only; the RTO's deviation term
     /// is the largest deviation seen during the last window of data, and it
     /// decays towards that by ¼ only once per window (not per ACK), never
     /// below the minimum RTO. With a sample per ACK (timestamps) RFC 6298's
