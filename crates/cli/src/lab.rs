@@ -103,9 +103,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "kernel TCP ({}) in network namespaces, Linux {}; {} timeline; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    std::fs::read_to_string("/proc/sys/kernel/osrelease")
-                        .unwrap_or_default()
-                        .trim(),
+                    pendulum::kernel_release(),
                     if quick { "40 s quick" } else { "the paper's 100 s" },
                     env!("CARGO_PKG_VERSION")
                 ),

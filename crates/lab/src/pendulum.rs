@@ -301,7 +301,7 @@ fn run_kernel(
     let mut bins = Vec::new();
     for r in receivers {
         match r.join() {
-            Ok(Ok(got)) => bins.push(got.bins),
+            Ok(Ok(got)) => bins.push(got),
             Ok(Err(e)) => errors.push(format!("{e:#}")),
             Err(_) => errors.push("a receiver thread panicked".into()),
         }
@@ -313,7 +313,8 @@ fn run_kernel(
     Ok((bins, samples, final_stats))
 }
 
-fn kernel_release() -> String {
+/// The running kernel's release (`/proc/sys/kernel/osrelease`).
+pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
@@ -390,16 +391,21 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
 
     // Queues.
     let queues: Vec<QueueStats> = [
-        ("downlink", DOWN_DEV, opts.down_buffer, 1usize),
-        ("uplink", UP_DEV, opts.up_buffer, 2usize),
+        (
+            "downlink",
+            DOWN_DEV,
+            opts.down_buffer,
+            (|s| s.1) as fn(&(f64, u64, u64)) -> u64,
+        ),
+        ("uplink", UP_DEV, opts.up_buffer, |s| s.2),
     ]
     .iter()
-    .map(|&(name, dev, buf, col)| {
+    .map(|&(name, dev, buf, pick)| {
         let in_window = |w: (f64, f64)| -> Vec<u64> {
             samples
                 .iter()
                 .filter(|s| s.0 >= w.0 && s.0 < w.1)
-                .map(|s| if col == 1 { s.1 } else { s.2 })
+                .map(pick)
                 .collect()
         };
         let mut mean_bytes = [0.0; 3];

@@ -59,23 +59,6 @@ fn enter(ns: &File, what: &str) -> Result<()> {
         .with_context(|| format!("{what}: setns(CLONE_NEWNET) failed (root needed)"))
 }
 
-/// What a receiver measured: bytes received per [`BIN_S`] bin since the
-/// clock's start.
-#[derive(Clone, Debug, Default)]
-pub struct Received {
-    pub bins: Vec<u64>,
-    pub bytes: u64,
-    /// When the connection was accepted.
-    pub accepted_s: Option<f64>,
-}
-
-impl Received {
-    /// Mean goodput in bit/s over whole bins within `[t0, t1)` seconds.
-    pub fn goodput_bps(&self, t0: f64, t1: f64) -> f64 {
-        goodput_bps(&self.bins, t0, t1)
-    }
-}
-
 /// Mean goodput in bit/s of `bins` ([`BIN_S`] wide) over `[t0, t1)`;
 /// bins past the end count as empty.
 pub fn goodput_bps(bins: &[u64], t0: f64, t1: f64) -> f64 {
@@ -88,8 +71,9 @@ pub fn goodput_bps(bins: &[u64], t0: f64, t1: f64) -> f64 {
 }
 
 /// Listens on `addr:port` inside `ns`, accepts one connection and counts
-/// what arrives until `end_s`. Returns once the socket is bound, so a
-/// sender started afterwards finds it.
+/// what arrives until `end_s`, in bytes per [`BIN_S`] bin since the clock's
+/// start. Returns once the socket is bound, so a sender started afterwards
+/// finds it.
 pub fn spawn_receiver(
     ns: File,
     addr: Ipv4Addr,
@@ -97,13 +81,13 @@ pub fn spawn_receiver(
     clock: Clock,
     end_s: f64,
     name: String,
-) -> Result<JoinHandle<Result<Received>>> {
+) -> Result<JoinHandle<Result<Vec<u64>>>> {
     let (tx, rx) = mpsc::channel::<Result<()>>();
     let what = format!("receiver {name}");
     let name_for_err = name;
     let h = std::thread::Builder::new()
         .name(what.clone())
-        .spawn(move || -> Result<Received> {
+        .spawn(move || -> Result<Vec<u64>> {
             let bound = (|| -> Result<TcpListener> {
                 enter(&ns, &what)?;
                 let l = TcpListener::bind((addr, port))
@@ -121,20 +105,19 @@ pub fn spawn_receiver(
                     return Err(e);
                 }
             };
-            let mut out = Received::default();
+            let mut bins: Vec<u64> = Vec::new();
             let mut stream = loop {
                 match listener.accept() {
                     Ok((s, _)) => break s,
                     Err(e) if retry(&e) => {
                         if clock.now_s() >= end_s {
-                            return Ok(out); // nobody came
+                            return Ok(bins); // nobody came
                         }
                         clock.sleep_until(clock.now_s() + 0.005);
                     }
                     Err(e) => return Err(e).context(format!("{what}: accept")),
                 }
             };
-            out.accepted_s = Some(clock.now_s());
             stream.set_nonblocking(false)?;
             stream.set_read_timeout(Some(Duration::from_millis(50)))?;
             let mut buf = vec![0u8; 256 << 10];
@@ -143,11 +126,10 @@ pub fn spawn_receiver(
                     Ok(0) => break,
                     Ok(n) => {
                         let bin = (clock.now_s() / BIN_S) as usize;
-                        if out.bins.len() <= bin {
-                            out.bins.resize(bin + 1, 0);
+                        if bins.len() <= bin {
+                            bins.resize(bin + 1, 0);
                         }
-                        out.bins[bin] += n as u64;
-                        out.bytes += n as u64;
+                        bins[bin] += n as u64;
                     }
                     Err(e) if retry(&e) => {}
                     // The sender's zero-linger close at its stop time.
@@ -155,7 +137,7 @@ pub fn spawn_receiver(
                     Err(e) => return Err(e).context(format!("{what}: read")),
                 }
             }
-            Ok(out)
+            Ok(bins)
         })?;
     match rx.recv() {
         Ok(Ok(())) => Ok(h),
@@ -182,14 +164,6 @@ pub fn check_cc(cc: &str) -> Result<()> {
     })
 }
 
-/// What a sender did.
-#[derive(Clone, Debug, Default)]
-pub struct Sent {
-    pub connected_s: Option<f64>,
-    /// Bytes the application wrote into the socket (not all reached the peer).
-    pub written: u64,
-}
-
 /// From inside `ns`, connects to `to` at `start_s` with congestion control
 /// `cc`, writes as fast as the socket takes data until `stop_s`, then
 /// resets the connection.
@@ -201,14 +175,13 @@ pub fn spawn_sender(
     start_s: f64,
     stop_s: f64,
     name: String,
-) -> Result<JoinHandle<Result<Sent>>> {
+) -> Result<JoinHandle<Result<()>>> {
     let what = format!("sender {name}");
     Ok(std::thread::Builder::new()
         .name(what.clone())
-        .spawn(move || -> Result<Sent> {
+        .spawn(move || -> Result<()> {
             enter(&ns, &what)?;
             clock.sleep_until(start_s);
-            let mut out = Sent::default();
             let mut stream = loop {
                 match TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
                     Ok(s) => break s,
@@ -231,12 +204,11 @@ pub fn spawn_sender(
                         avail.trim()
                     )
                 })?;
-            out.connected_s = Some(clock.now_s());
             stream.set_write_timeout(Some(Duration::from_millis(50)))?;
             let buf = vec![0x5au8; 64 << 10];
             while clock.now_s() < stop_s {
                 match stream.write(&buf) {
-                    Ok(n) => out.written += n as u64,
+                    Ok(_) => {}
                     Err(e) if retry(&e) => {}
                     // The receiver closes when the run ends; at the stop time that is not a failure.
                     Err(e)
@@ -251,7 +223,7 @@ pub fn spawn_sender(
             // Drop what is still queued: the transfer ends at its stop time.
             SockRef::from(&stream).set_linger(Some(Duration::ZERO))?;
             drop(stream);
-            Ok(out)
+            Ok(())
         })?)
 }
 

@@ -129,7 +129,6 @@ impl RttEstimator {
                 }
             }
         }
-        self.rttvar = Dur::from_nanos((v.rttvar / 4).max(0) as u64);
         self.linux = Some(v);
         self.backoff = 0;
     }
@@ -208,8 +207,12 @@ impl RttEstimator {
     pub fn has_sample(&self) -> bool {
         self.srtt.is_some()
     }
+    /// RTTVAR (RFC 6298), or the Linux estimator's deviation term ÷ 4.
     pub fn rttvar(&self) -> Dur {
-        self.rttvar
+        match &self.linux {
+            Some(v) => Dur::from_nanos((v.rttvar / 4).max(0) as u64),
+            None => self.rttvar,
+        }
     }
     /// Smallest sample so far, or zero before the first sample.
     pub fn min_rtt(&self) -> Dur {
