@@ -7,7 +7,9 @@
 //! drives the same experiments as the simulator, so that a result can be
 //! checked against a real stack: [`pendulum`] runs Fig. 1 of seed 004 (a
 //! download collapsing while uploads share an asymmetric access link) and
-//! prints the kernel's numbers beside the simulator's and the model's.
+//! prints the kernel's numbers beside the simulator's and the model's;
+//! [`acks`] runs its Fig. 3 and 4 (ACK compression on a symmetric link,
+//! without and with delayed ACKs) and captures the router's packets.
 //!
 //! Requirements: Linux, root (or `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`),
 //! iproute2's `ip` and `tc`, and the `sch_htb`, `sch_fifo` qdiscs. No netem
@@ -24,8 +26,13 @@
 //! * [`tc`]: reading qdisc statistics (`tc -s -j`);
 //! * [`traffic`]: bulk TCP senders and receivers on threads that enter a
 //!   namespace, with goodput in fixed bins;
-//! * [`pendulum`]: the Fig. 1 experiment, its outputs and claims.
+//! * [`capture`]: a packet socket on the router: what enters and leaves
+//!   each queue, hence occupancy and ACK bursts;
+//! * [`pendulum`]: the Fig. 1 experiment, its outputs and claims;
+//! * [`acks`]: the Fig. 3 and 4 experiment.
 
+pub mod acks;
+pub mod capture;
 pub mod cmd;
 pub mod netns;
 pub mod pendulum;

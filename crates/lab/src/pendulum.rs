@@ -339,6 +339,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         down_buffer: opts.down_buffer,
         up_buffer: opts.up_buffer,
         cc: opts.cc.clone(),
+        delayed_acks: true,
     };
     let lab = AccessLab::build(&Names::for_process(), &spec)?;
     let (bins, samples, qstats) = run_kernel(&lab, &tl, progress)?;

@@ -106,6 +106,9 @@ pub struct AccessSpec {
     /// socket; a namespace's default may only be set to a module listed in
     /// `net.ipv4.tcp_allowed_congestion_control`).
     pub cc: String,
+    /// Linux's delayed ACKs (the default). When off, both hosts' routes
+    /// carry `quickack 1`, so that every segment is acknowledged at once.
+    pub delayed_acks: bool,
 }
 
 /// The namespaces' names for one lab instance.
@@ -165,12 +168,14 @@ pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
             "1",
         ]));
     }
-    p.push(ip(&[
-        "-n", &n.inet, "route", "add", "default", "via", RTR_INET,
-    ]));
-    p.push(ip(&[
-        "-n", &n.home, "route", "add", "default", "via", RTR_HOME,
-    ]));
+    for (ns, via) in [(&n.inet, RTR_INET), (&n.home, RTR_HOME)] {
+        let mut r = args(&["-n", ns, "route", "add", "default", "via", via]);
+        if !spec.delayed_acks {
+            // The route's RTAX_QUICKACK: no delayed ACKs for its sockets.
+            r.extend(args(&["quickack", "1"]));
+        }
+        p.push(("ip", r));
+    }
     p.push(ip(&[
         "netns",
         "exec",
@@ -385,6 +390,7 @@ mod tests {
             down_buffer: Buffer::Bytes(30_000),
             up_buffer: Buffer::Packets(10),
             cc: "reno".into(),
+            delayed_acks: true,
         }
     }
 
@@ -414,6 +420,25 @@ mod tests {
         );
         // Congestion control is set per socket, not in the plan.
         assert!(!has("tcp_congestion_control"));
+        // Delayed ACKs are the kernel's default: no route says otherwise.
+        assert!(!has("quickack"));
+    }
+
+    #[test]
+    fn without_delayed_acks_both_hosts_routes_ack_every_segment() {
+        let n = Names::for_process();
+        let s = AccessSpec {
+            delayed_acks: false,
+            ..spec()
+        };
+        let lines: Vec<String> = plan(&n, &s)
+            .iter()
+            .map(|(prog, a)| display(prog, a))
+            .collect();
+        for (ns, via) in [(&n.inet, RTR_INET), (&n.home, RTR_HOME)] {
+            let want = format!("ip -n {ns} route add default via {via} quickack 1");
+            assert!(lines.contains(&want), "{want} missing: {lines:#?}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Width of a goodput bin.
 pub const BIN_S: f64 = 0.1;
@@ -25,12 +25,26 @@ pub const BIN_S: f64 = 0.1;
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {
     t0: Instant,
+    /// The same moment on the realtime clock, for kernel timestamps.
+    unix0: SystemTime,
 }
 
 #[allow(clippy::disallowed_methods)] // the lab is a real-time driver, like the daemon's clock
 impl Clock {
     pub fn start() -> Clock {
-        Clock { t0: Instant::now() }
+        Clock {
+            t0: Instant::now(),
+            unix0: SystemTime::now(),
+        }
+    }
+    /// Converts a realtime-clock timestamp (seconds since the Unix epoch,
+    /// e.g. from `SO_TIMESTAMPNS`) to seconds since the start.
+    pub fn from_unix(&self, unix_s: f64) -> f64 {
+        let base = self
+            .unix0
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        unix_s - base
     }
     /// Seconds since the start.
     pub fn now_s(&self) -> f64 {
@@ -54,7 +68,7 @@ fn retry(e: &std::io::Error) -> bool {
 }
 
 /// Moves the calling thread into the namespace behind `ns`.
-fn enter(ns: &File, what: &str) -> Result<()> {
+pub(crate) fn enter(ns: &File, what: &str) -> Result<()> {
     setns(ns, CloneFlags::CLONE_NEWNET)
         .with_context(|| format!("{what}: setns(CLONE_NEWNET) failed (root needed)"))
 }

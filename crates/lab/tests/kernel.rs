@@ -58,3 +58,57 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+#[ignore = "needs root and network namespaces; 2 × 13 s of real time"]
+fn ack_compression_capture_agrees_with_the_qdiscs() {
+    use hopwise_lab::acks;
+    topology::require().expect("the lab can run here");
+    let out = std::env::temp_dir().join(format!("hopwise-lab-acks-{}", std::process::id()));
+    let opts = acks::Options {
+        out: out.clone(),
+        secs: 12,
+        sim: false,
+        ..acks::Options::default()
+    };
+    let outcome = acks::run(&opts, None, &Silent).expect("lab run");
+    assert_eq!(
+        outcome
+            .claims
+            .iter()
+            .filter(|c| c.verdict != Verdict::Info)
+            .count(),
+        3
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    for c in summary["capture"].as_array().unwrap() {
+        // Every departure was seen arriving, and the arrivals that never
+        // left are exactly the buffers' drops.
+        assert_eq!(c["unmatched"], 0, "{c}");
+        assert_eq!(c["dropped_downlink"], c["tc_drops_downlink"], "{c}");
+        assert_eq!(c["dropped_uplink"], c["tc_drops_uplink"], "{c}");
+        // 12 s of two 2.4 Mbit/s directions: thousands of packets each way.
+        assert!(c["packets_downlink"].as_u64().unwrap() > 2000, "{c}");
+        assert!(c["packets_uplink"].as_u64().unwrap() > 2000, "{c}");
+    }
+    let cases = summary["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2, "kernel only");
+    for c in cases {
+        // Both directions near the link rate, and ACKs seen leaving both queues.
+        for k in ["download_bps", "upload_bps"] {
+            let v = c[k].as_f64().unwrap();
+            assert!(v > 0.7 * 2.4e6, "{k} {v}: {c}");
+        }
+        assert!(c["median_burst"].as_u64().is_some(), "{c}");
+    }
+    for f in ["acks.svg", "bursts.csv", "queues.csv"] {
+        assert!(
+            out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false),
+            "{f}"
+        );
+    }
+    let own = format!("{PREFIX}{}-", std::process::id());
+    assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -335,7 +335,7 @@ fn endpoint_series(sim: &Sim, e: usize, col: usize, t0: f64, t1: f64) -> Vec<(f6
 }
 
 /// Median of a run-length histogram (`h[n]` = runs of length `n`).
-fn hist_median(h: &[u64]) -> Option<u64> {
+pub fn hist_median(h: &[u64]) -> Option<u64> {
     let total: u64 = h.iter().sum();
     if total == 0 {
         return None;
@@ -350,7 +350,8 @@ fn hist_median(h: &[u64]) -> Option<u64> {
     None
 }
 
-fn hist_sum(a: &[u64], b: &[u64]) -> Vec<u64> {
+/// Two histograms added bin by bin.
+pub fn hist_sum(a: &[u64], b: &[u64]) -> Vec<u64> {
     (0..a.len().max(b.len()))
         .map(|i| a.get(i).copied().unwrap_or(0) + b.get(i).copied().unwrap_or(0))
         .collect()
@@ -1090,7 +1091,7 @@ fn window(total: f64, len: f64) -> (f64, f64) {
 }
 
 /// Bar chart of run-length histograms as fractions, lengths 1–29 and "30+".
-fn burst_histogram(title: &str, groups: &[(&str, &Vec<u64>)]) -> BarChart {
+pub fn burst_histogram(title: &str, groups: &[(&str, &Vec<u64>)]) -> BarChart {
     let mut c = BarChart::new(title)
         .x_label("ACKs between two data packets")
         .y_label("fraction of bursts");
