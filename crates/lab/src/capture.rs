@@ -116,6 +116,19 @@ pub struct Capture {
     pub ignored: u64,
 }
 
+/// Opens (and closes) the kind of socket [`spawn`] uses: fails without
+/// `CAP_NET_RAW` or `AF_PACKET` support.
+pub fn probe() -> Result<()> {
+    socket(
+        AddressFamily::Packet,
+        SockType::Datagram,
+        SockFlag::empty(),
+        SockProtocol::EthAll,
+    )
+    .map(drop)
+    .context("cannot open a packet socket (AF_PACKET needs CAP_NET_RAW)")
+}
+
 /// `PACKET_OUTGOING` in `sockaddr_ll.sll_pkttype`.
 const PACKET_OUTGOING: u8 = 4;
 

@@ -11,7 +11,8 @@
 //! [`acks`] runs its Fig. 3 and 4 (ACK compression on a symmetric link,
 //! without and with delayed ACKs) and captures the router's packets.
 //!
-//! Requirements: Linux, root (or `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`),
+//! Requirements: Linux, root (or `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`, and
+//! `CAP_NET_RAW` for [`capture`]),
 //! iproute2's `ip` and `tc`, and the `sch_htb`, `sch_fifo` qdiscs. No netem
 //! is needed: the experiments here depend on queueing delay, not on
 //! propagation delay. [`check`] probes all of this and says what is

@@ -319,6 +319,15 @@ pub fn check() -> Vec<CheckItem> {
     ) {
         return out;
     }
+    item(
+        "gso_max_segs",
+        ns.ip(&["link", "set", "chk0", "gso_max_segs", "1"])
+            .map(|_| "one segment per packet on a veth".into()),
+    );
+    item(
+        "packet socket",
+        crate::capture::probe().map(|_| "AF_PACKET for the router's capture".into()),
+    );
     let htb = ns
         .tc(&[
             "qdisc", "add", "dev", "chk0", "root", "handle", "1:", "htb", "default", "1",
