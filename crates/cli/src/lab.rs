@@ -2,9 +2,9 @@
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
-use hopwise_lab::acks;
 use hopwise_lab::pendulum::{self, Options};
 use hopwise_lab::Buffer;
+use hopwise_lab::{acks, backtap};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -54,6 +54,29 @@ pub enum LabCmd {
         #[arg(long)]
         no_sim: bool,
     },
+    /// Seed 002 on real UDP: a BackTap circuit of three `hopwise relay` processes and `hopwise proxy`, against
+    /// kernel TCP, at one shaped bottleneck in network namespaces: goodput, the bottleneck's queue, sharing
+    /// (real time: 3 × 31.5 s, 3 × 16.5 s with --quick; needs root).
+    Backtap {
+        /// 15 s per case instead of 30 s.
+        #[arg(long)]
+        quick: bool,
+        /// Seconds per case (overrides --quick).
+        #[arg(long)]
+        secs: Option<u64>,
+        /// Output directory (the relays' keys, configs and logs go into DIR/overlay).
+        #[arg(long, default_value = "out/lab-backtap")]
+        out: PathBuf,
+        /// The bottleneck's rate in bit/s.
+        #[arg(long, default_value_t = 10_000_000)]
+        rate: u64,
+        /// The bottleneck's buffer: bytes (250kB) or packets (100pkt).
+        #[arg(long, default_value = "250kB", value_parser = parse_buffer)]
+        buffer: Buffer,
+        /// Congestion control of the server's sockets (the kernel-TCP download, and the exit's connection).
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+    },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running).
     Clean,
 }
@@ -88,6 +111,51 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             } else {
                 println!("deleted {}", gone.join(", "));
             }
+            Ok(())
+        }
+        LabCmd::Backtap {
+            quick,
+            secs,
+            out,
+            rate,
+            buffer,
+            cc,
+        } => {
+            if rate < 100_000 {
+                bail!("--rate {rate}: at least 100000 bit/s");
+            }
+            crate::run::prepare_out(&out)?;
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
+            let opts = backtap::Options {
+                out: out.clone(),
+                secs: secs.unwrap_or(backtap::Options::secs_for(quick)),
+                rate_bps: rate,
+                buffer,
+                cc,
+                ..backtap::Options::new(exe)
+            };
+            let about = "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck";
+            eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
+            let command = crate::run::command_line();
+            let t0 = Instant::now();
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = backtap::run(&opts, Some(&command), &bars)?;
+            hopwise_repro::Progress::finish(&bars);
+            let wall = t0.elapsed().as_secs_f64();
+            let facts = [
+                format!("command: {command}"),
+                format!(
+                    "hopwise relay ×3 and hopwise proxy over UDP, kernel TCP ({}), in network namespaces, Linux {}; {} Mbit/s bottleneck, {} buffer; {} s per case; {wall:.1} s wall; hopwise {}",
+                    opts.cc,
+                    pendulum::kernel_release(),
+                    rate as f64 / 1e6,
+                    opts.buffer,
+                    opts.secs,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ];
+            crate::reproduce::present(&out, "hopwise lab backtap", about, &facts, &outcome, wall)?;
             Ok(())
         }
         LabCmd::AckCompression {

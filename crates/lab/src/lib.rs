@@ -30,12 +30,18 @@
 //! * [`capture`]: a packet socket on the router: what enters and leaves
 //!   each queue, hence occupancy and ACK bursts;
 //! * [`pendulum`]: the Fig. 1 experiment, its outputs and claims;
-//! * [`acks`]: the Fig. 3 and 4 experiment.
+//! * [`acks`]: the Fig. 3 and 4 experiment;
+//! * [`overlay`]: five hosts on a switch with one shaped port, running the
+//!   daemon (`hopwise relay`, `hopwise proxy`) as processes;
+//! * [`backtap`]: a BackTap circuit over real UDP against kernel TCP at
+//!   that bottleneck (seed 002).
 
 pub mod acks;
+pub mod backtap;
 pub mod capture;
 pub mod cmd;
 pub mod netns;
+pub mod overlay;
 pub mod pendulum;
 pub mod tc;
 pub mod topology;

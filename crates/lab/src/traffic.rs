@@ -119,13 +119,12 @@ pub fn spawn_receiver(
                     return Err(e);
                 }
             };
-            let mut bins: Vec<u64> = Vec::new();
             let mut stream = loop {
                 match listener.accept() {
                     Ok((s, _)) => break s,
                     Err(e) if retry(&e) => {
                         if clock.now_s() >= end_s {
-                            return Ok(bins); // nobody came
+                            return Ok(Vec::new()); // nobody came
                         }
                         clock.sleep_until(clock.now_s() + 0.005);
                     }
@@ -133,25 +132,7 @@ pub fn spawn_receiver(
                 }
             };
             stream.set_nonblocking(false)?;
-            stream.set_read_timeout(Some(Duration::from_millis(50)))?;
-            let mut buf = vec![0u8; 256 << 10];
-            while clock.now_s() < end_s {
-                match stream.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let bin = (clock.now_s() / BIN_S) as usize;
-                        if bins.len() <= bin {
-                            bins.resize(bin + 1, 0);
-                        }
-                        bins[bin] += n as u64;
-                    }
-                    Err(e) if retry(&e) => {}
-                    // The sender's zero-linger close at its stop time.
-                    Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
-                    Err(e) => return Err(e).context(format!("{what}: read")),
-                }
-            }
-            Ok(bins)
+            read_bins(&mut stream, clock, end_s, &what)
         })?;
     match rx.recv() {
         Ok(Ok(())) => Ok(h),
@@ -161,6 +142,218 @@ pub fn spawn_receiver(
         }
         Err(_) => bail!("receiver {name_for_err}: the thread ended before it listened"),
     }
+}
+
+/// Sets the socket's congestion control (`TCP_CONGESTION`).
+fn set_cc(stream: &TcpStream, cc: &str, what: &str) -> Result<()> {
+    SockRef::from(stream)
+        .set_tcp_congestion(cc.as_bytes())
+        .with_context(|| {
+            let avail =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .unwrap_or_default();
+            format!(
+                "{what}: congestion control {cc:?} is not available (the kernel offers: {})",
+                avail.trim()
+            )
+        })
+}
+
+/// Reads `stream` until `end_s` (or its end), counting bytes per [`BIN_S`]
+/// bin since the clock's start.
+fn read_bins(stream: &mut TcpStream, clock: Clock, end_s: f64, what: &str) -> Result<Vec<u64>> {
+    stream.set_read_timeout(Some(Duration::from_millis(50)))?;
+    let mut bins: Vec<u64> = Vec::new();
+    let mut buf = vec![0u8; 256 << 10];
+    while clock.now_s() < end_s {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let bin = (clock.now_s() / BIN_S) as usize;
+                if bins.len() <= bin {
+                    bins.resize(bin + 1, 0);
+                }
+                bins[bin] += n as u64;
+            }
+            Err(e) if retry(&e) => {}
+            // The sender's zero-linger close at its stop time.
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) => return Err(e).context(format!("{what}: read")),
+        }
+    }
+    Ok(bins)
+}
+
+/// Writes as fast as `stream` takes data until `stop_s`, then resets it
+/// (zero linger), so that the data still queued in the socket is dropped.
+fn write_until(stream: &mut TcpStream, clock: Clock, stop_s: f64, what: &str) -> Result<()> {
+    stream.set_write_timeout(Some(Duration::from_millis(50)))?;
+    let buf = vec![0x5au8; 64 << 10];
+    while clock.now_s() < stop_s {
+        match stream.write(&buf) {
+            Ok(_) => {}
+            Err(e) if retry(&e) => {}
+            // The receiver closes when the run ends; at the stop time that is not a failure.
+            Err(e)
+                if clock.now_s() >= stop_s - 0.2
+                    && matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) =>
+            {
+                break
+            }
+            Err(e) => return Err(e).context(format!("{what}: write")),
+        }
+    }
+    SockRef::from(&*stream).set_linger(Some(Duration::ZERO))?;
+    Ok(())
+}
+
+/// Listens on `addr:port` inside `ns`, accepts one connection and writes to
+/// it until `stop_s` (a download's server). Returns once the socket is bound.
+pub fn spawn_server(
+    ns: File,
+    addr: Ipv4Addr,
+    port: u16,
+    cc: String,
+    clock: Clock,
+    stop_s: f64,
+    name: String,
+) -> Result<JoinHandle<Result<()>>> {
+    let (tx, rx) = mpsc::channel::<Result<()>>();
+    let what = format!("server {name}");
+    let h = std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || -> Result<()> {
+            let bound = (|| -> Result<TcpListener> {
+                enter(&ns, &what)?;
+                let l = TcpListener::bind((addr, port))
+                    .with_context(|| format!("{what}: cannot listen on {addr}:{port}"))?;
+                l.set_nonblocking(true)?;
+                Ok(l)
+            })();
+            let listener = match bound {
+                Ok(l) => {
+                    let _ = tx.send(Ok(()));
+                    l
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(anyhow::anyhow!("{e:#}")));
+                    return Err(e);
+                }
+            };
+            let mut stream = loop {
+                match listener.accept() {
+                    Ok((s, _)) => break s,
+                    Err(e) if retry(&e) => {
+                        if clock.now_s() >= stop_s {
+                            bail!("{what}: nobody connected before the end of the run");
+                        }
+                        clock.sleep_until(clock.now_s() + 0.005);
+                    }
+                    Err(e) => return Err(e).context(format!("{what}: accept")),
+                }
+            };
+            stream.set_nonblocking(false)?;
+            set_cc(&stream, &cc, &what)?;
+            write_until(&mut stream, clock, stop_s, &what)
+        })?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok(h),
+        Ok(Err(e)) => {
+            let _ = h.join();
+            Err(e)
+        }
+        Err(_) => bail!("server {name}: the thread ended before it listened"),
+    }
+}
+
+/// From inside `ns`, at `start_s`, connects to `to` (through the SOCKS5
+/// proxy `socks`, if given, retrying until `start_s + setup_s` while the
+/// proxy builds its circuit), then reads until `end_s`; returns the
+/// [`BIN_S`] bins.
+pub fn spawn_client(
+    ns: File,
+    to: SocketAddr,
+    socks: Option<SocketAddr>,
+    clock: Clock,
+    (start_s, setup_s, end_s): (f64, f64, f64),
+    name: String,
+) -> Result<JoinHandle<Result<Vec<u64>>>> {
+    let what = format!("client {name}");
+    Ok(std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || -> Result<Vec<u64>> {
+            enter(&ns, &what)?;
+            clock.sleep_until(start_s);
+            let mut stream = loop {
+                let attempt = (|| -> Result<TcpStream> {
+                    match socks {
+                        None => Ok(TcpStream::connect_timeout(&to, Duration::from_secs(1))?),
+                        Some(p) => {
+                            let mut s = TcpStream::connect_timeout(&p, Duration::from_secs(1))?;
+                            socks5_connect(&mut s, to)?;
+                            Ok(s)
+                        }
+                    }
+                })();
+                match attempt {
+                    Ok(s) => break s,
+                    Err(_) if clock.now_s() < start_s + setup_s => {
+                        clock.sleep_until(clock.now_s() + 0.2)
+                    }
+                    Err(e) => {
+                        return Err(e).context(format!(
+                            "{what}: cannot connect to {to}{}",
+                            socks.map_or(String::new(), |p| format!(" through SOCKS5 {p}"))
+                        ))
+                    }
+                }
+            };
+            read_bins(&mut stream, clock, end_s, &what)
+        })?)
+}
+
+/// The SOCKS5 CONNECT exchange (RFC 1928) without authentication, for an
+/// IPv4 destination.
+pub fn socks5_connect(s: &mut TcpStream, to: SocketAddr) -> Result<()> {
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(&[5, 1, 0])?;
+    let mut r = [0u8; 2];
+    s.read_exact(&mut r).context("SOCKS5 greeting")?;
+    if r != [5, 0] {
+        bail!("SOCKS5: the proxy answered the greeting with {r:?}, not [5, 0]");
+    }
+    let SocketAddr::V4(v4) = to else {
+        bail!("SOCKS5: only IPv4 destinations here, not {to}");
+    };
+    let mut req = vec![5, 1, 0, 1];
+    req.extend(v4.ip().octets());
+    req.extend(v4.port().to_be_bytes());
+    s.write_all(&req)?;
+    let mut head = [0u8; 4];
+    s.read_exact(&mut head).context("SOCKS5 reply")?;
+    if head[0] != 5 {
+        bail!("SOCKS5: reply version {}, not 5", head[0]);
+    }
+    if head[1] != 0 {
+        bail!(
+            "SOCKS5: the proxy refused the connection (reply code {:#04x})",
+            head[1]
+        );
+    }
+    let rest = match head[3] {
+        1 => 4 + 2,
+        4 => 16 + 2,
+        3 => {
+            let mut l = [0u8; 1];
+            s.read_exact(&mut l)?;
+            l[0] as usize + 2
+        }
+        t => bail!("SOCKS5: unknown address type {t} in the reply"),
+    };
+    let mut skip = vec![0u8; rest];
+    s.read_exact(&mut skip)?;
+    s.set_read_timeout(None)?;
+    Ok(())
 }
 
 /// Fails unless a TCP socket can use congestion control `cc` (checked on
@@ -206,38 +399,8 @@ pub fn spawn_sender(
                     Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
                 }
             };
-            SockRef::from(&stream)
-                .set_tcp_congestion(cc.as_bytes())
-                .with_context(|| {
-                    let avail = std::fs::read_to_string(
-                        "/proc/sys/net/ipv4/tcp_available_congestion_control",
-                    )
-                    .unwrap_or_default();
-                    format!(
-                        "{what}: congestion control {cc:?} is not available (the kernel offers: {})",
-                        avail.trim()
-                    )
-                })?;
-            stream.set_write_timeout(Some(Duration::from_millis(50)))?;
-            let buf = vec![0x5au8; 64 << 10];
-            while clock.now_s() < stop_s {
-                match stream.write(&buf) {
-                    Ok(_) => {}
-                    Err(e) if retry(&e) => {}
-                    // The receiver closes when the run ends; at the stop time that is not a failure.
-                    Err(e)
-                        if clock.now_s() >= stop_s - 0.2
-                            && matches!(e.kind(), ErrorKind::BrokenPipe | ErrorKind::ConnectionReset) =>
-                    {
-                        break
-                    }
-                    Err(e) => return Err(e).context(format!("{what}: write")),
-                }
-            }
-            // Drop what is still queued: the transfer ends at its stop time.
-            SockRef::from(&stream).set_linger(Some(Duration::ZERO))?;
-            drop(stream);
-            Ok(())
+            set_cc(&stream, &cc, &what)?;
+            write_until(&mut stream, clock, stop_s, &what)
         })?)
 }
 

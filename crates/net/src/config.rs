@@ -1057,7 +1057,7 @@ fn bandwidth(t: Option<&Table>) -> R<Option<BucketConfig>> {
 pub struct ProxyConfig {
     /// SOCKS5 listener (127.0.0.1:1080 by default).
     pub socks: SocketAddr,
-    /// UDP address to bind (an ephemeral port by default).
+    /// UDP address to bind (an ephemeral port on every address by default).
     pub listen: SocketAddr,
     pub directory: Directory,
     /// Relay names, entry first; `None`: a random guard, middle and exit.
@@ -1085,7 +1085,9 @@ impl ProxyConfig {
     pub fn new(directory: Directory) -> ProxyConfig {
         ProxyConfig {
             socks: SocketAddr::from(([127, 0, 0, 1], 1080)),
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            // Any address: the links go to relays elsewhere, and a socket
+            // bound to loopback cannot send to them.
+            listen: SocketAddr::from(([0, 0, 0, 0], 0)),
             directory,
             path: None,
             key_file: None,

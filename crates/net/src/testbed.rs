@@ -31,6 +31,11 @@ pub struct LabOptions {
     pub middle_rate: Option<u64>,
     /// Extra lines for every relay file (after the generated ones).
     pub relay_extra: String,
+    /// The relays' UDP addresses (default: free ports on 127.0.0.1), e.g.
+    /// one network namespace each in the lab.
+    pub relay_addresses: Option<[SocketAddr; 3]>,
+    /// Exit-policy rules before the default ones, e.g. `"accept 10.0.0.0/8:*"`.
+    pub exit_policy: Vec<String>,
 }
 
 impl LabOptions {
@@ -43,6 +48,8 @@ impl LabOptions {
             emulation: None,
             middle_rate: None,
             relay_extra: String::new(),
+            relay_addresses: None,
+            exit_policy: Vec::new(),
         }
     }
 }
@@ -91,10 +98,13 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let mut dir = Directory::default();
     for (i, name) in NAMES.iter().enumerate() {
         let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
-        let port = free_udp_port().map_err(io)?;
+        let address = match o.relay_addresses {
+            Some(a) => a[i],
+            None => SocketAddr::from(([127, 0, 0, 1], free_udp_port().map_err(io)?)),
+        };
         dir.relays.push(RelayEntry {
             name: name.to_string(),
-            address: SocketAddr::from(([127, 0, 0, 1], port)),
+            address,
             key: kp.public,
             exit: i == 2,
             guard: i == 0,
@@ -111,11 +121,17 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         );
         if r.exit {
             s.push_str("\n[exit]\nenabled = true\n");
+            let mut rules = Vec::new();
             if o.allow_loopback_exit {
                 s.push_str(
-                    "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n\
-                     policy = [\"accept 127.0.0.1/32:*\"]\n",
+                    "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n",
                 );
+                rules.push("accept 127.0.0.1/32:*".to_string());
+            }
+            rules.extend(o.exit_policy.iter().cloned());
+            if !rules.is_empty() {
+                let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();
+                let _ = writeln!(s, "policy = [{}]", quoted.join(", "));
             }
         }
         if !o.encrypt {
@@ -356,4 +372,44 @@ pub async fn start_file_server(seed: u64, size: u64) -> std::io::Result<SocketAd
 /// Hex of a hash.
 pub fn hash_hex(h: &[u8; 32]) -> String {
     hex(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relay_addresses_and_exit_rules_reach_the_config_files() {
+        let dir = std::env::temp_dir().join(format!("hopwise-testbed-{}", std::process::id()));
+        let mut o = LabOptions::new(&dir);
+        let addrs: [SocketAddr; 3] = [
+            "10.202.0.2:9001".parse().unwrap(),
+            "10.202.0.3:9001".parse().unwrap(),
+            "10.202.0.4:9001".parse().unwrap(),
+        ];
+        o.relay_addresses = Some(addrs);
+        o.allow_loopback_exit = true;
+        o.exit_policy = vec!["accept 10.202.0.0/24:*".into()];
+        let files = write_lab(&o).unwrap();
+        let relays: Vec<RelayConfig> = files
+            .relays
+            .iter()
+            .map(|p| RelayConfig::load(p).unwrap())
+            .collect();
+        for (r, a) in relays.iter().zip(addrs) {
+            assert_eq!(r.listen, a);
+        }
+        let exit = &relays[2];
+        assert!(exit.exit.enabled);
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
+        // Both rules, and the default refusal of the other private ranges.
+        assert!(exit.exit.policy.allows(ip("10.202.0.5"), 5001));
+        assert!(exit.exit.policy.allows(ip("127.0.0.1"), 80));
+        assert!(!exit.exit.policy.allows(ip("10.1.0.1"), 80));
+        let proxy = ProxyConfig::load(&files.proxy).unwrap();
+        assert_eq!(proxy.directory.relays[0].address, addrs[0]);
+        // The proxy's links are not bound to loopback, so that it can reach relays elsewhere.
+        assert!(proxy.listen.ip().is_unspecified());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

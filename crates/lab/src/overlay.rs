@@ -1,0 +1,294 @@
+//! An overlay in namespaces: five hosts on one switch, and the daemon
+//! (`hopwise relay`, `hopwise proxy`) running in them as processes.
+//!
+//! ```text
+//!   client ─┐                      client: the proxy (SOCKS5) and the downloader
+//!   relay1 ─┤◀ bottleneck          relay1–3: BackTap relays over UDP, relay3 the exit
+//!   relay2 ─┼─ br0 (namespace sw)  server: a TCP server that sends as fast as it can
+//!   relay3 ─┤
+//!   server ─┘
+//! ```
+//!
+//! The switch is a Linux bridge in its own namespace with one veth port
+//! per host; the port towards the bottleneck host has an HTB class at the
+//! link rate with a `bfifo` buffer, so everything sent to that host queues
+//! there. All other ports run at veth speed. Hosts share one subnet,
+//! 10.202.0.0/24.
+
+use crate::cmd::{args, display, run};
+use crate::netns::Netns;
+use crate::tc::{self, QdiscStats};
+use crate::topology::{Buffer, LEAF, PREFIX};
+use anyhow::{Context, Result};
+use serde::Serialize;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The hosts, in the order of their addresses (10.202.0.1 …).
+pub const HOSTS: [&str; 5] = ["client", "relay1", "relay2", "relay3", "server"];
+pub const CLIENT: usize = 0;
+pub const SERVER: usize = 4;
+/// The relays' UDP port.
+pub const RELAY_PORT: u16 = 9001;
+/// The proxy's SOCKS5 port (on the client's address).
+pub const SOCKS_PORT: u16 = 1080;
+const BRIDGE: &str = "br0";
+const HOST_DEV: &str = "e0";
+
+/// Host `i`'s address.
+pub fn addr(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(10, 202, 0, i as u8 + 1)
+}
+
+/// The switch port towards host `i`.
+pub fn port_dev(i: usize) -> String {
+    format!("p-{}", HOSTS[i])
+}
+
+/// The bottleneck.
+#[derive(Clone, Debug, Serialize)]
+pub struct OverlaySpec {
+    /// Host whose switch port is shaped: traffic *to* it queues there.
+    pub bottleneck_host: usize,
+    pub rate_bps: u64,
+    pub buffer: Buffer,
+}
+
+/// Namespace names: `hwlab-PID-sw` and one per host.
+#[derive(Clone, Debug)]
+pub struct OverlayNames {
+    pub sw: String,
+    pub hosts: Vec<String>,
+}
+
+impl OverlayNames {
+    pub fn for_process() -> OverlayNames {
+        let p = format!("{PREFIX}{}", std::process::id());
+        OverlayNames {
+            sw: format!("{p}-sw"),
+            hosts: HOSTS.iter().map(|h| format!("{p}-{h}")).collect(),
+        }
+    }
+}
+
+/// The commands that wire up the existing namespaces. Pure, for tests.
+pub fn plan(n: &OverlayNames, spec: &OverlaySpec) -> Vec<(&'static str, Vec<String>)> {
+    let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
+    p.push((
+        "ip",
+        args(&["-n", &n.sw, "link", "add", BRIDGE, "type", "bridge"]),
+    ));
+    p.push(("ip", args(&["-n", &n.sw, "link", "set", BRIDGE, "up"])));
+    for (i, ns) in n.hosts.iter().enumerate() {
+        let port = port_dev(i);
+        p.push((
+            "ip",
+            args(&[
+                "link", "add", HOST_DEV, "netns", ns, "type", "veth", "peer", "name", &port,
+                "netns", &n.sw,
+            ]),
+        ));
+        let a = format!("{}/24", addr(i));
+        p.push(("ip", args(&["-n", ns, "addr", "add", &a, "dev", HOST_DEV])));
+        // One MSS per skb on both ends, so that the qdisc sees wire-sized packets.
+        p.push((
+            "ip",
+            args(&["-n", ns, "link", "set", HOST_DEV, "up", "gso_max_segs", "1"]),
+        ));
+        p.push((
+            "ip",
+            args(&["-n", &n.sw, "link", "set", &port, "master", BRIDGE]),
+        ));
+        p.push((
+            "ip",
+            args(&["-n", &n.sw, "link", "set", &port, "up", "gso_max_segs", "1"]),
+        ));
+    }
+    let dev = port_dev(spec.bottleneck_host);
+    let rate = format!("{}bit", spec.rate_bps);
+    p.push((
+        "tc",
+        args(&[
+            "-n", &n.sw, "qdisc", "add", "dev", &dev, "root", "handle", "1:", "htb", "default", "1",
+        ]),
+    ));
+    p.push((
+        "tc",
+        args(&[
+            "-n", &n.sw, "class", "add", "dev", &dev, "parent", "1:", "classid", "1:1", "htb",
+            "rate", &rate, "ceil", &rate,
+        ]),
+    ));
+    let (kind, limit) = match spec.buffer {
+        Buffer::Bytes(b) => ("bfifo", b),
+        Buffer::Packets(k) => ("pfifo", k),
+    };
+    p.push((
+        "tc",
+        args(&[
+            "-n",
+            &n.sw,
+            "qdisc",
+            "add",
+            "dev",
+            &dev,
+            "parent",
+            "1:1",
+            "handle",
+            LEAF,
+            kind,
+            "limit",
+            &limit.to_string(),
+        ]),
+    ));
+    p
+}
+
+/// A built overlay. Dropping it stops its processes, then deletes the namespaces.
+pub struct Overlay {
+    pub spec: OverlaySpec,
+    /// Declared before the namespaces, so that they are dropped first.
+    daemons: Vec<Daemon>,
+    pub sw: Netns,
+    pub hosts: Vec<Netns>,
+}
+
+impl Overlay {
+    pub fn build(names: &OverlayNames, spec: &OverlaySpec) -> Result<Overlay> {
+        let sw = Netns::create(&names.sw)?;
+        let mut hosts = Vec::new();
+        for h in &names.hosts {
+            hosts.push(Netns::create(h)?);
+        }
+        let o = Overlay {
+            spec: spec.clone(),
+            daemons: Vec::new(),
+            sw,
+            hosts,
+        };
+        for (prog, a) in plan(names, spec) {
+            run(prog, &a)
+                .with_context(|| format!("building the overlay: {}", display(prog, &a)))?;
+        }
+        Ok(o)
+    }
+
+    /// The bottleneck's qdisc statistics.
+    pub fn qdiscs(&self) -> Result<Vec<QdiscStats>> {
+        let out = self.sw.tc(&["-s", "-j", "qdisc", "show"])?;
+        tc::parse(&out, &format!("tc -n {} -s -j qdisc show", self.sw.name()))
+    }
+
+    /// The bottleneck leaf's counters (backlog, drops, bytes sent).
+    pub fn bottleneck(&self) -> Result<QdiscStats> {
+        let q = self.qdiscs()?;
+        let dev = port_dev(self.spec.bottleneck_host);
+        tc::find(&q, &dev, LEAF).cloned().with_context(|| {
+            format!(
+                "no qdisc {LEAF} on {dev} in {}: the bottleneck is gone",
+                self.sw.name()
+            )
+        })
+    }
+
+    /// Runs `exe args…` in host `i`'s namespace (`ip netns exec`), with its
+    /// output in `log`. It is stopped when the overlay is dropped.
+    pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<()> {
+        let out = std::fs::File::create(log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let err = out.try_clone()?;
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", self.hosts[i].name()])
+            .arg(exe)
+            .args(a)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err);
+        let child = cmd.spawn().with_context(|| {
+            format!(
+                "cannot start {} {} in {}",
+                exe.display(),
+                a.join(" "),
+                self.hosts[i].name()
+            )
+        })?;
+        self.daemons.push(Daemon {
+            child,
+            what: format!("{} ({})", a.first().map_or("", |s| s.as_str()), HOSTS[i]),
+            log: log.to_path_buf(),
+        });
+        Ok(())
+    }
+
+    /// Fails, naming the process and the end of its log, if a daemon has exited.
+    pub fn check_daemons(&mut self) -> Result<()> {
+        for d in &mut self.daemons {
+            if let Ok(Some(st)) = d.child.try_wait() {
+                let log = std::fs::read_to_string(&d.log).unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                let tail: Vec<&str> = tail.into_iter().rev().collect();
+                anyhow::bail!(
+                    "{} exited ({st}); the end of {}:\n  {}",
+                    d.what,
+                    d.log.display(),
+                    tail.join("\n  ")
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A child process, killed when dropped.
+struct Daemon {
+    child: Child,
+    what: String,
+    log: PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A relay's UDP address.
+pub fn relay_addr(relay: usize) -> SocketAddr {
+    SocketAddr::from((addr(relay + 1), RELAY_PORT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_bridges_every_host_and_shapes_only_the_bottleneck_port() {
+        let n = OverlayNames::for_process();
+        let spec = OverlaySpec {
+            bottleneck_host: 1,
+            rate_bps: 10_000_000,
+            buffer: Buffer::Bytes(250_000),
+        };
+        let lines: Vec<String> = plan(&n, &spec)
+            .iter()
+            .map(|(prog, a)| display(prog, a))
+            .collect();
+        let count = |s: &str| lines.iter().filter(|l| l.contains(s)).count();
+        assert_eq!(count("master br0"), 5);
+        assert_eq!(count("gso_max_segs 1"), 10);
+        assert_eq!(count("htb rate 10000000bit"), 1);
+        assert!(lines.iter().any(
+            |l| l.ends_with("qdisc add dev p-relay1 parent 1:1 handle 10: bfifo limit 250000")
+        ));
+        assert!(lines
+            .iter()
+            .filter(|l| l.starts_with("tc "))
+            .all(|l| l.contains("dev p-relay1")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("addr add 10.202.0.5/24 dev e0")));
+        assert_eq!(relay_addr(2), "10.202.0.4:9001".parse().unwrap());
+    }
+}
