@@ -77,7 +77,7 @@ pub enum LabCmd {
         #[arg(long, default_value = "cubic")]
         cc: String,
     },
-    /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running).
+    /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
 }
 

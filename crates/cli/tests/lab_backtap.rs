@@ -47,6 +47,20 @@ fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
     ] {
         assert!(out.join(f).is_file(), "{f}");
     }
+    // The third case ran both downloads, and every claim was judged or noted.
+    let both = &cases[2];
+    assert!(f(both, "tcp_bps") > 1e6, "{both}");
+    assert!(!both["backtap_bps"].is_null(), "{both}");
+    assert!(summary["claims"].as_array().unwrap().len() >= 3);
+    // No relay or proxy outlived the run: none has the run's config files
+    // on its command line.
+    let dir = out.join("overlay").display().to_string();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmd) = std::fs::read(e.path().join("cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            assert!(!cmd.contains(&dir), "still running: {cmd}");
+        }
+    }
     // Every namespace is gone (the daemons lived in them).
     let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
     assert!(

@@ -35,7 +35,7 @@ const CIRCUIT_PORT: u16 = 5002;
 /// Host of the kernel-TCP download's client: behind the bottleneck port.
 const RELAY1: usize = 1;
 /// When the downloads start, and how long a client may retry while the
-/// proxy builds its circuit.
+/// proxy builds its circuit (at most the case's length).
 const START_S: f64 = 1.0;
 const SETUP_S: f64 = 20.0;
 /// Seconds after the start that the measurement skips.
@@ -146,6 +146,7 @@ fn run_case(
     let mut ov = Overlay::build(&OverlayNames::for_process(), &spec)?;
     let stop = START_S + opts.secs as f64;
     let end = stop + 0.5;
+    let setup = SETUP_S.min(opts.secs as f64);
     let server = overlay::addr(SERVER);
     if circuit {
         let dir = opts.out.join("overlay");
@@ -193,7 +194,7 @@ fn run_case(
             SocketAddr::from((server, TCP_PORT)),
             None,
             clock,
-            (START_S, SETUP_S, end),
+            (START_S, setup, end),
             "kernel TCP".into(),
         )?);
     }
@@ -212,7 +213,7 @@ fn run_case(
             SocketAddr::from((server, CIRCUIT_PORT)),
             Some(SocketAddr::from((overlay::addr(CLIENT), SOCKS_PORT))),
             clock,
-            (START_S, SETUP_S, end),
+            (START_S, setup, end),
             "BackTap circuit".into(),
         )?);
     }
@@ -227,8 +228,10 @@ fn run_case(
         let now = clock.now_s();
         let b = ov.bottleneck()?;
         samples.push((now, b.backlog, b.bytes, b.drops, b.packets));
-        if daemon_error.is_none() {
-            daemon_error = ov.check_daemons().err();
+        if let Err(e) = ov.check_daemons() {
+            // A relay or the proxy died: the case cannot succeed.
+            daemon_error = Some(e);
+            break;
         }
         while (ticked as f64) < now.floor() {
             ticked += 1;
@@ -237,7 +240,15 @@ fn run_case(
         t += BIN_S;
     }
     progress.finish();
-    let mut errors: Vec<String> = daemon_error.iter().map(|e| format!("{e:#}")).collect();
+    if let Some(e) = daemon_error {
+        // Fail now; the traffic threads end on their own at the stop time.
+        drop(ov);
+        return Err(e.context(format!(
+            "case {name:?}: a daemon died (logs in {})",
+            opts.out.join("overlay").display()
+        )));
+    }
+    let mut errors: Vec<String> = Vec::new();
     for s in servers {
         match s.join() {
             Ok(Ok(())) => {}
@@ -279,12 +290,12 @@ fn run_case(
     // Utilisation from the bytes the buffer released over the window.
     let utilisation = match (window.first(), window.last()) {
         (Some(a), Some(b)) if b.0 > a.0 => {
-            (b.2 - a.2) as f64 * 8.0 / (opts.rate_bps as f64 * (b.0 - a.0))
+            b.2.saturating_sub(a.2) as f64 * 8.0 / (opts.rate_bps as f64 * (b.0 - a.0))
         }
         _ => 0.0,
     };
     let mean_frame_bytes = match (window.first(), window.last()) {
-        (Some(a), Some(b)) if b.4 > a.4 => (b.2 - a.2) as f64 / (b.4 - a.4) as f64,
+        (Some(a), Some(b)) if b.4 > a.4 => b.2.saturating_sub(a.2) as f64 / (b.4 - a.4) as f64,
         _ => 0.0,
     };
     let drops = match (samples.first(), samples.last()) {
@@ -342,9 +353,9 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let mut claims = vec![
         Claim::new(
             "§3.2 (real UDP)",
-            "a BackTap circuit uses the bottleneck's capacity (the link busy ≥ 80 % of the time)",
+            "a BackTap circuit uses the bottleneck's capacity (the link carries ≥ 80 % of its rate)",
             format!(
-                "link {:.0} % busy, goodput {} of {:.0} Mbit/s; kernel TCP ({}) alone: {:.0} %, {}",
+                "link at {:.1} % of its rate, goodput {} of {:.0} Mbit/s; kernel TCP ({}) alone: {:.1} %, {}",
                 bt.utilisation * 100.0,
                 mbit(bt.backtap_bps),
                 rate / 1e6,
@@ -387,7 +398,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         share.is_some_and(|s| s < 0.5),
     ));
     let goodput_share = |r: &CaseResult, g: Option<f64>| {
-        g.map_or("-".into(), |g| {
+        g.filter(|_| r.utilisation > 0.0).map_or("-".into(), |g| {
             format!(
                 "{:.0} % ({:.0} B frames)",
                 g / (r.utilisation * rate) * 100.0,

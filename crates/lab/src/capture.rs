@@ -132,6 +132,30 @@ pub fn probe() -> Result<()> {
 /// `PACKET_OUTGOING` in `sockaddr_ll.sll_pkttype`.
 const PACKET_OUTGOING: u8 = 4;
 
+/// Which queue a sighting belongs to, and whether it enters or leaves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    DownArrival,
+    DownDeparture,
+    UpArrival,
+    UpDeparture,
+}
+
+/// Places a packet seen on interface `ifindex`: `up` is the router's port
+/// towards INET (the uplink queue's egress), `down` its port towards HOME.
+/// A packet arriving from INET joins the downlink queue; one sent out of
+/// the HOME port has left it; and the other way round for the uplink.
+pub fn place(ifindex: usize, pkttype: u8, up: usize, down: usize) -> Option<Place> {
+    let out = pkttype == PACKET_OUTGOING;
+    match (ifindex, out) {
+        (i, false) if i == up => Some(Place::DownArrival),
+        (i, true) if i == down => Some(Place::DownDeparture),
+        (i, false) if i == down => Some(Place::UpArrival),
+        (i, true) if i == up => Some(Place::UpDeparture),
+        _ => None,
+    }
+}
+
 /// Captures on the router until `end_s` on `clock`. `up_dev` faces INET
 /// (the uplink queue's egress), `down_dev` faces HOME. Returns once the
 /// socket is open, so that nothing sent afterwards is missed.
@@ -167,8 +191,12 @@ pub fn spawn(
                         .with_context(|| format!("{what}: SO_TIMESTAMPNS"))?;
                     setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(0, 50_000))
                         .with_context(|| format!("{what}: SO_RCVTIMEO"))?;
-                    // About 10 s of both directions' packets, should the thread stall.
-                    let _ = setsockopt(&fd, sockopt::RcvBuf, &(8 << 20));
+                    // Room for seconds of both directions' packets, should the
+                    // thread stall (beyond rmem_max: the lab has CAP_NET_ADMIN).
+                    // A packet lost here would show as a drop or an unmatched
+                    // departure; the live test checks both against the qdiscs.
+                    setsockopt(&fd, sockopt::RcvBufForce, &(8 << 20))
+                        .with_context(|| format!("{what}: SO_RCVBUFFORCE"))?;
                     Ok((fd, up as usize, down as usize))
                 })();
                 let (fd, up, down) = match opened {
@@ -218,14 +246,12 @@ pub fn spawn(
                         kind,
                         wire_bytes,
                     };
-                    let out = addr.pkttype() == PACKET_OUTGOING;
-                    match (addr.ifindex(), out) {
-                        // In from INET: joins the downlink queue.
-                        (i, false) if i == up => cap.downlink.arrivals.push(seen),
-                        (i, true) if i == down => cap.downlink.departures.push(seen),
-                        (i, false) if i == down => cap.uplink.arrivals.push(seen),
-                        (i, true) if i == up => cap.uplink.departures.push(seen),
-                        _ => cap.ignored += 1,
+                    match place(addr.ifindex(), addr.pkttype(), up, down) {
+                        Some(Place::DownArrival) => cap.downlink.arrivals.push(seen),
+                        Some(Place::DownDeparture) => cap.downlink.departures.push(seen),
+                        Some(Place::UpArrival) => cap.uplink.arrivals.push(seen),
+                        Some(Place::UpDeparture) => cap.uplink.departures.push(seen),
+                        None => cap.ignored += 1,
                     }
                 }
                 Ok(cap)
@@ -240,10 +266,10 @@ pub fn spawn(
     }
 }
 
-/// `h[n]` = how many runs of exactly `n` pure ACKs left between two data
+/// `h[n]` = how many runs of exactly `n` pure ACKs left between two other
 /// packets (index 0 unused), as the simulator counts them
 /// (`QueueStats::departed`): a pure ACK extends the run, any other packet
-/// ends it.
+/// (data, SYN, FIN, RST) ends it.
 pub fn ack_bursts(departures: &[Seen]) -> Vec<u64> {
     let mut h = vec![0u64];
     let mut run = 0usize;
@@ -420,6 +446,17 @@ mod tests {
             .collect();
         // Runs of 1, 3 and 2; the trailing ACK has not been closed by a packet.
         assert_eq!(ack_bursts(&d), vec![0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn packets_are_placed_by_port_and_direction() {
+        let (up, down) = (7, 9);
+        assert_eq!(place(7, 0, up, down), Some(Place::DownArrival));
+        assert_eq!(place(9, 4, up, down), Some(Place::DownDeparture));
+        assert_eq!(place(9, 0, up, down), Some(Place::UpArrival));
+        assert_eq!(place(7, 4, up, down), Some(Place::UpDeparture));
+        assert_eq!(place(1, 0, up, down), None); // loopback or another port
+        assert_eq!(place(1, 4, up, down), None);
     }
 
     #[test]

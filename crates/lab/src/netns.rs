@@ -7,8 +7,9 @@ use std::path::PathBuf;
 
 /// A named network namespace (`ip netns add NAME`), deleted with
 /// `ip netns del` when dropped, so that a failed or interrupted experiment
-/// leaves nothing behind. A run ended by a signal (Ctrl-C, kill) skips the
-/// drop; `hopwise lab clean` removes its leftovers.
+/// leaves nothing behind; processes still inside it are killed first. A
+/// run ended by a signal (Ctrl-C, kill) skips the drop; `hopwise lab clean`
+/// removes its leftovers, processes included.
 #[derive(Debug)]
 pub struct Netns {
     name: String,
@@ -55,8 +56,34 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        kill_inside(&self.name);
         let _ = run("ip", &args(&["netns", "del", &self.name]));
     }
+}
+
+/// Kills every process still running in namespace `name` (`ip netns pids`):
+/// deleting a namespace only removes its name, and a process inside it
+/// (a relay of `hopwise lab backtap` whose parent was killed) would keep
+/// running there for good.
+fn kill_inside(name: &str) {
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+    let Ok(out) = run("ip", &args(&["netns", "pids", name])) else {
+        return;
+    };
+    for pid in parse_pids(&out) {
+        if pid != std::process::id() as i32 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+/// The PIDs in `ip netns pids` output, one per line.
+fn parse_pids(out: &str) -> Vec<i32> {
+    out.lines()
+        .filter_map(|l| l.trim().parse::<i32>().ok())
+        .filter(|&p| p > 0)
+        .collect()
 }
 
 /// Names of existing namespaces that start with `prefix` (`ip netns list`).
@@ -77,13 +104,15 @@ pub fn parse_list(out: &str) -> Vec<String> {
 }
 
 /// Deletes every namespace whose name starts with `prefix` and whose
-/// owner (`PREFIXPID-…`) is no longer running; returns their names.
+/// owner (`PREFIXPID-…`) is no longer running, after killing the processes
+/// left inside it; returns their names.
 pub fn clean(prefix: &str) -> Result<Vec<String>> {
     let mut gone = Vec::new();
     for n in list(prefix)? {
         if owner_alive(&n[prefix.len()..]) {
             continue;
         }
+        kill_inside(&n);
         run("ip", &args(&["netns", "del", &n]))?;
         gone.push(n);
     }
@@ -108,6 +137,11 @@ mod tests {
         assert!(!owner_alive("4294967295-inet"));
         assert!(!owner_alive("check-inet"));
         assert!(!owner_alive(""));
+    }
+
+    #[test]
+    fn pids_are_parsed_one_per_line_and_nonsense_is_skipped() {
+        assert_eq!(parse_pids("123\n 456 \n\nx\n-1\n0\n"), vec![123, 456]);
     }
 
     #[test]

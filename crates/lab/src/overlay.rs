@@ -197,7 +197,9 @@ impl Overlay {
     pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<()> {
         let out = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
-        let err = out.try_clone()?;
+        let err = out
+            .try_clone()
+            .with_context(|| format!("cannot reopen {}", log.display()))?;
         let mut cmd = Command::new("ip");
         cmd.args(["netns", "exec", self.hosts[i].name()])
             .arg(exe)

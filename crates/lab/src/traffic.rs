@@ -38,7 +38,9 @@ impl Clock {
         }
     }
     /// Converts a realtime-clock timestamp (seconds since the Unix epoch,
-    /// e.g. from `SO_TIMESTAMPNS`) to seconds since the start.
+    /// e.g. from `SO_TIMESTAMPNS`) to seconds since the start. The two
+    /// clocks are paired once, at the start: a step of the realtime clock
+    /// during a run (NTP) shifts such timestamps by the step.
     pub fn from_unix(&self, unix_s: f64) -> f64 {
         let base = self
             .unix0
@@ -207,8 +209,9 @@ fn write_until(stream: &mut TcpStream, clock: Clock, stop_s: f64, what: &str) ->
     Ok(())
 }
 
-/// Listens on `addr:port` inside `ns`, accepts one connection and writes to
-/// it until `stop_s` (a download's server). Returns once the socket is bound.
+/// Listens on `addr:port` inside `ns`, accepts a connection and writes to
+/// it until `stop_s` (a download's server); if the client closes it early,
+/// serves the next one. Returns once the socket is bound.
 pub fn spawn_server(
     ns: File,
     addr: Ipv4Addr,
@@ -240,21 +243,38 @@ pub fn spawn_server(
                     return Err(e);
                 }
             };
-            let mut stream = loop {
-                match listener.accept() {
-                    Ok((s, _)) => break s,
-                    Err(e) if retry(&e) => {
-                        if clock.now_s() >= stop_s {
-                            bail!("{what}: nobody connected before the end of the run");
+            loop {
+                let mut stream = loop {
+                    match listener.accept() {
+                        Ok((s, _)) => break s,
+                        Err(e) if retry(&e) => {
+                            if clock.now_s() >= stop_s {
+                                bail!("{what}: nobody connected before the end of the run");
+                            }
+                            clock.sleep_until(clock.now_s() + 0.005);
                         }
-                        clock.sleep_until(clock.now_s() + 0.005);
+                        Err(e) => return Err(e).context(format!("{what}: accept")),
                     }
-                    Err(e) => return Err(e).context(format!("{what}: accept")),
+                };
+                stream.set_nonblocking(false)?;
+                set_cc(&stream, &cc, &what)?;
+                match write_until(&mut stream, clock, stop_s, &what) {
+                    // A connection its client gave up on (a SOCKS5 attempt
+                    // that timed out while the exit connected): serve the next.
+                    Err(e)
+                        if clock.now_s() < stop_s
+                            && e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                                matches!(
+                                    io.kind(),
+                                    ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
+                                )
+                            }) =>
+                    {
+                        continue
+                    }
+                    r => return r,
                 }
-            };
-            stream.set_nonblocking(false)?;
-            set_cc(&stream, &cc, &what)?;
-            write_until(&mut stream, clock, stop_s, &what)
+            }
         })?;
     match rx.recv() {
         Ok(Ok(())) => Ok(h),

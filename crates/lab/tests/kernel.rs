@@ -60,7 +60,7 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
 }
 
 #[test]
-#[ignore = "needs root and network namespaces; 2 × 13 s of real time"]
+#[ignore = "needs root and network namespaces; 2 × 14 s of real time"]
 fn ack_compression_capture_agrees_with_the_qdiscs() {
     use hopwise_lab::acks;
     topology::require().expect("the lab can run here");
