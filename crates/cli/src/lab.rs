@@ -76,6 +76,9 @@ pub enum LabCmd {
         /// Congestion control of the server's sockets (the kernel-TCP download, and the exit's connection).
         #[arg(long, default_value = "cubic")]
         cc: String,
+        /// Circuits (one hopwise proxy and one download each) over the same three relays, 1 to 50.
+        #[arg(long, default_value_t = 1)]
+        circuits: usize,
     },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
@@ -120,6 +123,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             rate,
             buffer,
             cc,
+            circuits,
         } => {
             if rate < 100_000 {
                 bail!("--rate {rate}: at least 100000 bit/s");
@@ -133,6 +137,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 rate_bps: rate,
                 buffer,
                 cc,
+                circuits,
                 ..backtap::Options::new(exe)
             };
             let about = "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck";

@@ -32,6 +32,11 @@ fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
     // The circuit carried data end to end through the SOCKS5 proxy and three relays.
     assert!(f(bt, "backtap_bps") > 1e6, "{bt}");
     assert!(bt["tcp_bps"].is_null());
+    assert_eq!(bt["circuits_bps"].as_array().unwrap().len(), 1);
+    assert!(
+        bt["jain_circuits"].is_null(),
+        "one circuit has no Jain index"
+    );
     // Kernel TCP fills the buffer; the circuit keeps it far emptier.
     assert!(f(tcp, "queue_mean_bytes") > 100_000.0, "{tcp}");
     assert!(
@@ -43,7 +48,7 @@ fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
         "delay.svg",
         "cases.csv",
         "report.html",
-        "overlay/proxy.log",
+        "overlay/proxy1.log",
     ] {
         assert!(out.join(f).is_file(), "{f}");
     }
