@@ -25,7 +25,7 @@ use crate::tc;
 use crate::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, DOWN_DEV, HOME_ADDR, INET_ADDR, LEAF, UP_DEV,
 };
-use crate::traffic::{goodput_bps, spawn_receiver, spawn_sender, Clock};
+use crate::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock};
 use anyhow::{Context, Result};
 use hopwise_plot::{Chart, Figure, Series};
 use hopwise_proto::time::Dur;
@@ -88,28 +88,22 @@ impl Default for Options {
     }
 }
 
-/// One case's measurements, from the kernel or the simulator.
+/// One case's measurements, from the kernel or the simulator: the
+/// reproduction's record of a case (for the kernel: no endpoint delays,
+/// queues sampled every 5 ms from the capture) and where it came from.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseResult {
     /// "kernel" or "simulator".
     pub source: String,
-    pub case: String,
-    pub figure: String,
-    pub delayed_ack: bool,
-    /// Median run of pure ACKs between data packets, both queues together.
-    pub median_burst: Option<u64>,
-    pub median_burst_downlink: Option<u64>,
-    pub median_burst_uplink: Option<u64>,
-    /// Pearson correlation of the two queues' occupancy (bytes), sampled
-    /// every 5 ms after the first 5 s.
-    pub queue_correlation: Option<f64>,
-    pub download_bps: f64,
-    pub upload_bps: f64,
-    pub mean_queue_down_bytes: f64,
-    pub mean_queue_up_bytes: f64,
-    /// `histogram_*[n]` = runs of exactly `n` ACKs (index 0 unused).
-    pub histogram_downlink: Vec<u64>,
-    pub histogram_uplink: Vec<u64>,
+    #[serde(flatten)]
+    pub m: simp::AckCase,
+}
+
+impl std::ops::Deref for CaseResult {
+    type Target = simp::AckCase;
+    fn deref(&self) -> &simp::AckCase {
+        &self.m
+    }
 }
 
 /// The capture's bookkeeping for one kernel case.
@@ -166,7 +160,7 @@ fn run_kernel(
     (case, figure, delayed): (&str, &str, bool),
     progress: &dyn Progress,
 ) -> Result<(CaseResult, CaptureStats, Queues)> {
-    let lab = AccessLab::build(&Names::for_process(), &spec(&opts.cc, delayed))?;
+    let lab = AccessLab::build(&Names::new_instance(), &spec(&opts.cc, delayed))?;
     let clock = Clock::start();
     let stop = START_S + opts.secs as f64;
     let read_until = stop + 1.0;
@@ -221,32 +215,9 @@ fn run_kernel(
     }
     progress.finish();
     let mut errors = Vec::new();
-    for s in senders {
-        match s.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a sender thread panicked".into()),
-        }
-    }
-    let mut bins = Vec::new();
-    for r in receivers {
-        match r.join() {
-            Ok(Ok(b)) => bins.push(b),
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a receiver thread panicked".into()),
-        }
-    }
-    let cap: Option<Capture> = match cap.join() {
-        Ok(Ok(c)) => Some(c),
-        Ok(Err(e)) => {
-            errors.push(format!("{e:#}"));
-            None
-        }
-        Err(_) => {
-            errors.push("the capture thread panicked".into());
-            None
-        }
-    };
+    join_all(senders, "sender", &mut errors);
+    let bins = join_all(receivers, "receiver", &mut errors);
+    let cap: Option<Capture> = join_all([cap], "capture", &mut errors).pop();
     // The buffers' own drop counters, to check the capture against.
     let tc_drops = lab.qdiscs().ok().map(|q| {
         let d = |dev| tc::find(&q, dev, LEAF).map_or(0, |s| s.drops);
@@ -271,19 +242,24 @@ fn run_kernel(
     let hu = capture::ack_bursts(&cap.uplink.departures);
     let result = CaseResult {
         source: "kernel".into(),
-        case: case.into(),
-        figure: figure.into(),
-        delayed_ack: delayed,
-        median_burst: simp::hist_median(&simp::hist_sum(&hd, &hu)),
-        median_burst_downlink: simp::hist_median(&hd),
-        median_burst_uplink: simp::hist_median(&hu),
-        queue_correlation: correlation(&qd, &qu),
-        download_bps: goodput_bps(&bins[0], t0, t1),
-        upload_bps: goodput_bps(&bins[1], t0, t1),
-        mean_queue_down_bytes: mean(&qd),
-        mean_queue_up_bytes: mean(&qu),
-        histogram_downlink: hd,
-        histogram_uplink: hu,
+        m: simp::AckCase {
+            case: case.into(),
+            figure: figure.into(),
+            delayed_ack: delayed,
+            download_endpoint_delay_ms: 0.0,
+            upload_endpoint_delay_ms: 0.0,
+            median_burst: simp::hist_median(&simp::hist_sum(&hd, &hu)),
+            median_burst_downlink: simp::hist_median(&hd),
+            median_burst_uplink: simp::hist_median(&hu),
+            queue_correlation: correlation(&qd, &qu),
+            trace_ms: SAMPLE_S * 1e3,
+            download_bps: goodput_bps(&bins[0], t0, t1),
+            upload_bps: goodput_bps(&bins[1], t0, t1),
+            mean_queue_down_bytes: mean(&qd),
+            mean_queue_up_bytes: mean(&qu),
+            histogram_downlink: hd,
+            histogram_uplink: hu,
+        },
     };
     let stats = CaptureStats {
         case: case.into(),
@@ -310,22 +286,9 @@ fn run_kernel(
 fn run_sim(secs: u64, (case, figure, delayed): (&str, &str, bool)) -> Result<CaseResult> {
     let s = simp::ack_setup(secs, delayed, Dur::from_millis(1));
     let sim = simp::simulate(&s, case)?;
-    let m = simp::ack_measure(&sim, &s, case, figure);
     Ok(CaseResult {
         source: "simulator".into(),
-        case: m.case,
-        figure: m.figure,
-        delayed_ack: m.delayed_ack,
-        median_burst: m.median_burst,
-        median_burst_downlink: m.median_burst_downlink,
-        median_burst_uplink: m.median_burst_uplink,
-        queue_correlation: m.queue_correlation,
-        download_bps: m.download_bps,
-        upload_bps: m.upload_bps,
-        mean_queue_down_bytes: m.mean_queue_down_bytes,
-        mean_queue_up_bytes: m.mean_queue_up_bytes,
-        histogram_downlink: m.histogram_downlink,
-        histogram_uplink: m.histogram_uplink,
+        m: simp::ack_measure(&sim, &s, case, figure),
     })
 }
 

@@ -21,7 +21,7 @@
 
 use crate::overlay::{self, Overlay, OverlayNames, OverlaySpec, CLIENT, SERVER, SOCKS_PORT};
 use crate::topology::{self, Buffer};
-use crate::traffic::{goodput_bps, spawn_client, spawn_server, Clock, BIN_S};
+use crate::traffic::{goodput_bps, join_all, spawn_client, spawn_server, Clock, BIN_S};
 use anyhow::{Context, Result};
 use hopwise_net::testbed::{write_lab, LabOptions};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
@@ -153,7 +153,7 @@ fn run_case(
         rate_bps: opts.rate_bps,
         buffer: opts.buffer,
     };
-    let mut ov = Overlay::build(&OverlayNames::for_process(), &spec)?;
+    let mut ov = Overlay::build(&OverlayNames::new_instance(), &spec)?;
     let stop = START_S + opts.secs as f64;
     let end = stop + 0.5;
     let setup = SETUP_S.min(opts.secs as f64);
@@ -272,21 +272,8 @@ fn run_case(
         )));
     }
     let mut errors: Vec<String> = Vec::new();
-    for s in servers {
-        match s.join() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a server thread panicked".into()),
-        }
-    }
-    let mut bins = Vec::new();
-    for c in clients {
-        match c.join() {
-            Ok(Ok(b)) => bins.push(b),
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a client thread panicked".into()),
-        }
-    }
+    join_all(servers, "server", &mut errors);
+    let bins = join_all(clients, "client", &mut errors);
     drop(ov);
     if !errors.is_empty() {
         anyhow::bail!(

@@ -14,7 +14,7 @@
 //! ID, sequence and acknowledgement numbers: Linux numbers a connected TCP
 //! socket's DF packets consecutively, so within a run the four do not repeat.
 
-use crate::traffic::{enter, Clock};
+use crate::traffic::{enter, spawn_ready, Clock};
 use anyhow::{Context, Result};
 use nix::net::if_::if_nametoindex;
 use nix::sys::socket::{
@@ -166,104 +166,82 @@ pub fn spawn(
     clock: Clock,
     end_s: f64,
 ) -> Result<JoinHandle<Result<Capture>>> {
-    let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
     let what = "capture on the router";
-    let h =
-        std::thread::Builder::new()
-            .name("capture".into())
-            .spawn(move || -> Result<Capture> {
-                let opened = (|| -> Result<_> {
-                    enter(&ns, what)?;
-                    let up =
-                        if_nametoindex(up_dev).with_context(|| format!("{what}: no {up_dev}"))?;
-                    let down = if_nametoindex(down_dev)
-                        .with_context(|| format!("{what}: no {down_dev}"))?;
-                    let fd = socket(
-                        AddressFamily::Packet,
-                        SockType::Datagram,
-                        SockFlag::empty(),
-                        SockProtocol::EthAll,
-                    )
-                    .with_context(|| {
-                        format!("{what}: cannot open a packet socket (root needed)")
-                    })?;
-                    setsockopt(&fd, sockopt::ReceiveTimestampns, &true)
-                        .with_context(|| format!("{what}: SO_TIMESTAMPNS"))?;
-                    setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(0, 50_000))
-                        .with_context(|| format!("{what}: SO_RCVTIMEO"))?;
-                    // Room for seconds of both directions' packets, should the
-                    // thread stall (beyond rmem_max: the lab has CAP_NET_ADMIN).
-                    // A packet lost here would show as a drop or an unmatched
-                    // departure; the live test checks both against the qdiscs.
-                    setsockopt(&fd, sockopt::RcvBufForce, &(8 << 20))
-                        .with_context(|| format!("{what}: SO_RCVBUFFORCE"))?;
-                    Ok((fd, up as usize, down as usize))
-                })();
-                let (fd, up, down) = match opened {
-                    Ok(v) => {
-                        let _ = tx.send(Ok(()));
-                        v
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(anyhow::anyhow!("{e:#}")));
-                        return Err(e);
-                    }
+    spawn_ready(
+        what.into(),
+        move || -> Result<_> {
+            enter(&ns, what)?;
+            let up = if_nametoindex(up_dev).with_context(|| format!("{what}: no {up_dev}"))?;
+            let down =
+                if_nametoindex(down_dev).with_context(|| format!("{what}: no {down_dev}"))?;
+            let fd = socket(
+                AddressFamily::Packet,
+                SockType::Datagram,
+                SockFlag::empty(),
+                SockProtocol::EthAll,
+            )
+            .with_context(|| format!("{what}: cannot open a packet socket (root needed)"))?;
+            setsockopt(&fd, sockopt::ReceiveTimestampns, &true)
+                .with_context(|| format!("{what}: SO_TIMESTAMPNS"))?;
+            setsockopt(&fd, sockopt::ReceiveTimeout, &TimeVal::new(0, 50_000))
+                .with_context(|| format!("{what}: SO_RCVTIMEO"))?;
+            // Room for seconds of both directions' packets, should the
+            // thread stall (beyond rmem_max: the lab has CAP_NET_ADMIN).
+            // A packet lost here would show as a drop or an unmatched
+            // departure; the live test checks both against the qdiscs.
+            setsockopt(&fd, sockopt::RcvBufForce, &(8 << 20))
+                .with_context(|| format!("{what}: SO_RCVBUFFORCE"))?;
+            Ok((fd, up as usize, down as usize))
+        },
+        move |(fd, up, down)| {
+            let mut cap = Capture::default();
+            let mut buf = [0u8; 128];
+            let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
+            while clock.now_s() < end_s {
+                let mut iov = [IoSliceMut::new(&mut buf)];
+                let msg = match recvmsg::<LinkAddr>(
+                    fd.as_raw_fd(),
+                    &mut iov,
+                    Some(&mut cmsg),
+                    MsgFlags::empty(),
+                ) {
+                    Ok(m) => m,
+                    Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => continue,
+                    Err(e) => return Err(e).context(format!("{what}: recvmsg")),
                 };
-                let mut cap = Capture::default();
-                let mut buf = [0u8; 128];
-                let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec);
-                while clock.now_s() < end_s {
-                    let mut iov = [IoSliceMut::new(&mut buf)];
-                    let msg = match recvmsg::<LinkAddr>(
-                        fd.as_raw_fd(),
-                        &mut iov,
-                        Some(&mut cmsg),
-                        MsgFlags::empty(),
-                    ) {
-                        Ok(m) => m,
-                        Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EINTR) => continue,
-                        Err(e) => return Err(e).context(format!("{what}: recvmsg")),
-                    };
-                    let mut stamp = None;
-                    if let Ok(cms) = msg.cmsgs() {
-                        for c in cms {
-                            if let ControlMessageOwned::ScmTimestampns(ts) = c {
-                                stamp = Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9);
-                            }
+                let mut stamp = None;
+                if let Ok(cms) = msg.cmsgs() {
+                    for c in cms {
+                        if let ControlMessageOwned::ScmTimestampns(ts) = c {
+                            stamp = Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9);
                         }
                     }
-                    let (n, addr) = (msg.bytes, msg.address);
-                    let t = stamp.map_or_else(|| clock.now_s(), |s| clock.from_unix(s));
-                    let (Some(addr), Some((key, kind, wire_bytes))) =
-                        (addr, parse_ipv4_tcp(&buf[..n.min(buf.len())]))
-                    else {
-                        cap.ignored += 1;
-                        continue;
-                    };
-                    let seen = Seen {
-                        t,
-                        key,
-                        kind,
-                        wire_bytes,
-                    };
-                    match place(addr.ifindex(), addr.pkttype(), up, down) {
-                        Some(Place::DownArrival) => cap.downlink.arrivals.push(seen),
-                        Some(Place::DownDeparture) => cap.downlink.departures.push(seen),
-                        Some(Place::UpArrival) => cap.uplink.arrivals.push(seen),
-                        Some(Place::UpDeparture) => cap.uplink.departures.push(seen),
-                        None => cap.ignored += 1,
-                    }
                 }
-                Ok(cap)
-            })?;
-    match rx.recv() {
-        Ok(Ok(())) => Ok(h),
-        Ok(Err(e)) => {
-            let _ = h.join();
-            Err(e)
-        }
-        Err(_) => anyhow::bail!("{what}: the thread ended before the socket was open"),
-    }
+                let (n, addr) = (msg.bytes, msg.address);
+                let t = stamp.map_or_else(|| clock.now_s(), |s| clock.from_unix(s));
+                let (Some(addr), Some((key, kind, wire_bytes))) =
+                    (addr, parse_ipv4_tcp(&buf[..n.min(buf.len())]))
+                else {
+                    cap.ignored += 1;
+                    continue;
+                };
+                let seen = Seen {
+                    t,
+                    key,
+                    kind,
+                    wire_bytes,
+                };
+                match place(addr.ifindex(), addr.pkttype(), up, down) {
+                    Some(Place::DownArrival) => cap.downlink.arrivals.push(seen),
+                    Some(Place::DownDeparture) => cap.downlink.departures.push(seen),
+                    Some(Place::UpArrival) => cap.uplink.arrivals.push(seen),
+                    Some(Place::UpDeparture) => cap.uplink.departures.push(seen),
+                    None => cap.ignored += 1,
+                }
+            }
+            Ok(cap)
+        },
+    )
 }
 
 /// `h[n]` = how many runs of exactly `n` pure ACKs left between two other

@@ -86,6 +86,16 @@ fn parse_pids(out: &str) -> Vec<i32> {
         .collect()
 }
 
+/// `PREFIX` + this process's PID + a number unique within the process:
+/// the start of a lab instance's namespace names. The PID comes first, so
+/// that [`clean`] can tell whether the owner still runs; the number keeps
+/// two labs of one process (tests running in parallel) apart.
+pub fn instance_prefix(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}{}-{n}", std::process::id())
+}
+
 /// Names of existing namespaces that start with `prefix` (`ip netns list`).
 pub fn list(prefix: &str) -> Result<Vec<String>> {
     let out = run("ip", &args(&["netns", "list"]))?;
@@ -137,6 +147,13 @@ mod tests {
         assert!(!owner_alive("4294967295-inet"));
         assert!(!owner_alive("check-inet"));
         assert!(!owner_alive(""));
+    }
+
+    #[test]
+    fn instance_prefixes_are_unique_and_start_with_the_pid() {
+        let (a, b) = (instance_prefix("hwlab-"), instance_prefix("hwlab-"));
+        assert_ne!(a, b);
+        assert!(owner_alive(&a["hwlab-".len()..]));
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub struct OverlaySpec {
     pub buffer: Buffer,
 }
 
-/// Namespace names: `hwlab-PID-sw` and one per host.
+/// Namespace names of a new instance: `hwlab-PID-N-sw` and one per host.
 #[derive(Clone, Debug)]
 pub struct OverlayNames {
     pub sw: String,
@@ -63,8 +63,8 @@ pub struct OverlayNames {
 }
 
 impl OverlayNames {
-    pub fn for_process() -> OverlayNames {
-        let p = format!("{PREFIX}{}", std::process::id());
+    pub fn new_instance() -> OverlayNames {
+        let p = crate::netns::instance_prefix(PREFIX);
         OverlayNames {
             sw: format!("{p}-sw"),
             hosts: HOSTS.iter().map(|h| format!("{p}-{h}")).collect(),
@@ -267,7 +267,7 @@ mod tests {
 
     #[test]
     fn plan_bridges_every_host_and_shapes_only_the_bottleneck_port() {
-        let n = OverlayNames::for_process();
+        let n = OverlayNames::new_instance();
         let spec = OverlaySpec {
             bottleneck_host: 1,
             rate_bps: 10_000_000,

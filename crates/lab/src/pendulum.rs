@@ -14,7 +14,7 @@ use crate::tc;
 use crate::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, DOWN_DEV, HOME_ADDR, INET_ADDR, LEAF, UP_DEV,
 };
-use crate::traffic::{goodput_bps, spawn_receiver, spawn_sender, Clock, BIN_S};
+use crate::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock, BIN_S};
 use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_proto::tcp::RttEstimatorKind;
@@ -291,21 +291,8 @@ fn run_kernel(
     // Join every thread before reporting, and report every failure: a
     // receiver's error usually explains a sender's broken pipe.
     let mut errors = Vec::new();
-    for s in senders {
-        match s.join() {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a sender thread panicked".into()),
-        }
-    }
-    let mut bins = Vec::new();
-    for r in receivers {
-        match r.join() {
-            Ok(Ok(got)) => bins.push(got),
-            Ok(Err(e)) => errors.push(format!("{e:#}")),
-            Err(_) => errors.push("a receiver thread panicked".into()),
-        }
-    }
+    join_all(senders, "sender", &mut errors);
+    let bins = join_all(receivers, "receiver", &mut errors);
     if !errors.is_empty() {
         anyhow::bail!("the kernel run failed:\n  {}", errors.join("\n  "));
     }
@@ -341,7 +328,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         cc: opts.cc.clone(),
         delayed_acks: true,
     };
-    let lab = AccessLab::build(&Names::for_process(), &spec)?;
+    let lab = AccessLab::build(&Names::new_instance(), &spec)?;
     let (bins, samples, qstats) = run_kernel(&lab, &tl, progress)?;
     drop(lab);
     let kernel = Phases::from_fn("kernel", &tl.windows, &|f, w| {

@@ -120,9 +120,9 @@ pub struct Names {
 }
 
 impl Names {
-    /// Names unique to this process: `hwlab-PID-inet`, …
-    pub fn for_process() -> Names {
-        let p = format!("{PREFIX}{}", std::process::id());
+    /// Names unique to a new lab instance: `hwlab-PID-N-inet`, …
+    pub fn new_instance() -> Names {
+        let p = crate::netns::instance_prefix(PREFIX);
         Names {
             inet: format!("{p}-inet"),
             rtr: format!("{p}-rtr"),
@@ -299,7 +299,7 @@ pub fn check() -> Vec<CheckItem> {
     if !have_ip {
         return out;
     }
-    let name = format!("{PREFIX}{}-check", std::process::id());
+    let name = format!("{}-check", crate::netns::instance_prefix(PREFIX));
     let ns = match Netns::create(&name) {
         Ok(ns) => {
             item("network namespaces", Ok(format!("created {name}")));
@@ -405,7 +405,7 @@ mod tests {
 
     #[test]
     fn plan_shapes_both_router_ports_and_nothing_on_the_hosts() {
-        let n = Names::for_process();
+        let n = Names::new_instance();
         let p = plan(&n, &spec());
         let lines: Vec<String> = p.iter().map(|(prog, a)| display(prog, a)).collect();
         let has = |s: &str| lines.iter().any(|l| l.contains(s));
@@ -435,7 +435,7 @@ mod tests {
 
     #[test]
     fn without_delayed_acks_both_hosts_routes_ack_every_segment() {
-        let n = Names::for_process();
+        let n = Names::new_instance();
         let s = AccessSpec {
             delayed_acks: false,
             ..spec()

@@ -98,43 +98,43 @@ pub fn spawn_receiver(
     end_s: f64,
     name: String,
 ) -> Result<JoinHandle<Result<Vec<u64>>>> {
-    let (tx, rx) = mpsc::channel::<Result<()>>();
     let what = format!("receiver {name}");
-    let name_for_err = name;
+    let w = what.clone();
+    spawn_ready(
+        what,
+        move || listen_in(&ns, addr, port, &w).map(|l| (l, w)),
+        move |(listener, what)| {
+            let Some(mut stream) = accept_until(&listener, clock, end_s, &what)? else {
+                return Ok(Vec::new()); // nobody came
+            };
+            read_bins(&mut stream, clock, end_s, &what)
+        },
+    )
+}
+
+/// Runs `setup` (entering a namespace, opening a socket) and then `body` on
+/// a thread named `what`. Returns once `setup` has finished; if it failed,
+/// so does this call, so that the caller knows the socket is ready.
+pub(crate) fn spawn_ready<S, T: Send + 'static>(
+    what: String,
+    setup: impl FnOnce() -> Result<S> + Send + 'static,
+    body: impl FnOnce(S) -> Result<T> + Send + 'static,
+) -> Result<JoinHandle<Result<T>>> {
+    let (tx, rx) = mpsc::channel::<Result<()>>();
     let h = std::thread::Builder::new()
         .name(what.clone())
-        .spawn(move || -> Result<Vec<u64>> {
-            let bound = (|| -> Result<TcpListener> {
-                enter(&ns, &what)?;
-                let l = TcpListener::bind((addr, port))
-                    .with_context(|| format!("{what}: cannot listen on {addr}:{port}"))?;
-                l.set_nonblocking(true)?;
-                Ok(l)
-            })();
-            let listener = match bound {
-                Ok(l) => {
+        .spawn(move || -> Result<T> {
+            let s = match setup() {
+                Ok(s) => {
                     let _ = tx.send(Ok(()));
-                    l
+                    s
                 }
                 Err(e) => {
                     let _ = tx.send(Err(anyhow::anyhow!("{e:#}")));
                     return Err(e);
                 }
             };
-            let mut stream = loop {
-                match listener.accept() {
-                    Ok((s, _)) => break s,
-                    Err(e) if retry(&e) => {
-                        if clock.now_s() >= end_s {
-                            return Ok(Vec::new()); // nobody came
-                        }
-                        clock.sleep_until(clock.now_s() + 0.005);
-                    }
-                    Err(e) => return Err(e).context(format!("{what}: accept")),
-                }
-            };
-            stream.set_nonblocking(false)?;
-            read_bins(&mut stream, clock, end_s, &what)
+            body(s)
         })?;
     match rx.recv() {
         Ok(Ok(())) => Ok(h),
@@ -142,8 +142,60 @@ pub fn spawn_receiver(
             let _ = h.join();
             Err(e)
         }
-        Err(_) => bail!("receiver {name_for_err}: the thread ended before it listened"),
+        Err(_) => bail!("{what}: the thread ended before it was ready"),
     }
+}
+
+/// Enters `ns` and listens on `addr:port` (non-blocking).
+fn listen_in(ns: &File, addr: Ipv4Addr, port: u16, what: &str) -> Result<TcpListener> {
+    enter(ns, what)?;
+    let l = TcpListener::bind((addr, port))
+        .with_context(|| format!("{what}: cannot listen on {addr}:{port}"))?;
+    l.set_nonblocking(true)?;
+    Ok(l)
+}
+
+/// Accepts a connection (made blocking), or `None` once `deadline_s` has passed.
+fn accept_until(
+    listener: &TcpListener,
+    clock: Clock,
+    deadline_s: f64,
+    what: &str,
+) -> Result<Option<TcpStream>> {
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                s.set_nonblocking(false)?;
+                return Ok(Some(s));
+            }
+            Err(e) if retry(&e) => {
+                if clock.now_s() >= deadline_s {
+                    return Ok(None);
+                }
+                clock.sleep_until(clock.now_s() + 0.005);
+            }
+            Err(e) => return Err(e).context(format!("{what}: accept")),
+        }
+    }
+}
+
+/// The threads' results, in order; every failure is added to `errors`
+/// (all threads are joined first, so that a receiver's error that explains
+/// a sender's is reported too).
+pub fn join_all<T>(
+    handles: impl IntoIterator<Item = JoinHandle<Result<T>>>,
+    kind: &str,
+    errors: &mut Vec<String>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    for h in handles {
+        match h.join() {
+            Ok(Ok(v)) => out.push(v),
+            Ok(Err(e)) => errors.push(format!("{e:#}")),
+            Err(_) => errors.push(format!("a {kind} thread panicked")),
+        }
+    }
+    out
 }
 
 /// Sets the socket's congestion control (`TCP_CONGESTION`).
@@ -221,69 +273,34 @@ pub fn spawn_server(
     stop_s: f64,
     name: String,
 ) -> Result<JoinHandle<Result<()>>> {
-    let (tx, rx) = mpsc::channel::<Result<()>>();
     let what = format!("server {name}");
-    let h = std::thread::Builder::new()
-        .name(what.clone())
-        .spawn(move || -> Result<()> {
-            let bound = (|| -> Result<TcpListener> {
-                enter(&ns, &what)?;
-                let l = TcpListener::bind((addr, port))
-                    .with_context(|| format!("{what}: cannot listen on {addr}:{port}"))?;
-                l.set_nonblocking(true)?;
-                Ok(l)
-            })();
-            let listener = match bound {
-                Ok(l) => {
-                    let _ = tx.send(Ok(()));
-                    l
-                }
-                Err(e) => {
-                    let _ = tx.send(Err(anyhow::anyhow!("{e:#}")));
-                    return Err(e);
-                }
+    let w = what.clone();
+    spawn_ready(
+        what,
+        move || listen_in(&ns, addr, port, &w).map(|l| (l, w)),
+        move |(listener, what)| loop {
+            let Some(mut stream) = accept_until(&listener, clock, stop_s, &what)? else {
+                bail!("{what}: nobody connected before the end of the run");
             };
-            loop {
-                let mut stream = loop {
-                    match listener.accept() {
-                        Ok((s, _)) => break s,
-                        Err(e) if retry(&e) => {
-                            if clock.now_s() >= stop_s {
-                                bail!("{what}: nobody connected before the end of the run");
-                            }
-                            clock.sleep_until(clock.now_s() + 0.005);
-                        }
-                        Err(e) => return Err(e).context(format!("{what}: accept")),
-                    }
-                };
-                stream.set_nonblocking(false)?;
-                set_cc(&stream, &cc, &what)?;
-                match write_until(&mut stream, clock, stop_s, &what) {
-                    // A connection its client gave up on (a SOCKS5 attempt
-                    // that timed out while the exit connected): serve the next.
-                    Err(e)
-                        if clock.now_s() < stop_s
-                            && e.downcast_ref::<std::io::Error>().is_some_and(|io| {
-                                matches!(
-                                    io.kind(),
-                                    ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
-                                )
-                            }) =>
-                    {
-                        continue
-                    }
-                    r => return r,
+            set_cc(&stream, &cc, &what)?;
+            match write_until(&mut stream, clock, stop_s, &what) {
+                // A connection its client gave up on (a SOCKS5 attempt
+                // that timed out while the exit connected): serve the next.
+                Err(e)
+                    if clock.now_s() < stop_s
+                        && e.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                            matches!(
+                                io.kind(),
+                                ErrorKind::BrokenPipe | ErrorKind::ConnectionReset
+                            )
+                        }) =>
+                {
+                    continue
                 }
+                r => return r,
             }
-        })?;
-    match rx.recv() {
-        Ok(Ok(())) => Ok(h),
-        Ok(Err(e)) => {
-            let _ = h.join();
-            Err(e)
-        }
-        Err(_) => bail!("server {name}: the thread ended before it listened"),
-    }
+        },
+    )
 }
 
 /// From inside `ns`, at `start_s`, connects to `to` (through the SOCKS5

@@ -5,10 +5,15 @@
 use hopwise_lab::pendulum::{self, Options};
 use hopwise_lab::topology::{self, PREFIX};
 use hopwise_repro::{Silent, Verdict};
+use std::sync::Mutex;
+
+/// The experiments run in real time and measure the machine: one at a time.
+static REAL_TIME: Mutex<()> = Mutex::new(());
 
 #[test]
 #[ignore = "needs root and network namespaces; 40 s of real time"]
 fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-test-{}", std::process::id()));
     let opts = Options {
@@ -62,6 +67,7 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
 #[test]
 #[ignore = "needs root and network namespaces; 2 × 14 s of real time"]
 fn ack_compression_capture_agrees_with_the_qdiscs() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
     use hopwise_lab::acks;
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-acks-{}", std::process::id()));
