@@ -10,7 +10,7 @@ use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
-    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, GSO off, packet sockets, HTB and FIFO qdiscs.
+    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, GSO off, bridge, packet sockets, HTB and FIFO qdiscs.
     Check,
     /// Seed 004's Fig. 1 on kernel TCP: a download on a 2.4 Mbit/s / 196 kbit/s link while uploads run,
     /// beside the simulator and the model (real time: 100 s, 40 s with --quick; needs root).

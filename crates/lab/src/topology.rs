@@ -325,6 +325,11 @@ pub fn check() -> Vec<CheckItem> {
             .map(|_| "one segment per packet on a veth".into()),
     );
     item(
+        "bridge",
+        ns.ip(&["link", "add", "chkbr", "type", "bridge"])
+            .map(|_| "a Linux bridge, the switch of `lab backtap`".into()),
+    );
+    item(
         "packet socket",
         crate::capture::probe().map(|_| "AF_PACKET for the router's capture".into()),
     );
