@@ -76,6 +76,9 @@ enum Cmd {
         /// Print only the results path (no table, no progress bar).
         #[arg(long)]
         quiet: bool,
+        /// Refuse grids of more runs (points × seeds) than this.
+        #[arg(long, default_value_t = 2000)]
+        max_runs: u64,
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
     Reproduce {
@@ -242,7 +245,19 @@ fn main() -> ExitCode {
             out,
             jobs,
             quiet,
-        } => sweep::sweep(file.as_deref(), &vary, seeds, &sets, &out, jobs, quiet),
+            max_runs,
+        } => sweep::sweep(
+            file.as_deref(),
+            &vary,
+            seeds,
+            &sets,
+            &out,
+            sweep::RunOpts {
+                jobs,
+                quiet,
+                max_runs,
+            },
+        ),
         Cmd::Reproduce { list: true, .. } => {
             reproduce::list();
             Ok(())

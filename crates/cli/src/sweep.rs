@@ -352,15 +352,26 @@ fn f(x: f64) -> String {
     }
 }
 
+/// How a sweep runs: worker threads, output, and the largest grid accepted.
+pub struct RunOpts {
+    pub jobs: Option<usize>,
+    pub quiet: bool,
+    pub max_runs: u64,
+}
+
 pub fn sweep(
     file: Option<&Path>,
     axes: &[Axis],
     seeds: u32,
     sets: &[String],
     out: &Path,
-    jobs: Option<usize>,
-    quiet: bool,
+    run: RunOpts,
 ) -> Result<()> {
+    let RunOpts {
+        jobs,
+        quiet,
+        max_runs,
+    } = run;
     if axes.is_empty() && seeds < 2 {
         bail!(
             "--vary: give at least one KEY=V1,V2,... to sweep over, or --seeds N (N ≥ 2) \
@@ -384,6 +395,26 @@ pub fn sweep(
         {
             bail!("--vary {}: the key is also given with --set", a.key);
         }
+    }
+    // The size is checked before the grid is built: a mistyped range can ask
+    // for millions of runs, each a row of runs.csv and summary.json.
+    let runs: u128 = axes
+        .iter()
+        .map(|a| a.values.len() as u128)
+        .product::<u128>()
+        * seeds as u128;
+    if runs > max_runs as u128 {
+        let dims: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+        bail!(
+            "the grid is {}{} = {runs} runs, more than --max-runs {max_runs}; \
+             raise --max-runs to run it",
+            if dims.is_empty() {
+                String::new()
+            } else {
+                format!("{} values × ", dims.join(" × "))
+            },
+            hopwise_repro::plural(seeds as usize, "seed")
+        );
     }
     let points = grid(axes);
     // Every point's scenario is checked before anything runs. An error that

@@ -124,6 +124,25 @@ fn sweep_errors_name_the_key_and_point() {
     };
     let e = err(&["sweep", "--out", out]);
     assert!(e.contains("--vary"), "{e}");
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "link.bottleneck.queue=10pkt,20pkt,30pkt",
+        "--seeds",
+        "2",
+        "--max-runs",
+        "5",
+        "--out",
+        out,
+    ]);
+    assert!(
+        e.contains("3 values × 2 seeds = 6 runs") && e.contains("--max-runs 5"),
+        "{e}"
+    );
+    assert!(
+        !Path::new(out).exists(),
+        "nothing is written for a refused grid"
+    );
     let e = err(&["sweep", "--vary", "link.bottleneck.queue", "--out", out]);
     assert!(e.contains("KEY=V1,V2"), "{e}");
     let e = err(&["sweep", "--vary", "flow.cubic.cc=cubic,bbr", "--out", out]);
