@@ -179,6 +179,13 @@ fn run_case(
         let text = std::fs::read_to_string(&files.proxy)
             .with_context(|| format!("cannot read {}", files.proxy.display()))?;
         let first = format!("socks = \"{}\"", o.socks);
+        anyhow::ensure!(
+            text.contains(&first),
+            "{}: no line `{first}` to give each proxy its own port",
+            files.proxy.display()
+        );
+        // Only the per-circuit copies are used.
+        let _ = std::fs::remove_file(&files.proxy);
         for k in 0..opts.circuits {
             let socks = SocketAddr::from((overlay::addr(CLIENT), SOCKS_PORT + k as u16));
             let f = dir.join(format!("proxy{}.toml", k + 1));
