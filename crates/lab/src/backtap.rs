@@ -201,31 +201,20 @@ fn run_case(
     }
     // The clock starts once the overlay is up, so all cases share a time base.
     let clock = Clock::start();
+    // Every download: (name, server port, the client's host, its SOCKS5 proxy).
+    // The kernel-TCP one comes first; the results are read in this order.
+    let mut downloads: Vec<(String, u16, usize, Option<SocketAddr>)> = Vec::new();
+    if tcp {
+        downloads.push(("kernel TCP".into(), TCP_PORT, RELAY1, None));
+    }
+    for k in 0..if circuit { opts.circuits } else { 0 } {
+        let socks = SocketAddr::from((overlay::addr(CLIENT), SOCKS_PORT + k as u16));
+        let what = format!("BackTap circuit {}", k + 1);
+        downloads.push((what, CIRCUIT_PORT + k as u16, CLIENT, Some(socks)));
+    }
     let mut servers = Vec::new();
     let mut clients = Vec::new();
-    if tcp {
-        servers.push(spawn_server(
-            ov.hosts[SERVER].open()?,
-            server,
-            TCP_PORT,
-            opts.cc.clone(),
-            clock,
-            stop,
-            "kernel TCP".into(),
-        )?);
-        clients.push(spawn_client(
-            ov.hosts[RELAY1].open()?,
-            SocketAddr::from((server, TCP_PORT)),
-            None,
-            clock,
-            (START_S, setup, end),
-            "kernel TCP".into(),
-        )?);
-    }
-    let n_circuits = if circuit { opts.circuits } else { 0 };
-    for k in 0..n_circuits {
-        let port = CIRCUIT_PORT + k as u16;
-        let what = format!("BackTap circuit {}", k + 1);
+    for (what, port, host, socks) in downloads {
         servers.push(spawn_server(
             ov.hosts[SERVER].open()?,
             server,
@@ -236,12 +225,9 @@ fn run_case(
             what.clone(),
         )?);
         clients.push(spawn_client(
-            ov.hosts[CLIENT].open()?,
+            ov.hosts[host].open()?,
             SocketAddr::from((server, port)),
-            Some(SocketAddr::from((
-                overlay::addr(CLIENT),
-                SOCKS_PORT + k as u16,
-            ))),
+            socks,
             clock,
             (START_S, setup, end),
             what,

@@ -22,7 +22,7 @@ use nix::sys::socket::{
     SockFlag, SockProtocol, SockType,
 };
 use nix::sys::time::TimeVal;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::IoSliceMut;
 use std::os::fd::AsRawFd;
@@ -281,7 +281,7 @@ impl QueueLog {
     /// each packet counts from its arrival to its departure.
     pub fn occupancy(&self, t0: f64, t1: f64, dt: f64) -> Occupancy {
         let left: HashMap<Key, f64> = self.departures.iter().map(|s| (s.key, s.t)).collect();
-        let arrived: HashMap<Key, ()> = self.arrivals.iter().map(|s| (s.key, ())).collect();
+        let arrived: HashSet<Key> = self.arrivals.iter().map(|s| s.key).collect();
         // (time, change): ties put departures first, so that a packet that
         // leaves as another arrives is not counted twice.
         let mut ev: Vec<(f64, i64)> = Vec::with_capacity(2 * self.arrivals.len());
@@ -298,7 +298,7 @@ impl QueueLog {
         let unmatched = self
             .departures
             .iter()
-            .filter(|d| !arrived.contains_key(&d.key))
+            .filter(|d| !arrived.contains(&d.key))
             .count() as u64;
         ev.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let mut series = Vec::new();
