@@ -14,6 +14,7 @@ pub mod cc;
 pub mod circuit;
 #[cfg(feature = "link")]
 pub mod link;
+pub mod otcp;
 #[cfg(feature = "link")]
 pub mod overlay;
 pub mod rtt;
