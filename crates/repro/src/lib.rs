@@ -16,6 +16,7 @@ pub mod backtap_circuit;
 pub mod backtap_network;
 mod figs;
 pub mod ledbat_flow;
+pub mod otcp;
 pub mod overlay_ack;
 pub mod pendulum;
 pub mod report;
@@ -160,6 +161,7 @@ pub fn registry() -> Vec<Experiment> {
         overlay_ack::experiment(),
         backtap_circuit::experiment(),
         backtap_network::experiment(),
+        otcp::experiment(),
     ]
 }
 

@@ -106,11 +106,10 @@ pub fn best_paths(
     };
     for _ in 0..max_relays {
         let mut next = best.clone();
-        for u in 0..n {
+        for (u, pu) in best.iter().enumerate() {
             if u == src || !relay_ok(u) {
                 continue;
             }
-            let pu = &best[u];
             for (v, nv) in next.iter_mut().enumerate() {
                 if v == src || v == u || pu.nodes.contains(&v) {
                     continue;
