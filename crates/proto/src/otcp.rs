@@ -17,11 +17,12 @@
 //!   is ours.
 //! * [`Splice`]: the bounded copy between a relay's upstream and downstream
 //!   connections. It reads upstream only while downstream takes the bytes, so
-//!   a slow hop closes the receive window of the hop before it (backpressure)
-//!   instead of filling the relay's memory.
+//!   once the downstream send buffer and the splice are full, a slow hop
+//!   closes the receive window of the hop before it (backpressure) instead
+//!   of filling the relay's memory.
 //! * [`select`]: choosing relays from measured RTTs: the path with the lowest
-//!   path RTT under a relay budget, and the candidates a client probes
-//!   (random, or one per geographic cluster, the paper's §3).
+//!   path RTT under a relay budget, the best relay among candidates a client
+//!   probed, and one candidate per geographic cluster (the paper's §3).
 
 pub mod select;
 

@@ -58,10 +58,12 @@ fn transfers_are_deterministic_per_seed_and_survive_loss() {
     assert!(a.retransmits + c.retransmits > 0, "0.3 % loss on 2 links");
 }
 
-/// Connects to `to` and sends `bytes` instead of a route header.
+/// Connects to `to` and sends `bytes` instead of a route header (and
+/// closes, if `close`).
 struct Garbage {
     to: &'static str,
     bytes: &'static [u8],
+    close: bool,
     sock: Option<Sock>,
     reset: bool,
 }
@@ -78,6 +80,9 @@ impl Agent for Garbage {
         match ev {
             SockEvent::Connected => {
                 cx.send(sock, Bytes::from_static(self.bytes));
+                if self.close {
+                    cx.close(sock);
+                }
             }
             SockEvent::Reset => self.reset = true,
             _ => {}
@@ -85,8 +90,9 @@ impl Agent for Garbage {
     }
 }
 
-#[test]
-fn a_relay_refuses_a_bad_header_and_names_the_field() {
+/// Runs a node on `b` and a [`Garbage`] client on `a`; the node's errors
+/// and whether the client saw a reset.
+fn garbage(bytes: &'static [u8], close: bool) -> (Vec<String>, bool, u64) {
     let mut s = Scenario::new("otcp/garbage", Dur::from_secs(5), 1);
     for n in ["a", "b"] {
         s.nodes.push(NodeSpec {
@@ -125,7 +131,8 @@ fn a_relay_refuses_a_bad_header_and_names_the_field() {
             Time::ZERO,
             Box::new(Garbage {
                 to: "b",
-                bytes: b"GET / HTTP/1.1\r\n\r\n",
+                bytes,
+                close,
                 sock: None,
                 reset: false,
             }),
@@ -133,11 +140,27 @@ fn a_relay_refuses_a_bad_header_and_names_the_field() {
         .unwrap();
     sim.run();
     let n: &Node = sim.agent(node).unwrap();
-    assert_eq!(n.errors.len(), 1, "{:?}", n.errors);
-    assert!(n.errors[0].contains("`magic`"), "{}", n.errors[0]);
-    assert!(n.received.is_empty() && n.relayed == 0);
+    assert!(n.received.is_empty());
     let g: &Garbage = sim.agent(client).unwrap();
-    assert!(g.reset, "the relay resets the connection");
+    (n.errors.clone(), g.reset, n.relayed)
+}
+
+#[test]
+fn a_relay_refuses_a_bad_header_and_names_the_field() {
+    let (errors, reset, relayed) = garbage(b"GET / HTTP/1.1\r\n\r\n", false);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(errors[0].contains("`magic`"), "{}", errors[0]);
+    assert_eq!(relayed, 0);
+    assert!(reset, "the relay resets the connection");
+    // A header cut short by FIN is an error too, not a connection left open.
+    let (errors, reset, _) = garbage(b"oT\x01\x02\x0a", true);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("before its route header"),
+        "{}",
+        errors[0]
+    );
+    assert!(reset);
 }
 
 #[test]

@@ -87,9 +87,11 @@ impl Path {
 }
 
 /// For every destination, the path from `src` with the lowest path RTT that
-/// uses at most `max_relays` relays, each of which `relay_ok` accepts. Ties
-/// go to fewer hops, then to the lower RTT sum, then to the lower relay
-/// index, so the result is deterministic. Entry `src` is the empty path.
+/// uses at most `max_relays` relays, each of which `relay_ok` accepts, and
+/// among those one with the fewest hops. Each layer keeps one path per
+/// node, so among equal path RTTs and hop counts the lower RTT sum is
+/// preferred but not guaranteed. Deterministic. Entry `src` is the empty
+/// path.
 pub fn best_paths(
     m: &RttMatrix,
     src: usize,
@@ -97,7 +99,7 @@ pub fn best_paths(
     relay_ok: &dyn Fn(usize) -> bool,
 ) -> Vec<Path> {
     let n = m.len();
-    // Layer k holds, per node, the best path from src with at most k hops.
+    // After round k, per node, the best path from src with at most k relays.
     let mut best: Vec<Path> = (0..n).map(|v| Path::direct(m, src, v)).collect();
     best[src] = Path {
         nodes: vec![src],

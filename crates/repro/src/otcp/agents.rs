@@ -113,6 +113,8 @@ enum Role {
     },
     /// The destination: counting bytes into `received[k]`.
     Sink(usize),
+    /// Refused or failed: the connection was reset; nothing more to do.
+    Done,
 }
 
 struct Leg {
@@ -137,7 +139,8 @@ pub struct Received {
 pub struct Node {
     tcp: TcpConfig,
     cc: CcConfig,
-    /// The relay's own buffer per connection, besides its sockets' buffers.
+    /// The relay's own buffer per connection, besides its sockets' buffers
+    /// (at least 512 B).
     splice_bytes: usize,
     legs: Vec<Leg>,
     /// Transfers that ended here.
@@ -153,7 +156,8 @@ impl Node {
         Node {
             tcp,
             cc,
-            splice_bytes,
+            // The payload read with the header (under 512 B) must fit.
+            splice_bytes: splice_bytes.max(512),
             legs: Vec::new(),
             received: Vec::new(),
             relayed: 0,
@@ -176,6 +180,7 @@ impl Node {
                     Err(e) => {
                         self.errors.push(e.to_string());
                         cx.abort(leg.up);
+                        leg.role = Role::Done;
                         return;
                     }
                     Ok(None) => continue,
@@ -206,6 +211,7 @@ impl Node {
                                     Err(e) => {
                                         self.errors.push(e);
                                         cx.abort(leg.up);
+                                        leg.role = Role::Done;
                                         return;
                                     }
                                 }
@@ -218,7 +224,13 @@ impl Node {
         }
         let leg = &mut self.legs[i];
         match &mut leg.role {
-            Role::Header(_) => {}
+            Role::Header(_) if leg.peer_closed => {
+                self.errors
+                    .push("connection closed before its route header was complete".into());
+                cx.abort(leg.up);
+                leg.role = Role::Done;
+            }
+            Role::Header(_) | Role::Done => {}
             Role::Sink(k) => {
                 let r = &mut self.received[*k];
                 while let Some(b) = cx.recv(leg.up, usize::MAX) {
@@ -305,6 +317,13 @@ impl Agent for Node {
             SockEvent::PeerClosed if self.legs[i].up == sock => self.legs[i].peer_closed = true,
             SockEvent::Reset | SockEvent::TimedOut => {
                 self.errors.push(format!("connection {sock}: {ev:?}"));
+                // Replay the termination to the other side (seed 001 §4).
+                let leg = &self.legs[i];
+                match leg.role {
+                    Role::Relay { down, .. } if leg.up == sock => cx.abort(down),
+                    Role::Relay { .. } => cx.abort(leg.up),
+                    _ => {}
+                }
                 return;
             }
             _ => {}

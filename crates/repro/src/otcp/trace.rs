@@ -167,7 +167,9 @@ pub struct BudgetRow {
     /// Mean of 1 − path RTT / direct RTT over all pairs.
     pub mean_reduction: f64,
     pub median_reduction: f64,
-    /// Mean number of relays on the best paths that use any.
+    /// Mean number of relays on the best paths that use any. With no budget
+    /// this counts the path the search returned, which is not always the one
+    /// with the fewest relays.
     pub mean_relays: f64,
 }
 
@@ -265,6 +267,7 @@ pub fn selection(w: &World, seed: u64) -> Vec<SelectionRow> {
         let rnd: Vec<f64> = pairs
             .iter()
             .map(|&(u, v)| {
+                // Drawn with replacement; a draw of u or v itself is wasted.
                 let cands: Vec<usize> = (0..m).map(|_| rng.below(n as u64) as usize).collect();
                 red(u, v, &cands)
             })
