@@ -5,8 +5,10 @@
 //!
 //! Source: BEP 3, "The BitTorrent Protocol Specification"
 //! (<https://www.bittorrent.org/beps/bep_0003.html>), section "peer
-//! protocol". Only what a swarm simulation needs is here: no extensions
-//! (BEP 10), no fast peers (BEP 6), no DHT `port` message.
+//! protocol". Only what a swarm simulation needs is here: of the Fast
+//! Extension (BEP 6) only `reject request`, which lets a choke keep the
+//! requests it does not reject; no extension protocol (BEP 10), no DHT
+//! `port` message.
 //!
 //! A `piece` message carries a block of file data. The decoder does not
 //! keep the block: it reports [`Msg::Piece`] with the block's length once
@@ -52,6 +54,9 @@ pub enum Msg {
     Piece { index: u32, begin: u32, len: u32 },
     /// id 8, length 13.
     Cancel { index: u32, begin: u32, len: u32 },
+    /// id 16, length 13 (BEP 6, "Reject Request"): the request will not be
+    /// served. With it, a choke no longer discards the requests implicitly.
+    Reject { index: u32, begin: u32, len: u32 },
 }
 
 impl Msg {
@@ -68,6 +73,7 @@ impl Msg {
             Msg::Request { .. } => 6,
             Msg::Piece { .. } => 7,
             Msg::Cancel { .. } => 8,
+            Msg::Reject { .. } => 16,
         })
     }
 
@@ -78,7 +84,7 @@ impl Msg {
             Msg::Choke | Msg::Unchoke | Msg::Interested | Msg::NotInterested => 1,
             Msg::Have(_) => 5,
             Msg::Bitfield(b) => 1 + b.len(),
-            Msg::Request { .. } | Msg::Cancel { .. } => 13,
+            Msg::Request { .. } | Msg::Cancel { .. } | Msg::Reject { .. } => 13,
             Msg::Piece { len, .. } => 9 + *len as usize,
         }
     }
@@ -93,7 +99,9 @@ impl Msg {
         match self {
             Msg::Have(i) => out.extend_from_slice(&i.to_be_bytes()),
             Msg::Bitfield(b) => out.extend_from_slice(b),
-            Msg::Request { index, begin, len } | Msg::Cancel { index, begin, len } => {
+            Msg::Request { index, begin, len }
+            | Msg::Cancel { index, begin, len }
+            | Msg::Reject { index, begin, len } => {
                 for x in [index, begin, len] {
                     out.extend_from_slice(&x.to_be_bytes());
                 }
@@ -174,7 +182,10 @@ impl fmt::Display for WireError {
                 "handshake field `pstr`: expected \"BitTorrent protocol\""
             ),
             WireError::InfoHash => {
-                write!(f, "handshake field `info_hash`: not the torrent served here")
+                write!(
+                    f,
+                    "handshake field `info_hash`: not the torrent served here"
+                )
             }
             WireError::UnknownId(id) => write!(f, "message field `id`: unknown id {id}"),
             WireError::Length { id, len } => write!(
@@ -355,23 +366,15 @@ impl Reader {
             3 => Msg::NotInterested,
             4 => Msg::Have(u(5)),
             5 => Msg::Bitfield(b[5..].to_vec()),
-            6 | 8 => {
-                let (index, begin, blen) = (u(5), u(9), u(13));
-                if blen == 0 || blen > MAX_BLOCK {
-                    return Err(WireError::BlockLength(blen));
+            id @ (6 | 8 | 16) => {
+                let (index, begin, len) = (u(5), u(9), u(13));
+                if len == 0 || len > MAX_BLOCK {
+                    return Err(WireError::BlockLength(len));
                 }
-                if b[4] == 6 {
-                    Msg::Request {
-                        index,
-                        begin,
-                        len: blen,
-                    }
-                } else {
-                    Msg::Cancel {
-                        index,
-                        begin,
-                        len: blen,
-                    }
+                match id {
+                    6 => Msg::Request { index, begin, len },
+                    8 => Msg::Cancel { index, begin, len },
+                    _ => Msg::Reject { index, begin, len },
                 }
             }
             7 => {
@@ -403,7 +406,7 @@ fn header_len(id: u8, len: u32) -> Result<u32, WireError> {
         0..=3 => len == 1,
         4 => len == 5,
         5 => (2..=1 + MAX_BITFIELD).contains(&len),
-        6 | 8 => len == 13,
+        6 | 8 | 16 => len == 13,
         7 => {
             let blen = len.saturating_sub(9);
             if len > 9 && blen > MAX_BLOCK {
@@ -421,9 +424,7 @@ fn header_len(id: u8, len: u32) -> Result<u32, WireError> {
 
 /// Whether bit `i` of a bitfield is set (high bit first, BEP 3).
 pub fn bit(field: &[u8], i: usize) -> bool {
-    field
-        .get(i / 8)
-        .is_some_and(|b| b & (0x80 >> (i % 8)) != 0)
+    field.get(i / 8).is_some_and(|b| b & (0x80 >> (i % 8)) != 0)
 }
 
 /// A bitfield of `n` pieces from a predicate.
@@ -452,10 +453,21 @@ mod tests {
             proptest::collection::vec(any::<u8>(), 1..40).prop_map(Msg::Bitfield),
             (any::<u32>(), any::<u32>(), blk.clone())
                 .prop_map(|(index, begin, len)| Msg::Request { index, begin, len }),
-            (any::<u32>(), any::<u32>(), 1..3000u32)
-                .prop_map(|(index, begin, len)| Msg::Piece { index, begin, len }),
-            (any::<u32>(), any::<u32>(), blk)
-                .prop_map(|(index, begin, len)| Msg::Cancel { index, begin, len }),
+            (any::<u32>(), any::<u32>(), 1..3000u32).prop_map(|(index, begin, len)| Msg::Piece {
+                index,
+                begin,
+                len
+            }),
+            (any::<u32>(), any::<u32>(), blk.clone()).prop_map(|(index, begin, len)| Msg::Cancel {
+                index,
+                begin,
+                len
+            }),
+            (any::<u32>(), any::<u32>(), blk).prop_map(|(index, begin, len)| Msg::Reject {
+                index,
+                begin,
+                len
+            }),
         ]
     }
 

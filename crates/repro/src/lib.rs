@@ -16,6 +16,7 @@ pub mod backtap_circuit;
 pub mod backtap_network;
 mod figs;
 pub mod ledbat_flow;
+pub mod ledbat_swarm;
 pub mod otcp;
 pub mod overlay_ack;
 pub mod pendulum;
@@ -158,6 +159,7 @@ pub fn registry() -> Vec<Experiment> {
     vec![
         pendulum::experiment(),
         ledbat_flow::experiment(),
+        ledbat_swarm::experiment(),
         overlay_ack::experiment(),
         backtap_circuit::experiment(),
         backtap_network::experiment(),

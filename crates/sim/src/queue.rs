@@ -254,7 +254,10 @@ mod tests {
             while let Some(Reverse((t, s))) = h.pop() {
                 assert_eq!(q.pop(), Some((Time::from_nanos(t), s)));
             }
-            assert!(rebased > 30, "seed {seed}: {rebased} pushes before the peeked time");
+            assert!(
+                rebased > 30,
+                "seed {seed}: {rebased} pushes before the peeked time"
+            );
         }
     }
 
