@@ -162,7 +162,9 @@ pub struct PeerStats {
     pub uploaded: u64,
     /// Blocks received twice (end game, or written before a choke).
     pub duplicate_blocks: u64,
-    /// Wire errors and refused connections.
+    /// Connections to peers that were not listening.
+    pub refused: u64,
+    /// Wire errors and failed data connections.
     pub errors: Vec<String>,
 }
 
@@ -269,10 +271,8 @@ impl Peer {
                         .push(Some(Nb::new(s, true, self.cfg.pieces as usize)));
                     self.socks.insert(s, (self.nbs.len() - 1, Kind::Ctrl));
                 }
-                Err(e) => self
-                    .stats
-                    .errors
-                    .push(format!("connect to node {node}: {e}")),
+                // Like a refused connection: the tracker's list was stale.
+                Err(_) => self.stats.refused += 1,
             }
         }
     }

@@ -269,7 +269,9 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
             let nodes: Vec<u32> = active.iter().map(|a| a.node).collect();
             for a in &active {
                 let p: &Peer = sim.agent(a.agent).expect("peer agent");
-                if p.neighbours() >= spec.min_peers {
+                // A peer spawned in this step has not started: its own
+                // start connects to the tracker's first answer.
+                if p.stats.joined.is_none() || p.neighbours() >= spec.min_peers {
                     continue;
                 }
                 let known = p.neighbour_nodes();
