@@ -531,7 +531,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
         let lo = means.iter().map(|x| x.1).fold(f64::MAX, f64::min);
         v.push(Claim::new(
             "Fig. 8a",
-            "seeds never leave: no difference between congestion controls (means within ±15 %)",
+            "seeds never leave: no difference between congestion controls (max/min of the means ≤ 1.15)",
             format!(
                 "{}; max/min {:.2}",
                 means
@@ -541,7 +541,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
                     .join(", "),
                 hi / lo
             ),
-            hi / lo <= 1.15 / 0.85,
+            hi / lo <= 1.15,
         ));
     }
     // Fig. 9a: in 50-50 swarms LEDBAT peers finish sooner.
@@ -572,7 +572,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
     ) {
         v.push(Claim::new(
             "Fig. 8b (CCDF)",
-            "random stay: NewReno uplink queues exceed 100 packets in about 20 % of samples; LEDBAT queues stay near the target (100 ms = 8.3 packets), above it only by the control traffic",
+            "random stay: NewReno uplink queues exceed 100 packets in about 20 % of samples (we ask ≥ 10 %); LEDBAT queues stay near the target of 100 ms (we ask a mean ≤ 300 ms: control traffic and ACKs share the queue)",
             format!(
                 "NewReno > 100 packets in {:.0} % of samples (mean {:.0} packets); LEDBAT mean {:.1} packets ({:.0} ms), > 100 in {:.1} %",
                 t.queue_over_100 * 100.0, t.queue_mean_pkts, l.queue_mean_pkts, l.queue_mean_ms, l.queue_over_100 * 100.0
@@ -604,7 +604,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
         let last = gaps[gaps.len() - 1];
         v.push(Claim::new(
             "Fig. 9b",
-            "the larger the access buffer, the more NewReno peers lose to LEDBAT peers",
+            "the larger the access buffer, the more NewReno peers lose to LEDBAT peers (NewReno/LEDBAT rises from the smallest to the largest buffer and ends above 1)",
             gaps.iter()
                 .map(|(b, g)| format!("{b} pkts: NewReno/LEDBAT {g:.2}"))
                 .collect::<Vec<_>>()
@@ -700,7 +700,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             .iter()
             .filter(|x| x.0 >= 5.0)
             .map(|x| x.1)
-            .fold(f64::MIN, f64::max);
+            .fold(f64::MAX, f64::min);
         let text = f12
             .iter()
             .map(|(r, g, q1, _)| format!("τ1/τ2 {r}: {g:.2} ({q1:.0} ms queued)"))
@@ -708,7 +708,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             .join(", ");
         v.push(Claim::new(
             "Fig. 12a",
-            "heterogeneous targets: the lower-target half finishes sooner (τ1 = 25 ms); for τ1/τ2 ≥ 5 the higher-target half is slower (up to +30 %), its queue near 630 ms",
+            "heterogeneous targets: the lower-target half finishes sooner (τ1 = 25 ms); for every τ1/τ2 ≥ 5 the higher-target half is slower (paper: up to +30 %, queue near 630 ms; reported, not checked)",
             format!("τ1-half / τ2-half completion time: {text}"),
             low.is_some_and(|x| x.1 < 1.0) && high > 1.0,
         ));

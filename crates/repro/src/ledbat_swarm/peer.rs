@@ -437,6 +437,7 @@ impl Peer {
                 let nb = self.nbs[i].as_mut().expect("live");
                 let ok = (index as usize) < n
                     && self.have[index as usize]
+                    && len <= BLOCK
                     && begin.checked_add(len).is_some_and(|e| e <= plen);
                 if nb.am_choking || !ok {
                     self.send(cx, i, &Msg::Reject { index, begin, len });
@@ -565,14 +566,21 @@ impl Peer {
             let p = cands[cx.rng().below(cands.len() as u64) as usize];
             return Some((p as u32, 0));
         }
-        // End game: every missing block is requested; ask this neighbour
-        // too for one that only one other neighbour has been asked for,
+        // End game, once every missing block is requested from someone:
+        // ask this neighbour too for one that only one other neighbour
+        // has been asked for,
         // one such "busy" block at a time per neighbour (as libtorrent
         // does; every duplicate the cancel comes too late for is waste).
-        if nb
-            .requested
-            .iter()
-            .any(|&(p, b)| self.reqs[p as usize][b as usize] > 1)
+        let unrequested = (0..n).any(|p| {
+            !self.have[p]
+                && (0..self.blocks_per_piece as usize)
+                    .any(|b| !self.got[p][b] && self.reqs[p][b] == 0)
+        });
+        if unrequested
+            || nb
+                .requested
+                .iter()
+                .any(|&(p, b)| self.reqs[p as usize][b as usize] > 1)
         {
             return None;
         }
