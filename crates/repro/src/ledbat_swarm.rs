@@ -250,6 +250,18 @@ struct Summary {
     wall_s: f64,
 }
 
+/// P(queue > q) for every q of a histogram of queue samples.
+fn ccdf(hist: &[u64]) -> Vec<f64> {
+    let n: u64 = hist.iter().sum();
+    let mut above = n;
+    hist.iter()
+        .map(|&x| {
+            above -= x;
+            above as f64 / n.max(1) as f64
+        })
+        .collect()
+}
+
 /// Milliseconds to send `pkts` full-size packets at the uplink rate.
 fn pkts_ms(pkts: f64) -> f64 {
     pkts * 1500.0 * 8.0 / UP_KBPS as f64
@@ -446,15 +458,8 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     )?;
     let mut q_rows = Vec::new();
     for (name, h) in &ccdfs {
-        let n: u64 = h.iter().sum();
-        let mut above = n;
-        for (q, &x) in h.iter().enumerate() {
-            above -= x;
-            q_rows.push(vec![
-                name.clone(),
-                q.to_string(),
-                format!("{:.6}", above as f64 / n.max(1) as f64),
-            ]);
+        for (q, p) in ccdf(h).into_iter().enumerate() {
+            q_rows.push(vec![name.clone(), q.to_string(), format!("{p:.6}")]);
         }
     }
     write_csv(

@@ -330,7 +330,7 @@ impl Peer {
     }
 
     fn on_handshake(&mut self, cx: &mut Cx<'_>, i: usize, h: Handshake) {
-        let node = u32::from_be_bytes(h.peer_id[8..12].try_into().expect("4 bytes"));
+        let node = node_of(&h);
         let me = cx.node();
         // Both ends opened a connection: keep the one the lower node opened.
         let dup = self
@@ -613,7 +613,7 @@ impl Peer {
             match ev {
                 // The handshake says whose data connection this is.
                 Event::Handshake(h) => {
-                    let node = u32::from_be_bytes(h.peer_id[8..12].try_into().expect("4 bytes"));
+                    let node = node_of(&h);
                     let Some(i) = self
                         .nbs
                         .iter()
@@ -984,4 +984,9 @@ impl Agent for Peer {
             _ => {}
         }
     }
+}
+
+/// The node named in a peer id (bytes 8..12, written by `Peer::my_id`).
+fn node_of(h: &Handshake) -> NodeId {
+    u32::from_be_bytes(h.peer_id[8..12].try_into().expect("4 bytes"))
 }

@@ -29,15 +29,12 @@ pub(super) fn write(
             cdf.push_series(Series::cdf(short(name), dl));
         }
         for (name, h) in ccdfs.iter().filter(|(n, _)| n.ends_with_policy(policy)) {
-            let n: u64 = h.iter().sum();
-            let mut above = n;
-            let mut pts = Vec::new();
-            for (q, &x) in h.iter().enumerate() {
-                above -= x;
-                if above > 0 {
-                    pts.push((q as f64, above as f64 / n as f64));
-                }
-            }
+            let pts: Vec<(f64, f64)> = super::ccdf(h)
+                .into_iter()
+                .enumerate()
+                .filter(|&(_, p)| p > 0.0)
+                .map(|(q, p)| (q as f64, p))
+                .collect();
             ccdf.push_series(Series::step(short(name), pts));
         }
         fig = fig.panel(cdf).panel(ccdf);

@@ -202,9 +202,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
     let mut arrived = 0usize;
     let mut next_arrival =
         Time::ZERO + Dur::from_secs_f64(rng.exp(spec.arrival_mean.as_secs_f64()));
-    let mut errors = Vec::new();
-    let mut dups = 0;
-    let mut downloaded = 0;
+    let mut tally = Tally::default();
     let mut peers = 1;
     let mut now = Time::ZERO;
     let mut finished = false;
@@ -237,9 +235,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
                 }
             }
             if p.gone() {
-                dups += p.stats.duplicate_blocks;
-                downloaded += p.stats.downloaded;
-                errors.extend(p.stats.errors.iter().cloned());
+                tally.add(p);
                 replace.push(a.class);
                 active.swap_remove(k);
             } else {
@@ -292,9 +288,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
     }
     for a in &active {
         let p: &Peer = sim.agent(a.agent).expect("peer agent");
-        dups += p.stats.duplicate_blocks;
-        downloaded += p.stats.downloaded;
-        errors.extend(p.stats.errors.iter().cloned());
+        tally.add(p);
     }
     Ok(SwarmResult {
         completions,
@@ -303,10 +297,26 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
         sim_secs: now.as_secs_f64(),
         events: sim.events(),
         peers,
-        duplicate_blocks: dups,
-        downloaded,
-        errors,
+        duplicate_blocks: tally.dups,
+        downloaded: tally.downloaded,
+        errors: tally.errors,
     })
+}
+
+/// What peers report when they leave, or at the end of the run.
+#[derive(Default)]
+struct Tally {
+    dups: u64,
+    downloaded: u64,
+    errors: Vec<String>,
+}
+
+impl Tally {
+    fn add(&mut self, p: &Peer) {
+        self.dups += p.stats.duplicate_blocks;
+        self.downloaded += p.stats.downloaded;
+        self.errors.extend(p.stats.errors.iter().cloned());
+    }
 }
 
 /// Keeps a uniform random sample of `k` of `v` (all if fewer), in random order.
