@@ -115,11 +115,20 @@ impl Msg {
     }
 }
 
+/// The reserved byte and bit that announce the Fast Extension (BEP 6:
+/// "the third least significant bit in the 8th reserved byte").
+const FAST_BYTE: usize = 20 + 7;
+const FAST_BIT: u8 = 0x04;
+
 /// The handshake that opens every connection (BEP 3).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Handshake {
     pub info_hash: [u8; 20],
     pub peer_id: [u8; 20],
+    /// The sender speaks the Fast Extension (BEP 6), here only its
+    /// `reject request`. Set in the reserved bytes; a reader refuses a
+    /// reject from a peer whose handshake did not set it.
+    pub fast: bool,
 }
 
 impl Handshake {
@@ -127,7 +136,10 @@ impl Handshake {
         let mut b = [0u8; HANDSHAKE_LEN];
         b[0] = PSTR.len() as u8;
         b[1..20].copy_from_slice(PSTR);
-        // b[20..28]: reserved, zero.
+        // b[20..28]: reserved, zero but for the Fast Extension's bit.
+        if self.fast {
+            b[FAST_BYTE] |= FAST_BIT;
+        }
         b[28..48].copy_from_slice(&self.info_hash);
         b[48..68].copy_from_slice(&self.peer_id);
         b
@@ -143,6 +155,7 @@ impl Handshake {
         let mut h = Handshake {
             info_hash: [0; 20],
             peer_id: [0; 20],
+            fast: b[FAST_BYTE] & FAST_BIT != 0,
         };
         h.info_hash.copy_from_slice(&b[28..48]);
         h.peer_id.copy_from_slice(&b[48..68]);
@@ -167,6 +180,9 @@ pub enum WireError {
     /// A request, cancel or piece whose block length is zero or above
     /// [`MAX_BLOCK`].
     BlockLength(u32),
+    /// A `reject request` (id 16) from a peer whose handshake did not set
+    /// the Fast Extension's bit in field `reserved` (BEP 6).
+    NotFast,
     /// Input after an earlier error.
     Failed,
 }
@@ -196,6 +212,11 @@ impl fmt::Display for WireError {
                 f,
                 "message field `length` of a block: {n} B, expected 1..={MAX_BLOCK}"
             ),
+            WireError::NotFast => write!(
+                f,
+                "message field `id`: reject request (16) without the Fast Extension \
+                 bit in the handshake's field `reserved`"
+            ),
             WireError::Failed => write!(f, "input after an earlier wire error"),
         }
     }
@@ -224,6 +245,9 @@ enum Stage {
 pub struct Reader {
     stage: Stage,
     info_hash: Option<[u8; 20]>,
+    /// Whether `reject request` is allowed: the peer's handshake set the
+    /// Fast Extension's bit (a messages-only reader allows it).
+    fast: bool,
     buf: Vec<u8>,
     /// Block bytes received (the payload of piece messages).
     pub block_bytes: u64,
@@ -243,6 +267,7 @@ impl Reader {
         Reader {
             stage: Stage::Handshake,
             info_hash,
+            fast: false,
             buf: Vec::new(),
             block_bytes: 0,
         }
@@ -252,14 +277,19 @@ impl Reader {
     pub fn messages() -> Reader {
         Reader {
             stage: Stage::Messages,
+            fast: true,
             ..Reader::with_handshake(None)
         }
     }
 
     /// Decodes `data`, appending what it completes to `out`. Bytes of an
     /// incomplete message are kept for the next call. On error, events
-    /// decoded before the error are in `out`.
+    /// decoded before the error are in `out`. After an error every call
+    /// fails, an empty one too.
     pub fn push(&mut self, mut data: &[u8], out: &mut Vec<Event>) -> Result<(), WireError> {
+        if self.stage == Stage::Failed {
+            return Err(WireError::Failed);
+        }
         while !data.is_empty() {
             match self.stage {
                 Stage::Failed => return Err(WireError::Failed),
@@ -300,6 +330,7 @@ impl Reader {
                         match h {
                             Ok(h) => {
                                 self.stage = Stage::Messages;
+                                self.fast = h.fast;
                                 out.push(Event::Handshake(h));
                             }
                             Err(e) => return Err(self.fail(e)),
@@ -366,6 +397,7 @@ impl Reader {
             3 => Msg::NotInterested,
             4 => Msg::Have(u(5)),
             5 => Msg::Bitfield(b[5..].to_vec()),
+            16 if !self.fast => return Err(WireError::NotFast),
             id @ (6 | 8 | 16) => {
                 let (index, begin, len) = (u(5), u(9), u(13));
                 if len == 0 || len > MAX_BLOCK {
@@ -405,7 +437,9 @@ fn header_len(id: u8, len: u32) -> Result<u32, WireError> {
     let ok = match id {
         0..=3 => len == 1,
         4 => len == 5,
-        5 => (2..=1 + MAX_BITFIELD).contains(&len),
+        // An empty bitfield (a torrent of no pieces) is allowed, as the
+        // encoder writes it.
+        5 => (1..=1 + MAX_BITFIELD).contains(&len),
         6 | 8 | 16 => len == 13,
         7 => {
             let blen = len.saturating_sub(9);
@@ -450,7 +484,7 @@ mod tests {
             Just(Msg::Interested),
             Just(Msg::NotInterested),
             any::<u32>().prop_map(Msg::Have),
-            proptest::collection::vec(any::<u8>(), 1..40).prop_map(Msg::Bitfield),
+            proptest::collection::vec(any::<u8>(), 0..40).prop_map(Msg::Bitfield),
             (any::<u32>(), any::<u32>(), blk.clone())
                 .prop_map(|(index, begin, len)| Msg::Request { index, begin, len }),
             (any::<u32>(), any::<u32>(), 1..3000u32).prop_map(|(index, begin, len)| Msg::Piece {
@@ -490,7 +524,7 @@ mod tests {
             msgs in proptest::collection::vec(msg(), 0..12),
             cuts in proptest::collection::vec(1usize..200, 0..40),
         ) {
-            let h = Handshake { info_hash: [7; 20], peer_id: [9; 20] };
+            let h = Handshake { info_hash: [7; 20], peer_id: [9; 20], fast: true };
             let bytes = wire(Some(h), &msgs);
             let mut r = Reader::with_handshake(Some([7; 20]));
             let mut out = Vec::new();
@@ -527,6 +561,7 @@ mod tests {
             let mut out = Vec::new();
             if r.push(&data, &mut out).is_err() {
                 prop_assert_eq!(r.push(&[0], &mut out), Err(WireError::Failed));
+                prop_assert_eq!(r.push(&[], &mut out), Err(WireError::Failed));
             }
         }
     }
@@ -537,6 +572,7 @@ mod tests {
         let mut bad = Handshake {
             info_hash: [1; 20],
             peer_id: [2; 20],
+            fast: false,
         }
         .encode();
         let e = Reader::with_handshake(Some([3; 20]))
@@ -574,6 +610,40 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, WireError::BlockLength(_)), "{e}");
         assert!(out.is_empty());
+    }
+
+    /// BEP 6: the Fast Extension's bit is reserved byte 7, value 0x04, and a
+    /// reject is refused unless the peer's handshake set it.
+    #[test]
+    fn fast_extension_bit() {
+        let h = |fast| Handshake {
+            info_hash: [1; 20],
+            peer_id: [2; 20],
+            fast,
+        };
+        assert_eq!(h(true).encode()[27], 0x04);
+        assert_eq!(h(false).encode()[20..28], [0; 8]);
+        let mut reject = Vec::new();
+        Msg::Reject {
+            index: 1,
+            begin: 0,
+            len: BLOCK,
+        }
+        .encode(&mut reject);
+        for fast in [true, false] {
+            let mut v = h(fast).encode().to_vec();
+            v.extend_from_slice(&reject);
+            let mut out = Vec::new();
+            let r = Reader::with_handshake(None).push(&v, &mut out);
+            assert_eq!(out[0], Event::Handshake(h(fast)));
+            if fast {
+                assert_eq!(r, Ok(()));
+                assert_eq!(out.len(), 2);
+            } else {
+                assert_eq!(r, Err(WireError::NotFast));
+                assert!(r.unwrap_err().to_string().contains("`reserved`"));
+            }
+        }
     }
 
     #[test]

@@ -100,6 +100,12 @@ impl Cx<'_> {
         self.sim.listen(self.agent, port, tcp, cc)
     }
 
+    /// Stops listening on `port` (if this agent listens there): later
+    /// connections to it are refused; accepted ones stay open.
+    pub fn unlisten(&mut self, port: u16) {
+        self.sim.unlisten(self.agent, port)
+    }
+
     /// Opens a TCP connection to `port` on node `to`, where some agent must be
     /// listening already. [`SockEvent::Connected`] follows the handshake.
     pub fn connect(

@@ -963,6 +963,15 @@ impl Sim {
         Ok(())
     }
 
+    /// Stops accepting connections to `port` if agent `a` listens there;
+    /// connections accepted before stay open.
+    pub(crate) fn unlisten(&mut self, a: u32, port: u16) {
+        let key = (self.agent_node(a), port);
+        if self.listeners.get(&key).is_some_and(|l| l.0 == a) {
+            self.listeners.remove(&key);
+        }
+    }
+
     pub(crate) fn agent_connect(
         &mut self,
         a: u32,

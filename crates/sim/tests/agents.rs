@@ -272,3 +272,95 @@ fn a_large_star_routes_without_quadratic_tables() {
         "h0 reached h2999 through the switch"
     );
 }
+
+/// Listens on port 80 until 1 s, then stops; counts what it accepted and
+/// the bytes that arrived on it.
+#[derive(Default)]
+struct Closing {
+    accepted: u32,
+    bytes: u64,
+}
+
+impl Agent for Closing {
+    fn start(&mut self, cx: &mut Cx<'_>) {
+        cx.listen(80, TcpConfig::default(), CcConfig::NewReno)
+            .unwrap();
+        cx.set_timer(cx.now() + Dur::from_secs(1), 1);
+    }
+    fn timer(&mut self, cx: &mut Cx<'_>, _token: u64) {
+        cx.unlisten(80);
+    }
+    fn tcp_event(&mut self, cx: &mut Cx<'_>, sock: Sock, ev: SockEvent) {
+        match ev {
+            SockEvent::Accepted => self.accepted += 1,
+            SockEvent::Readable => {
+                while let Some(b) = cx.recv(sock, usize::MAX) {
+                    self.bytes += b.len() as u64;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Connects at 0.5 s and sends 100 kB from 1.5 s on; tries again at 2 s.
+#[derive(Default)]
+struct Late {
+    sock: Option<Sock>,
+    refused: Option<String>,
+}
+
+impl Agent for Late {
+    fn start(&mut self, cx: &mut Cx<'_>) {
+        cx.set_timer(cx.now() + Dur::from_millis(500), 1);
+        cx.set_timer(cx.now() + Dur::from_millis(1500), 2);
+        cx.set_timer(cx.now() + Dur::from_secs(2), 3);
+    }
+    fn timer(&mut self, cx: &mut Cx<'_>, token: u64) {
+        let to = cx.node_id("d0").unwrap();
+        match token {
+            1 => {
+                self.sock = Some(
+                    cx.connect(to, 80, TcpConfig::default(), &CcConfig::NewReno)
+                        .unwrap(),
+                )
+            }
+            2 => {
+                let n = cx.send(self.sock.unwrap(), Bytes::from(vec![1u8; 100_000]));
+                assert_eq!(n, 100_000);
+            }
+            _ => {
+                self.refused = cx
+                    .connect(to, 80, TcpConfig::default(), &CcConfig::NewReno)
+                    .err()
+            }
+        }
+    }
+}
+
+#[test]
+fn unlisten_refuses_later_connections_only() {
+    let mut s = dumbbell(
+        1,
+        Rate::from_mbps(10),
+        Dur::from_millis(10),
+        Dur::from_millis(1),
+        Limit::Packets(50),
+        Dur::from_secs(5),
+    );
+    s.flows.clear();
+    let mut sim = Sim::new(&s).unwrap();
+    let srv = sim
+        .add_agent("d0", "server", Time::ZERO, Box::new(Closing::default()))
+        .unwrap();
+    let cli = sim
+        .add_agent("h0", "client", Time::ZERO, Box::new(Late::default()))
+        .unwrap();
+    sim.run();
+    let server: &Closing = sim.agent(srv).unwrap();
+    let client: &Late = sim.agent(cli).unwrap();
+    assert_eq!(server.accepted, 1);
+    assert_eq!(server.bytes, 100_000, "the accepted connection stays open");
+    let err = client.refused.as_deref().expect("refused after unlisten");
+    assert!(err.contains("port 80"), "{err}");
+}

@@ -93,6 +93,8 @@ struct Nb {
     initiated: bool,
     /// Known from its handshake.
     node: Option<NodeId>,
+    /// The node we dialled (before its handshake names it).
+    dialled: Option<NodeId>,
     reader: Reader,
     /// Control bytes the socket has not taken yet.
     out: VecDeque<u8>,
@@ -107,7 +109,8 @@ struct Nb {
     data_ready: bool,
     /// Requests accepted and not yet written (index, begin, len).
     queue: VecDeque<(u32, u32, u32)>,
-    /// The block being written: header bytes and block bytes still to write.
+    /// What is being written: header bytes and block bytes still to write
+    /// (a handshake has no block).
     writing: Option<(Bytes, u32)>,
     // Downloading from it.
     data_in: Option<Sock>,
@@ -119,11 +122,12 @@ struct Nb {
 }
 
 impl Nb {
-    fn new(ctrl: Sock, initiated: bool, pieces: usize) -> Nb {
+    fn new(ctrl: Sock, dialled: Option<NodeId>, pieces: usize) -> Nb {
         Nb {
             ctrl,
-            initiated,
+            initiated: dialled.is_some(),
             node: None,
+            dialled,
             reader: Reader::with_handshake(Some(INFO_HASH)),
             out: VecDeque::new(),
             has: vec![false; pieces],
@@ -225,9 +229,14 @@ impl Peer {
         self.nbs.iter().flatten().count()
     }
 
-    /// The nodes of the neighbours (known after their handshakes).
+    /// The nodes of the neighbours: known from their handshakes, or dialled
+    /// and not answered yet.
     pub fn neighbour_nodes(&self) -> Vec<NodeId> {
-        self.nbs.iter().flatten().filter_map(|n| n.node).collect()
+        self.nbs
+            .iter()
+            .flatten()
+            .filter_map(|n| n.node.or(n.dialled))
+            .collect()
     }
 
     pub fn complete(&self) -> bool {
@@ -249,17 +258,19 @@ impl Peer {
             &Handshake {
                 info_hash: INFO_HASH,
                 peer_id: Self::my_id(cx),
+                fast: true,
             }
             .encode(),
         )
     }
 
     fn connect_pending(&mut self, cx: &mut Cx<'_>) {
-        let known = self.neighbour_nodes();
+        let mut known = self.neighbour_nodes();
         for node in std::mem::take(&mut self.announce) {
             if node == cx.node() || known.contains(&node) {
                 continue;
             }
+            known.push(node);
             match cx.connect(
                 node,
                 CTRL_PORT,
@@ -268,7 +279,7 @@ impl Peer {
             ) {
                 Ok(s) => {
                     self.nbs
-                        .push(Some(Nb::new(s, true, self.cfg.pieces as usize)));
+                        .push(Some(Nb::new(s, Some(node), self.cfg.pieces as usize)));
                     self.socks.insert(s, (self.nbs.len() - 1, Kind::Ctrl));
                 }
                 // Like a refused connection: the tracker's list was stale.
@@ -443,7 +454,11 @@ impl Peer {
                     self.send(cx, i, &Msg::Reject { index, begin, len });
                     return;
                 }
-                nb.queue.push_back((index, begin, len));
+                // A repeat (sent again after a data connection failed) keeps
+                // its place.
+                if !nb.queue.contains(&(index, begin, len)) {
+                    nb.queue.push_back((index, begin, len));
+                }
                 self.pump_upload(cx, i);
             }
             Msg::Cancel { index, begin, len } => {
@@ -624,12 +639,14 @@ impl Peer {
                         return;
                     };
                     let nb = self.nbs[i].as_mut().expect("live");
-                    if let Some(old) = nb.data_in.replace(sock) {
+                    let old = nb.data_in.replace(sock);
+                    self.socks.insert(sock, (i, Kind::DataIn));
+                    if let Some(old) = old {
                         self.socks.remove(&old);
                         self.data_readers.remove(&old);
                         cx.abort(old);
+                        self.rerequest(cx, i);
                     }
-                    self.socks.insert(sock, (i, Kind::DataIn));
                 }
                 Event::Msg(Msg::Piece { index, begin, len }) => {
                     if let Some(&(i, _)) = self.socks.get(&sock) {
@@ -642,12 +659,10 @@ impl Peer {
         if let Some(e) = err {
             self.stats.errors.push(format!("data connection: {e}"));
             self.data_readers.remove(&sock);
-            if let Some((i, _)) = self.socks.remove(&sock) {
-                if let Some(nb) = self.nbs[i].as_mut() {
-                    nb.data_in = None;
-                }
-            }
             cx.abort(sock);
+            if let Some((i, _)) = self.socks.remove(&sock) {
+                self.data_in_lost(cx, i);
+            }
         }
     }
 
@@ -717,6 +732,27 @@ impl Peer {
         cx.set_timer(now + stay, LEAVE);
     }
 
+    /// Neighbour `i`'s data connection to us failed: blocks in flight on it
+    /// are lost, so ask again for every outstanding request (the uploader
+    /// keeps the ones it still has queued in place).
+    fn data_in_lost(&mut self, cx: &mut Cx<'_>, i: usize) {
+        if let Some(nb) = self.nbs[i].as_mut() {
+            nb.data_in = None;
+            self.rerequest(cx, i);
+        }
+    }
+
+    fn rerequest(&mut self, cx: &mut Cx<'_>, i: usize) {
+        let Some(nb) = self.nbs[i].as_ref() else {
+            return;
+        };
+        for (index, b) in nb.requested.clone() {
+            let begin = b * BLOCK;
+            let len = BLOCK.min(self.cfg.piece_len - begin);
+            self.send(cx, i, &Msg::Request { index, begin, len });
+        }
+    }
+
     // ----- uploading ---------------------------------------------------------
 
     fn pump_upload(&mut self, cx: &mut Cx<'_>, i: usize) {
@@ -740,7 +776,12 @@ impl Peer {
                     nb.writing = Some((Self::handshake(cx), 0));
                     self.socks.insert(s, (i, Kind::DataOut));
                 }
-                Err(e) => self.stats.errors.push(format!("data connection: {e}")),
+                // It stopped listening: it left, and its control
+                // connection's reset may still be on the way.
+                Err(_) => {
+                    self.stats.refused += 1;
+                    self.drop_nb(cx, i);
+                }
             }
             return;
         }
@@ -870,6 +911,9 @@ impl Peer {
             cx.abort(s);
         }
         self.socks.clear();
+        // Later connections are refused, as by a host whose client exited.
+        cx.unlisten(CTRL_PORT);
+        cx.unlisten(DATA_PORT);
         self.stats.left = Some(cx.now());
     }
 }
@@ -922,7 +966,7 @@ impl Agent for Peer {
                     .insert(sock, Reader::with_handshake(Some(INFO_HASH)));
             } else {
                 self.nbs
-                    .push(Some(Nb::new(sock, false, self.cfg.pieces as usize)));
+                    .push(Some(Nb::new(sock, None, self.cfg.pieces as usize)));
                 self.socks.insert(sock, (self.nbs.len() - 1, Kind::Ctrl));
             }
             return;
@@ -946,19 +990,21 @@ impl Agent for Peer {
                 SockEvent::Reset | SockEvent::TimedOut | SockEvent::PeerClosed | SockEvent::Closed,
             ) => match kind {
                 Kind::Ctrl => self.drop_nb(cx, i),
+                // Requests not yet written stay queued, for a new data
+                // connection; the requester asks again for what was lost
+                // in this one (`data_in_lost`).
                 Kind::DataOut => {
                     self.socks.remove(&sock);
                     if let Some(nb) = self.nbs[i].as_mut() {
                         nb.data_out = None;
                         nb.writing = None;
                     }
+                    self.pump_upload(cx, i);
                 }
                 Kind::DataIn => {
                     self.socks.remove(&sock);
                     self.data_readers.remove(&sock);
-                    if let Some(nb) = self.nbs[i].as_mut() {
-                        nb.data_in = None;
-                    }
+                    self.data_in_lost(cx, i);
                 }
             },
             (Kind::Ctrl, SockEvent::Connected) => {
@@ -989,4 +1035,200 @@ impl Agent for Peer {
 /// The node named in a peer id (bytes 8..12, written by `Peer::my_id`).
 fn node_of(h: &Handshake) -> NodeId {
     u32::from_be_bytes(h.peer_id[8..12].try_into().expect("4 bytes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hopwise_proto::units::Rate;
+    use hopwise_sim::spec::{DirSpec, Limit, LinkSpec, NodeKind, NodeSpec, QueueSpec, Scenario};
+    use hopwise_sim::Sim;
+
+    const BREAK: u64 = 99;
+
+    /// A peer that, at `at`, breaks its data connections of one direction
+    /// as a failing network would: it resets them and handles the reset.
+    struct Breaker {
+        peer: Peer,
+        at: Time,
+        uploads: bool,
+        broken: usize,
+    }
+
+    impl Agent for Breaker {
+        fn start(&mut self, cx: &mut Cx<'_>) {
+            self.peer.start(cx);
+            cx.set_timer(self.at, BREAK);
+        }
+        fn timer(&mut self, cx: &mut Cx<'_>, token: u64) {
+            if token != BREAK {
+                return self.peer.timer(cx, token);
+            }
+            let socks: Vec<Sock> = self
+                .peer
+                .nbs
+                .iter()
+                .flatten()
+                .filter_map(|nb| if self.uploads { nb.data_out } else { nb.data_in })
+                .collect();
+            for s in socks {
+                cx.abort(s);
+                self.peer.tcp_event(cx, s, SockEvent::Reset);
+                self.broken += 1;
+            }
+        }
+        fn tcp_event(&mut self, cx: &mut Cx<'_>, sock: Sock, ev: SockEvent) {
+            self.peer.tcp_event(cx, sock, ev)
+        }
+    }
+
+    fn cfg(seed: bool, stay: Stay) -> PeerConfig {
+        PeerConfig {
+            pieces: 8,
+            piece_len: 4 * BLOCK,
+            data_cc: CcConfig::NewReno,
+            data_tcp: TcpConfig::default(),
+            ctrl_tcp: TcpConfig::default(),
+            pipeline: 5,
+            slots: 3,
+            seed,
+            stay,
+        }
+    }
+
+    /// A switch and `hosts` hosts at 1 Mbit/s up, 8 Mbit/s down, 10 ms.
+    fn star(hosts: usize) -> Sim {
+        let mut s = Scenario::new("peer-test", Dur::from_secs(600), 1);
+        s.measure.trace_interval = Dur::ZERO;
+        s.nodes.push(NodeSpec {
+            name: "sw".into(),
+            kind: NodeKind::Switch,
+        });
+        let dir = |mbps| DirSpec {
+            rate: Rate::from_mbps(mbps),
+            delay: Dur::from_millis(10),
+            queue: QueueSpec::DropTail {
+                limit: Limit::Packets(100),
+            },
+            loss: 0.0,
+        };
+        for i in 0..hosts {
+            s.nodes.push(NodeSpec {
+                name: format!("p{i}"),
+                kind: NodeKind::Host,
+            });
+            s.links.push(LinkSpec {
+                name: format!("a{i}"),
+                a: format!("p{i}"),
+                b: "sw".into(),
+                ab: dir(1),
+                ba: dir(8),
+            });
+        }
+        Sim::new(&s).unwrap()
+    }
+
+    /// A data connection that fails mid-download, seen from either end,
+    /// costs a reconnect, not the download: the uploader keeps the requests
+    /// it has not written and opens a new connection, and the downloader
+    /// asks again for the blocks that were in flight.
+    #[test]
+    fn a_failed_data_connection_is_replaced() {
+        for uploads in [true, false] {
+            let mut sim = star(2);
+            let seed_node = sim.node_id("p0").unwrap();
+            let at = Time::ZERO + Dur::from_secs(1);
+            let (seed_peer, leecher) = (Peer::new(cfg(true, Stay::Forever), vec![]), {
+                Peer::new(cfg(false, Stay::Forever), vec![seed_node])
+            });
+            let (s, l) = if uploads {
+                let s = Breaker {
+                    peer: seed_peer,
+                    at,
+                    uploads,
+                    broken: 0,
+                };
+                let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(s));
+                (s.unwrap(), sim.add_agent("p1", "l", Time::ZERO, Box::new(leecher)))
+            } else {
+                let l = Breaker {
+                    peer: leecher,
+                    at,
+                    uploads,
+                    broken: 0,
+                };
+                let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(seed_peer));
+                (s.unwrap(), sim.add_agent("p1", "l", Time::ZERO, Box::new(l)))
+            };
+            let l = l.unwrap();
+            sim.run();
+            let (broken, lp, sp) = if uploads {
+                let b: &Breaker = sim.agent(s).unwrap();
+                (b.broken, sim.agent::<Peer>(l).unwrap(), &b.peer)
+            } else {
+                let b: &Breaker = sim.agent(l).unwrap();
+                (b.broken, &b.peer, sim.agent::<Peer>(s).unwrap())
+            };
+            assert_eq!(broken, 1, "uploads {uploads}: one data connection broken");
+            let done = lp.stats.completed.expect("the leecher completes");
+            // 512 KiB at 1 Mbit/s takes about 4.3 s: the break was mid-way.
+            assert!(done > at, "uploads {uploads}: done at {done:?}");
+            assert!(lp.stats.errors.is_empty(), "{:?}", lp.stats.errors);
+            assert!(sp.stats.errors.is_empty(), "{:?}", sp.stats.errors);
+            let file = 8 * 4 * BLOCK as u64;
+            assert!(lp.stats.downloaded >= file);
+            assert!(
+                lp.stats.downloaded <= file + 6 * BLOCK as u64,
+                "uploads {uploads}: at most a pipeline and a partial block again, got {} B",
+                lp.stats.downloaded
+            );
+        }
+    }
+
+    /// A node announced twice is dialled once; a peer that has left refuses
+    /// connections, which count as refused, not as errors.
+    #[test]
+    fn dial_once_and_refused_after_leaving() {
+        let mut sim = star(3);
+        let p0 = sim.node_id("p0").unwrap();
+        let p1 = sim.node_id("p1").unwrap();
+        let seed = sim
+            .add_agent(
+                "p0",
+                "seed",
+                Time::ZERO,
+                Box::new(Peer::new(cfg(true, Stay::Forever), vec![])),
+            )
+            .unwrap();
+        let leaver = sim
+            .add_agent(
+                "p1",
+                "leaver",
+                Time::ZERO,
+                Box::new(Peer::new(cfg(false, Stay::Leave), vec![p0, p0])),
+            )
+            .unwrap();
+        sim.run_until(Time::ZERO + Dur::from_millis(1));
+        let l: &Peer = sim.agent(leaver).unwrap();
+        assert_eq!(l.neighbours(), 1, "dialled once");
+        assert_eq!(l.neighbour_nodes(), vec![p0]);
+        sim.run_until(Time::ZERO + Dur::from_secs(60));
+        let l: &Peer = sim.agent(leaver).unwrap();
+        assert!(l.gone(), "it completed and left");
+        // A latecomer that the tracker still points at the leaver.
+        let late = sim
+            .add_agent(
+                "p2",
+                "late",
+                sim.now(),
+                Box::new(Peer::new(cfg(false, Stay::Forever), vec![p1, p0])),
+            )
+            .unwrap();
+        sim.run();
+        let lp: &Peer = sim.agent(late).unwrap();
+        assert_eq!(lp.stats.refused, 1);
+        assert!(lp.stats.errors.is_empty(), "{:?}", lp.stats.errors);
+        assert!(lp.complete());
+        assert!(sim.agent::<Peer>(seed).unwrap().stats.errors.is_empty());
+    }
 }
