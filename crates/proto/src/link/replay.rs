@@ -6,7 +6,10 @@ pub const WINDOW: u64 = 2048;
 const WORDS: usize = (WINDOW / 64) as usize;
 
 /// Which counters arrived. A counter is accepted once, and only if it is
-/// above the window's lower edge (`highest − WINDOW`).
+/// above the window's lower edge (`highest − WINDOW`). `u64::MAX` is never
+/// accepted: a sender must rekey before it (as WireGuard's
+/// `REJECT_AFTER_MESSAGES` is below it), and refusing it keeps `highest + 1`
+/// representable whatever a peer sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplayWindow {
     /// Highest counter seen plus one; 0 before the first.
@@ -32,10 +35,13 @@ impl ReplayWindow {
     /// Whether `c` would be accepted (new and not too old). Check before
     /// authenticating, [`ReplayWindow::insert`] after.
     pub fn check(&self, c: u64) -> bool {
+        if c == u64::MAX {
+            return false;
+        }
         if c >= self.top {
             return true;
         }
-        if c + WINDOW < self.top {
+        if self.top - c > WINDOW {
             return false;
         }
         let (w, m) = Self::bit(c);
@@ -43,7 +49,11 @@ impl ReplayWindow {
     }
 
     /// Records `c` (which passed [`ReplayWindow::check`] and authentication).
+    /// `u64::MAX` is ignored.
     pub fn insert(&mut self, c: u64) {
+        if c == u64::MAX {
+            return;
+        }
         if c >= self.top {
             let gap = c - self.top + 1;
             if gap >= WINDOW {
@@ -93,5 +103,29 @@ mod tests {
         assert!(!w.accept(100 + WINDOW));
         assert!(w.accept(100 + 2 * WINDOW + 1));
         assert!(!w.accept(100 + 2 * WINDOW + 1));
+    }
+
+    /// Counters at the top of the range: `u64::MAX` is refused (a peer that
+    /// sent it twice used to hang the window in an endless loop), the ones
+    /// below it behave as anywhere else.
+    #[test]
+    fn counters_at_the_top_of_the_range() {
+        for first in [None, Some(0), Some(5), Some(u64::MAX - 3 * WINDOW)] {
+            let mut w = ReplayWindow::default();
+            if let Some(c) = first {
+                assert!(w.accept(c));
+            }
+            assert!(!w.accept(u64::MAX));
+            assert!(!w.accept(u64::MAX));
+            w.insert(u64::MAX);
+            assert!(w.accept(u64::MAX - 1));
+            assert!(!w.accept(u64::MAX - 1));
+            assert!(w.accept(u64::MAX - 2));
+            assert!(!w.accept(u64::MAX - 1 - WINDOW - 1), "below the window");
+            assert!(w.accept(u64::MAX - WINDOW), "the window's lowest counter");
+            if let Some(c) = first {
+                assert!(!w.accept(c), "{c} is far below the window");
+            }
+        }
     }
 }
