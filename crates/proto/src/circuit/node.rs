@@ -282,6 +282,10 @@ enum PendingCell {
     Sendme(u32),
 }
 
+/// Cells an edge may have waiting beyond two per allowed stream before the
+/// peer that caused them loses the circuit.
+const PENDING_SLACK: usize = 256;
+
 /// A stream edge of a circuit: the client's or the exit's.
 struct Edge {
     /// The direction this edge packages cells into.
@@ -882,6 +886,25 @@ impl Node {
                 return;
             }
             self.on_relay_cell(c, &body);
+            // The peer's cells queue answers (END for a BEGIN over the
+            // stream limit, or for a stream it broke) that leave only as the
+            // peer opens our window. A peer that keeps sending while it
+            // keeps the window shut would grow the queue without end.
+            let pending = self
+                .circs
+                .get(&c)
+                .and_then(|x| x.edge.as_ref())
+                .map_or(0, |e| e.pending.len());
+            if pending
+                > self
+                    .cfg
+                    .max_streams
+                    .saturating_mul(2)
+                    .saturating_add(PENDING_SLACK)
+            {
+                self.stats.protocol_errors += 1;
+                self.teardown(now, c, DestroyReason::Protocol, None);
+            }
         }
     }
 

@@ -24,6 +24,8 @@ struct Net {
     /// Exit application: echo streams (data read and not yet written back).
     echo: BTreeMap<StreamKey, (Vec<u8>, bool)>,
     down: Vec<(usize, usize)>,
+    /// Directions whose BackTap cells are lost (feedback still passes).
+    no_cells: Vec<(usize, usize)>,
 }
 
 fn key(i: usize) -> Identity {
@@ -35,6 +37,11 @@ fn key(i: usize) -> Identity {
 
 impl Net {
     fn new(exit: &[bool], loss: f64) -> Net {
+        Net::with_cfg(exit, loss, |_, _| {})
+    }
+
+    /// As [`Net::new`], with `tweak(node, cfg)` applied to each node's config.
+    fn with_cfg(exit: &[bool], loss: f64, tweak: impl Fn(usize, &mut NodeConfig)) -> Net {
         let keys: Vec<Identity> = (0..=RELAYS).map(key).collect();
         let dir: Vec<Identity> = keys[..RELAYS].to_vec();
         let mut nodes = Vec::new();
@@ -44,6 +51,7 @@ impl Net {
             cfg.stream_window = 64 * 1024;
             cfg.stream_send_buffer = 16 * 1024;
             cfg.build_timeout = Dur::from_secs(5);
+            tweak(i, &mut cfg);
             nodes.push(Node::new(cfg));
         }
         let mut net = Net {
@@ -57,6 +65,7 @@ impl Net {
             events: vec![Vec::new(); RELAYS + 1],
             echo: BTreeMap::new(),
             down: Vec::new(),
+            no_cells: Vec::new(),
         };
         // Links are authenticated before frames flow.
         for a in 0..=RELAYS {
@@ -91,6 +100,20 @@ impl Net {
                     self.dropped += 1;
                     continue;
                 }
+                let f = if self.no_cells.contains(&(a, b)) && f[0] == control::FRAME_BACKTAP {
+                    use crate::backtap::wire;
+                    let d = wire::decode(&f).expect("a node's own datagram");
+                    let fb: Vec<wire::Item> = d
+                        .items()
+                        .filter(|i| matches!(i, wire::Item::Feedback(_)))
+                        .collect();
+                    if fb.is_empty() {
+                        continue;
+                    }
+                    wire::encode(&fb)
+                } else {
+                    f
+                };
                 self.wire
                     .push_back((self.now + Dur::from_millis(1), a, b, f));
             }
@@ -412,4 +435,46 @@ fn stream_reset_propagates() {
         net.nodes[CLIENT].stream_write(now, k, b"x"),
         Err(StreamError::UnknownStream)
     );
+}
+
+fn one_stream_at_exit(i: usize, cfg: &mut NodeConfig) {
+    if i == 0 {
+        cfg.max_streams = 1;
+    }
+}
+
+/// A client that keeps sending BEGINs beyond the exit's stream limit while
+/// it never lets the exit's answers through (it acknowledges nothing the
+/// exit sends) would grow the exit's queue of END cells without end; past
+/// two per allowed stream plus some slack, the exit tears the circuit down.
+#[test]
+fn a_peer_that_never_takes_answers_loses_the_circuit() {
+    let mut net = Net::with_cfg(&[true, false, false], 0.0, one_stream_at_exit);
+    let c = net.build(&[0]);
+    net.no_cells.push((0, CLIENT));
+    let now = net.now;
+    for _ in 0..600 {
+        net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    }
+    let errors = net.nodes[0].stats().protocol_errors;
+    net.run_until(Dur::from_secs(30), |n| n.nodes[0].circuit_count() == 0);
+    assert_eq!(net.nodes[0].stats().protocol_errors, errors + 1);
+    // The stream limit alone does not end a circuit: with answers let
+    // through, ENDs leave as fast as BEGINs come.
+    let mut net = Net::with_cfg(&[true, false, false], 0.0, one_stream_at_exit);
+    let c = net.build(&[0]);
+    let now = net.now;
+    for _ in 0..600 {
+        net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    }
+    let mut resets = 0;
+    net.run_until(Dur::from_secs(30), |n| {
+        resets += n
+            .client_events()
+            .iter()
+            .filter(|e| matches!(e, NodeEvent::StreamReset { .. }))
+            .count();
+        resets == 599
+    });
+    assert_eq!(net.nodes[0].circuit_count(), 1);
 }
