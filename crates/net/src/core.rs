@@ -15,8 +15,9 @@ use hopwise_proto::overlay::Host;
 use hopwise_proto::time::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::Arc;
 use tokio::net::UdpSocket;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 /// Bytes a stream may have in flight from the node task to its TCP writer.
 const MAX_IN_CHANNEL: usize = 256 * 1024;
@@ -62,7 +63,23 @@ struct Io {
     read_blocked: bool,
     backlog: Vec<u8>,
     pending_open: Option<(oneshot::Sender<OpenResult>, mpsc::UnboundedReceiver<Down>)>,
+    /// An exit's connect task, while it resolves and connects: aborted if
+    /// the stream goes away first (an END, a reset, the circuit closing).
+    connecting: Option<tokio::task::AbortHandle>,
 }
+
+impl Drop for Io {
+    fn drop(&mut self) {
+        if let Some(t) = self.connecting.take() {
+            t.abort();
+        }
+    }
+}
+
+/// Exit connects (name resolution and TCP connect) running at once, over
+/// all circuits; a BEGIN beyond it is refused with `resource limit`. Each
+/// lasts up to `[exit] connect_timeout` per address.
+pub(crate) const MAX_EXIT_CONNECTS: usize = 256;
 
 impl Io {
     fn new(tx: mpsc::UnboundedSender<Down>) -> Io {
@@ -73,6 +90,7 @@ impl Io {
             read_blocked: false,
             backlog: Vec::new(),
             pending_open: None,
+            connecting: None,
         }
     }
 }
@@ -141,6 +159,7 @@ pub(crate) struct Core {
     pub sndbuf: usize,
     streams: HashMap<StreamKey, Io>,
     send_errors: u64,
+    exit_connects: Arc<Semaphore>,
 }
 
 impl Core {
@@ -169,6 +188,7 @@ impl Core {
             sndbuf: 0,
             streams: HashMap::new(),
             send_errors: 0,
+            exit_connects: Arc::new(Semaphore::new(MAX_EXIT_CONNECTS)),
         }
     }
 
@@ -318,17 +338,28 @@ impl Core {
                         .stream_refuse(now, stream, EndReason::ExitPolicy);
                     return;
                 };
+                let Ok(permit) = self.exit_connects.clone().try_acquire_owned() else {
+                    tracing::debug!(node = %self.name, %stream, "too many exit connects at once");
+                    let _ =
+                        self.host
+                            .node_mut()
+                            .stream_refuse(now, stream, EndReason::ResourceLimit);
+                    return;
+                };
                 tracing::debug!(node = %self.name, %stream, %host, port, "stream begin");
                 let (tx, rx) = mpsc::unbounded_channel();
-                self.streams.insert(stream, Io::new(tx));
-                tokio::spawn(stream::exit_connect(
+                let task = tokio::spawn(stream::exit_connect(
                     host,
                     port,
                     x,
                     stream,
                     self.cmd_tx.clone(),
                     rx,
+                    permit,
                 ));
+                let mut io = Io::new(tx);
+                io.connecting = Some(task.abort_handle());
+                self.streams.insert(stream, io);
             }
             NodeEvent::StreamConnected(k) => {
                 let Some(io) = self.streams.get_mut(&k) else {
@@ -351,8 +382,8 @@ impl Core {
             NodeEvent::StreamWritable(k) => self.top_up(now, k),
             NodeEvent::StreamReset { stream, reason } => {
                 tracing::debug!(node = %self.name, %stream, %reason, "stream reset");
-                if let Some(io) = self.streams.remove(&stream) {
-                    match io.pending_open {
+                if let Some(mut io) = self.streams.remove(&stream) {
+                    match io.pending_open.take() {
                         Some((reply, _)) => {
                             let _ = reply.send(Err(reason));
                         }
@@ -468,9 +499,12 @@ impl Core {
                 }
             }
             Cmd::ExitConnected(k, r) => {
-                if !self.streams.contains_key(&k) {
+                let Some(io) = self.streams.get_mut(&k) else {
                     return;
-                }
+                };
+                // The task goes on to carry the stream; it ends when the
+                // stream's channel closes.
+                io.connecting = None;
                 let node = self.host.node_mut();
                 match r {
                     Ok(()) => {
@@ -651,4 +685,45 @@ fn socket_drops(port: u16) -> Option<u64> {
         }
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stream that goes away while its exit connect runs takes the
+    /// connect task with it (and so its permit); one whose connect finished
+    /// leaves the task to carry the stream.
+    #[test]
+    fn a_dropped_stream_aborts_its_connect() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let permits = Arc::new(Semaphore::new(1));
+            let permit = permits.clone().try_acquire_owned().unwrap();
+            let slow = tokio::spawn(async move {
+                let _p = permit;
+                tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+            });
+            let (tx, _rx) = mpsc::unbounded_channel();
+            let mut io = Io::new(tx);
+            io.connecting = Some(slow.abort_handle());
+            assert_eq!(permits.available_permits(), 0);
+            drop(io);
+            assert!(slow.await.unwrap_err().is_cancelled());
+            assert_eq!(permits.available_permits(), 1, "the permit came back");
+
+            let carrying = tokio::spawn(async {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            });
+            let (tx, _rx) = mpsc::unbounded_channel();
+            let mut io = Io::new(tx);
+            io.connecting = Some(carrying.abort_handle());
+            io.connecting = None;
+            drop(io);
+            assert!(carrying.await.is_ok(), "not aborted once connected");
+        });
+    }
 }

@@ -123,8 +123,11 @@ pub(crate) async fn exit_connect(
     key: StreamKey,
     cmd: mpsc::UnboundedSender<Cmd>,
     down: mpsc::UnboundedReceiver<Down>,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) {
-    match connect(&host, port, &x).await {
+    let r = connect(&host, port, &x).await;
+    drop(permit);
+    match r {
         Ok(s) => {
             let _ = cmd.send(Cmd::ExitConnected(key, Ok(())));
             run_stream(s, key, cmd, down).await;
