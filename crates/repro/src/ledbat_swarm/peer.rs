@@ -1069,7 +1069,13 @@ mod tests {
                 .nbs
                 .iter()
                 .flatten()
-                .filter_map(|nb| if self.uploads { nb.data_out } else { nb.data_in })
+                .filter_map(|nb| {
+                    if self.uploads {
+                        nb.data_out
+                    } else {
+                        nb.data_in
+                    }
+                })
                 .collect();
             for s in socks {
                 cx.abort(s);
@@ -1149,7 +1155,10 @@ mod tests {
                     broken: 0,
                 };
                 let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(s));
-                (s.unwrap(), sim.add_agent("p1", "l", Time::ZERO, Box::new(leecher)))
+                (
+                    s.unwrap(),
+                    sim.add_agent("p1", "l", Time::ZERO, Box::new(leecher)),
+                )
             } else {
                 let l = Breaker {
                     peer: leecher,
@@ -1158,7 +1167,10 @@ mod tests {
                     broken: 0,
                 };
                 let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(seed_peer));
-                (s.unwrap(), sim.add_agent("p1", "l", Time::ZERO, Box::new(l)))
+                (
+                    s.unwrap(),
+                    sim.add_agent("p1", "l", Time::ZERO, Box::new(l)),
+                )
             };
             let l = l.unwrap();
             sim.run();
