@@ -1144,42 +1144,33 @@ mod tests {
             let mut sim = star(2);
             let seed_node = sim.node_id("p0").unwrap();
             let at = Time::ZERO + Dur::from_secs(1);
-            let (seed_peer, leecher) = (Peer::new(cfg(true, Stay::Forever), vec![]), {
-                Peer::new(cfg(false, Stay::Forever), vec![seed_node])
-            });
-            let (s, l) = if uploads {
-                let s = Breaker {
-                    peer: seed_peer,
-                    at,
-                    uploads,
-                    broken: 0,
-                };
-                let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(s));
-                (
-                    s.unwrap(),
-                    sim.add_agent("p1", "l", Time::ZERO, Box::new(leecher)),
-                )
+            let seed_peer = Peer::new(cfg(true, Stay::Forever), vec![]);
+            let leecher = Peer::new(cfg(false, Stay::Forever), vec![seed_node]);
+            // The breaking end is the seed when uploads break, else the
+            // leecher; the leecher starts once the seed listens.
+            let (breaking, other) = if uploads {
+                (seed_peer, leecher)
             } else {
-                let l = Breaker {
-                    peer: leecher,
-                    at,
-                    uploads,
-                    broken: 0,
-                };
-                let s = sim.add_agent("p0", "seed", Time::ZERO, Box::new(seed_peer));
-                (
-                    s.unwrap(),
-                    sim.add_agent("p1", "l", Time::ZERO, Box::new(l)),
-                )
+                (leecher, seed_peer)
             };
-            let l = l.unwrap();
+            let (b_node, o_node) = if uploads { ("p0", "p1") } else { ("p1", "p0") };
+            let start = |node| Time::ZERO + Dur::from_millis(if node == "p1" { 1 } else { 0 });
+            let b = Breaker {
+                peer: breaking,
+                at,
+                uploads,
+                broken: 0,
+            };
+            let b = sim.add_agent(b_node, "breaking", start(b_node), Box::new(b));
+            let o = sim.add_agent(o_node, "other", start(o_node), Box::new(other));
+            let (b, o) = (b.unwrap(), o.unwrap());
             sim.run();
+            let b: &Breaker = sim.agent(b).unwrap();
+            let o: &Peer = sim.agent(o).unwrap();
             let (broken, lp, sp) = if uploads {
-                let b: &Breaker = sim.agent(s).unwrap();
-                (b.broken, sim.agent::<Peer>(l).unwrap(), &b.peer)
+                (b.broken, o, &b.peer)
             } else {
-                let b: &Breaker = sim.agent(l).unwrap();
-                (b.broken, &b.peer, sim.agent::<Peer>(s).unwrap())
+                (b.broken, &b.peer, o)
             };
             assert_eq!(broken, 1, "uploads {uploads}: one data connection broken");
             let done = lp.stats.completed.expect("the leecher completes");
