@@ -132,17 +132,22 @@ impl Agent for Client {
     }
 }
 
-fn run() -> (Sim, u32, u32) {
+/// One host and one server across a 10 Mbit/s dumbbell, no flows, for `secs`.
+fn agents_only(secs: u64) -> Sim {
     let mut s = dumbbell(
         1,
         Rate::from_mbps(10),
         Dur::from_millis(10),
         Dur::from_millis(1),
         Limit::Packets(50),
-        Dur::from_secs(20),
+        Dur::from_secs(secs),
     );
     s.flows.clear();
-    let mut sim = Sim::new(&s).unwrap();
+    Sim::new(&s).unwrap()
+}
+
+fn run() -> (Sim, u32, u32) {
+    let mut sim = agents_only(20);
     let srv = sim
         .add_agent("d0", "server", Time::ZERO, Box::new(Server::default()))
         .unwrap();
@@ -340,16 +345,7 @@ impl Agent for Late {
 
 #[test]
 fn unlisten_refuses_later_connections_only() {
-    let mut s = dumbbell(
-        1,
-        Rate::from_mbps(10),
-        Dur::from_millis(10),
-        Dur::from_millis(1),
-        Limit::Packets(50),
-        Dur::from_secs(5),
-    );
-    s.flows.clear();
-    let mut sim = Sim::new(&s).unwrap();
+    let mut sim = agents_only(5);
     let srv = sim
         .add_agent("d0", "server", Time::ZERO, Box::new(Closing::default()))
         .unwrap();

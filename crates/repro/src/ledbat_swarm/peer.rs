@@ -89,11 +89,10 @@ pub struct PeerConfig {
 /// The state of one neighbour.
 struct Nb {
     ctrl: Sock,
-    /// We opened the control connection.
-    initiated: bool,
     /// Known from its handshake.
     node: Option<NodeId>,
-    /// The node we dialled (before its handshake names it).
+    /// The node we dialled, if we opened the control connection (before
+    /// its handshake names it).
     dialled: Option<NodeId>,
     reader: Reader,
     /// Control bytes the socket has not taken yet.
@@ -125,7 +124,6 @@ impl Nb {
     fn new(ctrl: Sock, dialled: Option<NodeId>, pieces: usize) -> Nb {
         Nb {
             ctrl,
-            initiated: dialled.is_some(),
             node: None,
             dialled,
             reader: Reader::with_handshake(Some(INFO_HASH)),
@@ -351,7 +349,7 @@ impl Peer {
             .find(|(j, n)| *j != i && n.as_ref().is_some_and(|n| n.node == Some(node)))
             .map(|(j, _)| j);
         if let Some(j) = dup {
-            let this_initiated = self.nbs[i].as_ref().expect("live").initiated;
+            let this_initiated = self.nbs[i].as_ref().expect("live").dialled.is_some();
             let keep_this = (me < node) == this_initiated;
             self.drop_nb(cx, if keep_this { j } else { i });
             if !keep_this {
@@ -360,7 +358,7 @@ impl Peer {
         }
         let nb = self.nbs[i].as_mut().expect("live");
         nb.node = Some(node);
-        if !nb.initiated {
+        if nb.dialled.is_none() {
             let hs = Self::handshake(cx);
             nb.out.extend(hs.iter());
             Self::flush(cx, nb);
@@ -527,17 +525,18 @@ impl Peer {
             self.reqs[p as usize][b as usize] += 1;
             let nb = self.nbs[i].as_mut().expect("live");
             nb.requested.push((p, b));
-            let begin = b * BLOCK;
-            let len = BLOCK.min(self.cfg.piece_len - begin);
-            self.send(
-                cx,
-                i,
-                &Msg::Request {
-                    index: p,
-                    begin,
-                    len,
-                },
-            );
+            let m = self.request(p, b);
+            self.send(cx, i, &m);
+        }
+    }
+
+    /// The request for block `b` of piece `p`.
+    fn request(&self, p: u32, b: u32) -> Msg {
+        let begin = b * BLOCK;
+        Msg::Request {
+            index: p,
+            begin,
+            len: BLOCK.min(self.cfg.piece_len - begin),
         }
     }
 
@@ -746,10 +745,9 @@ impl Peer {
         let Some(nb) = self.nbs[i].as_ref() else {
             return;
         };
-        for (index, b) in nb.requested.clone() {
-            let begin = b * BLOCK;
-            let len = BLOCK.min(self.cfg.piece_len - begin);
-            self.send(cx, i, &Msg::Request { index, begin, len });
+        for (p, b) in nb.requested.clone() {
+            let m = self.request(p, b);
+            self.send(cx, i, &m);
         }
     }
 
