@@ -227,6 +227,19 @@ impl Endpoint {
         PeerId(self.peers.len() as u32 - 1)
     }
 
+    /// Forgets what was learnt about the path to `p` (its base RTT and the
+    /// RTT estimate new circuits start from), for when the neighbour behind
+    /// it changes: a link that went down, whose slot a new neighbour may
+    /// take. Call once no circuit uses `p`; datagrams already packed for it
+    /// carry only items of removed circuits, which are dropped when they
+    /// leave.
+    pub fn reset_peer(&mut self, p: PeerId) {
+        if let Some(peer) = self.peers.get_mut(p.0 as usize) {
+            peer.base_rtt = Dur::MAX;
+            peer.rtt_seed = None;
+        }
+    }
+
     /// The `addr` given to [`Endpoint::add_peer`].
     pub fn peer_addr(&self, p: PeerId) -> Option<u64> {
         self.peers.get(p.0 as usize).map(|p| p.addr)

@@ -358,7 +358,7 @@ impl Queue {
             return AckResult::Advanced;
         }
         if a == self.head && self.head < self.next_tx && may_be_dup {
-            self.dupacks += 1;
+            self.dupacks = self.dupacks.saturating_add(1);
             // RFC 5681 §3.2: fast retransmit on the third duplicate ACK, once
             // per loss (not again before the recovery point is acknowledged).
             // RFC 5827 early retransmit: with fewer than four cells

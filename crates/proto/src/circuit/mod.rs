@@ -51,7 +51,8 @@ use std::fmt;
 
 /// A link to a neighbour, as numbered by the link layer: `LinkId(i)` for
 /// `i < directory.len()` is the relay at index `i` of the directory; larger
-/// ids are clients that connected to this node.
+/// ids are clients that connected to this node. A client's id is reused by a
+/// later client once its link has gone down (after `LinkEvent::Down`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LinkId(pub u32);
 

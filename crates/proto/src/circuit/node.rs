@@ -513,13 +513,20 @@ impl Node {
     }
 
     /// A link went down or its session was replaced (the peer restarted):
-    /// every circuit over it is torn down, and its control channel starts
-    /// afresh.
+    /// every circuit over it is torn down, its control channel starts
+    /// afresh, and what BackTap learnt about the path is forgotten. A client
+    /// link's id may come back as a different client (`LinkId`), so its key
+    /// is forgotten too.
     pub fn link_down(&mut self, now: Time, l: LinkId) {
+        let client = l.0 as usize >= self.cfg.directory.len();
         let Some(st) = self.links.get_mut(&l) else {
             return;
         };
         let circs: Vec<CircuitId> = st.circuits.iter().copied().collect();
+        let peer = st.peer;
+        if client {
+            st.key = None;
+        }
         st.tx_seq = 0;
         st.unacked.clear();
         st.rto = self.cfg.ctl_rto;
@@ -531,6 +538,7 @@ impl Node {
         for c in circs {
             self.teardown(now, c, DestroyReason::LinkFailed, Some(l));
         }
+        self.ep.reset_peer(peer);
     }
 
     // ------------------------------------------------------------------

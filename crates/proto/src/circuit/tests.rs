@@ -478,3 +478,44 @@ fn a_peer_that_never_takes_answers_loses_the_circuit() {
     });
     assert_eq!(net.nodes[0].circuit_count(), 1);
 }
+
+/// Node 0's circuit whose predecessor is the client, and the baseRtt its
+/// hop towards the client uses.
+fn guard_base_rtt(net: &Net) -> Dur {
+    let guard = &net.nodes[0];
+    let (c, _) = guard
+        .circuits()
+        .find(|&(_, r)| r == Role::Relay)
+        .expect("a circuit at the guard");
+    guard
+        .endpoint()
+        .circuit_stats(c, crate::backtap::Direction::Backward)
+        .base_rtt
+}
+
+#[test]
+fn a_client_link_that_goes_down_forgets_its_path() {
+    // The link layer gives a client's id to the next client once its link
+    // is down, so nothing learnt about the old client's path may carry over.
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let data = pattern(50_000);
+    assert_eq!(net.echo_stream(c, &data, Dur::from_secs(20)), data);
+    assert!(
+        guard_base_rtt(&net) > Dur::ZERO,
+        "the echo sampled the path"
+    );
+    let client = net.link_id(CLIENT);
+    let now = net.now;
+    net.nodes[0].link_down(now, client);
+    net.nodes[CLIENT].link_down(now, LinkId(0));
+    assert_eq!(net.nodes[0].circuit_count(), 0);
+    // A new session (as `LinkEvent::Up` would bring it) and a new circuit:
+    // its hop towards the client has no baseRtt until it samples one.
+    let key = net.keys[CLIENT];
+    net.nodes[0].link_up(client, key);
+    let c = net.build(&[0, 1, 2]);
+    assert_eq!(guard_base_rtt(&net), Dur::ZERO);
+    assert_eq!(net.echo_stream(c, &data, Dur::from_secs(20)), data);
+    assert!(guard_base_rtt(&net) > Dur::ZERO);
+}

@@ -275,6 +275,10 @@ pub struct Links {
     by_index: HashMap<u32, (LinkId, Slot)>,
     next_index: u32,
     clients: usize,
+    /// Client slots whose link went down; a new client takes one of these
+    /// before `peers` grows, so `peers` holds at most the directory plus
+    /// `max_clients` entries however many clients come and go.
+    free: Vec<LinkId>,
     out: VecDeque<(SocketAddr, Vec<u8>)>,
     events: VecDeque<LinkEvent>,
     next_check: Option<Time>,
@@ -306,6 +310,7 @@ impl Links {
             by_key,
             by_index: HashMap::new(),
             clients: 0,
+            free: Vec::new(),
             out: VecDeque::new(),
             events: VecDeque::new(),
             next_check: None,
@@ -560,8 +565,17 @@ impl Links {
         let l = match self.by_key.get(&key) {
             Some(&l) => l,
             None if self.cfg.accept_clients && self.clients < self.cfg.max_clients => {
-                let l = LinkId(self.peers.len() as u32);
-                self.peers.push(Some(Peer::new(key, from, true)));
+                let peer = Some(Peer::new(key, from, true));
+                let l = match self.free.pop() {
+                    Some(l) => {
+                        self.peers[l.0 as usize] = peer;
+                        l
+                    }
+                    None => {
+                        self.peers.push(peer);
+                        LinkId(self.peers.len() as u32 - 1)
+                    }
+                };
                 self.by_key.insert(key, l);
                 self.clients += 1;
                 l
@@ -906,10 +920,13 @@ impl Links {
         self.stats.links_down += 1;
         self.events.push_back(LinkEvent::Down { link: l });
         if client {
-            // A client that comes back gets a new link id.
+            // The slot is free for the next new client (which may be this
+            // one coming back). The node above has seen `Down` by then: it
+            // takes events in order, before frames of a later handshake.
             self.peers[l.0 as usize] = None;
             self.by_key.remove(&key);
             self.clients -= 1;
+            self.free.push(l);
         }
     }
 }

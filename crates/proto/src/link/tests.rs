@@ -367,3 +367,65 @@ fn keys_round_trip_through_hex() {
     assert_eq!(parse_key("zz"), None);
     assert_eq!(parse_key(&"g".repeat(64)), None);
 }
+
+/// Runs the handshake of a fresh client (its own keypair) at `from` with
+/// `r`, then one frame; returns the client's `Links` and the link id `r`
+/// gives it.
+fn connect_client(r: &mut Links, now: Time, from: SocketAddr) -> (Links, LinkId) {
+    let dir = r.config().directory.clone();
+    let relay_addr = dir[0].1;
+    let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir));
+    let mut f = Vec::new();
+    assert!(c.seal(now, LinkId(0), b"hi").is_none());
+    let (_, init) = c.poll_transmit().unwrap();
+    assert_eq!(r.handle_datagram(now, from, &init, &mut f), None);
+    let (_, resp) = r.poll_transmit().unwrap();
+    assert_eq!(c.handle_datagram(now, relay_addr, &resp, &mut f), None);
+    let (_, d) = c.poll_transmit().unwrap();
+    let l = r.handle_datagram(now, from, &d, &mut f).expect("the frame");
+    assert_eq!(f, b"hi");
+    (c, l)
+}
+
+#[test]
+fn a_client_slot_is_reused_once_its_link_is_down() {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut r = Links::new(LinkConfig::new(relay, dir));
+    let mut now = Time::ZERO;
+    let (_c1, l1) = connect_client(&mut r, now, addr(A));
+    let (_c2, l2) = connect_client(&mut r, now, addr(A + 1));
+    assert_eq!((l1, l2), (LinkId(1), LinkId(2)));
+    while r.poll_event().is_some() {}
+    // Both go silent and time out.
+    for _ in 0..40 {
+        now += Dur::from_secs(1);
+        r.handle_timeout(now);
+        while r.poll_transmit().is_some() {}
+    }
+    let mut down = Vec::new();
+    while let Some(e) = r.poll_event() {
+        down.push(e);
+    }
+    assert_eq!(
+        down,
+        vec![LinkEvent::Down { link: l1 }, LinkEvent::Down { link: l2 }]
+    );
+    assert_eq!(r.client_count(), 0);
+    // Newcomers take the freed ids instead of new ones, and a third one
+    // gets the next id.
+    let mut ids: Vec<(LinkId, SocketAddr)> = (0..3)
+        .map(|i| {
+            let from = addr(A + 10 + i);
+            (connect_client(&mut r, now, from).1, from)
+        })
+        .collect();
+    ids.sort();
+    let got: Vec<LinkId> = ids.iter().map(|x| x.0).collect();
+    assert_eq!(got, vec![LinkId(1), LinkId(2), LinkId(3)]);
+    assert_eq!(r.client_count(), 3);
+    // Frames for a reused id go to the newcomer that holds it.
+    for (l, from) in ids {
+        assert_eq!(r.seal(now, l, b"x").map(|d| d.0), Some(from));
+    }
+}
