@@ -683,6 +683,9 @@ pub struct Limits {
     /// Per-stream window in bytes.
     pub stream_window: u32,
     pub max_clients: usize,
+    /// Cells all circuits together may hold; above it the largest are torn
+    /// down (`NodeConfig::max_queued_cells`).
+    pub max_queued_cells: usize,
 }
 
 impl Default for Limits {
@@ -693,6 +696,7 @@ impl Default for Limits {
             max_streams: 1024,
             stream_window: 1 << 20,
             max_clients: 10_000,
+            max_queued_cells: 1 << 20,
         }
     }
 }
@@ -712,6 +716,7 @@ fn limits(t: Option<&Table>) -> R<Limits> {
             "max_streams",
             "stream_window",
             "max_clients",
+            "max_queued_cells",
         ],
     )?;
     if let Some(n) = get_int(t, p, "circuit_queue", 4, 1_000_000)? {
@@ -731,6 +736,9 @@ fn limits(t: Option<&Table>) -> R<Limits> {
     }
     if let Some(n) = get_int(t, p, "max_clients", 1, 10_000_000)? {
         o.max_clients = n as usize;
+    }
+    if let Some(n) = get_int(t, p, "max_queued_cells", 1000, 1 << 40)? {
+        o.max_queued_cells = n as usize;
     }
     Ok(o)
 }
@@ -1316,6 +1324,10 @@ flags = ["exit"]
                 (
                     "[limits]\ncircuit_queue = 0\n",
                     "relay.toml: limits.circuit_queue: must be 4 to",
+                ),
+                (
+                    "[limits]\nmax_queued_cells = 10\n",
+                    "relay.toml: limits.max_queued_cells: must be 1000 to 1099511627776, got 10",
                 ),
             ];
             for (extra, want) in cases {

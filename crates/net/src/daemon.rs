@@ -297,6 +297,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     nc.max_circuits = cfg.limits.max_circuits;
     nc.max_streams = cfg.limits.max_streams;
     nc.stream_window = cfg.limits.stream_window;
+    nc.max_queued_cells = cfg.limits.max_queued_cells;
     tracing::info!(
         relay = %cfg.name,
         listen = %cfg.listen,
@@ -351,6 +352,7 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     nc.backtap = backtap_config(&cfg.link, &cfg.transport, cfg.limits.circuit_queue, None);
     nc.max_streams = cfg.limits.max_streams;
     nc.stream_window = cfg.limits.stream_window;
+    nc.max_queued_cells = cfg.limits.max_queued_cells;
     let seed = {
         use std::hash::{BuildHasher, Hasher};
         std::collections::hash_map::RandomState::new()

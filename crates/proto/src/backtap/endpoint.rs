@@ -1058,6 +1058,24 @@ impl Endpoint {
         q.stats(base)
     }
 
+    /// The cells each installed circuit holds, both directions together
+    /// (in order and above gaps), in circuit order.
+    pub fn held_cells(&self) -> impl Iterator<Item = (CircuitId, usize)> + '_ {
+        self.circuits.iter().enumerate().filter_map(|(i, c)| {
+            let c = c.as_ref()?;
+            let n = c.q.iter().map(|q| q.cells.len() + q.above.len()).sum();
+            Some((CircuitId(i as u32), n))
+        })
+    }
+
+    /// Cells the queue of `c` in `dir` has room for without growing, plus
+    /// the cells it holds above a gap: its memory, in cells.
+    #[cfg(test)]
+    pub(super) fn cell_slots(&self, c: CircuitId, dir: Direction) -> usize {
+        self.queue(Self::qref(c, dir))
+            .map_or(0, |q| q.cells.capacity() + q.above.len())
+    }
+
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
     }

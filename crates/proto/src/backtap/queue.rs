@@ -2,37 +2,31 @@
 //! the per-hop sender state attached to it.
 //!
 //! ```text
-//!   seq:   head ........ tail  (holes, out-of-order cells)
+//!   seq:   head ........ tail   (gap)   out-of-order cells
 //!   cells: [ring indexed by seq − head]
+//!   above: {seq → cell}, seq > tail + 1
 //!   tx:    [first-send times indexed by seq − fwd_seen], seq < next_tx
 //! ```
 //!
 //! Invariants: `fwd_seen ≤ head ≤ next_tx ≤ tail + 1`; `cells` holds
-//! `head ..= tail` (all present) and possibly further slots, present or not,
-//! up to `next_tx + circuit_limit − 1`; `tx` holds one entry per cell in
-//! `fwd_seen .. next_tx`. A FWD implies an ACK (the successor holds what it
-//! forwarded), which keeps `fwd_seen ≤ head`.
+//! exactly `head ..= tail`, all present; `above` holds the cells that arrived
+//! above a gap, each below `next_tx + circuit_limit`; `tx` holds one entry
+//! per cell in `fwd_seen .. next_tx`. A FWD implies an ACK (the successor
+//! holds what it forwarded), which keeps `fwd_seen ≤ head`. Cells above a gap
+//! are kept apart so that memory follows the cells that arrived: one cell
+//! far ahead costs one cell, not a ring stretched to reach it.
 
-use super::wire::{CellBody, CELL_BODY_LEN};
+use super::wire::CellBody;
 use super::{Config, HopStats, Startup};
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
-/// One slot of the ring: a cell, or a hole above the in-order part.
+/// A cell held in the queue.
 #[derive(Clone)]
 pub(super) struct Slot {
-    pub have: bool,
     pub flags: u8,
     pub body: CellBody,
-}
-
-impl Slot {
-    const HOLE: Slot = Slot {
-        have: false,
-        flags: 0,
-        body: [0; CELL_BODY_LEN],
-    };
 }
 
 /// First transmission of a cell to the successor.
@@ -98,8 +92,8 @@ pub(super) struct Queue {
     pub next_tx: u32,
     pub fwd_seen: u32,
     pub cells: VecDeque<Slot>,
-    /// Present slots above `tail`.
-    pub ooo: u32,
+    /// Cells that arrived above a gap (seq > tail + 1).
+    pub above: BTreeMap<u32, Box<Slot>>,
     pub tx: VecDeque<TxInfo>,
 
     // Window (paper Eq. 1).
@@ -155,7 +149,7 @@ impl Queue {
             next_tx: 1,
             fwd_seen: 1,
             cells: VecDeque::new(),
-            ooo: 0,
+            above: BTreeMap::new(),
             tx: VecDeque::new(),
             swnd: cfg.initial_window.clamp(1, cfg.window_cap()),
             slow_start: matches!(cfg.startup, Startup::SlowStart { .. }),
@@ -250,11 +244,7 @@ impl Queue {
     /// Appends a cell at the packaging edge (the caller checked admission).
     pub fn package(&mut self, flags: u8, body: &CellBody) {
         debug_assert_eq!(self.cells.len() as u32, self.tail + 1 - self.head);
-        self.cells.push_back(Slot {
-            have: true,
-            flags,
-            body: *body,
-        });
+        self.cells.push_back(Slot { flags, body: *body });
         self.tail += 1;
         self.st.cells_in += 1;
     }
@@ -265,8 +255,6 @@ impl Queue {
             self.st.duplicates += 1;
             return Arrival::Duplicate;
         }
-        // seq > tail ≥ head − 1, so seq ≥ head.
-        let idx = (seq - self.head) as usize;
         // The limit counts cells not yet forwarded (from next_tx): cells
         // forwarded but not yet acknowledged downstream are bounded by the
         // window, and counting them would refuse cells a long, full hop needs
@@ -275,40 +263,30 @@ impl Queue {
             self.st.drops += 1;
             return Arrival::Dropped;
         }
-        if idx == self.cells.len() {
-            self.cells.push_back(Slot {
-                have: true,
-                flags,
-                body: *body,
-            });
-        } else {
-            if idx > self.cells.len() {
-                self.cells.resize(idx + 1, Slot::HOLE);
-            }
-            let slot = &mut self.cells[idx];
-            if slot.have {
-                self.st.duplicates += 1;
-                return Arrival::OutOfOrder;
-            }
-            slot.have = true;
-            slot.flags = flags;
-            slot.body = *body;
-        }
-        self.st.cells_in += 1;
         if seq == self.tail + 1 {
+            self.cells.push_back(Slot { flags, body: *body });
             self.tail = seq;
+            self.st.cells_in += 1;
             // Pull in the out-of-order cells the new one connects.
-            let mut i = (self.tail + 1 - self.head) as usize;
-            while self.ooo > 0 && i < self.cells.len() && self.cells[i].have {
+            while let Some(next) = self.above.first_entry() {
+                if *next.key() != self.tail + 1 {
+                    break;
+                }
+                self.cells.push_back(*next.remove());
                 self.tail += 1;
-                self.ooo -= 1;
-                i += 1;
             }
-            Arrival::InOrder
-        } else {
-            self.ooo += 1;
-            Arrival::OutOfOrder
+            return Arrival::InOrder;
         }
+        match self.above.entry(seq) {
+            std::collections::btree_map::Entry::Occupied(_) => {
+                self.st.duplicates += 1;
+            }
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(Box::new(Slot { flags, body: *body }));
+                self.st.cells_in += 1;
+            }
+        }
+        Arrival::OutOfOrder
     }
 
     /// Drops cells below `upto` from the buffer.
@@ -612,7 +590,7 @@ impl Queue {
         }
         self.cells
             .get((seq - self.head) as usize)
-            .filter(|s| s.have)
+            .or_else(|| self.above.get(&seq).map(|b| &**b))
     }
 
     pub fn stats(&self, base: Dur) -> HopStats {
@@ -630,7 +608,7 @@ impl Queue {
         };
         s.in_flight = self.next_tx - self.head;
         s.unforwarded = self.unforwarded();
-        s.out_of_order = self.ooo;
+        s.out_of_order = self.above.len() as u32;
         s.srtt = self.rtt.srtt();
         s.rto = self.rtt.rto();
         s.base_rtt = if base == Dur::MAX { Dur::ZERO } else { base };

@@ -570,6 +570,48 @@ fn out_of_order_cells_get_one_duplicate_ack_each_and_are_delivered_in_order() {
 }
 
 #[test]
+fn a_cell_far_ahead_costs_one_cell_of_memory() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    let c = relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    let limit = relay.config().circuit_limit;
+    // One cell just inside the limit, and the same again.
+    let far = cells_dg(5, &[limit]);
+    relay.handle_datagram(ms(0), prev, &far).unwrap();
+    relay.handle_datagram(ms(0), prev, &far).unwrap();
+    let st = relay.circuit_stats(c, Direction::Forward);
+    assert_eq!((st.out_of_order, st.duplicates, st.drops), (1, 1, 0));
+    assert_eq!(relay.cell_slots(c, Direction::Forward), 1);
+    // The gap fills: everything is in order and goes out in order.
+    for s in (1..limit).step_by(100) {
+        let seqs: Vec<u32> = (s..(s + 100).min(limit)).collect();
+        for chunk in seqs.chunks(2) {
+            relay
+                .handle_datagram(ms(1), prev, &cells_dg(5, chunk))
+                .unwrap();
+        }
+    }
+    let st = relay.circuit_stats(c, Direction::Forward);
+    assert_eq!((st.tail, st.out_of_order), (limit, 0));
+    let mut now = ms(2);
+    let mut sent = Vec::new();
+    while sent.len() < limit as usize {
+        let out = drain(&mut relay, now);
+        let got = cells(&out);
+        if let Some(&top) = got.iter().max() {
+            relay
+                .handle_datagram(now, next, &fb(6, Some(top + 1), Some(top + 1)))
+                .unwrap();
+        }
+        sent.extend(got);
+        now += Dur::from_millis(1);
+        assert!(now < ms(60_000), "stalled after {} cells", sent.len());
+    }
+    assert_eq!(sent, (1..=limit).collect::<Vec<u32>>());
+}
+
+#[test]
 fn close_flag_travels_and_open_is_set_per_hop() {
     let mut relay = Endpoint::new(Config::default());
     let prev = relay.add_peer(0);

@@ -45,6 +45,11 @@ pub struct NodeConfig {
     /// First retransmission timeout of control messages (doubles to `ctl_max_rto`).
     pub ctl_rto: Dur,
     pub ctl_max_rto: Dur,
+    /// Cells all circuits together may hold in their BackTap queues. Above
+    /// it, circuits are torn down largest first (`ResourceLimit`) until the
+    /// rest fit, like Tor's out-of-memory handler for `MaxMemInQueues`;
+    /// checked at most every [`SHED_INTERVAL`] while datagrams arrive.
+    pub max_queued_cells: usize,
 }
 
 impl NodeConfig {
@@ -61,6 +66,7 @@ impl NodeConfig {
             build_timeout: Dur::from_secs(30),
             ctl_rto: Dur::from_millis(250),
             ctl_max_rto: Dur::from_secs(4),
+            max_queued_cells: 1 << 20,
         }
     }
 }
@@ -207,6 +213,9 @@ pub struct NodeStats {
     pub unknown_stream_cells: u64,
     pub data_cells_in: u64,
     pub data_cells_out: u64,
+    /// Circuits torn down because all queues together held more than
+    /// `max_queued_cells`.
+    pub circuits_shed: u64,
 }
 
 // ---------------------------------------------------------------------------
@@ -355,6 +364,8 @@ struct LinkState {
 const MAX_UNACKED: usize = 4096;
 /// Control messages resent per retransmission timeout at most.
 const RETX_BURST: usize = 64;
+/// How often at most the queues are measured against `max_queued_cells`.
+pub const SHED_INTERVAL: Dur = Dur::from_millis(100);
 const HIGH_BIT: u32 = 0x8000_0000;
 
 /// A circuit and stream node. See the module documentation for the driving
@@ -371,6 +382,8 @@ pub struct Node {
     acks: BTreeSet<LinkId>,
     dirty: BTreeSet<CircuitId>,
     next_check: Option<Time>,
+    /// When the queues may next be measured against `max_queued_cells`.
+    shed_at: Time,
     stats: NodeStats,
     cell: Box<CellBody>,
 }
@@ -399,6 +412,7 @@ impl Node {
             acks: BTreeSet::new(),
             dirty: BTreeSet::new(),
             next_check: None,
+            shed_at: Time::ZERO,
             stats: NodeStats::default(),
             cell: Box::new([0u8; CELL_BODY_LEN]),
         }
@@ -560,6 +574,7 @@ impl Node {
                     self.stats.backtap_decode_errors += 1;
                 }
                 self.process_events(now);
+                self.shed(now);
             }
             Frame::CtlAck { next } => {
                 let rto0 = self.cfg.ctl_rto;
@@ -771,6 +786,33 @@ impl Node {
         if circ.role == Role::Client {
             self.events
                 .push_back(NodeEvent::CircuitClosed { circuit: c, reason });
+        }
+    }
+
+    /// Tears circuits down, those holding the most cells first, while all
+    /// queues together hold more than `max_queued_cells`. Only arriving cells
+    /// make the queues grow beyond their windows, so it runs after
+    /// datagrams, at most every [`SHED_INTERVAL`] (one pass costs a look at
+    /// every circuit).
+    fn shed(&mut self, now: Time) {
+        if now < self.shed_at {
+            return;
+        }
+        self.shed_at = now + SHED_INTERVAL;
+        let mut held: Vec<(usize, CircuitId)> = self.ep.held_cells().map(|(c, n)| (n, c)).collect();
+        let mut total: usize = held.iter().map(|h| h.0).sum();
+        if total <= self.cfg.max_queued_cells {
+            return;
+        }
+        // Largest first; among equals the newest circuit first.
+        held.sort_unstable_by(|a, b| b.cmp(a));
+        for (n, c) in held {
+            if total <= self.cfg.max_queued_cells {
+                break;
+            }
+            total -= n;
+            self.stats.circuits_shed += 1;
+            self.teardown(now, c, DestroyReason::ResourceLimit, None);
         }
     }
 

@@ -519,3 +519,67 @@ fn a_client_link_that_goes_down_forgets_its_path() {
     assert_eq!(net.echo_stream(c, &data, Dur::from_secs(20)), data);
     assert!(guard_base_rtt(&net) > Dur::ZERO);
 }
+
+/// Builds two circuits through the same relays, then lets the client push
+/// cells on one with a hop window of 800 while the guard's cells towards
+/// the middle are lost, so that they pile up at the guard. Returns the net
+/// after `secs` and the two circuits (idle, flooding).
+fn flood_the_guard(max_queued_cells: usize, secs: u64) -> (Net, CircuitId, CircuitId) {
+    let mut net = Net::with_cfg(&[false, false, true], 0.0, |i, cfg| {
+        cfg.stream_window = 1 << 20;
+        if i == CLIENT {
+            cfg.backtap.initial_window = 800;
+        }
+        if i == 0 {
+            cfg.max_queued_cells = max_queued_cells;
+        }
+    });
+    let idle = net.build(&[0, 1, 2]);
+    let big = net.build(&[0, 1, 2]);
+    let now = net.now;
+    let k = net.nodes[CLIENT].open_stream(now, big, "x", 7).unwrap();
+    let mut connected = false;
+    net.run_until(Dur::from_secs(5), |n| {
+        connected |= n.client_events().contains(&NodeEvent::StreamConnected(k));
+        connected
+    });
+    net.no_cells.push((0, 1));
+    let data = pattern(600 * 498);
+    let mut sent = 0;
+    let end = net.now + Dur::from_secs(secs);
+    while net.now < end {
+        let now = net.now;
+        if let Ok(w) = net.nodes[CLIENT].stream_write(now, k, &data[sent..]) {
+            sent += w;
+        }
+        net.step();
+    }
+    (net, idle, big)
+}
+
+#[test]
+fn the_largest_circuits_are_shed_when_all_queues_hold_too_much() {
+    // Unlimited: the guard holds the flood and both circuits stay.
+    let (net, _, _) = flood_the_guard(usize::MAX, 3);
+    let held: usize = net.nodes[0].endpoint().held_cells().map(|h| h.1).sum();
+    assert!(held > 400, "the guard holds {held} cells");
+    assert_eq!(net.nodes[0].circuit_count(), 2);
+    assert_eq!(net.nodes[0].stats().circuits_shed, 0);
+    // A limit of 200 cells: the flooding circuit goes, the idle one stays.
+    let (mut net, idle, big) = flood_the_guard(200, 3);
+    assert_eq!(net.nodes[0].stats().circuits_shed, 1);
+    assert_eq!(net.nodes[0].circuit_count(), 1);
+    let closed: Vec<NodeEvent> = net
+        .client_events()
+        .into_iter()
+        .filter(|e| matches!(e, NodeEvent::CircuitClosed { .. }))
+        .collect();
+    assert_eq!(
+        closed,
+        vec![NodeEvent::CircuitClosed {
+            circuit: big,
+            reason: DestroyReason::ResourceLimit
+        }]
+    );
+    assert!(net.nodes[CLIENT].circuit_ready(idle));
+}
