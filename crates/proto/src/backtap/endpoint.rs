@@ -171,6 +171,8 @@ pub struct Endpoint {
     stats: EndpointStats,
     /// Circuits installed and not removed.
     live: usize,
+    /// Cells all queues hold ([`Endpoint::total_held`]).
+    held: usize,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -206,6 +208,7 @@ impl Endpoint {
             events: VecDeque::new(),
             stats: EndpointStats::default(),
             live: 0,
+            held: 0,
         }
     }
 
@@ -230,13 +233,26 @@ impl Endpoint {
     /// Forgets what was learnt about the path to `p` (its base RTT and the
     /// RTT estimate new circuits start from), for when the neighbour behind
     /// it changes: a link that went down, whose slot a new neighbour may
-    /// take. Call once no circuit uses `p`; datagrams already packed for it
-    /// carry only items of removed circuits, which are dropped when they
-    /// leave.
+    /// take. Call once no circuit uses `p`: what is packed for `p` and not
+    /// yet sent is discarded too.
     pub fn reset_peer(&mut self, p: PeerId) {
-        if let Some(peer) = self.peers.get_mut(p.0 as usize) {
-            peer.base_rtt = Dur::MAX;
-            peer.rtt_seed = None;
+        let Some(peer) = self.peers.get_mut(p.0 as usize) else {
+            return;
+        };
+        peer.base_rtt = Dur::MAX;
+        peer.rtt_seed = None;
+        // Feedback already packed (duplicate ACKs, requests) names circuit
+        // ids of the old neighbour: it must not reach a new one.
+        peer.pack_at = None;
+        let mut dropped: Vec<Pending> = peer.open.take().into_iter().collect();
+        let (gone, keep): (VecDeque<_>, VecDeque<_>) =
+            self.ready.drain(..).partition(|(q, _)| *q == p.0);
+        self.ready = keep;
+        dropped.extend(gone.into_iter().map(|(_, d)| d));
+        for d in dropped {
+            let mut items = d.items;
+            items.clear();
+            self.spare.push(items);
         }
     }
 
@@ -305,6 +321,7 @@ impl Endpoint {
                 self.legs.remove(&leg_key(l.peer, l.circ_id));
             }
             self.live -= 1;
+            self.held -= circ.q.iter().map(Queue::held).sum::<usize>();
         }
         self.tidy();
     }
@@ -406,7 +423,10 @@ impl Endpoint {
             return;
         }
         // OPEN is recomputed on every hop; only CLOSE travels with the cell.
-        match q.arrive(cfg, seq, flags & FLAG_CLOSE, body) {
+        let before = q.held();
+        let arrival = q.arrive(cfg, seq, flags & FLAG_CLOSE, body);
+        self.held = self.held + q.held() - before;
+        match arrival {
             Arrival::InOrder => {
                 q.owe_ack = true;
                 q.note_limited();
@@ -460,6 +480,7 @@ impl Endpoint {
             return;
         };
         let q = &mut circ.q[r.d as usize];
+        let before = q.held();
         let fwd_adv = f.fwd.is_some_and(|x| x > q.fwd_seen && x <= q.next_tx);
         let mut progress = false;
         let mut invalid = false;
@@ -500,6 +521,7 @@ impl Endpoint {
             self.stats.invalid_items += 1;
         }
         let q = &mut self.circuits[c as usize].as_mut().expect("present").q[r.d as usize];
+        self.held = self.held - before + q.held();
         if q.retx_due || progress || round {
             if !progress {
                 q.update_timer(cfg, now, false);
@@ -1007,6 +1029,7 @@ impl Endpoint {
             return Err(Full);
         }
         q.package(flags & FLAG_CLOSE, body);
+        self.held += 1;
         q.note_limited();
         self.activate(r);
         self.check_edge(r);
@@ -1035,6 +1058,7 @@ impl Endpoint {
         let q = self.queue_mut(r)?;
         let flags = q.take_delivered(out)?;
         q.owe_fwd = true;
+        self.held -= 1;
         self.queue_feedback(now, r);
         self.check_edge(r);
         self.tidy();
@@ -1058,12 +1082,18 @@ impl Endpoint {
         q.stats(base)
     }
 
+    /// Cells all circuits hold, both directions, in order and above gaps
+    /// (kept as a running total: no walk over the circuits).
+    pub fn total_held(&self) -> usize {
+        self.held
+    }
+
     /// The cells each installed circuit holds, both directions together
     /// (in order and above gaps), in circuit order.
     pub fn held_cells(&self) -> impl Iterator<Item = (CircuitId, usize)> + '_ {
         self.circuits.iter().enumerate().filter_map(|(i, c)| {
             let c = c.as_ref()?;
-            let n = c.q.iter().map(|q| q.cells.len() + q.above.len()).sum();
+            let n = c.q.iter().map(Queue::held).sum();
             Some((CircuitId(i as u32), n))
         })
     }

@@ -241,6 +241,11 @@ impl Queue {
         }
     }
 
+    /// Cells held: in order and above a gap.
+    pub fn held(&self) -> usize {
+        self.cells.len() + self.above.len()
+    }
+
     /// Appends a cell at the packaging edge (the caller checked admission).
     pub fn package(&mut self, flags: u8, body: &CellBody) {
         debug_assert_eq!(self.cells.len() as u32, self.tail + 1 - self.head);

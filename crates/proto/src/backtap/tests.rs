@@ -609,6 +609,29 @@ fn a_cell_far_ahead_costs_one_cell_of_memory() {
         assert!(now < ms(60_000), "stalled after {} cells", sent.len());
     }
     assert_eq!(sent, (1..=limit).collect::<Vec<u32>>());
+    assert_eq!(
+        relay.total_held(),
+        relay.held_cells().map(|h| h.1).sum::<usize>()
+    );
+    relay.remove_circuit(c);
+    assert_eq!(relay.total_held(), 0);
+}
+
+#[test]
+fn a_reset_peer_gets_nothing_packed_for_its_predecessor() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    let c = relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    // An out-of-order cell packs a duplicate ACK for `prev`, which waits
+    // for the pack delay.
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[3]))
+        .unwrap();
+    relay.remove_circuit(c);
+    relay.reset_peer(prev);
+    let out = drain(&mut relay, ms(100));
+    assert!(out.is_empty(), "sent after the reset: {out:?}");
 }
 
 #[test]

@@ -98,7 +98,7 @@ impl std::fmt::Display for DestroyReason {
             DestroyReason::Requested => "closed",
             DestroyReason::Protocol => "protocol violation",
             DestroyReason::Internal => "internal error",
-            DestroyReason::ResourceLimit => "too many circuits",
+            DestroyReason::ResourceLimit => "resource limit (too many circuits, or queues full)",
             DestroyReason::UnknownRelay => "unknown relay in the path",
             DestroyReason::LinkFailed => "link to the next hop failed",
             DestroyReason::NotExit => "the last relay is not an exit",

@@ -388,6 +388,35 @@ pub struct Node {
     cell: Box<CellBody>,
 }
 
+/// The circuits to tear down so that `total` cells fit in `max`: from
+/// `(cells held, circuit)`, the largest first (among equals the newest),
+/// until the rest fit.
+fn pick_shed(mut held: Vec<(usize, CircuitId)>, mut total: usize, max: usize) -> Vec<CircuitId> {
+    held.sort_unstable_by(|a, b| b.cmp(a));
+    let mut out = Vec::new();
+    for (n, c) in held {
+        if total <= max {
+            break;
+        }
+        total -= n.min(total);
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+#[test]
+fn pick_shed_takes_the_largest_until_the_rest_fit() {
+    let c = CircuitId;
+    let held = vec![(50, c(1)), (300, c(2)), (120, c(3)), (120, c(4)), (0, c(5))];
+    // 590 held: shedding 300 leaves 290, still above 200; then 120 (the
+    // newer of the two) leaves 170.
+    assert_eq!(pick_shed(held.clone(), 590, 200), vec![c(2), c(4)]);
+    assert_eq!(pick_shed(held.clone(), 590, 290), vec![c(2)]);
+    assert_eq!(pick_shed(held.clone(), 590, 590), vec![]);
+    assert_eq!(pick_shed(held, 590, 0), vec![c(2), c(4), c(3), c(1)]);
+}
+
 impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Node")
@@ -799,20 +828,16 @@ impl Node {
             return;
         }
         self.shed_at = now + SHED_INTERVAL;
-        let mut held: Vec<(usize, CircuitId)> = self.ep.held_cells().map(|(c, n)| (n, c)).collect();
-        let mut total: usize = held.iter().map(|h| h.0).sum();
+        let total = self.ep.total_held();
         if total <= self.cfg.max_queued_cells {
             return;
         }
-        // Largest first; among equals the newest circuit first.
-        held.sort_unstable_by(|a, b| b.cmp(a));
-        for (n, c) in held {
-            if total <= self.cfg.max_queued_cells {
-                break;
+        let held: Vec<(usize, CircuitId)> = self.ep.held_cells().map(|(c, n)| (n, c)).collect();
+        for c in pick_shed(held, total, self.cfg.max_queued_cells) {
+            if self.circs.contains_key(&c) {
+                self.stats.circuits_shed += 1;
+                self.teardown(now, c, DestroyReason::ResourceLimit, None);
             }
-            total -= n;
-            self.stats.circuits_shed += 1;
-            self.teardown(now, c, DestroyReason::ResourceLimit, None);
         }
     }
 

@@ -479,18 +479,17 @@ fn a_peer_that_never_takes_answers_loses_the_circuit() {
     assert_eq!(net.nodes[0].circuit_count(), 1);
 }
 
-/// Node 0's circuit whose predecessor is the client, and the baseRtt its
-/// hop towards the client uses.
-fn guard_base_rtt(net: &Net) -> Dur {
+/// The hop state of node 0's circuit towards the client: (baseRtt, SRTT).
+fn guard_rtts(net: &Net) -> (Dur, Dur) {
     let guard = &net.nodes[0];
     let (c, _) = guard
         .circuits()
         .find(|&(_, r)| r == Role::Relay)
         .expect("a circuit at the guard");
-    guard
+    let st = guard
         .endpoint()
-        .circuit_stats(c, crate::backtap::Direction::Backward)
-        .base_rtt
+        .circuit_stats(c, crate::backtap::Direction::Backward);
+    (st.base_rtt, st.srtt)
 }
 
 #[test]
@@ -501,8 +500,9 @@ fn a_client_link_that_goes_down_forgets_its_path() {
     let c = net.build(&[0, 1, 2]);
     let data = pattern(50_000);
     assert_eq!(net.echo_stream(c, &data, Dur::from_secs(20)), data);
+    let (base, srtt) = guard_rtts(&net);
     assert!(
-        guard_base_rtt(&net) > Dur::ZERO,
+        base > Dur::ZERO && srtt > Dur::ZERO,
         "the echo sampled the path"
     );
     let client = net.link_id(CLIENT);
@@ -511,13 +511,14 @@ fn a_client_link_that_goes_down_forgets_its_path() {
     net.nodes[CLIENT].link_down(now, LinkId(0));
     assert_eq!(net.nodes[0].circuit_count(), 0);
     // A new session (as `LinkEvent::Up` would bring it) and a new circuit:
-    // its hop towards the client has no baseRtt until it samples one.
+    // its hop towards the client has no baseRtt and no RTT estimate (it
+    // does not start from the old path's) until it samples them.
     let key = net.keys[CLIENT];
     net.nodes[0].link_up(client, key);
     let c = net.build(&[0, 1, 2]);
-    assert_eq!(guard_base_rtt(&net), Dur::ZERO);
+    assert_eq!(guard_rtts(&net), (Dur::ZERO, Dur::ZERO));
     assert_eq!(net.echo_stream(c, &data, Dur::from_secs(20)), data);
-    assert!(guard_base_rtt(&net) > Dur::ZERO);
+    assert!(guard_rtts(&net).0 > Dur::ZERO);
 }
 
 /// Builds two circuits through the same relays, then lets the client push
@@ -561,14 +562,18 @@ fn flood_the_guard(max_queued_cells: usize, secs: u64) -> (Net, CircuitId, Circu
 fn the_largest_circuits_are_shed_when_all_queues_hold_too_much() {
     // Unlimited: the guard holds the flood and both circuits stay.
     let (net, _, _) = flood_the_guard(usize::MAX, 3);
-    let held: usize = net.nodes[0].endpoint().held_cells().map(|h| h.1).sum();
+    let ep = net.nodes[0].endpoint();
+    let held: usize = ep.held_cells().map(|h| h.1).sum();
     assert!(held > 400, "the guard holds {held} cells");
+    assert_eq!(ep.total_held(), held);
     assert_eq!(net.nodes[0].circuit_count(), 2);
     assert_eq!(net.nodes[0].stats().circuits_shed, 0);
     // A limit of 200 cells: the flooding circuit goes, the idle one stays.
     let (mut net, idle, big) = flood_the_guard(200, 3);
     assert_eq!(net.nodes[0].stats().circuits_shed, 1);
     assert_eq!(net.nodes[0].circuit_count(), 1);
+    let ep = net.nodes[0].endpoint();
+    assert_eq!(ep.total_held(), ep.held_cells().map(|h| h.1).sum::<usize>());
     let closed: Vec<NodeEvent> = net
         .client_events()
         .into_iter()
