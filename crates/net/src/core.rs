@@ -122,6 +122,8 @@ pub struct Snapshot {
     pub transport: EndpointStats,
     pub emulation: EmuStats,
     pub circuits: Vec<CircuitSnapshot>,
+    /// Cells all circuits hold (what `[limits] max_queued_cells` caps).
+    pub held_cells: usize,
     pub streams: usize,
     pub send_errors: u64,
     /// Datagrams the kernel dropped at this socket (from /proc/net/udp).
@@ -621,6 +623,7 @@ impl Core {
             transport: *ep.stats(),
             emulation: self.emu.stats,
             circuits,
+            held_cells: ep.total_held(),
             streams: node.stream_count(),
             send_errors: self.send_errors,
             socket_drops: socket_drops(port),

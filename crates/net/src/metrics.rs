@@ -198,6 +198,18 @@ pub fn render(s: &Snapshot) -> String {
             .max()
             .unwrap_or(0),
     );
+    w.one(
+        "held_cells",
+        "gauge",
+        "Cells held over all circuits (queued, in flight, above gaps): what max_queued_cells caps.",
+        s.held_cells as u64,
+    );
+    w.one(
+        "circuits_shed_total",
+        "counter",
+        "Circuits torn down because all queues together held more than max_queued_cells.",
+        s.node.circuits_shed,
+    );
     w.head(
         "circuit_queue_cells",
         "gauge",

@@ -1,7 +1,8 @@
 //! A relay endpoint fed a fuzzer-chosen sequence of datagrams from both of
 //! its neighbours, with time steps, application reads and timeouts in
 //! between. It must never panic, must keep the fused-queue invariants, must
-//! honour `circuit_limit`, and must only emit datagrams that decode.
+//! honour `circuit_limit`, must keep its running count of held cells right,
+//! and must only emit datagrams that decode.
 #![no_main]
 
 use hopwise_proto::backtap::{wire, Config, Direction, Endpoint};
@@ -76,5 +77,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(s.tail + 1 - s.next_tx <= 32, "{s:?}");
             }
         }
+        let held: usize = ep.held_cells().map(|h| h.1).sum();
+        assert_eq!(ep.total_held(), held);
     }
+    ep.remove_circuit(relay);
+    ep.remove_circuit(edge);
+    assert_eq!(ep.total_held(), 0);
 });
