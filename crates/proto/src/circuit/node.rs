@@ -821,8 +821,8 @@ impl Node {
     /// Tears circuits down, those holding the most cells first, while all
     /// queues together hold more than `max_queued_cells`. Only arriving cells
     /// make the queues grow beyond their windows, so it runs after
-    /// datagrams, at most every [`SHED_INTERVAL`] (one pass costs a look at
-    /// every circuit).
+    /// datagrams, at most every [`SHED_INTERVAL`]. The total is a running
+    /// count; only a total over the cap makes it look at every circuit.
     fn shed(&mut self, now: Time) {
         if now < self.shed_at {
             return;
