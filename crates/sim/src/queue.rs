@@ -102,8 +102,7 @@ impl<T> EventQueue<T> {
     /// one time share a bucket (or `due`) in insertion order, and keep it.
     fn rebase(&mut self, t: u64) {
         let old = self.last;
-        let due: Vec<T> = self.due.drain(..).collect();
-        let mut items: Vec<(u64, T)> = due.into_iter().map(|x| (old, x)).collect();
+        let mut items: Vec<(u64, T)> = self.due.drain(..).map(|x| (old, x)).collect();
         for b in 0..BUCKETS {
             if self.nonempty & (1 << b) != 0 {
                 items.append(&mut self.buckets[b]);

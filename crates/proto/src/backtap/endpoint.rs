@@ -244,15 +244,13 @@ impl Endpoint {
         // Feedback already packed (duplicate ACKs, requests) names circuit
         // ids of the old neighbour: it must not reach a new one.
         peer.pack_at = None;
-        let mut dropped: Vec<Pending> = peer.open.take().into_iter().collect();
+        let open = peer.open.take();
         let (gone, keep): (VecDeque<_>, VecDeque<_>) =
             self.ready.drain(..).partition(|(q, _)| *q == p.0);
         self.ready = keep;
-        dropped.extend(gone.into_iter().map(|(_, d)| d));
-        for d in dropped {
-            let mut items = d.items;
-            items.clear();
-            self.spare.push(items);
+        for mut d in open.into_iter().chain(gone.into_iter().map(|(_, d)| d)) {
+            d.items.clear();
+            self.spare.push(d.items);
         }
     }
 

@@ -20,7 +20,7 @@ use super::wire::CellBody;
 use super::{Config, HopStats, Startup};
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{btree_map::Entry, BTreeMap, VecDeque};
 
 /// A cell held in the queue.
 #[derive(Clone)]
@@ -283,10 +283,10 @@ impl Queue {
             return Arrival::InOrder;
         }
         match self.above.entry(seq) {
-            std::collections::btree_map::Entry::Occupied(_) => {
+            Entry::Occupied(_) => {
                 self.st.duplicates += 1;
             }
-            std::collections::btree_map::Entry::Vacant(v) => {
+            Entry::Vacant(v) => {
                 v.insert(Box::new(Slot { flags, body: *body }));
                 self.st.cells_in += 1;
             }
