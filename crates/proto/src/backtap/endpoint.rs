@@ -34,8 +34,9 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 
-/// A small multiplicative hasher for `(peer, circ_id)` keys. Lookups only:
-/// the map is never iterated, so the hash cannot influence output order.
+/// A small multiplicative hasher for `(peer, circ_id)` and circuit-id keys.
+/// The maps are for lookups: none is walked in hash order, so the hash
+/// cannot influence output order.
 #[derive(Default)]
 struct LegHasher(u64);
 impl Hasher for LegHasher {
@@ -55,6 +56,9 @@ impl Hasher for LegHasher {
     }
 }
 type LegMap = HashMap<u64, (u32, Side), BuildHasherDefault<LegHasher>>;
+/// Circuits by id. Lookups on the hot path; the one walk over it
+/// ([`Endpoint::held_cells`]) sorts by id, so the hash never orders output.
+type CircMap = HashMap<u32, Box<Circuit>, BuildHasherDefault<LegHasher>>;
 
 fn leg_key(peer: u32, circ_id: u32) -> u64 {
     (peer as u64) << 32 | circ_id as u64
@@ -155,7 +159,14 @@ enum TimerKey {
 pub struct Endpoint {
     cfg: Config,
     peers: Vec<Peer>,
-    circuits: Vec<Option<Box<Circuit>>>,
+    /// Installed circuits by id. Ids are handed out in order and not reused
+    /// (until the counter wraps), so memory follows the circuits installed
+    /// now, not all that ever were, and a stale reference (a timer, a
+    /// packed item) to a removed circuit finds nothing.
+    circuits: CircMap,
+    /// The id the next circuit gets (skipping ids still in use once the
+    /// counter wraps).
+    next_circuit: u32,
     legs: LegMap,
     /// Queues with a sendable cell, in ring order (circuit index, then
     /// direction): the round robin's ring.
@@ -196,7 +207,8 @@ impl Endpoint {
         Endpoint {
             cfg,
             peers: Vec::new(),
-            circuits: Vec::new(),
+            circuits: CircMap::default(),
+            next_circuit: 0,
             legs: LegMap::default(),
             rr: BTreeSet::new(),
             rr_last: None,
@@ -271,7 +283,11 @@ impl Endpoint {
         prev: Option<(PeerId, u32)>,
         next: Option<(PeerId, u32)>,
     ) -> CircuitId {
-        let idx = self.circuits.len() as u32;
+        let mut idx = self.next_circuit;
+        while self.circuits.contains_key(&idx) {
+            idx = idx.wrapping_add(1);
+        }
+        self.next_circuit = idx.wrapping_add(1);
         let mut mk = |l: Option<(PeerId, u32)>, side| {
             l.map(|(p, circ_id)| {
                 assert!(
@@ -306,7 +322,7 @@ impl Endpoint {
                 c.q[d].rtt = seed;
             }
         }
-        self.circuits.push(Some(Box::new(c)));
+        self.circuits.insert(idx, Box::new(c));
         self.live += 1;
         CircuitId(idx)
     }
@@ -314,7 +330,7 @@ impl Endpoint {
     /// Removes a circuit and everything it holds. Items already packed for
     /// it are dropped when their datagram leaves.
     pub fn remove_circuit(&mut self, c: CircuitId) {
-        if let Some(Some(circ)) = self.circuits.get_mut(c.0 as usize).map(Option::take) {
+        if let Some(circ) = self.circuits.remove(&c.0) {
             for l in [circ.prev, circ.next].into_iter().flatten() {
                 self.legs.remove(&leg_key(l.peer, l.circ_id));
             }
@@ -325,17 +341,11 @@ impl Endpoint {
     }
 
     fn queue(&self, r: QRef) -> Option<&Queue> {
-        self.circuits
-            .get(r.c as usize)?
-            .as_ref()
-            .map(|c| &c.q[r.d as usize])
+        self.circuits.get(&r.c).map(|c| &c.q[r.d as usize])
     }
 
     fn queue_mut(&mut self, r: QRef) -> Option<&mut Queue> {
-        self.circuits
-            .get_mut(r.c as usize)?
-            .as_mut()
-            .map(|c| &mut c.q[r.d as usize])
+        self.circuits.get_mut(&r.c).map(|c| &mut c.q[r.d as usize])
     }
 
     fn qref(c: CircuitId, dir: Direction) -> QRef {
@@ -410,10 +420,7 @@ impl Endpoint {
             d: if side == Side::Prev { 0 } else { 1 },
         };
         let cfg = &self.cfg;
-        let Some(q) = self.circuits[c as usize]
-            .as_mut()
-            .map(|x| &mut x.q[r.d as usize])
-        else {
+        let Some(q) = self.circuits.get_mut(&c).map(|x| &mut x.q[r.d as usize]) else {
             return;
         };
         if seq == 0 || q.in_app {
@@ -471,7 +478,7 @@ impl Endpoint {
             d: if side == Side::Next { 0 } else { 1 },
         };
         let cfg = &self.cfg;
-        let Some(circ) = self.circuits[c as usize].as_mut() else {
+        let Some(circ) = self.circuits.get_mut(&c) else {
             return;
         };
         let Some(out) = circ.out_leg(r.d as usize) else {
@@ -518,7 +525,7 @@ impl Endpoint {
         if invalid {
             self.stats.invalid_items += 1;
         }
-        let q = &mut self.circuits[c as usize].as_mut().expect("present").q[r.d as usize];
+        let q = &mut self.circuits.get_mut(&c).expect("present").q[r.d as usize];
         self.held = self.held - before + q.held();
         if q.retx_due || progress || round {
             if !progress {
@@ -548,8 +555,7 @@ impl Endpoint {
             match key {
                 TimerKey::Queue(r) => {
                     let cfg = &self.cfg;
-                    let Some(circ) = self.circuits.get_mut(r.c as usize).and_then(|c| c.as_mut())
-                    else {
+                    let Some(circ) = self.circuits.get_mut(&r.c) else {
                         continue;
                     };
                     let out = circ.out_leg(r.d as usize);
@@ -605,12 +611,7 @@ impl Endpoint {
 
     /// Makes sure the heap holds an entry no later than the queue's deadline.
     fn arm(&mut self, r: QRef) {
-        let Some(q) = self
-            .circuits
-            .get_mut(r.c as usize)
-            .and_then(|c| c.as_mut())
-            .map(|c| &mut c.q[r.d as usize])
-        else {
+        let Some(q) = self.circuits.get_mut(&r.c).map(|c| &mut c.q[r.d as usize]) else {
             return;
         };
         if let Some(d) = q.timer.deadline() {
@@ -757,7 +758,7 @@ impl Endpoint {
     /// Sends one cell of queue `r` (a due retransmission first).
     fn send_one(&mut self, now: Time, r: QRef) {
         let cfg = &self.cfg;
-        let Some(circ) = self.circuits[r.c as usize].as_mut() else {
+        let Some(circ) = self.circuits.get_mut(&r.c) else {
             self.rr.remove(&r);
             return;
         };
@@ -797,12 +798,7 @@ impl Endpoint {
     /// Emits Readable/Writable on edge transitions.
     fn check_edge(&mut self, r: QRef) {
         let cfg = &self.cfg;
-        let Some(q) = self
-            .circuits
-            .get_mut(r.c as usize)
-            .and_then(|c| c.as_mut())
-            .map(|c| &mut c.q[r.d as usize])
-        else {
+        let Some(q) = self.circuits.get_mut(&r.c).map(|c| &mut c.q[r.d as usize]) else {
             return;
         };
         let dir = if r.d == 0 {
@@ -829,7 +825,7 @@ impl Endpoint {
     /// Makes sure the queue's owed feedback has an item in the datagram to
     /// its in-leg peer (one item per queue: later feedback updates it).
     fn queue_feedback(&mut self, now: Time, r: QRef) {
-        let Some(circ) = self.circuits[r.c as usize].as_mut() else {
+        let Some(circ) = self.circuits.get_mut(&r.c) else {
             return;
         };
         let Some(inl) = circ.in_leg(r.d as usize) else {
@@ -913,8 +909,7 @@ impl Endpoint {
         for it in &pending.items {
             match *it {
                 PItem::Cell { q: r, seq } => {
-                    let Some(circ) = self.circuits.get(r.c as usize).and_then(|c| c.as_ref())
-                    else {
+                    let Some(circ) = self.circuits.get(&r.c) else {
                         continue;
                     };
                     let Some(out_leg) = circ.out_leg(r.d as usize) else {
@@ -929,8 +924,7 @@ impl Endpoint {
                     self.stats.cells_out += 1;
                 }
                 PItem::Feedback { q: r } => {
-                    let Some(circ) = self.circuits.get_mut(r.c as usize).and_then(|c| c.as_mut())
-                    else {
+                    let Some(circ) = self.circuits.get_mut(&r.c) else {
                         continue;
                     };
                     let Some(in_leg) = circ.in_leg(r.d as usize) else {
@@ -1013,12 +1007,7 @@ impl Endpoint {
     ) -> Result<(), Full> {
         let r = Self::qref(c, dir);
         let cfg = &self.cfg;
-        let Some(q) = self
-            .circuits
-            .get_mut(c.0 as usize)
-            .and_then(|c| c.as_mut())
-            .map(|c| &mut c.q[r.d as usize])
-        else {
+        let Some(q) = self.circuits.get_mut(&c.0).map(|c| &mut c.q[r.d as usize]) else {
             return Err(Full);
         };
         if !q.admission_open(cfg) {
@@ -1069,7 +1058,7 @@ impl Endpoint {
     /// The state of one circuit and direction; all zero for an unknown circuit.
     pub fn circuit_stats(&self, c: CircuitId, dir: Direction) -> HopStats {
         let r = Self::qref(c, dir);
-        let Some(circ) = self.circuits.get(r.c as usize).and_then(|c| c.as_ref()) else {
+        let Some(circ) = self.circuits.get(&r.c) else {
             return HopStats::default();
         };
         let q = &circ.q[r.d as usize];
@@ -1088,16 +1077,29 @@ impl Endpoint {
 
     /// The cells each installed circuit holds, both directions together
     /// (in order and above gaps), in circuit order.
-    pub fn held_cells(&self) -> impl Iterator<Item = (CircuitId, usize)> + '_ {
-        self.circuits.iter().enumerate().filter_map(|(i, c)| {
-            let c = c.as_ref()?;
-            let n = c.q.iter().map(Queue::held).sum();
-            Some((CircuitId(i as u32), n))
-        })
+    pub fn held_cells(&self) -> impl Iterator<Item = (CircuitId, usize)> {
+        let mut v: Vec<(CircuitId, usize)> = self
+            .circuits
+            .iter()
+            .map(|(&i, c)| (CircuitId(i), c.q.iter().map(Queue::held).sum()))
+            .collect();
+        v.sort_unstable_by_key(|x| x.0);
+        v.into_iter()
     }
 
     /// Cells the queue of `c` in `dir` has room for without growing, plus
     /// the cells it holds above a gap: its memory, in cells.
+    /// Circuits the endpoint keeps storage for.
+    #[cfg(test)]
+    pub(super) fn circuit_slots(&self) -> usize {
+        self.circuits.len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn set_next_circuit_id(&mut self, id: u32) {
+        self.next_circuit = id;
+    }
+
     #[cfg(test)]
     pub(super) fn cell_slots(&self, c: CircuitId, dir: Direction) -> usize {
         self.queue(Self::qref(c, dir))

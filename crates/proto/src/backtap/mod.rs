@@ -48,7 +48,8 @@ use crate::time::Dur;
 pub struct PeerId(pub u32);
 
 /// A circuit installed at this node, as returned by [`Endpoint::add_circuit`].
-/// Ids are never reused within one endpoint.
+/// Ids are handed out in order and not reused within one endpoint until the
+/// 32-bit counter wraps (ids still in use are skipped then).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CircuitId(pub u32);
 

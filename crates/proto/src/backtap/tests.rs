@@ -747,6 +747,50 @@ fn removing_a_circuit_drops_its_packed_items() {
     }
 }
 
+#[test]
+fn removed_circuits_cost_nothing_and_their_ids_are_not_reused() {
+    let (mut ep, p, cs) = client(Config::default(), 1);
+    let mut last = cs[0];
+    for i in 0..10_000u32 {
+        let c = ep.add_circuit(None, Some((p, 100 + i % 7)));
+        assert!(c.0 > last.0, "ids grow: {c:?} after {last:?}");
+        last = c;
+        ep.send_cell(ms(0), c, Direction::Forward, &body(i))
+            .unwrap();
+        ep.remove_circuit(c);
+    }
+    assert_eq!(ep.circuit_count(), 1);
+    assert_eq!(ep.circuit_slots(), 1, "storage for the live circuit only");
+
+    // A cell packed for a removed circuit never leaves on the leg's next
+    // circuit, which gets a fresh id.
+    let x = ep.add_circuit(None, Some((p, 50)));
+    ep.send_cell(ms(1), x, Direction::Forward, &body(7))
+        .unwrap();
+    ep.remove_circuit(x);
+    let y = ep.add_circuit(None, Some((p, 50)));
+    assert_ne!(x, y);
+    ep.send_cell(ms(1), y, Direction::Forward, &body(8))
+        .unwrap();
+    let out = settle(&mut ep, ms(1));
+    let sent: Vec<(u32, u32)> = out
+        .iter()
+        .flat_map(|(_, o)| o)
+        .filter_map(|o| match *o {
+            Out::Cell { circ, tag, .. } => Some((circ, tag)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent, vec![(50, 8)], "only the new circuit's cell");
+
+    // Once the counter wraps, ids still in use are skipped.
+    ep.set_next_circuit_id(u32::MAX);
+    let a = ep.add_circuit(None, Some((p, 60)));
+    let b = ep.add_circuit(None, Some((p, 61)));
+    assert_eq!((a.0, b.0), (u32::MAX, 1), "0 is the first circuit's");
+    assert_eq!(cs[0].0, 0);
+}
+
 /// A middle relay (circuit 5 in from peer 0, 6 out to peer 2) whose bucket
 /// holds one cell item and refills one every 10 ms, with refill `phase`.
 fn one_cell_bucket_relay(phase: Dur) -> (Endpoint, PeerId) {
