@@ -679,6 +679,9 @@ pub struct Limits {
     /// Cells buffered per circuit and direction (BackTap `circuit_limit`).
     pub circuit_queue: u32,
     pub max_circuits: usize,
+    /// Circuits one client link may have at once
+    /// (`NodeConfig::max_circuits_per_client`).
+    pub max_circuits_per_client: usize,
     pub max_streams: usize,
     /// Per-stream window in bytes.
     pub stream_window: u32,
@@ -693,6 +696,7 @@ impl Default for Limits {
         Limits {
             circuit_queue: 1000,
             max_circuits: 10_000,
+            max_circuits_per_client: 1000,
             max_streams: 1024,
             stream_window: 1 << 20,
             max_clients: 10_000,
@@ -713,6 +717,7 @@ fn limits(t: Option<&Table>) -> R<Limits> {
         &[
             "circuit_queue",
             "max_circuits",
+            "max_circuits_per_client",
             "max_streams",
             "stream_window",
             "max_clients",
@@ -724,6 +729,9 @@ fn limits(t: Option<&Table>) -> R<Limits> {
     }
     if let Some(n) = get_int(t, p, "max_circuits", 1, 10_000_000)? {
         o.max_circuits = n as usize;
+    }
+    if let Some(n) = get_int(t, p, "max_circuits_per_client", 1, 10_000_000)? {
+        o.max_circuits_per_client = n as usize;
     }
     if let Some(n) = get_int(t, p, "max_streams", 1, 65_535)? {
         o.max_streams = n as usize;
@@ -1329,12 +1337,20 @@ flags = ["exit"]
                     "[limits]\nmax_queued_cells = 10\n",
                     "relay.toml: limits.max_queued_cells: must be 1000 to 1099511627776, got 10",
                 ),
+                (
+                    "[limits]\nmax_circuits_per_client = 0\n",
+                    "relay.toml: limits.max_circuits_per_client: must be 1 to 10000000, got 0",
+                ),
             ];
             for (extra, want) in cases {
                 let text = format!("{ok}{extra}");
                 let e = RelayConfig::parse(&text, "relay.toml", base).unwrap_err();
                 assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
             }
+            let text = format!("{ok}[limits]\nmax_circuits_per_client = 8\n");
+            let c = RelayConfig::parse(&text, "relay.toml", base).unwrap();
+            assert_eq!(c.limits.max_circuits_per_client, 8);
+            assert_eq!(c.limits.max_circuits, Limits::default().max_circuits);
             let e = RelayConfig::parse("name = \"r1\"\n", "relay.toml", base).unwrap_err();
             assert_eq!(e.key, "listen");
             let e = RelayConfig::parse("name = [\n", "relay.toml", base).unwrap_err();

@@ -295,6 +295,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     );
     nc.exit = cfg.exit.enabled;
     nc.max_circuits = cfg.limits.max_circuits;
+    nc.max_circuits_per_client = cfg.limits.max_circuits_per_client;
     nc.max_streams = cfg.limits.max_streams;
     nc.stream_window = cfg.limits.stream_window;
     nc.max_queued_cells = cfg.limits.max_queued_cells;

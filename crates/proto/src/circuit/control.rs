@@ -46,7 +46,8 @@ pub enum DestroyReason {
     /// A peer broke the protocol (bad CREATE, circuit id in use, ...).
     Protocol,
     Internal,
-    /// Too many circuits at a relay.
+    /// Too many circuits at a relay or from one client, or all queues
+    /// together too full.
     ResourceLimit,
     /// The path names a relay that is not in the directory.
     UnknownRelay,

@@ -33,6 +33,11 @@ pub struct NodeConfig {
     pub exit: bool,
     /// Circuits this node carries at most; more CREATEs are refused.
     pub max_circuits: usize,
+    /// Circuits one client link (a peer not in the directory) may have at
+    /// this node at once; its further CREATEs are refused, so that one
+    /// client cannot take all of `max_circuits`. Links to relays in the
+    /// directory carry many clients' circuits and are not capped.
+    pub max_circuits_per_client: usize,
     /// Streams per circuit at most.
     pub max_streams: usize,
     /// Bytes a stream's receiver lets its sender have outstanding (announced
@@ -60,6 +65,7 @@ impl NodeConfig {
             backtap: backtap::Config::default(),
             exit: false,
             max_circuits: 10_000,
+            max_circuits_per_client: 1000,
             max_streams: 1024,
             stream_window: 1 << 20,
             stream_send_buffer: 256 * 1024,
@@ -491,6 +497,11 @@ impl Node {
             .map(|i| LinkId(i as u32))
     }
 
+    /// Whether `l` is a client's link (ids past the directory's relays).
+    fn is_client(&self, l: LinkId) -> bool {
+        l.0 as usize >= self.cfg.directory.len()
+    }
+
     fn link(&mut self, l: LinkId) -> &mut LinkState {
         let ctl_rto = self.cfg.ctl_rto;
         let dir_key = self.cfg.directory.get(l.0 as usize).copied();
@@ -561,7 +572,7 @@ impl Node {
     /// link's id may come back as a different client (`LinkId`), so its key
     /// is forgotten too.
     pub fn link_down(&mut self, now: Time, l: LinkId) {
-        let client = l.0 as usize >= self.cfg.directory.len();
+        let client = self.is_client(l);
         let Some(st) = self.links.get_mut(&l) else {
             return;
         };
@@ -716,7 +727,10 @@ impl Node {
             self.stats.protocol_errors += 1;
             return;
         }
-        if self.circs.len() >= self.cfg.max_circuits {
+        let client = self.is_client(l);
+        if self.circs.len() >= self.cfg.max_circuits
+            || client && self.link(l).circuits.len() >= self.cfg.max_circuits_per_client
+        {
             return self.refuse(now, l, circ_id, DestroyReason::ResourceLimit);
         }
         let prev_peer = self.link(l).peer;
