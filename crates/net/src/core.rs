@@ -221,21 +221,23 @@ impl Core {
                             Err(_) => break,
                         }
                     }
+                    // A socket that is always readable (a flood, or just a
+                    // heavy load) must not starve the timers and the
+                    // streams' commands, which the biased select would
+                    // otherwise never reach.
+                    self.drain_cmds(now);
+                    if deadline.is_some_and(|d| d <= now) {
+                        self.on_timers(now);
+                    }
                 }
                 Some(cmd) = self.cmd_rx.recv() => {
                     let now = self.clock.now();
                     self.on_cmd(now, cmd);
-                    for _ in 1..BATCH {
-                        match self.cmd_rx.try_recv() {
-                            Ok(cmd) => self.on_cmd(now, cmd),
-                            Err(_) => break,
-                        }
-                    }
+                    self.drain_cmds(now);
                 }
                 _ = sleep => {
                     let now = self.clock.now();
-                    self.host.handle_timeout(now);
-                    self.client_timers(now);
+                    self.on_timers(now);
                 }
             }
         }
@@ -251,6 +253,21 @@ impl Core {
         for (_, io) in self.streams.drain() {
             let _ = io.tx.send(Down::Reset);
         }
+    }
+
+    /// Handles up to a batch of the streams' commands that are waiting.
+    fn drain_cmds(&mut self, now: Time) {
+        for _ in 1..BATCH {
+            match self.cmd_rx.try_recv() {
+                Ok(cmd) => self.on_cmd(now, cmd),
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn on_timers(&mut self, now: Time) {
+        self.host.handle_timeout(now);
+        self.client_timers(now);
     }
 
     fn next_deadline(&self) -> Option<Time> {

@@ -111,9 +111,12 @@ async fn handle(
     };
     match r {
         Ok((key, down)) => {
-            s.write_all(&socks::reply(Reply::Succeeded))
-                .await
-                .map_err(|e| e.to_string())?;
+            if let Err(e) = s.write_all(&socks::reply(Reply::Succeeded)).await {
+                // The client went away before its reply: the stream is open
+                // at the exit and must not outlive it.
+                let _ = cmd.send(Cmd::Reset(key));
+                return Err(e.to_string());
+            }
             if !buf.is_empty() {
                 let _ = cmd.send(Cmd::Data(key, std::mem::take(&mut buf)));
             }
