@@ -159,8 +159,10 @@ fn tiny_dumbbell() {
     // The variant is not judged: the web TTLB claim names only the compared
     // transports.
     assert!(!claims[1].measured.contains("slowstart"), "{:?}", claims[1]);
+    // Wall time is reported, never judged.
     let sp = dumbbell::speed_claim(&plan, &out);
-    assert_eq!(sp.verdict, Verdict::Holds, "{sp:?}");
+    assert_eq!(sp.verdict, Verdict::Info, "{sp:?}");
+    assert!(sp.measured.contains("M events/s"), "{sp:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

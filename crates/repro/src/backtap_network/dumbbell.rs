@@ -871,7 +871,8 @@ pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
 /// (375-circuit) configuration.
 pub const MAX_WALL_S_PER_RUN: f64 = 1800.0;
 
-/// How long one run of the calibrated (375-circuit) dumbbell takes.
+/// How long one run of the calibrated (375-circuit) dumbbell takes: an
+/// information line, never a verdict.
 pub fn speed_claim(plan: &Plan, out: &DumbbellOut) -> Claim {
     let Some(&c) = plan.dumbbell_circuits.first() else {
         return Claim::info("Speed", "Dumbbell runs", "no dumbbell configured");
@@ -887,11 +888,18 @@ pub fn speed_claim(plan: &Plan, out: &DumbbellOut) -> Claim {
         return Claim::info("Speed", claim, "not run");
     }
     let worst = sp.iter().map(|s| s.wall_s_per_run).fold(0.0, f64::max);
-    Claim::new(
+    // Information only: wall time depends on the machine and its load, and
+    // a verdict (and `--strict`) must depend on the seed alone.
+    Claim::info(
         "Speed",
         claim,
         format!(
-            "wall time per run and events per second: {}",
+            "{}; wall time per run and events per second: {}",
+            if worst < MAX_WALL_S_PER_RUN {
+                "within the limit on this machine"
+            } else {
+                "over the limit on this machine"
+            },
             sp.iter()
                 .map(|s| format!(
                     "{} {:.0} s, {:.2} M events/s ({:.0} M events)",
@@ -903,7 +911,6 @@ pub fn speed_claim(plan: &Plan, out: &DumbbellOut) -> Claim {
                 .collect::<Vec<_>>()
                 .join("; ")
         ),
-        worst < MAX_WALL_S_PER_RUN,
     )
 }
 
