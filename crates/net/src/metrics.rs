@@ -177,6 +177,12 @@ pub fn render(s: &Snapshot) -> String {
         l.handshakes_completed + l.handshakes_answered,
     );
     w.one(
+        "handshakes_unconfirmed_total",
+        "counter",
+        "New clients' answered handshakes forgotten before they confirmed (evicted or expired).",
+        l.half_open_dropped,
+    );
+    w.one(
         "bucket_stalls_total",
         "counter",
         "Times the token bucket held the scheduler back.",

@@ -26,6 +26,12 @@
 //!   is *confirmed* by an authenticated DATA datagram, so a replayed INIT
 //!   cannot take a working link down. The initiator confirms at once (a
 //!   keepalive if it has nothing queued).
+//! * A new client (a key not in the directory and not linked) gets a link
+//!   slot only when it confirms: until then its answered handshake waits in
+//!   a bounded table (`max_half_open`, oldest evicted first, expired after
+//!   `handshake_timeout`). INITs are replayable and cost nothing to forge
+//!   from spoofed addresses, so counting them against `max_clients` would
+//!   let anyone lock new clients out.
 //! * Both sides initiating at once: the side with the smaller static key
 //!   drops the peer's INIT and keeps its own handshake; the other answers.
 //! * Keepalives (the empty frame) every `keepalive` of silence; a link that
@@ -141,6 +147,9 @@ pub struct LinkConfig {
     pub accept_clients: bool,
     /// Client links at most.
     pub max_clients: usize,
+    /// Answered handshakes of new clients that have not confirmed yet, at
+    /// most; beyond it the oldest is forgotten.
+    pub max_half_open: usize,
     /// AEAD on every datagram. Off is test-only (measuring crypto cost):
     /// both ends must agree or the handshake is refused.
     pub encrypt: bool,
@@ -161,6 +170,7 @@ impl LinkConfig {
             directory,
             accept_clients: true,
             max_clients: 10_000,
+            max_half_open: 1024,
             encrypt: true,
             handshake_rto: Dur::from_millis(250),
             handshake_timeout: Dur::from_secs(15),
@@ -220,6 +230,10 @@ pub struct LinkStats {
     pub plaintext_rejected: u64,
     /// Frames dropped: no session could be had, or the queue was full.
     pub frames_dropped: u64,
+    // Not datagram drops:
+    /// Answered handshakes of new clients forgotten unconfirmed: evicted
+    /// from a full table or expired.
+    pub half_open_dropped: u64,
 }
 
 struct Session {
@@ -264,6 +278,18 @@ enum Slot {
     Previous,
     Pending,
     Init,
+    /// A new client's answered handshake (in `Links::half`; no link yet).
+    HalfOpen,
+}
+
+/// The link id `by_index` holds for a half-open session, which has none.
+const NO_LINK: LinkId = LinkId(u32::MAX);
+
+/// A new client's session, answered and not yet confirmed.
+struct HalfOpen {
+    key: Identity,
+    s: Session,
+    since: Time,
 }
 
 /// All links of a node. See the module documentation.
@@ -275,6 +301,12 @@ pub struct Links {
     by_index: HashMap<u32, (LinkId, Slot)>,
     next_index: u32,
     clients: usize,
+    /// New clients' answered handshakes by session index, and the indices
+    /// in the order they were answered (entries removed from `half` stay in
+    /// `half_order` until they reach its front).
+    half: HashMap<u32, HalfOpen>,
+    half_order: VecDeque<u32>,
+    half_by_key: HashMap<Identity, u32>,
     /// Client slots whose link went down; a new client takes one of these
     /// before `peers` grows, so `peers` holds at most the directory plus
     /// `max_clients` entries however many clients come and go.
@@ -310,6 +342,9 @@ impl Links {
             by_key,
             by_index: HashMap::new(),
             clients: 0,
+            half: HashMap::new(),
+            half_order: VecDeque::new(),
+            half_by_key: HashMap::new(),
             free: Vec::new(),
             out: VecDeque::new(),
             events: VecDeque::new(),
@@ -422,7 +457,6 @@ impl Links {
             self.stats.malformed += 1;
             return None;
         }
-        let plain = data[0] == TYPE_PLAIN;
         let idx = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
         let mut c = [0u8; 8];
         c.copy_from_slice(&data[5..13]);
@@ -431,48 +465,21 @@ impl Links {
             self.stats.unknown_peer += 1;
             return None;
         };
+        if slot == Slot::HalfOpen {
+            return self.on_half_open_data(now, from, idx, ctr, data, frame);
+        }
         let peer = self.peers[l.0 as usize].as_mut().expect("indexed peer");
         let s = match slot {
             Slot::Current => peer.current.as_mut(),
             Slot::Previous => peer.previous.as_mut(),
             Slot::Pending => peer.pending.as_mut(),
-            Slot::Init => None,
+            Slot::Init | Slot::HalfOpen => None,
         };
         let Some(s) = s else {
             self.stats.unknown_peer += 1;
             return None;
         };
-        if s.addr != from {
-            self.stats.unknown_peer += 1;
-            return None;
-        }
-        if plain != s.plain {
-            self.stats.plaintext_rejected += 1;
-            return None;
-        }
-        if !s.replay.check(ctr) {
-            self.stats.replays += 1;
-            return None;
-        }
-        let body = &data[DATA_HEADER_LEN..];
-        frame.clear();
-        if plain {
-            frame.extend_from_slice(body);
-        } else {
-            if body.len() < TAG_LEN {
-                self.stats.malformed += 1;
-                return None;
-            }
-            frame.resize(body.len() - TAG_LEN, 0);
-            match s.ts.read_message(ctr, body, frame) {
-                Ok(n) => frame.truncate(n),
-                Err(_) => {
-                    self.stats.auth_failures += 1;
-                    return None;
-                }
-            }
-        }
-        s.replay.insert(ctr);
+        open_data(&mut self.stats, s, from, ctr, data, frame)?;
         peer.last_recv = now;
         if slot == Slot::Pending {
             self.promote_pending(now, l);
@@ -481,6 +488,86 @@ impl Links {
             return None;
         }
         Some(l)
+    }
+
+    /// DATA for a new client's answered handshake: if it authenticates, the
+    /// client is confirmed and gets its link.
+    fn on_half_open_data(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        idx: u32,
+        ctr: u64,
+        data: &[u8],
+        frame: &mut Vec<u8>,
+    ) -> Option<LinkId> {
+        let Some(h) = self.half.get_mut(&idx) else {
+            self.stats.unknown_peer += 1;
+            return None;
+        };
+        open_data(&mut self.stats, &mut h.s, from, ctr, data, frame)?;
+        let h = self.forget_half_open(idx).expect("present");
+        if self.clients >= self.cfg.max_clients || self.by_key.contains_key(&h.key) {
+            self.stats.handshake_refused += 1;
+            return None;
+        }
+        let mut peer = Peer::new(h.key, from, true);
+        peer.last_recv = now;
+        peer.last_sent = now;
+        peer.current = Some(h.s);
+        let l = match self.free.pop() {
+            Some(l) => {
+                self.peers[l.0 as usize] = Some(peer);
+                l
+            }
+            None => {
+                self.peers.push(Some(peer));
+                LinkId(self.peers.len() as u32 - 1)
+            }
+        };
+        self.by_key.insert(h.key, l);
+        self.by_index.insert(idx, (l, Slot::Current));
+        self.clients += 1;
+        self.events.push_back(LinkEvent::Up {
+            link: l,
+            key: h.key,
+            replaced: false,
+        });
+        self.wake_at(now + self.cfg.keepalive.min(self.cfg.idle_timeout));
+        if frame.is_empty() {
+            return None;
+        }
+        Some(l)
+    }
+
+    /// Removes a half-open session (its index stays in `half_order` until
+    /// it reaches the front).
+    fn forget_half_open(&mut self, idx: u32) -> Option<HalfOpen> {
+        let h = self.half.remove(&idx)?;
+        self.by_index.remove(&idx);
+        if self.half_by_key.get(&h.key) == Some(&idx) {
+            self.half_by_key.remove(&h.key);
+        }
+        Some(h)
+    }
+
+    /// Drops half-open sessions beyond `max_half_open` (oldest first) and
+    /// those older than `handshake_timeout`; returns when the next expires.
+    fn prune_half_open(&mut self, now: Time) -> Option<Time> {
+        while let Some(&idx) = self.half_order.front() {
+            let Some(h) = self.half.get(&idx) else {
+                self.half_order.pop_front();
+                continue;
+            };
+            let expires = h.since + self.cfg.handshake_timeout;
+            if self.half.len() <= self.cfg.max_half_open && expires > now {
+                return Some(expires);
+            }
+            self.half_order.pop_front();
+            self.forget_half_open(idx);
+            self.stats.half_open_dropped += 1;
+        }
+        None
     }
 
     fn promote_pending(&mut self, now: Time, l: LinkId) {
@@ -518,13 +605,17 @@ impl Links {
         let mut e = [0u8; 32];
         e.copy_from_slice(&msg1[..32]);
         // A repeated INIT (our RESP was lost): answer with the same RESP.
-        for p in self.peers.iter().flatten() {
-            for s in [&p.current, &p.pending].into_iter().flatten() {
-                if let Some((e2, resp)) = &s.resp {
-                    if *e2 == e && s.addr == from && s.remote == sender {
-                        self.out.push_back((from, resp.clone()));
-                        return;
-                    }
+        let sessions = self
+            .peers
+            .iter()
+            .flatten()
+            .flat_map(|p| [&p.current, &p.pending].into_iter().flatten())
+            .chain(self.half.values().map(|h| &h.s));
+        for s in sessions {
+            if let Some((e2, resp)) = &s.resp {
+                if *e2 == e && s.addr == from && s.remote == sender {
+                    self.out.push_back((from, resp.clone()));
+                    return;
                 }
             }
         }
@@ -565,20 +656,7 @@ impl Links {
         let l = match self.by_key.get(&key) {
             Some(&l) => l,
             None if self.cfg.accept_clients && self.clients < self.cfg.max_clients => {
-                let peer = Some(Peer::new(key, from, true));
-                let l = match self.free.pop() {
-                    Some(l) => {
-                        self.peers[l.0 as usize] = peer;
-                        l
-                    }
-                    None => {
-                        self.peers.push(peer);
-                        LinkId(self.peers.len() as u32 - 1)
-                    }
-                };
-                self.by_key.insert(key, l);
-                self.clients += 1;
-                l
+                return self.answer_new_client(now, from, sender, e, hs, key);
             }
             None => {
                 self.stats.unknown_peer += 1;
@@ -597,7 +675,37 @@ impl Links {
             peer.init = None;
             self.by_index.remove(&idx);
         }
-        let local = self.alloc_index(l, Slot::Pending);
+        let Some(session) = self.respond(from, sender, e, hs, l, Slot::Pending) else {
+            return;
+        };
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        if let Some(old) = peer.pending.replace(session) {
+            self.by_index.remove(&old.local);
+        }
+        peer.pending_since = now;
+        let has_current = peer.current.is_some();
+        if !has_current {
+            peer.last_recv = now;
+            peer.last_sent = now;
+            // Nothing to protect: use the new session at once.
+            self.promote_pending(now, l);
+        } else {
+            self.wake_at(now + self.cfg.idle_timeout);
+        }
+    }
+
+    /// Writes and queues the RESP to an INIT; the responder's session, its
+    /// index registered as `(l, slot)`.
+    fn respond(
+        &mut self,
+        from: SocketAddr,
+        sender: u32,
+        e: [u8; 32],
+        mut hs: HandshakeState,
+        l: LinkId,
+        slot: Slot,
+    ) -> Option<Session> {
+        let local = self.alloc_index(l, slot);
         let mut msg2 = vec![0u8; 9 + MSG2_LEN];
         msg2[0] = TYPE_RESP;
         msg2[1..5].copy_from_slice(&local.to_be_bytes());
@@ -611,11 +719,12 @@ impl Links {
             Err(_) => {
                 self.by_index.remove(&local);
                 self.stats.handshake_failures += 1;
-                return;
+                return None;
             }
         };
-        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
-        let session = Session {
+        self.out.push_back((from, msg2.clone()));
+        self.stats.handshakes_answered += 1;
+        Some(Session {
             ts,
             local,
             remote: sender,
@@ -623,22 +732,38 @@ impl Links {
             replay: ReplayWindow::default(),
             addr: from,
             plain: !self.cfg.encrypt,
-            resp: Some((e, msg2.clone())),
+            resp: Some((e, msg2)),
+        })
+    }
+
+    /// Answers a new client's INIT; it gets a link once it confirms.
+    fn answer_new_client(
+        &mut self,
+        now: Time,
+        from: SocketAddr,
+        sender: u32,
+        e: [u8; 32],
+        hs: HandshakeState,
+        key: Identity,
+    ) {
+        let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen) else {
+            return;
         };
-        if let Some(old) = peer.pending.replace(session) {
-            self.by_index.remove(&old.local);
+        let idx = s.local;
+        // A newer handshake of the same key replaces the older one.
+        if let Some(&old) = self.half_by_key.get(&key) {
+            self.forget_half_open(old);
         }
-        peer.pending_since = now;
-        self.out.push_back((from, msg2));
-        self.stats.handshakes_answered += 1;
-        let has_current = peer.current.is_some();
-        if !has_current {
-            peer.last_recv = now;
-            peer.last_sent = now;
-            // Nothing to protect: use the new session at once.
-            self.promote_pending(now, l);
-        } else {
-            self.wake_at(now + self.cfg.idle_timeout);
+        self.half.insert(idx, HalfOpen { key, s, since: now });
+        self.half_by_key.insert(key, idx);
+        self.half_order.push_back(idx);
+        if self.half_order.len() > 2 * self.cfg.max_half_open.max(1) {
+            // Replaced and confirmed entries pile up behind a live front.
+            let half = &self.half;
+            self.half_order.retain(|i| half.contains_key(i));
+        }
+        if let Some(t) = self.prune_half_open(now) {
+            self.wake_at(t);
         }
     }
 
@@ -830,7 +955,7 @@ impl Links {
             return;
         }
         self.next_check = None;
-        let mut next: Option<Time> = None;
+        let mut next: Option<Time> = self.prune_half_open(now);
         let mut at = |t: Time| next = Some(next.map_or(t, |n: Time| n.min(t)));
         let mut keepalive = Vec::new();
         let mut down = Vec::new();
@@ -947,6 +1072,52 @@ impl Peer {
             last_sent: Time::ZERO,
         }
     }
+}
+
+/// Checks and opens a DATA (or PLAIN) datagram for session `s` into
+/// `frame`; `None` (counted) if it comes from the wrong address, is in the
+/// wrong mode, repeats a counter, or does not authenticate.
+fn open_data(
+    stats: &mut LinkStats,
+    s: &mut Session,
+    from: SocketAddr,
+    ctr: u64,
+    data: &[u8],
+    frame: &mut Vec<u8>,
+) -> Option<()> {
+    let plain = data[0] == TYPE_PLAIN;
+    if s.addr != from {
+        stats.unknown_peer += 1;
+        return None;
+    }
+    if plain != s.plain {
+        stats.plaintext_rejected += 1;
+        return None;
+    }
+    if !s.replay.check(ctr) {
+        stats.replays += 1;
+        return None;
+    }
+    let body = &data[DATA_HEADER_LEN..];
+    frame.clear();
+    if plain {
+        frame.extend_from_slice(body);
+    } else {
+        if body.len() < TAG_LEN {
+            stats.malformed += 1;
+            return None;
+        }
+        frame.resize(body.len() - TAG_LEN, 0);
+        match s.ts.read_message(ctr, body, frame) {
+            Ok(n) => frame.truncate(n),
+            Err(_) => {
+                stats.auth_failures += 1;
+                return None;
+            }
+        }
+    }
+    s.replay.insert(ctr);
+    Some(())
 }
 
 fn encrypt(s: &mut Session, frame: &[u8]) -> Vec<u8> {

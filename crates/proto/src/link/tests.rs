@@ -429,3 +429,38 @@ fn a_client_slot_is_reused_once_its_link_is_down() {
         assert_eq!(r.seal(now, l, b"x").map(|d| d.0), Some(from));
     }
 }
+
+#[test]
+fn unconfirmed_handshakes_take_no_client_slot() {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut cfg = LinkConfig::new(relay, dir.clone());
+    cfg.max_clients = 2;
+    cfg.max_half_open = 8;
+    let mut r = Links::new(cfg);
+    let now = Time::ZERO;
+    // 100 INITs from fresh keys at (spoofed) addresses that never confirm.
+    let mut f = Vec::new();
+    for i in 0..100u16 {
+        let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir.clone()));
+        assert!(c.seal(now, LinkId(0), b"x").is_none());
+        let (_, init) = c.poll_transmit().unwrap();
+        assert_eq!(r.handle_datagram(now, addr(5000 + i), &init, &mut f), None);
+        assert!(r.poll_transmit().is_some(), "answered");
+    }
+    assert_eq!(r.stats().handshakes_answered, 100);
+    assert_eq!(r.stats().half_open_dropped, 92, "all but the newest 8");
+    assert_eq!(r.client_count(), 0);
+    assert_eq!(r.poll_event(), None, "no link came up");
+    // Real clients still get in, up to max_clients; each INIT evicts the
+    // oldest unconfirmed one while the table is full.
+    let (_c1, l1) = connect_client(&mut r, now, addr(A));
+    let (_c2, l2) = connect_client(&mut r, now, addr(A + 1));
+    assert_eq!((l1, l2), (LinkId(1), LinkId(2)));
+    assert_eq!(r.client_count(), 2);
+    assert_eq!(r.stats().half_open_dropped, 93);
+    // The other seven expire after handshake_timeout.
+    r.handle_timeout(now + Dur::from_secs(16));
+    assert_eq!(r.stats().half_open_dropped, 100);
+    assert!(r.is_up(l1) && r.is_up(l2));
+}
