@@ -78,8 +78,54 @@ impl Drop for Io {
 
 /// Exit connects (name resolution and TCP connect) running at once, over
 /// all circuits; a BEGIN beyond it is refused with `resource limit`. Each
-/// lasts up to `[exit] connect_timeout` per address.
+/// lasts up to twice `[exit] connect_timeout` (resolution, then the
+/// connects together).
 pub(crate) const MAX_EXIT_CONNECTS: usize = 256;
+/// Exit connects one circuit may run at once, so that one client cannot
+/// hold all of [`MAX_EXIT_CONNECTS`].
+pub(crate) const MAX_CONNECTS_PER_CIRCUIT: usize = 32;
+
+/// The permits an exit connect holds until it ends: one of the node's and
+/// one of its circuit's.
+pub(crate) type ConnectPermits = [tokio::sync::OwnedSemaphorePermit; 2];
+
+/// How many exit connects may run at once, over all circuits and per
+/// circuit.
+pub(crate) struct ConnectLimits {
+    all: Arc<Semaphore>,
+    all_max: usize,
+    per_circuit: HashMap<CircuitId, Arc<Semaphore>>,
+    circuit_max: usize,
+}
+
+impl ConnectLimits {
+    pub(crate) fn new(all: usize, circuit_max: usize) -> ConnectLimits {
+        ConnectLimits {
+            all: Arc::new(Semaphore::new(all)),
+            all_max: all,
+            per_circuit: HashMap::new(),
+            circuit_max,
+        }
+    }
+
+    /// Permits for one more connect on circuit `c`, or `None` if the node
+    /// or the circuit runs as many as it may.
+    pub(crate) fn try_acquire(&mut self, c: CircuitId) -> Option<ConnectPermits> {
+        let max = self.circuit_max;
+        if self.per_circuit.len() > 2 * self.all_max {
+            // Forget circuits with nothing running: at most `all_max` have.
+            self.per_circuit.retain(|_, s| s.available_permits() < max);
+        }
+        let sem = self
+            .per_circuit
+            .entry(c)
+            .or_insert_with(|| Arc::new(Semaphore::new(max)))
+            .clone();
+        let mine = sem.try_acquire_owned().ok()?;
+        let all = self.all.clone().try_acquire_owned().ok()?;
+        Some([all, mine])
+    }
+}
 
 impl Io {
     fn new(tx: mpsc::UnboundedSender<Down>) -> Io {
@@ -161,7 +207,7 @@ pub(crate) struct Core {
     pub sndbuf: usize,
     streams: HashMap<StreamKey, Io>,
     send_errors: u64,
-    exit_connects: Arc<Semaphore>,
+    exit_connects: ConnectLimits,
 }
 
 impl Core {
@@ -190,7 +236,7 @@ impl Core {
             sndbuf: 0,
             streams: HashMap::new(),
             send_errors: 0,
-            exit_connects: Arc::new(Semaphore::new(MAX_EXIT_CONNECTS)),
+            exit_connects: ConnectLimits::new(MAX_EXIT_CONNECTS, MAX_CONNECTS_PER_CIRCUIT),
         }
     }
 
@@ -357,7 +403,7 @@ impl Core {
                         .stream_refuse(now, stream, EndReason::ExitPolicy);
                     return;
                 };
-                let Ok(permit) = self.exit_connects.clone().try_acquire_owned() else {
+                let Some(permit) = self.exit_connects.try_acquire(stream.circuit) else {
                     tracing::debug!(node = %self.name, %stream, "too many exit connects at once");
                     let _ =
                         self.host
@@ -710,6 +756,27 @@ fn socket_drops(port: u16) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exit_connects_are_limited_per_circuit_and_in_all() {
+        let mut l = ConnectLimits::new(5, 2);
+        let c = CircuitId;
+        let a1 = l.try_acquire(c(1)).unwrap();
+        let _a2 = l.try_acquire(c(1)).unwrap();
+        assert!(l.try_acquire(c(1)).is_none(), "the circuit's 2 are taken");
+        let _b = [c(2), c(2), c(3)].map(|x| l.try_acquire(x).unwrap());
+        assert!(l.try_acquire(c(4)).is_none(), "the node's 5 are taken");
+        drop(a1);
+        let again = l.try_acquire(c(1));
+        assert!(again.is_some(), "an ended connect frees both permits");
+        drop(again);
+        // Circuits with nothing running are forgotten.
+        let mut l = ConnectLimits::new(2, 1);
+        for i in 0..100 {
+            assert!(l.try_acquire(c(i)).is_some());
+            assert!(l.per_circuit.len() <= 5);
+        }
+    }
 
     /// A stream that goes away while its exit connect runs takes the
     /// connect task with it (and so its permit); one whose connect finished

@@ -123,7 +123,7 @@ pub(crate) async fn exit_connect(
     key: StreamKey,
     cmd: mpsc::UnboundedSender<Cmd>,
     down: mpsc::UnboundedReceiver<Down>,
-    permit: tokio::sync::OwnedSemaphorePermit,
+    permit: crate::core::ConnectPermits,
 ) {
     let r = connect(&host, port, &x).await;
     drop(permit);
@@ -137,6 +137,9 @@ pub(crate) async fn exit_connect(
         }
     }
 }
+
+/// Addresses of a name an exit tries at most.
+const MAX_ADDRS: usize = 4;
 
 async fn connect(host: &str, port: u16, x: &ExitOptions) -> Result<TcpStream, EndReason> {
     let t = x.connect_timeout;
@@ -158,9 +161,14 @@ async fn connect(host: &str, port: u16, x: &ExitOptions) -> Result<TcpStream, En
         tracing::debug!(%host, port, "refused by the exit policy");
         return Err(EndReason::ExitPolicy);
     }
+    // One connect_timeout for the connects together, split evenly over at
+    // most MAX_ADDRS addresses: a name with many unreachable addresses must
+    // not hold an exit's connect slot for long.
+    let n = allowed.len().min(MAX_ADDRS);
+    let each = t / n as u32;
     let mut last = EndReason::ConnectRefused;
-    for a in allowed {
-        match tokio::time::timeout(t, TcpStream::connect(a)).await {
+    for a in allowed.into_iter().take(n) {
+        match tokio::time::timeout(each, TcpStream::connect(a)).await {
             Ok(Ok(s)) => return Ok(s),
             Ok(Err(e)) => {
                 last = match e.kind() {
