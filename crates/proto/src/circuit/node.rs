@@ -368,6 +368,11 @@ struct LinkState {
 /// Control messages a link keeps unacknowledged at most; beyond it new
 /// messages are dropped (and counted as protocol errors).
 const MAX_UNACKED: usize = 4096;
+/// A client link with this many of our control messages unacknowledged
+/// gets its CREATEs ignored (counted as protocol errors): a client that
+/// does not acknowledge cannot make the relay hold answers for it without
+/// bound (it holds at most this many plus one DESTROY per circuit).
+const MAX_UNACKED_CLIENT_CREATE: usize = 512;
 /// Control messages resent per retransmission timeout at most.
 const RETX_BURST: usize = 64;
 /// How often at most the queues are measured against `max_queued_cells`.
@@ -728,6 +733,10 @@ impl Node {
             return;
         }
         let client = self.is_client(l);
+        if client && self.link(l).unacked.len() >= MAX_UNACKED_CLIENT_CREATE {
+            self.stats.protocol_errors += 1;
+            return;
+        }
         if self.circs.len() >= self.cfg.max_circuits
             || client && self.link(l).circuits.len() >= self.cfg.max_circuits_per_client
         {

@@ -633,3 +633,23 @@ fn a_client_gets_at_most_its_share_of_circuits() {
     let (_, r5) = build_outcome(&mut net, &[0, 1, 2]);
     assert_eq!(r5, None);
 }
+
+#[test]
+fn a_client_that_never_acknowledges_stops_getting_circuits() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    // Nothing the exit sends reaches the client: no CREATED, no CTL_ACK.
+    net.down.push((2, CLIENT));
+    let exit = [net.keys[2]];
+    for _ in 0..600 {
+        let now = net.now;
+        net.nodes[CLIENT].build_circuit(now, &exit).unwrap();
+        net.step();
+    }
+    let end = net.now + Dur::from_secs(2);
+    while net.now < end {
+        net.step();
+    }
+    // The exit answered 512 CREATEs and ignores the rest.
+    assert_eq!(net.nodes[2].circuit_count(), 512);
+    assert_eq!(net.nodes[2].stats().protocol_errors, 88);
+}
