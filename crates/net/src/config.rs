@@ -689,6 +689,9 @@ pub struct Limits {
     /// Cells all circuits together may hold; above it the largest are torn
     /// down (`NodeConfig::max_queued_cells`).
     pub max_queued_cells: usize,
+    /// Bytes all streams may buffer together; above it the largest are
+    /// reset (`NodeConfig::max_stream_bytes`).
+    pub max_stream_buffers: usize,
 }
 
 impl Default for Limits {
@@ -701,6 +704,7 @@ impl Default for Limits {
             stream_window: 1 << 20,
             max_clients: 10_000,
             max_queued_cells: 1 << 20,
+            max_stream_buffers: 512 << 20,
         }
     }
 }
@@ -722,6 +726,7 @@ fn limits(t: Option<&Table>) -> R<Limits> {
             "stream_window",
             "max_clients",
             "max_queued_cells",
+            "max_stream_buffers",
         ],
     )?;
     if let Some(n) = get_int(t, p, "circuit_queue", 4, 1_000_000)? {
@@ -747,6 +752,12 @@ fn limits(t: Option<&Table>) -> R<Limits> {
     }
     if let Some(n) = get_int(t, p, "max_queued_cells", 1000, 1 << 40)? {
         o.max_queued_cells = n as usize;
+    }
+    if let Some(n) = get_bytes(t, p, "max_stream_buffers")? {
+        if !((1 << 20)..=1 << 40).contains(&n) {
+            return err("limits.max_stream_buffers", "must be 1MiB to 1TiB");
+        }
+        o.max_stream_buffers = n as usize;
     }
     Ok(o)
 }
@@ -1341,15 +1352,22 @@ flags = ["exit"]
                     "[limits]\nmax_circuits_per_client = 0\n",
                     "relay.toml: limits.max_circuits_per_client: must be 1 to 10000000, got 0",
                 ),
+                (
+                    "[limits]\nmax_stream_buffers = \"1KiB\"\n",
+                    "relay.toml: limits.max_stream_buffers: must be 1MiB to 1TiB",
+                ),
             ];
             for (extra, want) in cases {
                 let text = format!("{ok}{extra}");
                 let e = RelayConfig::parse(&text, "relay.toml", base).unwrap_err();
                 assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
             }
-            let text = format!("{ok}[limits]\nmax_circuits_per_client = 8\n");
+            let text = format!(
+                "{ok}[limits]\nmax_circuits_per_client = 8\nmax_stream_buffers = \"64MiB\"\n"
+            );
             let c = RelayConfig::parse(&text, "relay.toml", base).unwrap();
             assert_eq!(c.limits.max_circuits_per_client, 8);
+            assert_eq!(c.limits.max_stream_buffers, 64 << 20);
             assert_eq!(c.limits.max_circuits, Limits::default().max_circuits);
             let e = RelayConfig::parse("name = \"r1\"\n", "relay.toml", base).unwrap_err();
             assert_eq!(e.key, "listen");

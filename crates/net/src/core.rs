@@ -171,6 +171,8 @@ pub struct Snapshot {
     /// Cells all circuits hold (what `[limits] max_queued_cells` caps).
     pub held_cells: usize,
     pub streams: usize,
+    /// Bytes all streams buffer (what `[limits] max_stream_buffers` caps).
+    pub stream_bytes: usize,
     pub send_errors: u64,
     /// Datagrams the kernel dropped at this socket (from /proc/net/udp).
     pub socket_drops: Option<u64>,
@@ -688,6 +690,7 @@ impl Core {
             circuits,
             held_cells: ep.total_held(),
             streams: node.stream_count(),
+            stream_bytes: node.stream_buffered(),
             send_errors: self.send_errors,
             socket_drops: socket_drops(port),
             rcvbuf: self.rcvbuf,

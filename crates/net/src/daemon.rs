@@ -296,6 +296,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     nc.exit = cfg.exit.enabled;
     nc.max_circuits = cfg.limits.max_circuits;
     nc.max_circuits_per_client = cfg.limits.max_circuits_per_client;
+    nc.max_stream_bytes = cfg.limits.max_stream_buffers;
     nc.max_streams = cfg.limits.max_streams;
     nc.stream_window = cfg.limits.stream_window;
     nc.max_queued_cells = cfg.limits.max_queued_cells;
@@ -354,6 +355,7 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     nc.max_streams = cfg.limits.max_streams;
     nc.stream_window = cfg.limits.stream_window;
     nc.max_queued_cells = cfg.limits.max_queued_cells;
+    nc.max_stream_bytes = cfg.limits.max_stream_buffers;
     let seed = {
         use std::hash::{BuildHasher, Hasher};
         std::collections::hash_map::RandomState::new()

@@ -216,6 +216,18 @@ pub fn render(s: &Snapshot) -> String {
         "Circuits torn down because all queues together held more than max_queued_cells.",
         s.node.circuits_shed,
     );
+    w.one(
+        "stream_buffer_bytes",
+        "gauge",
+        "Bytes all streams buffer at this node's edges (received and not read, written and not sent): what max_stream_buffers caps.",
+        s.stream_bytes as u64,
+    );
+    w.one(
+        "streams_shed_total",
+        "counter",
+        "Streams reset because all streams together buffered more than max_stream_buffers.",
+        s.node.streams_shed,
+    );
     w.head(
         "circuit_queue_cells",
         "gauge",

@@ -42,6 +42,8 @@ fn metrics_endpoint_serves_prometheus_text() {
         "hopwise_circuit_queue_cells{node=\"relay2\",circuit=\"0\",dir=\"forward\"}",
         "hopwise_queue_cells_max{node=\"relay2\"}",
         "hopwise_held_cells{node=\"relay2\"}",
+        "hopwise_stream_buffer_bytes{node=\"relay2\"}",
+        "hopwise_streams_shed_total{node=\"relay2\"}",
         "hopwise_circuits_shed_total{node=\"relay2\"} 0",
     ] {
         assert!(body.contains(series), "missing {series}:\n{body}");

@@ -53,8 +53,15 @@ pub struct NodeConfig {
     /// Cells all circuits together may hold in their BackTap queues. Above
     /// it, circuits are torn down largest first (`ResourceLimit`) until the
     /// rest fit, like Tor's out-of-memory handler for `MaxMemInQueues`;
-    /// checked at most every [`SHED_INTERVAL`] while datagrams arrive.
+    /// checked at most every [`SHED_INTERVAL`], when datagrams arrive or
+    /// timers fire.
     pub max_queued_cells: usize,
+    /// Bytes all streams at this node's edges may buffer together (data
+    /// received and not yet read by the application, plus data written and
+    /// not yet packaged). Above it, streams are reset largest first
+    /// (`EndReason::ResourceLimit`) until the rest fit; checked at most
+    /// every [`SHED_INTERVAL`], like `max_queued_cells`.
+    pub max_stream_bytes: usize,
 }
 
 impl NodeConfig {
@@ -73,6 +80,7 @@ impl NodeConfig {
             ctl_rto: Dur::from_millis(250),
             ctl_max_rto: Dur::from_secs(4),
             max_queued_cells: 1 << 20,
+            max_stream_bytes: 512 << 20,
         }
     }
 }
@@ -222,6 +230,9 @@ pub struct NodeStats {
     /// Circuits torn down because all queues together held more than
     /// `max_queued_cells`.
     pub circuits_shed: u64,
+    /// Streams reset because all streams together buffered more than
+    /// `max_stream_bytes`.
+    pub streams_shed: u64,
 }
 
 // ---------------------------------------------------------------------------
@@ -399,10 +410,10 @@ pub struct Node {
     cell: Box<CellBody>,
 }
 
-/// The circuits to tear down so that `total` cells fit in `max`: from
-/// `(cells held, circuit)`, the largest first (among equals the newest),
-/// until the rest fit.
-fn pick_shed(mut held: Vec<(usize, CircuitId)>, mut total: usize, max: usize) -> Vec<CircuitId> {
+/// The circuits (or streams) to tear down so that `total` cells (or bytes)
+/// fit in `max`: from `(amount held, id)`, the largest first (among equals
+/// the newest), until the rest fit.
+fn pick_shed<K: Ord + Copy>(mut held: Vec<(usize, K)>, mut total: usize, max: usize) -> Vec<K> {
     held.sort_unstable_by(|a, b| b.cmp(a));
     let mut out = Vec::new();
     for (n, c) in held {
@@ -852,20 +863,53 @@ impl Node {
         }
         self.shed_at = now + SHED_INTERVAL;
         let total = self.ep.total_held();
-        if total <= self.cfg.max_queued_cells {
-            return;
+        if total > self.cfg.max_queued_cells {
+            let held: Vec<(usize, CircuitId)> = self.ep.held_cells().map(|(c, n)| (n, c)).collect();
+            for c in pick_shed(held, total, self.cfg.max_queued_cells) {
+                if self.circs.contains_key(&c) {
+                    self.stats.circuits_shed += 1;
+                    self.teardown(now, c, DestroyReason::ResourceLimit, None);
+                }
+            }
         }
-        let held: Vec<(usize, CircuitId)> = self.ep.held_cells().map(|(c, n)| (n, c)).collect();
-        for c in pick_shed(held, total, self.cfg.max_queued_cells) {
-            if self.circs.contains_key(&c) {
-                self.stats.circuits_shed += 1;
-                self.teardown(now, c, DestroyReason::ResourceLimit, None);
+        let buffered: Vec<(usize, StreamKey)> = self.stream_buffers().collect();
+        let total: usize = buffered.iter().map(|b| b.0).sum();
+        if total > self.cfg.max_stream_bytes {
+            for k in pick_shed(buffered, total, self.cfg.max_stream_bytes) {
+                if self.stream_reset(now, k, EndReason::ResourceLimit).is_ok() {
+                    self.stats.streams_shed += 1;
+                    self.events.push_back(NodeEvent::StreamReset {
+                        stream: k,
+                        reason: EndReason::ResourceLimit,
+                    });
+                }
             }
         }
     }
 
+    /// Bytes each stream at this node's edges buffers (received and not
+    /// read, written and not packaged), in stream order.
+    fn stream_buffers(&self) -> impl Iterator<Item = (usize, StreamKey)> + '_ {
+        self.circs.iter().flat_map(|(&circuit, circ)| {
+            circ.edge.iter().flat_map(move |e| {
+                e.streams.iter().map(move |(&id, s)| {
+                    (
+                        s.recv_buf.len() + s.send_buf.len(),
+                        StreamKey { circuit, id },
+                    )
+                })
+            })
+        })
+    }
+
+    /// Bytes all streams at this node's edges buffer together.
+    pub fn stream_buffered(&self) -> usize {
+        self.stream_buffers().map(|b| b.0).sum()
+    }
+
     /// Runs control retransmissions and circuit build timeouts.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.shed(now);
         if self.next_check.is_some_and(|t| t > now) {
             self.ep.handle_timeout(now);
             self.process_events(now);

@@ -653,3 +653,46 @@ fn a_client_that_never_acknowledges_stops_getting_circuits() {
     assert_eq!(net.nodes[2].circuit_count(), 512);
     assert_eq!(net.nodes[2].stats().protocol_errors, 88);
 }
+
+/// The client sends on two streams to an echoing exit and reads nothing,
+/// so the echo of the long one piles up in the exit's send buffer (16 KiB
+/// here) once the client's window is full; the exit's limit on stream
+/// buffers resets that stream and keeps the short one.
+#[test]
+fn streams_that_buffer_too_much_are_reset_largest_first() {
+    const CAP: usize = 12 * 1024;
+    let mut net = Net::with_cfg(&[true, false, false], 0.0, |i, cfg| {
+        if i == 0 {
+            cfg.max_stream_bytes = CAP;
+        }
+    });
+    let c = net.build(&[0]);
+    let now = net.now;
+    let a = net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    let b = net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+    let data = pattern(200_000);
+    let (mut sa, mut sb) = (0, 0);
+    let mut resets = Vec::new();
+    let end = net.now + Dur::from_secs(10);
+    while net.now < end && resets.is_empty() {
+        let now = net.now;
+        if let Ok(n) = net.nodes[CLIENT].stream_write(now, a, &data[sa..]) {
+            sa += n;
+        }
+        if let Ok(n) = net.nodes[CLIENT].stream_write(now, b, &data[sb..4000]) {
+            sb += n;
+        }
+        net.step();
+        for e in net.client_events() {
+            if let NodeEvent::StreamReset { stream, reason } = e {
+                resets.push((stream, reason));
+            }
+        }
+    }
+    assert_eq!(resets, vec![(a, EndReason::ResourceLimit)]);
+    assert_eq!(sb, 4000);
+    let exit = &net.nodes[0];
+    assert_eq!(exit.stats().streams_shed, 1);
+    assert!(exit.stream_buffered() <= CAP, "{}", exit.stream_buffered());
+    assert_eq!(exit.stream_count(), 1, "b stays open");
+}
