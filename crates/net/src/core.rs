@@ -81,8 +81,9 @@ impl Drop for Io {
 /// lasts up to twice `[exit] connect_timeout` (resolution, then the
 /// connects together).
 pub(crate) const MAX_EXIT_CONNECTS: usize = 256;
-/// Exit connects one circuit may run at once, so that one client cannot
-/// hold all of [`MAX_EXIT_CONNECTS`].
+/// Exit connects one circuit may run at once: one circuit cannot hold all
+/// of [`MAX_EXIT_CONNECTS`] (a client with several circuits still can; the
+/// exit cannot tell clients apart).
 pub(crate) const MAX_CONNECTS_PER_CIRCUIT: usize = 32;
 
 /// The permits an exit connect holds until it ends: one of the node's and
@@ -282,6 +283,9 @@ impl Core {
                     let now = self.clock.now();
                     self.on_cmd(now, cmd);
                     self.drain_cmds(now);
+                    if deadline.is_some_and(|d| d <= now) {
+                        self.on_timers(now);
+                    }
                 }
                 _ = sleep => {
                     let now = self.clock.now();

@@ -1087,8 +1087,6 @@ impl Endpoint {
         v.into_iter()
     }
 
-    /// Cells the queue of `c` in `dir` has room for without growing, plus
-    /// the cells it holds above a gap: its memory, in cells.
     /// Circuits the endpoint keeps storage for.
     #[cfg(test)]
     pub(super) fn circuit_slots(&self) -> usize {
@@ -1100,6 +1098,8 @@ impl Endpoint {
         self.next_circuit = id;
     }
 
+    /// Cells the queue of `c` in `dir` has room for without growing, plus
+    /// the cells it holds above a gap: its memory, in cells.
     #[cfg(test)]
     pub(super) fn cell_slots(&self, c: CircuitId, dir: Direction) -> usize {
         self.queue(Self::qref(c, dir))

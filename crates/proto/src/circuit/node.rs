@@ -853,10 +853,13 @@ impl Node {
     }
 
     /// Tears circuits down, those holding the most cells first, while all
-    /// queues together hold more than `max_queued_cells`. Only arriving cells
-    /// make the queues grow beyond their windows, so it runs after
-    /// datagrams, at most every [`SHED_INTERVAL`]. The total is a running
-    /// count; only a total over the cap makes it look at every circuit.
+    /// queues together hold more than `max_queued_cells`, and resets
+    /// streams, those buffering the most first, while all streams together
+    /// buffer more than `max_stream_bytes`. Runs after datagrams and on
+    /// timers, at most every [`SHED_INTERVAL`]. The cell total is a running
+    /// count, and only a total over the cap makes it look at every circuit;
+    /// the stream total is a walk over the streams (no allocation unless it
+    /// is over the cap).
     fn shed(&mut self, now: Time) {
         if now < self.shed_at {
             return;
@@ -872,9 +875,9 @@ impl Node {
                 }
             }
         }
-        let buffered: Vec<(usize, StreamKey)> = self.stream_buffers().collect();
-        let total: usize = buffered.iter().map(|b| b.0).sum();
+        let total = self.stream_buffered();
         if total > self.cfg.max_stream_bytes {
+            let buffered: Vec<(usize, StreamKey)> = self.stream_buffers().collect();
             for k in pick_shed(buffered, total, self.cfg.max_stream_bytes) {
                 if self.stream_reset(now, k, EndReason::ResourceLimit).is_ok() {
                     self.stats.streams_shed += 1;

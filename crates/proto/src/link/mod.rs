@@ -31,7 +31,11 @@
 //!   a bounded table (`max_half_open`, oldest evicted first, expired after
 //!   `handshake_timeout`). INITs are replayable and cost nothing to forge
 //!   from spoofed addresses, so counting them against `max_clients` would
-//!   let anyone lock new clients out.
+//!   let anyone lock new clients out. A copy of an answered INIT from
+//!   another address is dropped before any Diffie-Hellman work, so it
+//!   cannot replace the real initiator's session. A client that confirms
+//!   when `max_clients` is already reached is dropped silently (there is no
+//!   refusal message); it finds out when its link times out.
 //! * Both sides initiating at once: the side with the smaller static key
 //!   drops the peer's INIT and keeps its own handshake; the other answers.
 //! * Keepalives (the empty frame) every `keepalive` of silence; a link that
@@ -219,8 +223,8 @@ pub struct LinkStats {
     pub handshake_failures: u64,
     /// Handshakes refused: encryption mode mismatch, own key, client limit.
     pub handshake_refused: u64,
-    /// DATA for no session, from the wrong address, or INIT from a key we do
-    /// not accept.
+    /// DATA for no session or from the wrong address, INIT from a key we do
+    /// not accept, or a copy of an answered INIT from another address.
     pub unknown_peer: u64,
     /// DATA that failed authentication.
     pub auth_failures: u64,
@@ -613,8 +617,15 @@ impl Links {
             .chain(self.half.values().map(|h| &h.s));
         for s in sessions {
             if let Some((e2, resp)) = &s.resp {
-                if *e2 == e && s.addr == from && s.remote == sender {
-                    self.out.push_back((from, resp.clone()));
+                if *e2 == e && s.remote == sender {
+                    if s.addr == from {
+                        self.out.push_back((from, resp.clone()));
+                    } else {
+                        // A copy from elsewhere (only the key's holder can
+                        // make an INIT with a fresh `e`): answering it would
+                        // replace the real initiator's session.
+                        self.stats.unknown_peer += 1;
+                    }
                     return;
                 }
             }

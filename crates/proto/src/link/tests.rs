@@ -464,3 +464,30 @@ fn unconfirmed_handshakes_take_no_client_slot() {
     assert_eq!(r.stats().half_open_dropped, 100);
     assert!(r.is_up(l1) && r.is_up(l2));
 }
+
+/// Someone who saw a new client's INIT sends a copy from elsewhere before
+/// the client confirms: the copy is not answered, and the client's link
+/// comes up.
+#[test]
+fn a_copied_init_from_elsewhere_does_not_displace_a_new_client() {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut r = Links::new(LinkConfig::new(relay, dir.clone()));
+    let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir));
+    let now = Time::ZERO;
+    let mut f = Vec::new();
+    assert!(c.seal(now, LinkId(0), b"hi").is_none());
+    let (_, init) = c.poll_transmit().unwrap();
+    assert_eq!(r.handle_datagram(now, addr(A), &init, &mut f), None);
+    let (_, resp) = r.poll_transmit().unwrap();
+    assert_eq!(r.handle_datagram(now, addr(A + 7), &init, &mut f), None);
+    assert!(r.poll_transmit().is_none(), "the copy is not answered");
+    assert_eq!(r.stats().unknown_peer, 1);
+    // The same INIT again from the client's address gets the same RESP.
+    assert_eq!(r.handle_datagram(now, addr(A), &init, &mut f), None);
+    assert_eq!(r.poll_transmit().map(|x| x.1), Some(resp.clone()));
+    assert_eq!(c.handle_datagram(now, addr(B), &resp, &mut f), None);
+    let (_, d) = c.poll_transmit().unwrap();
+    assert_eq!(r.handle_datagram(now, addr(A), &d, &mut f), Some(LinkId(1)));
+    assert_eq!(f, b"hi");
+}
