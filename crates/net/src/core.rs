@@ -270,22 +270,12 @@ impl Core {
                             Err(_) => break,
                         }
                     }
-                    // A socket that is always readable (a flood, or just a
-                    // heavy load) must not starve the timers and the
-                    // streams' commands, which the biased select would
-                    // otherwise never reach.
-                    self.drain_cmds(now);
-                    if deadline.is_some_and(|d| d <= now) {
-                        self.on_timers(now);
-                    }
+                    self.catch_up(now, deadline);
                 }
                 Some(cmd) = self.cmd_rx.recv() => {
                     let now = self.clock.now();
                     self.on_cmd(now, cmd);
-                    self.drain_cmds(now);
-                    if deadline.is_some_and(|d| d <= now) {
-                        self.on_timers(now);
-                    }
+                    self.catch_up(now, deadline);
                 }
                 _ = sleep => {
                     let now = self.clock.now();
@@ -307,13 +297,20 @@ impl Core {
         }
     }
 
-    /// Handles up to a batch of the streams' commands that are waiting.
-    fn drain_cmds(&mut self, now: Time) {
+    /// After a batch of datagrams or commands: handles up to a batch of the
+    /// streams' commands that are waiting, and the timers if they are due.
+    /// A socket that is always readable (a flood, or just a heavy load), or
+    /// a steady stream of commands, must not starve the branches the biased
+    /// select would otherwise never reach.
+    fn catch_up(&mut self, now: Time, deadline: Option<Time>) {
         for _ in 1..BATCH {
             match self.cmd_rx.try_recv() {
                 Ok(cmd) => self.on_cmd(now, cmd),
                 Err(_) => break,
             }
+        }
+        if deadline.is_some_and(|d| d <= now) {
+            self.on_timers(now);
         }
     }
 

@@ -214,19 +214,31 @@ impl Net {
     }
 
     fn build(&mut self, path: &[usize]) -> CircuitId {
+        let (c, closed) = self.build_outcome(path);
+        assert_eq!(closed, None, "{c:?} closed while building");
+        c
+    }
+
+    /// Builds a circuit along `path` and runs until it is ready (`None`) or
+    /// closed (the reason).
+    fn build_outcome(&mut self, path: &[usize]) -> (CircuitId, Option<DestroyReason>) {
         let p: Vec<Identity> = path.iter().map(|&i| self.keys[i]).collect();
         let now = self.now;
         let c = self.nodes[CLIENT].build_circuit(now, &p).unwrap();
-        let mut ready = false;
+        let mut outcome = None;
         self.run_until(Dur::from_secs(10), |n| {
             for e in n.client_events() {
-                if e == NodeEvent::CircuitReady(c) {
-                    ready = true;
+                match e {
+                    NodeEvent::CircuitReady(x) if x == c => outcome = Some(None),
+                    NodeEvent::CircuitClosed { circuit, reason } if circuit == c => {
+                        outcome = Some(Some(reason))
+                    }
+                    _ => {}
                 }
             }
-            ready
+            outcome.is_some()
         });
-        c
+        (c, outcome.expect("the build ends within 10 s"))
     }
 
     /// Sends `data` on a new stream, shuts down, and reads the echo to EOF.
@@ -589,48 +601,27 @@ fn the_largest_circuits_are_shed_when_all_queues_hold_too_much() {
     assert!(net.nodes[CLIENT].circuit_ready(idle));
 }
 
-/// Builds a circuit along `path` and runs until it is ready or closed.
-fn build_outcome(net: &mut Net, path: &[usize]) -> (CircuitId, Option<DestroyReason>) {
-    let p: Vec<Identity> = path.iter().map(|&i| net.keys[i]).collect();
-    let now = net.now;
-    let c = net.nodes[CLIENT].build_circuit(now, &p).unwrap();
-    let mut outcome = None;
-    net.run_until(Dur::from_secs(10), |n| {
-        for e in n.client_events() {
-            match e {
-                NodeEvent::CircuitReady(x) if x == c => outcome = Some(None),
-                NodeEvent::CircuitClosed { circuit, reason } if circuit == c => {
-                    outcome = Some(Some(reason))
-                }
-                _ => {}
-            }
-        }
-        outcome.is_some()
-    });
-    (c, outcome.expect("the build ends within 10 s"))
-}
-
 #[test]
 fn a_client_gets_at_most_its_share_of_circuits() {
     let mut net = Net::with_cfg(&[false, false, true], 0.0, |_, cfg| {
         cfg.max_circuits_per_client = 2;
     });
-    let (c1, r1) = build_outcome(&mut net, &[0, 1, 2]);
-    let (_, r2) = build_outcome(&mut net, &[0, 1, 2]);
+    let (c1, r1) = net.build_outcome(&[0, 1, 2]);
+    let (_, r2) = net.build_outcome(&[0, 1, 2]);
     assert_eq!((r1, r2), (None, None));
-    let (_, r3) = build_outcome(&mut net, &[0, 1, 2]);
+    let (_, r3) = net.build_outcome(&[0, 1, 2]);
     assert_eq!(r3, Some(DestroyReason::ResourceLimit), "the guard's cap");
     assert_eq!(net.nodes[0].circuit_count(), 2);
     // Links between relays are not capped: the exit carries three circuits
     // from the middle once the client enters at the middle.
-    let (_, r4) = build_outcome(&mut net, &[1, 2]);
+    let (_, r4) = net.build_outcome(&[1, 2]);
     assert_eq!(r4, None);
     assert_eq!(net.nodes[2].circuit_count(), 3);
     // A circuit that goes frees its place.
     let now = net.now;
     net.nodes[CLIENT].destroy_circuit(now, c1, DestroyReason::Requested);
     net.run_until(Dur::from_secs(2), |n| n.nodes[0].circuit_count() == 1);
-    let (_, r5) = build_outcome(&mut net, &[0, 1, 2]);
+    let (_, r5) = net.build_outcome(&[0, 1, 2]);
     assert_eq!(r5, None);
 }
 
