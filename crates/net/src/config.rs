@@ -1093,6 +1093,10 @@ pub struct ProxyConfig {
     pub key_file: Option<PathBuf>,
     /// How long a SOCKS request waits for its stream.
     pub connect_timeout: Duration,
+    /// SOCKS connections served at once; more are closed when accepted.
+    pub socks_max_connections: usize,
+    /// How long a SOCKS client has for its greeting and request, in all.
+    pub socks_handshake_timeout: Duration,
     pub limits: Limits,
     pub link: LinkOptions,
     pub transport: Transport,
@@ -1119,6 +1123,8 @@ impl ProxyConfig {
             path: None,
             key_file: None,
             connect_timeout: Duration::from_secs(30),
+            socks_max_connections: 4096,
+            socks_handshake_timeout: Duration::from_secs(10),
             limits: Limits::default(),
             link: LinkOptions::default(),
             transport: Transport::default(),
@@ -1148,6 +1154,8 @@ impl ProxyConfig {
                 "path",
                 "key_file",
                 "connect_timeout",
+                "socks_max_connections",
+                "socks_handshake_timeout",
                 "limits",
                 "link",
                 "transport",
@@ -1181,6 +1189,12 @@ impl ProxyConfig {
             .map(|k| resolve(base, k));
         if let Some(d) = get_dur_in(&t, "", "connect_timeout", TIMEOUT_RANGE).map_err(e)? {
             cfg.connect_timeout = d;
+        }
+        if let Some(n) = get_int(&t, "", "socks_max_connections", 1, 1_000_000).map_err(e)? {
+            cfg.socks_max_connections = n as usize;
+        }
+        if let Some(d) = get_dur_in(&t, "", "socks_handshake_timeout", TIMEOUT_RANGE).map_err(e)? {
+            cfg.socks_handshake_timeout = d;
         }
         cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
         cfg.link = link_options(get_table(&t, "", "link").map_err(e)?).map_err(e)?;
@@ -1503,6 +1517,31 @@ flags = ["exit"]
             )
             .unwrap_err();
             assert_eq!(e.key, "link.handshake_timeout");
+            for (text, msg) in [
+                (
+                    "socks_max_connections = 0\n",
+                    "proxy.toml: socks_max_connections: must be 1 to 1000000, got 0",
+                ),
+                (
+                    "socks_handshake_timeout = \"2h\"\n",
+                    "proxy.toml: socks_handshake_timeout: must be 1ms to 1h, got `2h`",
+                ),
+            ] {
+                let e =
+                    ProxyConfig::parse(&format!("{proxy}{text}"), "proxy.toml", base).unwrap_err();
+                assert_eq!(e.to_string(), msg);
+            }
+            let c = ProxyConfig::parse(
+                &format!("{proxy}socks_max_connections = 64\nsocks_handshake_timeout = \"2s\"\n"),
+                "proxy.toml",
+                base,
+            )
+            .unwrap();
+            assert_eq!(c.socks_max_connections, 64);
+            assert_eq!(c.socks_handshake_timeout, Duration::from_secs(2));
+            let d = ProxyConfig::parse(proxy, "proxy.toml", base).unwrap();
+            assert_eq!(d.socks_max_connections, 4096);
+            assert_eq!(d.socks_handshake_timeout, Duration::from_secs(10));
         });
     }
 

@@ -3,6 +3,7 @@
 //! protocol: datagrams go into the host, what it wants sent goes out (through
 //! the link emulator when configured), its events start or feed stream tasks.
 
+use crate::accept::Gate;
 use crate::clock::Clock;
 use crate::config::{Directory, ExitOptions};
 use crate::emu::{EmuStats, Emulator};
@@ -183,6 +184,10 @@ pub struct Snapshot {
     pub client_circuit: Option<u32>,
     pub client_ready: bool,
     pub circuits_built: u64,
+    /// Proxy: SOCKS connections served now, and those closed at once
+    /// because `socks_max_connections` were.
+    pub socks_open: Option<usize>,
+    pub socks_refused: u64,
     /// Time until the node's next timer (diagnostics).
     pub next_timer: Option<Dur>,
 }
@@ -208,6 +213,8 @@ pub(crate) struct Core {
     pub client: Option<ClientState>,
     pub rcvbuf: usize,
     pub sndbuf: usize,
+    /// The proxy's SOCKS listener (for the snapshot).
+    pub socks_gate: Option<Arc<Gate>>,
     streams: HashMap<StreamKey, Io>,
     send_errors: u64,
     exit_connects: ConnectLimits,
@@ -236,6 +243,7 @@ impl Core {
             exit,
             client,
             rcvbuf: 0,
+            socks_gate: None,
             sndbuf: 0,
             streams: HashMap::new(),
             send_errors: 0,
@@ -699,6 +707,8 @@ impl Core {
             client_circuit: self.client.as_ref().and_then(|c| c.circuit.map(|c| c.0)),
             client_ready: self.client.as_ref().is_some_and(|c| c.ready),
             circuits_built: self.client.as_ref().map_or(0, |c| c.built),
+            socks_open: self.socks_gate.as_ref().map(|g| g.open()),
+            socks_refused: self.socks_gate.as_ref().map_or(0, |g| g.refused()),
             next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
         }
     }

@@ -2,11 +2,13 @@
 //! "port in use" is an error of `spawn_*`, not a log line), then the node
 //! runs on a thread of its own with a single-threaded tokio runtime.
 
+use crate::accept::Gate;
 use crate::clock::Clock;
 use crate::config::{LinkOptions, ProxyConfig, RelayConfig, Transport};
 use crate::core::{ClientState, Cmd, Core, Snapshot};
 use crate::emu::Emulator;
 use crate::keys;
+use crate::socks::SocksOptions;
 use hopwise_proto::backtap;
 use hopwise_proto::circuit::{Node, NodeConfig};
 use hopwise_proto::link::{hex, Keypair, LinkConfig, Links};
@@ -186,7 +188,7 @@ struct Parts {
     emu: Emulator,
     exit: Option<crate::config::ExitOptions>,
     client: Option<ClientState>,
-    socks: Option<(std::net::TcpListener, std::time::Duration)>,
+    socks: Option<(std::net::TcpListener, SocksOptions, usize)>,
     metrics: Option<std::net::TcpListener>,
     public_key: [u8; 32],
 }
@@ -197,7 +199,7 @@ fn start(p: Parts) -> Result<Handle, StartError> {
         .sock
         .local_addr()
         .map_err(|e| StartError(e.to_string()))?;
-    let socks_addr = p.socks.as_ref().and_then(|(l, _)| l.local_addr().ok());
+    let socks_addr = p.socks.as_ref().and_then(|(l, ..)| l.local_addr().ok());
     let metrics_addr = p.metrics.as_ref().and_then(|l| l.local_addr().ok());
     let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -213,9 +215,12 @@ fn start(p: Parts) -> Result<Handle, StartError> {
             rt.block_on(async move {
                 let sock =
                     tokio::net::UdpSocket::from_std(p.udp.sock).expect("registered UDP socket");
-                if let Some((l, t)) = p.socks {
+                let mut socks_gate = None;
+                if let Some((l, o, max)) = p.socks {
                     let l = tokio::net::TcpListener::from_std(l).expect("registered listener");
-                    tokio::spawn(crate::socks::serve(l, tx.clone(), t));
+                    let gate = Gate::new(max);
+                    socks_gate = Some(gate.clone());
+                    tokio::spawn(crate::socks::serve(l, tx.clone(), o, gate));
                 }
                 if let Some(l) = p.metrics {
                     let l = tokio::net::TcpListener::from_std(l).expect("registered listener");
@@ -232,6 +237,7 @@ fn start(p: Parts) -> Result<Handle, StartError> {
                     p.client,
                 );
                 core.rcvbuf = p.udp.rcvbuf;
+                core.socks_gate = socks_gate;
                 core.sndbuf = p.udp.sndbuf;
                 core.run(stop_rx).await;
             });
@@ -383,7 +389,14 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
         emu: Emulator::new(cfg.emulation.clone()),
         exit: None,
         client: Some(client),
-        socks: Some((socks, cfg.connect_timeout)),
+        socks: Some((
+            socks,
+            SocksOptions {
+                connect_timeout: cfg.connect_timeout,
+                handshake_timeout: cfg.socks_handshake_timeout,
+            },
+            cfg.socks_max_connections,
+        )),
         metrics,
         public_key: kp.public,
     })

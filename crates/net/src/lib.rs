@@ -15,6 +15,7 @@
 //! `docs/relay.md` is the operator's guide. tokio appears in no crate below
 //! this one.
 
+mod accept;
 pub mod clock;
 pub mod config;
 mod core;

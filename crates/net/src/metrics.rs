@@ -1,13 +1,14 @@
 //! Prometheus text exposition (format 0.0.4) of a node's [`Snapshot`], and a
 //! minimal HTTP server for it on loopback.
 
+use crate::accept::{serve_capped, Gate};
 use crate::core::{Cmd, Snapshot};
 use hopwise_proto::backtap::HopStats;
 use hopwise_proto::circuit::Role;
 use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
 /// Per-circuit series are written for this many circuits at most.
@@ -270,6 +271,20 @@ pub fn render(s: &Snapshot) -> String {
             );
         }
     }
+    if let Some(open) = s.socks_open {
+        w.one(
+            "socks_connections",
+            "gauge",
+            "SOCKS connections being served (at most socks_max_connections).",
+            open,
+        );
+        w.one(
+            "socks_refused_total",
+            "counter",
+            "SOCKS connections closed when accepted because socks_max_connections were open.",
+            s.socks_refused,
+        );
+    }
     w.one(
         "udp_rcvbuf_bytes",
         "gauge",
@@ -285,36 +300,45 @@ pub fn render(s: &Snapshot) -> String {
     w.out
 }
 
+/// Scrapes served at once; a scraper needs one.
+const MAX_SCRAPES: usize = 16;
+/// How long a scraper has to send its request, in all.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Serves `GET` (any path) with the metrics of the node behind `cmd`.
 pub(crate) async fn serve(listener: TcpListener, cmd: mpsc::UnboundedSender<Cmd>) {
-    loop {
-        let Ok((mut s, _)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let cmd = cmd.clone();
-        tokio::spawn(async move {
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                match tokio::time::timeout(Duration::from_secs(5), s.read(&mut buf)).await {
-                    Ok(Ok(n)) if n > 0 => req.extend_from_slice(&buf[..n]),
-                    _ => return,
-                }
+    serve_capped(listener, Gate::new(MAX_SCRAPES), "metrics", move |s, _| {
+        scrape(s, cmd.clone())
+    })
+    .await;
+}
+
+async fn scrape(mut s: TcpStream, cmd: mpsc::UnboundedSender<Cmd>) {
+    let read = async {
+        let mut req = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+            match s.read(&mut buf).await {
+                Ok(n) if n > 0 => req.extend_from_slice(&buf[..n]),
+                _ => return false,
             }
-            let (tx, rx) = oneshot::channel();
-            if cmd.send(Cmd::Snapshot(tx)).is_err() {
-                return;
-            }
-            let Ok(snap) = rx.await else { return };
-            let body = render(&snap);
-            let head = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = s.write_all(head.as_bytes()).await;
-            let _ = s.write_all(body.as_bytes()).await;
-            let _ = s.shutdown().await;
-        });
+        }
+        true
+    };
+    if !matches!(tokio::time::timeout(REQUEST_TIMEOUT, read).await, Ok(true)) {
+        return;
     }
+    let (tx, rx) = oneshot::channel();
+    if cmd.send(Cmd::Snapshot(tx)).is_err() {
+        return;
+    }
+    let Ok(snap) = rx.await else { return };
+    let body = render(&snap);
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = s.write_all(head.as_bytes()).await;
+    let _ = s.write_all(body.as_bytes()).await;
+    let _ = s.shutdown().await;
 }

@@ -1,36 +1,42 @@
 //! The proxy's SOCKS5 listener (parsing is `hopwise_proto::circuit::socks`)
 //! and a small SOCKS5 client for the self-test, the benchmark and tests.
 
+use crate::accept::{serve_capped, Gate};
 use crate::core::{Cmd, OpenResult};
 use crate::stream::run_stream;
 use hopwise_proto::circuit::socks::{self, Addr, Reply};
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 
-/// How long a client has to send its greeting and request.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The SOCKS listener's settings (`proxy.toml`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SocksOptions {
+    /// How long a request waits for its stream.
+    pub connect_timeout: Duration,
+    /// How long a client has for its greeting and request, in all.
+    pub handshake_timeout: Duration,
+}
 
 pub(crate) async fn serve(
     listener: TcpListener,
     cmd: mpsc::UnboundedSender<Cmd>,
-    connect_timeout: Duration,
+    o: SocksOptions,
+    gate: Arc<Gate>,
 ) {
-    loop {
-        let Ok((s, peer)) = listener.accept().await else {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
+    serve_capped(listener, gate, "SOCKS", move |s, peer| {
         let cmd = cmd.clone();
-        tokio::spawn(async move {
-            if let Err(e) = handle(s, cmd, connect_timeout).await {
+        async move {
+            if let Err(e) = handle(s, cmd, o).await {
                 tracing::debug!(%peer, error = %e, "SOCKS connection closed");
             }
-        });
-    }
+        }
+    })
+    .await;
 }
 
 /// Reads until `parse` has an answer; `Ok(None)` if the client went away.
@@ -50,23 +56,19 @@ async fn read_until<T>(
             });
         }
         let mut chunk = [0u8; 512];
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, s.read(&mut chunk)).await {
-            Ok(Ok(0)) | Ok(Err(_)) | Err(_) => return Ok(None),
-            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+        match s.read(&mut chunk).await {
+            Ok(0) | Err(_) => return Ok(None),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
     }
 }
 
-async fn handle(
-    mut s: TcpStream,
-    cmd: mpsc::UnboundedSender<Cmd>,
-    connect_timeout: Duration,
-) -> Result<(), String> {
-    let _ = s.set_nodelay(true);
-    let mut buf = Vec::new();
-    let greeting = match read_until(&mut s, &mut buf, socks::parse_greeting).await {
+/// The greeting, our method choice, and the request; `Ok(None)` if the
+/// client went away. What follows the request in `buf` is stream data.
+async fn negotiate(s: &mut TcpStream, buf: &mut Vec<u8>) -> Result<Option<socks::Request>, String> {
+    let greeting = match read_until(s, buf, socks::parse_greeting).await {
         Ok(Some(g)) => g,
-        Ok(None) => return Ok(()),
+        Ok(None) => return Ok(None),
         Err(e) => return Err(e.msg),
     };
     let (no_auth, used) = greeting;
@@ -80,17 +82,36 @@ async fn handle(
     s.write_all(&socks::method_reply(socks::METHOD_NO_AUTH))
         .await
         .map_err(|e| e.to_string())?;
-    let (req, used) = match read_until(&mut s, &mut buf, socks::parse_request).await {
-        Ok(Some(r)) => r,
-        Ok(None) => return Ok(()),
+    match read_until(s, buf, socks::parse_request).await {
+        Ok(Some((req, used))) => {
+            buf.drain(..used);
+            Ok(Some(req))
+        }
+        Ok(None) => Ok(None),
         Err(e) => {
             if let Some(r) = e.reply {
                 let _ = s.write_all(&socks::reply(r)).await;
             }
-            return Err(e.msg);
+            Err(e.msg)
         }
+    }
+}
+
+async fn handle(
+    mut s: TcpStream,
+    cmd: mpsc::UnboundedSender<Cmd>,
+    o: SocksOptions,
+) -> Result<(), String> {
+    let _ = s.set_nodelay(true);
+    let mut buf = Vec::new();
+    // One deadline for the whole exchange: a client that sends a byte now
+    // and then cannot hold its place for longer.
+    let req = match tokio::time::timeout(o.handshake_timeout, negotiate(&mut s, &mut buf)).await {
+        Ok(Ok(Some(r))) => r,
+        Ok(Ok(None)) => return Ok(()),
+        Ok(Err(e)) => return Err(e),
+        Err(_) => return Err("no complete request in time".into()),
     };
-    buf.drain(..used);
     let (tx, rx) = oneshot::channel::<OpenResult>();
     let host = req.addr.host();
     if cmd
@@ -104,7 +125,7 @@ async fn handle(
         let _ = s.write_all(&socks::reply(Reply::GeneralFailure)).await;
         return Err("proxy shutting down".into());
     }
-    let r = match tokio::time::timeout(connect_timeout, rx).await {
+    let r = match tokio::time::timeout(o.connect_timeout, rx).await {
         Ok(Ok(r)) => r,
         Ok(Err(_)) => Err(hopwise_proto::circuit::cell::EndReason::Internal),
         Err(_) => Err(hopwise_proto::circuit::cell::EndReason::Timeout),

@@ -31,6 +31,9 @@ pub struct LabOptions {
     pub middle_rate: Option<u64>,
     /// Extra lines for every relay file (after the generated ones).
     pub relay_extra: String,
+    /// Extra lines for the proxy file, right after its top-level keys (so
+    /// it may add top-level keys, then tables).
+    pub proxy_extra: String,
     /// The relays' UDP addresses (default: free ports on 127.0.0.1), e.g.
     /// one network namespace each in the lab.
     pub relay_addresses: Option<[SocketAddr; 3]>,
@@ -48,6 +51,7 @@ impl LabOptions {
             emulation: None,
             middle_rate: None,
             relay_extra: String::new(),
+            proxy_extra: String::new(),
             relay_addresses: None,
             exit_policy: Vec::new(),
         }
@@ -158,6 +162,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
          socks = \"{}\"\ndirectory = \"directory.toml\"\npath = [\"relay1\", \"relay2\", \"relay3\"]\n",
         o.socks
     );
+    s.push_str(&o.proxy_extra);
     if !o.encrypt {
         s.push_str("\n[link]\nencrypt = false  # test-only\n");
     }

@@ -1,6 +1,7 @@
 //! SOCKS5 protocol errors get the reply codes of RFC 1928 §6, and the exit
 //! policy refuses loopback, private and link-local destinations by default
-//! (SOCKS reply 0x02, "not allowed by ruleset").
+//! (SOCKS reply 0x02, "not allowed by ruleset"). The proxy serves at most
+//! `socks_max_connections` at once and bounds each handshake as a whole.
 
 mod common;
 
@@ -166,5 +167,130 @@ fn default_exit_policy_refuses_private_ranges() {
     });
     let exit = lab.relays[2].snapshot().unwrap();
     assert_eq!(exit.streams, 0);
+    lab.shutdown();
+}
+
+/// Whether the proxy closes `s` within `limit` (EOF or an error), as opposed
+/// to answering with bytes or keeping it open.
+async fn closed_within(s: &mut TcpStream, limit: Duration) -> Result<bool, Vec<u8>> {
+    let mut b = [0u8; 16];
+    match tokio::time::timeout(limit, s.read(&mut b)).await {
+        Ok(Ok(0)) | Ok(Err(_)) => Ok(true),
+        Ok(Ok(n)) => Err(b[..n].to_vec()),
+        Err(_) => Ok(false),
+    }
+}
+
+/// Connects through SOCKS to `port` and returns the open stream.
+async fn open_stream(socks: std::net::SocketAddr, port: u16) -> TcpStream {
+    let mut s = TcpStream::connect(socks).await.unwrap();
+    s.write_all(&[5, 1, 0]).await.unwrap();
+    let mut m = [0u8; 2];
+    s.read_exact(&mut m).await.unwrap();
+    s.write_all(&connect("127.0.0.1", port)).await.unwrap();
+    let mut r = [0u8; 10];
+    s.read_exact(&mut r).await.unwrap();
+    assert_eq!(r[1], 0, "the stream opens");
+    s
+}
+
+async fn scrape(addr: std::net::SocketAddr, series: &str) -> u64 {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.unwrap();
+    body.lines()
+        .find(|l| l.starts_with(series))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{body}"))
+}
+
+#[test]
+fn socks_connections_are_capped_and_slow_handshakes_time_out() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = LabOptions::new(d.path());
+    o.allow_loopback_exit = true;
+    o.proxy_extra = "socks_max_connections = 2\nsocks_handshake_timeout = \"400ms\"\n\
+                     [metrics]\nlisten = \"127.0.0.1:0\"\n"
+        .into();
+    let lab = Lab::start(&o).unwrap();
+    let socks = lab.socks();
+    let metrics = lab.proxy.metrics.expect("the proxy's metrics");
+    let rt = common::runtime();
+    rt.block_on(async {
+        lab.wait_ready(Duration::from_secs(30)).await.unwrap();
+        // A destination that sends nothing and closes when its client has
+        // (streams are half-closed until both sides are done): streams to it
+        // stay open as long as their SOCKS clients do.
+        let sink = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = sink.local_addr().unwrap().port();
+        let held = tokio::spawn(async move {
+            while let Ok((mut c, _)) = sink.accept().await {
+                tokio::spawn(async move {
+                    let mut b = [0u8; 64];
+                    while matches!(c.read(&mut b).await, Ok(n) if n > 0) {}
+                });
+            }
+        });
+        let a = open_stream(socks, port).await;
+        let _b = open_stream(socks, port).await;
+        // Past the handshake deadline, established streams are not cut.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(scrape(metrics, "hopwise_socks_connections{").await, 2);
+
+        // The third is closed at once, without a method reply.
+        let mut c = TcpStream::connect(socks).await.unwrap();
+        let _ = c.write_all(&[5, 1, 0]).await;
+        assert_eq!(
+            closed_within(&mut c, Duration::from_secs(5)).await,
+            Ok(true)
+        );
+        assert_eq!(scrape(metrics, "hopwise_socks_refused_total{").await, 1);
+
+        // A closed stream frees its place.
+        drop(a);
+        let t0 = tokio::time::Instant::now();
+        let mut answered = false;
+        while t0.elapsed() < Duration::from_secs(10) && !answered {
+            let mut d = TcpStream::connect(socks).await.unwrap();
+            let _ = d.write_all(&[5, 1, 0]).await;
+            let mut m = [0u8; 2];
+            answered = tokio::time::timeout(Duration::from_secs(2), d.read_exact(&mut m))
+                .await
+                .is_ok_and(|r| r.is_ok());
+            if !answered {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        assert!(answered, "a place frees up when a stream closes");
+
+        // A client that dribbles its request a byte at a time, each byte well
+        // within the deadline, is still closed when the deadline has passed
+        // for the whole exchange (the request below would take 26 s; a
+        // deadline per read would never fire).
+        drop(_b);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let mut e = TcpStream::connect(socks).await.unwrap();
+        e.write_all(&[5, 1, 0]).await.unwrap();
+        let mut m = [0u8; 2];
+        e.read_exact(&mut m).await.unwrap();
+        let mut request = vec![5u8, 1, 0, 3, 255];
+        request.extend(std::iter::repeat_n(b'a', 255));
+        request.extend([0, 80]);
+        let mut closed = false;
+        for byte in request {
+            if e.write_all(&[byte]).await.is_err() {
+                closed = true;
+                break;
+            }
+            if closed_within(&mut e, Duration::from_millis(100)).await == Ok(true) {
+                closed = true;
+                break;
+            }
+        }
+        assert!(closed, "the dribbling client was never closed");
+        held.abort();
+    });
     lab.shutdown();
 }
