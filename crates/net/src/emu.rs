@@ -8,6 +8,9 @@ use hopwise_proto::time::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
+/// Lanes kept before idle ones are forgotten.
+const MAX_LANES: usize = 4096;
+
 struct Lane {
     cfg: Emulation,
     rng: u64,
@@ -66,6 +69,15 @@ impl Emulator {
             let Some(cfg) = self.rule_for(to).cloned() else {
                 return Some(d);
             };
+            if self.lanes.len() >= MAX_LANES {
+                // `"*"` makes a lane for every address this node answers,
+                // spoofed ones included: forget the idle ones (a lane that
+                // comes back starts its loss pattern afresh).
+                self.lanes
+                    .retain(|_, l| !l.queue.is_empty() || l.busy_until > now);
+                let lanes = &self.lanes;
+                self.active.retain(|a| lanes.contains_key(a));
+            }
             // A stream per peer address, seeded from the rule's seed and the address.
             let mut seed = cfg.seed ^ 0x9E37_79B9_7F4A_7C15;
             for b in to.to_string().bytes() {
@@ -155,6 +167,37 @@ mod tests {
 
     fn a(p: u16) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], p))
+    }
+
+    #[test]
+    fn idle_lanes_are_forgotten_when_there_are_many() {
+        let mut e = Emulator::new(vec![(
+            PeerSel::All,
+            Emulation {
+                delay: Duration::from_millis(10),
+                ..Emulation::default()
+            },
+        )]);
+        let addr = |i: usize| SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 9));
+        // A datagram to a new address every millisecond, each held for 10 ms:
+        // about ten lanes have one queued at any time, the rest are idle.
+        let n = 3 * MAX_LANES;
+        let mut delivered = 0;
+        for i in 0..n {
+            let now = Time::ZERO + Dur::from_millis(i as u64);
+            assert!(e.push(now, addr(i), vec![1]).is_none());
+            // One datagram at most: emptied lanes may stay on the active
+            // list until a later poll passes them.
+            if e.poll(now).is_some() {
+                delivered += 1;
+            }
+            assert!(e.lanes.len() <= MAX_LANES, "{} lanes", e.lanes.len());
+        }
+        // Lanes with a datagram queued survived every purge.
+        while e.poll(Time::ZERO + Dur::from_secs(3600)).is_some() {
+            delivered += 1;
+        }
+        assert_eq!(delivered, n);
     }
 
     #[test]
