@@ -161,13 +161,16 @@ async fn connect(host: &str, port: u16, x: &ExitOptions) -> Result<TcpStream, En
         tracing::debug!(%host, port, "refused by the exit policy");
         return Err(EndReason::ExitPolicy);
     }
-    // One connect_timeout for the connects together, split evenly over at
-    // most MAX_ADDRS addresses: a name with many unreachable addresses must
-    // not hold an exit's connect slot for long.
+    // One connect_timeout for the connects together, over at most MAX_ADDRS
+    // addresses: a name with many unreachable addresses must not hold an
+    // exit's connect slot for long. Each address gets an equal share of the
+    // time left, so a quick refusal leaves more for the next.
     let n = allowed.len().min(MAX_ADDRS);
-    let each = t / n as u32;
+    let deadline = tokio::time::Instant::now() + t;
     let mut last = EndReason::ConnectRefused;
-    for a in allowed.into_iter().take(n) {
+    for (i, a) in allowed.into_iter().take(n).enumerate() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let each = left / (n - i) as u32;
         match tokio::time::timeout(each, TcpStream::connect(a)).await {
             Ok(Ok(s)) => return Ok(s),
             Ok(Err(e)) => {
