@@ -76,8 +76,8 @@ enum Cmd {
         /// Print only the results path (no table, no progress bar).
         #[arg(long)]
         quiet: bool,
-        /// Refuse grids of more runs (points × seeds) than this.
-        #[arg(long, default_value_t = 2000)]
+        /// Refuse grids of more runs (points × seeds) than this (at most 1000000).
+        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         max_runs: u64,
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
@@ -91,8 +91,8 @@ enum Cmd {
         /// A short variant (a couple of minutes) for CI and a first look.
         #[arg(long)]
         quick: bool,
-        /// Seeds (independent runs) per data point.
-        #[arg(long, alias = "runs", value_parser = clap::value_parser!(u32).range(1..))]
+        /// Seeds (independent runs) per data point (1 to 10000).
+        #[arg(long, alias = "runs", value_parser = clap::value_parser!(u32).range(1..=10_000))]
         seeds: Option<u32>,
         /// Output directory (default out/<name>; with `all`, out, one subdirectory each).
         #[arg(long)]

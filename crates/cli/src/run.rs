@@ -422,6 +422,10 @@ pub fn bench_tor(
     out: Option<&Path>,
 ) -> Result<()> {
     use hopwise_repro::backtap_network::scale::{run_with, ScaleParams};
+    if let Some(out) = out {
+        // Before the run, which takes minutes at the defaults.
+        prepare_out(out)?;
+    }
     let p = ScaleParams {
         seed,
         ..ScaleParams::new(transport, relays, circuits, secs)

@@ -363,9 +363,40 @@ fn parse_toml(text: &str, file: &str) -> Result<Table, ConfigError> {
     })
 }
 
+/// Config and directory files are small; a larger one is a mistake (or a
+/// device such as /dev/zero, which would be read forever).
+const MAX_FILE: u64 = 16 << 20;
+
 fn read(path: &Path) -> Result<String, ConfigError> {
-    std::fs::read_to_string(path)
-        .map_err(|e| ConfigError::new(path.display(), "", format!("cannot read: {e}")))
+    let e = |m: String| ConfigError::new(path.display(), "", m);
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => return Err(e("is a directory, not a file".into())),
+        Ok(m) if !m.is_file() => return Err(e("is not a regular file".into())),
+        Ok(m) if m.len() > MAX_FILE => {
+            return Err(e(format!(
+                "is {} bytes; a configuration file is at most 16 MiB",
+                m.len()
+            )))
+        }
+        _ => {}
+    }
+    std::fs::read_to_string(path).map_err(|x| e(format!("cannot read: {x}")))
+}
+
+/// The directory file named by `file`'s `directory` key; a file that cannot
+/// be read is that key's error.
+fn load_directory(file: &str, path: &Path) -> Result<Directory, ConfigError> {
+    let text = read(path)
+        .map_err(|x| ConfigError::new(file, "directory", format!("{}: {}", x.file, x.msg)))?;
+    Directory::parse(&text, &path.display().to_string())
+}
+
+/// A path-valued key: present and not empty.
+fn get_path(t: &Table, key: &str) -> R<Option<String>> {
+    match get_str(t, "", key)? {
+        Some("") => err(key, "is empty; name a file"),
+        x => Ok(x.map(str::to_string)),
+    }
 }
 
 fn resolve(base: &Path, p: &str) -> PathBuf {
@@ -959,21 +990,27 @@ impl RelayConfig {
         })?;
         let key_file = resolve(
             base,
-            get_str(&t, "", "key_file").map_err(e)?.ok_or_else(|| {
-                ConfigError::new(
-                    file,
-                    "key_file",
-                    "missing (where the relay's static key lives; created on first start)",
-                )
-            })?,
+            get_path(&t, "key_file")
+                .map_err(e)?
+                .as_deref()
+                .ok_or_else(|| {
+                    ConfigError::new(
+                        file,
+                        "key_file",
+                        "missing (where the relay's static key lives; created on first start)",
+                    )
+                })?,
         );
         let dir_path = resolve(
             base,
-            get_str(&t, "", "directory").map_err(e)?.ok_or_else(|| {
-                ConfigError::new(file, "directory", "missing (the directory file)")
-            })?,
+            get_path(&t, "directory")
+                .map_err(e)?
+                .as_deref()
+                .ok_or_else(|| {
+                    ConfigError::new(file, "directory", "missing (the directory file)")
+                })?,
         );
-        let directory = Directory::load(&dir_path)?;
+        let directory = load_directory(file, &dir_path)?;
         let mut cfg = RelayConfig::new(&name, listen, key_file, directory);
         cfg.origin = file.to_string();
         cfg.accept_clients = get_bool(&t, "", "accept_clients")
@@ -1166,11 +1203,14 @@ impl ProxyConfig {
         .map_err(e)?;
         let dir_path = resolve(
             base,
-            get_str(&t, "", "directory").map_err(e)?.ok_or_else(|| {
-                ConfigError::new(file, "directory", "missing (the directory file)")
-            })?,
+            get_path(&t, "directory")
+                .map_err(e)?
+                .as_deref()
+                .ok_or_else(|| {
+                    ConfigError::new(file, "directory", "missing (the directory file)")
+                })?,
         );
-        let mut cfg = ProxyConfig::new(Directory::load(&dir_path)?);
+        let mut cfg = ProxyConfig::new(load_directory(file, &dir_path)?);
         cfg.origin = file.to_string();
         if let Some(a) = get_addr(&t, "", "socks").map_err(e)? {
             if !is_local(a.ip()) {
@@ -1184,9 +1224,9 @@ impl ProxyConfig {
         cfg.path = get_str_list(&t, "", "path").map_err(e)?;
         let desc = format!("the directory {}", dir_path.display());
         check_path(&cfg.directory, &desc, cfg.path.as_deref()).map_err(e)?;
-        cfg.key_file = get_str(&t, "", "key_file")
+        cfg.key_file = get_path(&t, "key_file")
             .map_err(e)?
-            .map(|k| resolve(base, k));
+            .map(|k| resolve(base, &k));
         if let Some(d) = get_dur_in(&t, "", "connect_timeout", TIMEOUT_RANGE).map_err(e)? {
             cfg.connect_timeout = d;
         }

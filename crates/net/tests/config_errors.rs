@@ -64,3 +64,81 @@ fn bad_key_file_port_in_use_and_unknown_relay() {
         "{e}"
     );
 }
+
+#[test]
+fn the_directory_and_key_file_keys_name_their_problems() {
+    let d = tempfile::tempdir().unwrap();
+    let files = write_lab(&LabOptions::new(d.path())).unwrap();
+    let relay = std::fs::read_to_string(&files.relays[0]).unwrap();
+    let proxy = std::fs::read_to_string(&files.proxy).unwrap();
+    let with = |text: &str, from: &str, to: &str| {
+        assert!(text.contains(from), "{from} not in\n{text}");
+        text.replace(from, to)
+    };
+    let dir = "directory = \"directory.toml\"";
+    let relay_err = |text: String| {
+        std::fs::write(&files.relays[0], text).unwrap();
+        RelayConfig::load(&files.relays[0]).unwrap_err().to_string()
+    };
+
+    // A directory file that does not exist: the relay file's key says so.
+    let e = relay_err(with(&relay, dir, "directory = \"nodir.toml\""));
+    assert!(
+        e.contains("relay1.toml: directory: ") && e.contains("nodir.toml: cannot read"),
+        "{e}"
+    );
+    // A directory (of the file system), a device, and nothing at all.
+    let e = relay_err(with(&relay, dir, "directory = \".\""));
+    assert!(
+        e.contains("relay1.toml: directory: ") && e.contains("is a directory, not a file"),
+        "{e}"
+    );
+    #[cfg(unix)]
+    {
+        let e = relay_err(with(&relay, dir, "directory = \"/dev/zero\""));
+        assert!(
+            e.contains("relay1.toml: directory: /dev/zero: is not a regular file"),
+            "{e}"
+        );
+    }
+    let e = relay_err(with(&relay, dir, "directory = \"\""));
+    assert!(
+        e.contains("relay1.toml: directory: is empty; name a file"),
+        "{e}"
+    );
+    // An oversized file is refused before it is read.
+    let big = d.path().join("big.toml");
+    let f = std::fs::File::create(&big).unwrap();
+    f.set_len(17 << 20).unwrap();
+    let e = relay_err(with(&relay, dir, "directory = \"big.toml\""));
+    assert!(e.contains("a configuration file is at most 16 MiB"), "{e}");
+
+    let key = relay
+        .lines()
+        .find(|l| l.starts_with("key_file"))
+        .expect("a key_file line")
+        .to_string();
+    let e = relay_err(with(&relay, &key, "key_file = \"\""));
+    assert!(
+        e.contains("relay1.toml: key_file: is empty; name a file"),
+        "{e}"
+    );
+
+    // The proxy's keys alike.
+    std::fs::write(
+        &files.proxy,
+        with(&proxy, dir, "directory = \"nodir.toml\""),
+    )
+    .unwrap();
+    let e = ProxyConfig::load(&files.proxy).unwrap_err().to_string();
+    assert!(
+        e.contains("proxy.toml: directory: ") && e.contains("nodir.toml: cannot read"),
+        "{e}"
+    );
+    std::fs::write(&files.proxy, format!("key_file = \"\"\n{proxy}")).unwrap();
+    let e = ProxyConfig::load(&files.proxy).unwrap_err().to_string();
+    assert!(
+        e.contains("proxy.toml: key_file: is empty; name a file"),
+        "{e}"
+    );
+}

@@ -95,7 +95,7 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Scenario,
         .map_err(|e| syntax_error(text, origin, &e))?;
     for o in overrides {
         apply_override(&mut doc, o)
-            .map_err(|m| ScenarioError::new(origin, format!("--set {o}"), m))?;
+            .map_err(|m| ScenarioError::new(origin, format!("--set {}", shorten(o)), m))?;
     }
     let s = build(&doc, origin).map_err(|e| ScenarioError::new(origin, e.key, e.msg))?;
     validate(&s, origin)?;
@@ -1890,6 +1890,11 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
             }
             i += end + 2;
         }
+        if segs.len() > MAX_KEY_PARTS {
+            return Err(format!(
+                "the key has more than {MAX_KEY_PARTS} parts; no scenario key is that deep"
+            ));
+        }
         match chars.get(i) {
             None => break,
             Some('.') => {
@@ -1903,6 +1908,21 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
     }
     Ok(segs)
 }
+
+/// `o` itself, or its start and end if it is too long to print whole.
+fn shorten(o: &str) -> String {
+    let chars: Vec<char> = o.chars().collect();
+    if chars.len() <= 120 {
+        return o.to_string();
+    }
+    let head: String = chars[..60].iter().collect();
+    let tail: String = chars[chars.len() - 40..].iter().collect();
+    format!("{head}…{tail} ({} characters)", chars.len())
+}
+
+/// Parts of an override key at most (`flow[f1].tcp.delack_timeout` has 4);
+/// the overrides are applied recursively, one level per part.
+const MAX_KEY_PARTS: usize = 16;
 
 /// A TOML value if the text parses as one, else the text as a string.
 fn parse_override_value(raw: &str) -> Value {
@@ -2173,6 +2193,14 @@ mod tests {
         assert!(parse_path("a.").is_err());
         assert!(parse_path("a[1").is_err());
         assert!(parse_path("a[99999999999999999999999]").is_err());
+        // Deep keys are refused before they are walked (one stack frame per part).
+        let deep = format!("flow.f1.cc{}", ".x".repeat(30_000));
+        let e = parse_path(&deep).unwrap_err();
+        assert!(e.contains("more than 16 parts"), "{e}");
+        assert_eq!(
+            parse_path(&format!("a{}", ".b".repeat(15))).unwrap().len(),
+            16
+        );
     }
 
     #[test]
