@@ -36,6 +36,17 @@ pub fn parse_vary(s: &str) -> Result<Axis, String> {
             "`{s}`: a value is empty (values are separated by commas)"
         ));
     }
+    let unbalanced = |v: &String| {
+        v.matches('{').count() != v.matches('}').count()
+            || v.matches('[').count() != v.matches(']').count()
+    };
+    if let Some(v) = values.iter().find(|v| unbalanced(v)) {
+        return Err(format!(
+            "`{s}`: values are split at commas, which cuts `{v}` short: an inline table or \
+             array with commas cannot be a --vary value. Vary one of its keys instead, \
+             e.g. --set {key}=... --vary {key}.KEY=V1,V2"
+        ));
+    }
     Ok(Axis {
         key: key.to_string(),
         values,
@@ -972,6 +983,18 @@ mod tests {
             .contains("KEY=V1,V2"));
         assert!(parse_vary("=1,2").unwrap_err().contains("key"));
         assert!(parse_vary("a=1,,2").unwrap_err().contains("empty"));
+        let e = parse_vary("flow.f1.cc={algo=\"vegas\",alpha=1},cubic").unwrap_err();
+        assert!(
+            e.contains("split at commas") && e.contains("--set flow.f1.cc="),
+            "{e}"
+        );
+        // A one-key inline table has no comma and stays a value.
+        assert_eq!(
+            parse_vary("flow.f1.cc={algo=\"vegas\"},cubic")
+                .unwrap()
+                .values,
+            vec!["{algo=\"vegas\"}".to_string(), "cubic".to_string()]
+        );
     }
 
     #[test]

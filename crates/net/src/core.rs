@@ -156,6 +156,8 @@ pub(crate) struct ClientState {
     pub backoff: Dur,
     pub rng: u64,
     pub built: u64,
+    /// The relays of the circuit being built or in use, entry first.
+    pub circuit_path: String,
 }
 
 /// Everything a relay or proxy reports (tests, metrics).
@@ -396,7 +398,25 @@ impl Core {
                 }
             }
             NodeEvent::CircuitClosed { circuit, reason } => {
-                tracing::warn!(node = %self.name, circuit = circuit.0, %reason, "circuit closed");
+                match self
+                    .client
+                    .as_ref()
+                    .filter(|cl| cl.circuit == Some(circuit))
+                {
+                    // The proxy's own circuit: say which relays, and whether
+                    // it ever carried streams.
+                    Some(cl) => tracing::warn!(
+                        node = %self.name,
+                        circuit = circuit.0,
+                        path = %cl.circuit_path,
+                        was_built = cl.ready,
+                        %reason,
+                        "circuit closed"
+                    ),
+                    None => {
+                        tracing::warn!(node = %self.name, circuit = circuit.0, %reason, "circuit closed")
+                    }
+                }
                 if let Some(cl) = self.client.as_mut() {
                     if cl.circuit == Some(circuit) {
                         cl.circuit = None;
@@ -663,6 +683,7 @@ impl Core {
         match self.host.node_mut().build_circuit(now, &keys) {
             Ok(c) => {
                 tracing::info!(node = %self.name, circuit = c.0, path = %names, "building a circuit");
+                cl.circuit_path = names;
                 cl.circuit = Some(c);
                 cl.ready = false;
             }

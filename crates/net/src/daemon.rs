@@ -380,6 +380,7 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
         backoff: Dur::from_secs(1),
         rng: seed,
         built: 0,
+        circuit_path: String::new(),
     };
     tracing::info!(socks = %cfg.socks, "proxy starting");
     start(Parts {

@@ -998,7 +998,10 @@ fn tcp_problem(c: &TcpConfig) -> Option<(&'static str, String)> {
     if c.max_rto < c.min_rto {
         return Some((
             "max_rto",
-            format!("{} is below min_rto = {}", c.max_rto, c.min_rto),
+            format!(
+                "{} is below min_rto = {} (a min_rto raised above the default max_rto needs max_rto set too)",
+                c.max_rto, c.min_rto
+            ),
         ));
     }
     if c.timestamps && c.ts_tick.is_zero() {
