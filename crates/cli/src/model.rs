@@ -186,7 +186,14 @@ fn b(x: f64) -> String {
 /// What the ratio means for the two links (`r` is finite: the model
 /// rejects inputs that make it 0 or infinite).
 fn reading(r: f64, k: f64) -> String {
-    if r < k {
+    // Within 0.5 % of k (a sized buffer hits k only to the bisection's
+    // precision): the balanced case, not one side of it.
+    if (r - k).abs() <= 0.005 * k {
+        format!(
+            "r = k (to {:.1} %): both links are full; each direction gets about all of its link",
+            100.0 * ((r - k) / k).abs()
+        )
+    } else if r < k {
         format!(
             "r < k: queueing sits mostly in the uplink buffer; with the uplink full the download gets about r/k = {:.0} % of the downlink",
             100.0 * r / k
@@ -400,6 +407,15 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_reading_names_the_side_and_the_balanced_case() {
+        let k = 12.245;
+        assert!(reading(k * (1.0 - 1e-6), k).starts_with("r = k"));
+        assert!(reading(k * 1.004, k).starts_with("r = k"));
+        assert!(reading(6.0, k).starts_with("r < k"));
+        assert!(reading(20.0, k).starts_with("r >= k"));
+    }
 
     fn args(up: Option<&str>, target: Option<&str>) -> PendulumArgs {
         PendulumArgs {
