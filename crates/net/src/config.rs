@@ -383,12 +383,18 @@ fn read(path: &Path) -> Result<String, ConfigError> {
     std::fs::read_to_string(path).map_err(|x| e(format!("cannot read: {x}")))
 }
 
-/// The directory file named by `file`'s `directory` key; a file that cannot
-/// be read is that key's error.
-fn load_directory(file: &str, path: &Path) -> Result<Directory, ConfigError> {
-    let text = read(path)
-        .map_err(|x| ConfigError::new(file, "directory", format!("{}: {}", x.file, x.msg)))?;
-    Directory::parse(&text, &path.display().to_string())
+/// The directory file named by the `directory` key of `file` (relative to
+/// `base`), and its path; a file that cannot be read is that key's error.
+fn directory_key(t: &Table, file: &str, base: &Path) -> Result<(PathBuf, Directory), ConfigError> {
+    let key = "directory";
+    let name = get_path(t, key)
+        .map_err(|(k, m)| ConfigError::new(file, k, m))?
+        .ok_or_else(|| ConfigError::new(file, key, "missing (the directory file)"))?;
+    let path = resolve(base, &name);
+    let text =
+        read(&path).map_err(|x| ConfigError::new(file, key, format!("{}: {}", x.file, x.msg)))?;
+    let dir = Directory::parse(&text, &path.display().to_string())?;
+    Ok((path, dir))
 }
 
 /// A path-valued key: present and not empty.
@@ -1001,16 +1007,7 @@ impl RelayConfig {
                     )
                 })?,
         );
-        let dir_path = resolve(
-            base,
-            get_path(&t, "directory")
-                .map_err(e)?
-                .as_deref()
-                .ok_or_else(|| {
-                    ConfigError::new(file, "directory", "missing (the directory file)")
-                })?,
-        );
-        let directory = load_directory(file, &dir_path)?;
+        let (_, directory) = directory_key(&t, file, base)?;
         let mut cfg = RelayConfig::new(&name, listen, key_file, directory);
         cfg.origin = file.to_string();
         cfg.accept_clients = get_bool(&t, "", "accept_clients")
@@ -1201,16 +1198,8 @@ impl ProxyConfig {
             ],
         )
         .map_err(e)?;
-        let dir_path = resolve(
-            base,
-            get_path(&t, "directory")
-                .map_err(e)?
-                .as_deref()
-                .ok_or_else(|| {
-                    ConfigError::new(file, "directory", "missing (the directory file)")
-                })?,
-        );
-        let mut cfg = ProxyConfig::new(load_directory(file, &dir_path)?);
+        let (dir_path, directory) = directory_key(&t, file, base)?;
+        let mut cfg = ProxyConfig::new(directory);
         cfg.origin = file.to_string();
         if let Some(a) = get_addr(&t, "", "socks").map_err(e)? {
             if !is_local(a.ip()) {
