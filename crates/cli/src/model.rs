@@ -200,7 +200,7 @@ fn reading(r: f64, k: f64) -> String {
         )
     } else {
         format!(
-            "r >= k: queueing sits mostly in the downlink buffer; with the downlink full the upload gets about k/r = {:.0} % of the uplink",
+            "r > k: queueing sits mostly in the downlink buffer; with the downlink full the upload gets about k/r = {:.0} % of the uplink",
             100.0 * k / r
         )
     }
@@ -414,7 +414,7 @@ mod tests {
         assert!(reading(k * (1.0 - 1e-6), k).starts_with("r = k"));
         assert!(reading(k * 1.004, k).starts_with("r = k"));
         assert!(reading(6.0, k).starts_with("r < k"));
-        assert!(reading(20.0, k).starts_with("r >= k"));
+        assert!(reading(20.0, k).starts_with("r > k"));
     }
 
     fn args(up: Option<&str>, target: Option<&str>) -> PendulumArgs {

@@ -21,19 +21,20 @@ pub struct Axis {
 
 /// Parses `--vary KEY=V1,V2,...`: a key, `=`, and at least one non-empty value.
 pub fn parse_vary(s: &str) -> Result<Axis, String> {
+    let shown = hopwise_sim::scenario::shorten(s);
     let Some((key, vals)) = s.split_once('=') else {
         return Err(format!(
-            "`{s}`: expected KEY=V1,V2,... (for example link.bottleneck.queue=20pkt,50pkt)"
+            "`{shown}`: expected KEY=V1,V2,... (for example link.bottleneck.queue=20pkt,50pkt)"
         ));
     };
     let key = key.trim();
     if key.is_empty() {
-        return Err(format!("`{s}`: the key before `=` is empty"));
+        return Err(format!("`{shown}`: the key before `=` is empty"));
     }
     let values: Vec<String> = vals.split(',').map(|v| v.trim().to_string()).collect();
     if values.iter().any(String::is_empty) {
         return Err(format!(
-            "`{s}`: a value is empty (values are separated by commas)"
+            "`{shown}`: a value is empty (values are separated by commas)"
         ));
     }
     let unbalanced = |v: &String| {
@@ -42,7 +43,7 @@ pub fn parse_vary(s: &str) -> Result<Axis, String> {
     };
     if let Some(v) = values.iter().find(|v| unbalanced(v)) {
         return Err(format!(
-            "`{s}`: values are split at commas, which cuts `{v}` short: an inline table or \
+            "`{shown}`: values are split at commas, which cuts `{v}` short: an inline table or \
              array with commas cannot be a --vary value. Vary one of its keys instead, \
              e.g. --set {key}=... --vary {key}.KEY=V1,V2"
         ));
@@ -418,7 +419,7 @@ pub fn sweep(
         let dims: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
         bail!(
             "the grid is {}{} = {runs} runs, more than --max-runs {max_runs}; \
-             raise --max-runs to run it",
+             raise --max-runs (up to 1000000) or split the grid",
             if dims.is_empty() {
                 String::new()
             } else {
@@ -455,7 +456,7 @@ pub fn sweep(
                 // applied (`--set KEY=V`); name the flag it came from.
                 if let Some(se) = e.downcast_ref::<hopwise_sim::scenario::ScenarioError>() {
                     if let Some(o) = se.key.strip_prefix("--set ") {
-                        if !sets.iter().any(|x| x == o) {
+                        if !sets.iter().any(|x| hopwise_sim::scenario::shorten(x) == o) {
                             let mut se = se.clone();
                             se.key = format!("--vary {o}");
                             return Err(se.into());

@@ -19,6 +19,7 @@ pub(crate) struct Gate {
     max: usize,
     sem: Arc<Semaphore>,
     refused: AtomicU64,
+    accept_errors: AtomicU64,
 }
 
 impl Gate {
@@ -27,6 +28,7 @@ impl Gate {
             max,
             sem: Arc::new(Semaphore::new(max)),
             refused: AtomicU64::new(0),
+            accept_errors: AtomicU64::new(0),
         })
     }
 
@@ -56,8 +58,12 @@ pub(crate) async fn serve_capped<F, Fut>(
         let (s, peer) = match listener.accept().await {
             Ok(x) => x,
             Err(e) => {
-                // Out of file descriptors, for instance: try again shortly.
-                tracing::debug!(error = %e, "{what}: accept failed");
+                // Out of file descriptors (EMFILE), for instance: try again
+                // shortly.
+                let n = gate.accept_errors.fetch_add(1, Ordering::Relaxed) + 1;
+                if n.is_power_of_two() {
+                    tracing::warn!(error = %e, errors = n, "{what}: accept failed (is the open-file limit, ulimit -n, below the connection cap?)");
+                }
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 continue;
             }

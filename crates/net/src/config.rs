@@ -1157,7 +1157,7 @@ impl ProxyConfig {
             path: None,
             key_file: None,
             connect_timeout: Duration::from_secs(30),
-            socks_max_connections: 4096,
+            socks_max_connections: 1000,
             socks_handshake_timeout: Duration::from_secs(10),
             limits: Limits::default(),
             link: LinkOptions::default(),
@@ -1569,7 +1569,7 @@ flags = ["exit"]
             assert_eq!(c.socks_max_connections, 64);
             assert_eq!(c.socks_handshake_timeout, Duration::from_secs(2));
             let d = ProxyConfig::parse(proxy, "proxy.toml", base).unwrap();
-            assert_eq!(d.socks_max_connections, 4096);
+            assert_eq!(d.socks_max_connections, 1000);
             assert_eq!(d.socks_handshake_timeout, Duration::from_secs(10));
         });
     }

@@ -404,7 +404,7 @@ impl Core {
                     .filter(|cl| cl.circuit == Some(circuit))
                 {
                     // The proxy's own circuit: say which relays, and whether
-                    // it ever carried streams.
+                    // it was ever built.
                     Some(cl) => tracing::warn!(
                         node = %self.name,
                         circuit = circuit.0,

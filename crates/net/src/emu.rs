@@ -8,8 +8,10 @@ use hopwise_proto::time::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 
-/// Lanes kept before idle ones are forgotten.
+/// Lanes kept before unused ones are forgotten.
 const MAX_LANES: usize = 4096;
+/// A lane unused for this long, with nothing queued, may be forgotten.
+const LANE_IDLE: Dur = Dur::from_secs(60);
 
 struct Lane {
     cfg: Emulation,
@@ -18,6 +20,7 @@ struct Lane {
     /// limit serialises.
     queue: VecDeque<(Time, Vec<u8>)>,
     busy_until: Time,
+    last_used: Time,
 }
 
 /// Counters of the emulator.
@@ -32,6 +35,9 @@ pub struct EmuStats {
 pub struct Emulator {
     rules: Vec<(PeerSel, Emulation)>,
     lanes: HashMap<SocketAddr, Lane>,
+    /// Lanes at which the next purge runs (doubles when a purge frees
+    /// little, so purges stay rare under a flood of fresh addresses).
+    purge_at: usize,
     /// Lanes with something queued, by address (a small set).
     active: Vec<SocketAddr>,
     pub stats: EmuStats,
@@ -42,6 +48,7 @@ impl Emulator {
         Emulator {
             rules,
             lanes: HashMap::new(),
+            purge_at: MAX_LANES,
             active: Vec::new(),
             stats: EmuStats::default(),
         }
@@ -69,14 +76,17 @@ impl Emulator {
             let Some(cfg) = self.rule_for(to).cloned() else {
                 return Some(d);
             };
-            if self.lanes.len() >= MAX_LANES {
+            if self.lanes.len() >= self.purge_at {
                 // `"*"` makes a lane for every address this node answers,
-                // spoofed ones included: forget the idle ones (a lane that
-                // comes back starts its loss pattern afresh).
-                self.lanes
-                    .retain(|_, l| !l.queue.is_empty() || l.busy_until > now);
+                // spoofed ones included: forget those unused for a minute
+                // with nothing queued (a lane that comes back starts its
+                // loss pattern afresh; peers in use keep theirs).
+                self.lanes.retain(|_, l| {
+                    !l.queue.is_empty() || l.busy_until > now || now.since(l.last_used) < LANE_IDLE
+                });
                 let lanes = &self.lanes;
                 self.active.retain(|a| lanes.contains_key(a));
+                self.purge_at = MAX_LANES.max(2 * self.lanes.len());
             }
             // A stream per peer address, seeded from the rule's seed and the address.
             let mut seed = cfg.seed ^ 0x9E37_79B9_7F4A_7C15;
@@ -90,10 +100,12 @@ impl Emulator {
                     rng: seed | 1,
                     queue: VecDeque::new(),
                     busy_until: Time::ZERO,
+                    last_used: now,
                 },
             );
         }
         let lane = self.lanes.get_mut(&to).expect("inserted");
+        lane.last_used = now;
         if lane.cfg.loss > 0.0 && next_f64(&mut lane.rng) < lane.cfg.loss {
             self.stats.lost += 1;
             return None;
@@ -170,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn idle_lanes_are_forgotten_when_there_are_many() {
+    fn unused_lanes_are_forgotten_when_there_are_many() {
         let mut e = Emulator::new(vec![(
             PeerSel::All,
             Emulation {
@@ -179,25 +191,35 @@ mod tests {
             },
         )]);
         let addr = |i: usize| SocketAddr::from(([10, (i >> 16) as u8, (i >> 8) as u8, i as u8], 9));
-        // A datagram to a new address every millisecond, each held for 10 ms:
-        // about ten lanes have one queued at any time, the rest are idle.
+        let peer = SocketAddr::from(([192, 0, 2, 1], 9));
+        // Every 20 ms a datagram to a new address (each held for 10 ms), and
+        // one to a peer in constant use; 3 × MAX_LANES addresses over 245 s.
         let n = 3 * MAX_LANES;
         let mut delivered = 0;
         for i in 0..n {
-            let now = Time::ZERO + Dur::from_millis(i as u64);
-            assert!(e.push(now, addr(i), vec![1]).is_none());
-            // One datagram at most: emptied lanes may stay on the active
-            // list until a later poll passes them.
-            if e.poll(now).is_some() {
-                delivered += 1;
+            let now = Time::ZERO + Dur::from_millis(20 * i as u64);
+            // What is due first (two datagrams at most: emptied lanes may
+            // stay on the active list until a later poll passes them), so
+            // the peer's lane is empty when a purge runs.
+            for _ in 0..2 {
+                if e.poll(now).is_some() {
+                    delivered += 1;
+                }
             }
-            assert!(e.lanes.len() <= MAX_LANES, "{} lanes", e.lanes.len());
+            assert!(e.push(now, addr(i), vec![1]).is_none());
+            // The peer in use kept its lane (and its loss pattern) through
+            // any purge that push ran.
+            assert!(i == 0 || e.lanes.contains_key(&peer), "step {i}");
+            assert!(e.push(now, peer, vec![2]).is_none());
+            // At most twice the lanes used within LANE_IDLE (3000 here).
+            assert!(e.lanes.len() <= 2 * MAX_LANES, "{} lanes", e.lanes.len());
         }
+        assert!(e.lanes.len() < n / 2, "{} lanes", e.lanes.len());
         // Lanes with a datagram queued survived every purge.
         while e.poll(Time::ZERO + Dur::from_secs(3600)).is_some() {
             delivered += 1;
         }
-        assert_eq!(delivered, n);
+        assert_eq!(delivered, 2 * n);
     }
 
     #[test]

@@ -302,13 +302,17 @@ pub fn render(s: &Snapshot) -> String {
 
 /// Scrapes served at once; a scraper needs one.
 const MAX_SCRAPES: usize = 16;
-/// How long a scraper has to send its request, in all.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a scrape may take in all: the request, and taking the answer
+/// (a scraper that never reads would otherwise keep its place).
+const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves `GET` (any path) with the metrics of the node behind `cmd`.
 pub(crate) async fn serve(listener: TcpListener, cmd: mpsc::UnboundedSender<Cmd>) {
     serve_capped(listener, Gate::new(MAX_SCRAPES), "metrics", move |s, _| {
-        scrape(s, cmd.clone())
+        let cmd = cmd.clone();
+        async move {
+            let _ = tokio::time::timeout(SCRAPE_TIMEOUT, scrape(s, cmd)).await;
+        }
     })
     .await;
 }
@@ -325,7 +329,7 @@ async fn scrape(mut s: TcpStream, cmd: mpsc::UnboundedSender<Cmd>) {
         }
         true
     };
-    if !matches!(tokio::time::timeout(REQUEST_TIMEOUT, read).await, Ok(true)) {
+    if !read.await {
         return;
     }
     let (tx, rx) = oneshot::channel();

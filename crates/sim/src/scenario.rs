@@ -1866,7 +1866,7 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
                 return Err(format!(
                     "empty key segment at position {} of `{}`",
                     start + 1,
-                    path.trim()
+                    shorten(path.trim())
                 ));
             }
             segs.push(Seg::Key(k.to_string()));
@@ -1912,8 +1912,9 @@ fn parse_path(path: &str) -> Result<Vec<Seg>, String> {
     Ok(segs)
 }
 
-/// `o` itself, or its start and end if it is too long to print whole.
-fn shorten(o: &str) -> String {
+/// `o` itself, or its start and end if it is too long to print whole (for
+/// messages that quote a command-line argument).
+pub fn shorten(o: &str) -> String {
     let chars: Vec<char> = o.chars().collect();
     if chars.len() <= 120 {
         return o.to_string();
@@ -2056,7 +2057,8 @@ fn set_at(
                             format!("in `{shown}`")
                         };
                         return Err(format!(
-                            "unknown key `{k}` {place}{} (allowed: {})",
+                            "unknown key `{}` {place}{} (allowed: {})",
+                            shorten(k),
                             did_you_mean(k, allowed.iter().copied()),
                             allowed.join(", ")
                         ));
