@@ -188,7 +188,7 @@ struct Parts {
     emu: Emulator,
     exit: Option<crate::config::ExitOptions>,
     client: Option<ClientState>,
-    socks: Option<(std::net::TcpListener, SocksOptions, usize)>,
+    socks: Option<(std::net::TcpListener, SocksOptions)>,
     metrics: Option<std::net::TcpListener>,
     public_key: [u8; 32],
 }
@@ -216,9 +216,9 @@ fn start(p: Parts) -> Result<Handle, StartError> {
                 let sock =
                     tokio::net::UdpSocket::from_std(p.udp.sock).expect("registered UDP socket");
                 let mut socks_gate = None;
-                if let Some((l, o, max)) = p.socks {
+                if let Some((l, o)) = p.socks {
                     let l = tokio::net::TcpListener::from_std(l).expect("registered listener");
-                    let gate = Gate::new(max);
+                    let gate = Gate::new(o.max_connections);
                     socks_gate = Some(gate.clone());
                     tokio::spawn(crate::socks::serve(l, tx.clone(), o, gate));
                 }
@@ -395,8 +395,8 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
             SocksOptions {
                 connect_timeout: cfg.connect_timeout,
                 handshake_timeout: cfg.socks_handshake_timeout,
+                max_connections: cfg.socks_max_connections,
             },
-            cfg.socks_max_connections,
         )),
         metrics,
         public_key: kp.public,

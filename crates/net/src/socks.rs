@@ -20,6 +20,8 @@ pub(crate) struct SocksOptions {
     pub connect_timeout: Duration,
     /// How long a client has for its greeting and request, in all.
     pub handshake_timeout: Duration,
+    /// Connections served at once.
+    pub max_connections: usize,
 }
 
 pub(crate) async fn serve(

@@ -209,6 +209,19 @@ impl Net {
         panic!("not done after {limit:?}");
     }
 
+    /// Opens a stream on circuit `c` at the client and runs until it is
+    /// connected (at most `limit`).
+    fn open_connected(&mut self, c: CircuitId, limit: Dur) -> StreamKey {
+        let now = self.now;
+        let k = self.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
+        let mut connected = false;
+        self.run_until(limit, |n| {
+            connected |= n.client_events().contains(&NodeEvent::StreamConnected(k));
+            connected
+        });
+        k
+    }
+
     fn client_events(&mut self) -> Vec<NodeEvent> {
         std::mem::take(&mut self.events[CLIENT])
     }
@@ -430,13 +443,7 @@ fn build_times_out_when_the_next_hop_is_unreachable() {
 fn stream_reset_propagates() {
     let mut net = Net::new(&[false, false, true], 0.0);
     let c = net.build(&[0, 1, 2]);
-    let now = net.now;
-    let k = net.nodes[CLIENT].open_stream(now, c, "x", 7).unwrap();
-    let mut connected = false;
-    net.run_until(Dur::from_secs(2), |n| {
-        connected |= n.client_events().contains(&NodeEvent::StreamConnected(k));
-        connected
-    });
+    let k = net.open_connected(c, Dur::from_secs(2));
     assert_eq!(net.nodes[2].stream_count(), 1);
     let now = net.now;
     net.nodes[CLIENT]
@@ -549,13 +556,7 @@ fn flood_the_guard(max_queued_cells: usize, secs: u64) -> (Net, CircuitId, Circu
     });
     let idle = net.build(&[0, 1, 2]);
     let big = net.build(&[0, 1, 2]);
-    let now = net.now;
-    let k = net.nodes[CLIENT].open_stream(now, big, "x", 7).unwrap();
-    let mut connected = false;
-    net.run_until(Dur::from_secs(5), |n| {
-        connected |= n.client_events().contains(&NodeEvent::StreamConnected(k));
-        connected
-    });
+    let k = net.open_connected(big, Dur::from_secs(5));
     net.no_cells.push((0, 1));
     let data = pattern(600 * 498);
     let mut sent = 0;
