@@ -131,6 +131,18 @@ fn get_str<'a>(t: &'a Table, path: &str, k: &str) -> R<Option<&'a str>> {
     }
 }
 
+/// A required name: "missing (`why`)" when absent, "is empty" when blank.
+fn get_name<'a>(t: &'a Table, path: &str, k: &str, why: &str) -> R<&'a str> {
+    match get_str(t, path, k)? {
+        None => err(&at(path, k), format!("missing ({why})")),
+        Some(s) if s.trim().is_empty() => err(
+            &at(path, k),
+            format!("is empty (\"{s}\"); a name needs a visible character"),
+        ),
+        Some(s) => Ok(s),
+    }
+}
+
 fn get_bool(t: &Table, path: &str, k: &str) -> R<Option<bool>> {
     match t.get(k) {
         None => Ok(None),
@@ -466,10 +478,7 @@ impl Directory {
                 return err(&p, "expected a table");
             };
             known(r, &p, &["name", "address", "key", "flags"])?;
-            let name = get_str(r, &p, "name")?
-                .filter(|s| !s.trim().is_empty())
-                .ok_or_else(|| (at(&p, "name"), "missing (every relay needs a name)".into()))?
-                .to_string();
+            let name = get_name(r, &p, "name", "every relay needs a name")?.to_string();
             let p = format!("relay.{name}");
             let address = get_addr(r, &p, "address")?
                 .ok_or_else(|| (at(&p, "address"), "missing".to_string()))?;
@@ -496,8 +505,22 @@ impl Directory {
             if relays.iter().any(|x| x.name == name) {
                 return err(&at(&p, "name"), format!("relay `{name}` is listed twice"));
             }
-            if relays.iter().any(|x| x.key == key) {
-                return err(&at(&p, "key"), "the same key is listed for another relay");
+            if key == [0; 32] {
+                // The all-zero X25519 point has small order: every
+                // Diffie-Hellman result with it is zero (RFC 7748 §6.1).
+                return err(&at(&p, "key"), "all zeros is not a usable public key");
+            }
+            if let Some(x) = relays.iter().find(|x| x.key == key) {
+                return err(
+                    &at(&p, "key"),
+                    format!("the same key is listed for relay `{}`", x.name),
+                );
+            }
+            if let Some(x) = relays.iter().find(|x| x.address == address) {
+                return err(
+                    &at(&p, "address"),
+                    format!("{address} is also relay `{}`'s address", x.name),
+                );
             }
             relays.push(RelayEntry {
                 name,
@@ -980,12 +1003,8 @@ impl RelayConfig {
             ],
         )
         .map_err(e)?;
-        let name = get_str(&t, "", "name")
+        let name = get_name(&t, "", "name", "the relay's name in the directory")
             .map_err(e)?
-            .filter(|s| !s.trim().is_empty())
-            .ok_or_else(|| {
-                ConfigError::new(file, "name", "missing (the relay's name in the directory)")
-            })?
             .to_string();
         let listen = get_addr(&t, "", "listen").map_err(e)?.ok_or_else(|| {
             ConfigError::new(
@@ -1632,6 +1651,11 @@ flags = ["exit"]
             ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
+            ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
+            ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing (every relay needs a name)"),
+            (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n", "0".repeat(64)), "relay.a.key: all zeros is not a usable public key"),
+            (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\n", "02".repeat(32)), "relay.r3.key: the same key is listed for relay `r2`"),
+            (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9002\"\nkey = \"{}\"\n", "03".repeat(32)), "relay.r3.address: 127.0.0.1:9002 is also relay `r2`'s address"),
         ] {
             let e = Directory::parse(text, "d.toml").unwrap_err();
             assert!(e.to_string().starts_with(&format!("d.toml: {want}")), "got {e}");
