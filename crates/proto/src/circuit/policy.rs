@@ -175,9 +175,7 @@ impl Rule {
         let (addr, ports) = rest
             .rsplit_once(':')
             .ok_or_else(|| err("missing `:PORTS` (use `:*` for every port)"))?;
-        let ports = parse_ports(ports).ok_or_else(|| {
-            err("ports must be `*`, a port or a range `LOW-HIGH` with LOW <= HIGH")
-        })?;
+        let ports = parse_ports(ports).map_err(|m| err(&m))?;
         let addr = parse_addr(addr).ok_or_else(|| {
             err("address must be `*`, `private`, an IPv4 network like 10.0.0.0/8 or an IPv6 network like [fe80::]/10")
         })?;
@@ -189,18 +187,26 @@ impl Rule {
     }
 }
 
-fn parse_ports(p: &str) -> Option<(u16, u16)> {
+fn parse_ports(p: &str) -> Result<(u16, u16), String> {
+    const FORM: &str = "ports must be `*`, a port or a range `LOW-HIGH`";
     if p == "*" {
-        return Some((0, u16::MAX));
+        return Ok((0, u16::MAX));
     }
+    let port = |x: &str| match x.trim().parse::<u64>() {
+        Ok(n) => u16::try_from(n).map_err(|_| format!("port {n} is above 65535")),
+        Err(_) => Err(format!("{FORM}; `{x}` is not a port number")),
+    };
     let (a, b) = match p.split_once('-') {
-        Some((a, b)) => (a.parse().ok()?, b.parse().ok()?),
+        Some((a, b)) => (port(a)?, port(b)?),
         None => {
-            let x = p.parse().ok()?;
+            let x = port(p)?;
             (x, x)
         }
     };
-    (a <= b).then_some((a, b))
+    if a > b {
+        return Err(format!("{FORM}; in `{p}` LOW is above HIGH"));
+    }
+    Ok((a, b))
 }
 
 fn parse_addr(a: &str) -> Option<AddrPattern> {
@@ -340,6 +346,18 @@ mod tests {
             "",
         ] {
             assert!(Rule::parse(bad).is_err(), "{bad}");
+        }
+        // The message says what is wrong with the ports.
+        for (bad, why) in [
+            ("accept *:0-70000", "port 70000 is above 65535"),
+            ("accept *:9-8", "in `9-8` LOW is above HIGH"),
+            ("accept *:http", "`http` is not a port number"),
+        ] {
+            let e = Rule::parse(bad).unwrap_err().0;
+            assert!(
+                e.starts_with(&format!("`{bad}`: ")) && e.ends_with(why),
+                "{e}"
+            );
         }
     }
 }
