@@ -694,6 +694,39 @@ fn huge_durations_and_tiny_sampling_intervals() {
         "cc = \"newreno\"",
         "cc = { algo = \"vegas\", alpha = 3, beta = 3 }",
     ));
+    // Absurd magnitudes are refused rather than run into infinite windows.
+    for (cc, key, phrase) in [
+        (
+            "{ algo = \"cubic\", c = 1e300 }",
+            "cc.c",
+            "must be at most 100",
+        ),
+        (
+            "{ algo = \"ledbat\", gain = 1e9 }",
+            "cc.gain",
+            "must be at most 100",
+        ),
+        (
+            "{ algo = \"ledbat\", gain = \"1GB\" }",
+            "cc.gain",
+            "must be at most 150000 B",
+        ),
+        (
+            "{ algo = \"lp\", inference = 1e12 }",
+            "cc.inference",
+            "must be at most 1000",
+        ),
+    ] {
+        fails(
+            &edit("cc = \"newreno\"", &format!("cc = {cc}")),
+            key,
+            &[phrase],
+        );
+    }
+    ok(&edit(
+        "cc = \"newreno\"",
+        "cc = { algo = \"cubic\", c = 100 }",
+    ));
     // The suggestion holds where rounding could tip it over: a run whose
     // exact bound lands just below a whole millisecond.
     let e = fails_with(

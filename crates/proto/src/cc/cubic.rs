@@ -62,7 +62,9 @@ impl CubicConfig {
     /// `Ok(false)` if `key` is not a CUBIC parameter.
     pub(crate) fn set(&mut self, key: &str, v: ParamValue<'_>) -> Result<bool, String> {
         match key {
-            "c" => self.c = v.positive()?,
+            // 250 times RFC 9438's 0.4: beyond any experiment, and far
+            // from the values where W_cubic overflows to infinity.
+            "c" => self.c = v.positive_at_most(100.0)?,
             "beta" => {
                 let b = v.in_range(0.0, 1.0)?;
                 if b == 0.0 || b == 1.0 {

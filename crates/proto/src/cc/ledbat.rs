@@ -85,6 +85,10 @@ use crate::time::{Dur, Time};
 pub const MAX_BASE_HISTORY: usize = 60;
 /// Most current-delay samples a configuration may filter over.
 pub const MAX_CURRENT_FILTER: usize = 32;
+/// Largest `gain` in segments per RTT (100 times RFC 6817's ceiling of 1).
+pub const MAX_GAIN: f64 = 100.0;
+/// Largest `gain` in bytes per RTT (about 100 segments of 1448 B; µTP uses 3000 B).
+pub const MAX_GAIN_BYTES: u64 = 150_000;
 
 /// The LEDBAT profile a controller starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -340,7 +344,9 @@ impl LedbatConfig {
             }
             "gain" => {
                 self.gain = Some(match v {
-                    ParamValue::Num(_) => Gain::Mss(v.positive()?),
+                    // RFC 6817 §2.5 asks GAIN ≤ 1; experiments may go
+                    // beyond, up to MAX_GAIN segments per RTT.
+                    ParamValue::Num(_) => Gain::Mss(v.positive_at_most(MAX_GAIN)?),
                     ParamValue::Str("dynamic") => Gain::Dynamic,
                     ParamValue::Str(s) => {
                         let b = crate::units::parse_bytes(s).map_err(|e| {
@@ -348,6 +354,12 @@ impl LedbatConfig {
                         })?;
                         if b.get() == 0 {
                             return Err("must be positive".into());
+                        }
+                        if b.get() > MAX_GAIN_BYTES {
+                            return Err(format!(
+                                "must be at most {MAX_GAIN_BYTES} B per RTT, got {}",
+                                b.get()
+                            ));
                         }
                         Gain::Bytes(b.get() as f64)
                     }

@@ -147,7 +147,7 @@ impl LpConfig {
             "inference" => {
                 self.inference = match v {
                     ParamValue::Str(_) => Inference::Fixed(v.duration()?),
-                    _ => Inference::SrttMultiple(v.positive().map_err(|e| {
+                    _ => Inference::SrttMultiple(v.positive_at_most(1000.0).map_err(|e| {
                         format!("{e} (a multiple of SRTT, or a duration such as \"500ms\")")
                     })?),
                 }

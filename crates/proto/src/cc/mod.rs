@@ -166,6 +166,15 @@ impl ParamValue<'_> {
             Err(format!("must be positive, got {x}"))
         }
     }
+    /// A positive number no larger than `hi`.
+    pub fn positive_at_most(&self, hi: f64) -> Result<f64, String> {
+        let x = self.positive()?;
+        if x <= hi {
+            Ok(x)
+        } else {
+            Err(format!("must be at most {hi}, got {x}"))
+        }
+    }
     /// A number in `[lo, hi]`.
     pub fn in_range(&self, lo: f64, hi: f64) -> Result<f64, String> {
         let x = self.num()?;
