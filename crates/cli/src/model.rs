@@ -349,6 +349,7 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
                 let _ = writeln!(s, "                {c}");
             }
             let _ = writeln!(s, "reading         {}", reading(w.ratio, k));
+            small_buffer_notes(&mut s, &p, p.up_buffer);
         }
         Outcome::Sizing(r, sz) => {
             let _ = writeln!(s, "  buffers         B_d = {}", b(p.down_buffer));
@@ -399,9 +400,32 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
                 let _ = writeln!(s, "                {c}");
             }
             let _ = writeln!(s, "reading         {}", reading(w.ratio, k));
+            small_buffer_notes(&mut s, &p, sz.up_buffer);
         }
     }
     Ok(s)
+}
+
+/// Fewer segments than this in a buffer are outside the model: it treats a
+/// buffer as a byte count, while a drop-tail queue that holds one or two
+/// segments drops most of what finds the link busy. In the simulator r
+/// departs from the model at B_u = 3000 B, two segments
+/// (docs/reproductions/pendulum.md, Fig. 10).
+const MIN_MODEL_SEGMENTS: f64 = 3.0;
+
+/// A "note" line for each buffer too small for the model.
+fn small_buffer_notes(s: &mut String, p: &Params, up_buffer: f64) {
+    for (name, v) in [("B_d", p.down_buffer), ("B_u", up_buffer)] {
+        if v < MIN_MODEL_SEGMENTS * p.data_size {
+            let _ = writeln!(
+                s,
+                "note            {name} = {} holds {:.1} data segments of {:.0} B; below {MIN_MODEL_SEGMENTS:.0} the byte-count model does not describe a real drop-tail queue, which drops most segments that find the link busy",
+                b(v),
+                v / p.data_size,
+                p.data_size
+            );
+        }
+    }
 }
 
 #[cfg(test)]
@@ -431,6 +455,25 @@ mod tests {
             data_size: "1500B".into(),
             tcp_buffer: "4MiB".into(),
         }
+    }
+
+    #[test]
+    fn buffers_of_a_segment_or_two_get_a_note() {
+        let out = pendulum_report(&args(Some("15000B"), None)).unwrap();
+        assert!(!out.contains("note"), "{out}");
+        let out = pendulum_report(&args(Some("3000B"), None)).unwrap();
+        assert!(
+            out.contains("note            B_u = 3000 B holds 2.0 data segments"),
+            "{out}"
+        );
+        assert!(!out.contains("B_d = 30000 B holds"), "{out}");
+        let mut a = args(Some("15000B"), None);
+        a.down_buffer = "1B".into();
+        let out = pendulum_report(&a).unwrap();
+        assert!(
+            out.contains("note            B_d = 1 B holds 0.0 data segments"),
+            "{out}"
+        );
     }
 
     #[test]
