@@ -446,7 +446,7 @@ pub fn bench_tor(
             run_with_progress(sim, "bench --tor");
         })?;
         println!(
-            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.4} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {:.2} s) | goodput {:.1} MB | event hash {}",
+            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.4} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {}) | goodput {:.1} MB | event hash {}",
             i + 1,
             r.setup_wall_s,
             mib(r.peak_rss_setup_bytes),
@@ -460,7 +460,11 @@ pub fn bench_tor(
             r.requests_completed,
             r.bulk_completed,
             r.web_completed,
-            r.web_ttlb_median_s,
+            if r.web_completed == 0 {
+                "n/a: none completed".to_string()
+            } else {
+                format!("{:.2} s", r.web_ttlb_median_s)
+            },
             r.goodput_bytes as f64 / 1e6,
             r.event_hash
         );

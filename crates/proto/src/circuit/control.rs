@@ -104,7 +104,7 @@ impl std::fmt::Display for DestroyReason {
             DestroyReason::LinkFailed => "link to the next hop failed",
             DestroyReason::NotExit => "the last relay is not an exit",
             DestroyReason::Timeout => "circuit build timed out",
-            DestroyReason::Shutdown => "relay shutting down",
+            DestroyReason::Shutdown => "a node on the circuit is shutting down",
             DestroyReason::Other(b) => return write!(f, "reason {b}"),
         };
         f.write_str(s)
