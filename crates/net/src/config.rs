@@ -576,6 +576,8 @@ pub struct LinkOptions {
     pub handshake_timeout: Duration,
     pub keepalive: Duration,
     pub idle_timeout: Duration,
+    /// Handshakes answered per second before INITs need a cookie.
+    pub handshakes_per_second: u32,
 }
 
 impl Default for LinkOptions {
@@ -587,6 +589,7 @@ impl Default for LinkOptions {
             handshake_timeout: Duration::from_secs(15),
             keepalive: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(30),
+            handshakes_per_second: 200,
         }
     }
 }
@@ -607,8 +610,12 @@ fn link_options(t: Option<&Table>) -> R<LinkOptions> {
             "handshake_timeout",
             "keepalive",
             "idle_timeout",
+            "handshakes_per_second",
         ],
     )?;
+    if let Some(n) = get_int(t, p, "handshakes_per_second", 1, 1_000_000)? {
+        o.handshakes_per_second = n as u32;
+    }
     if let Some(b) = get_bool(t, p, "encrypt")? {
         o.encrypt = b;
     }
@@ -1493,6 +1500,10 @@ flags = ["exit"]
                 (
                     "[link]\nidle_timeout = \"0.1ns\"\n",
                     "relay.toml: link.idle_timeout: must be positive",
+                ),
+                (
+                    "[link]\nhandshakes_per_second = 0\n",
+                    "relay.toml: link.handshakes_per_second: must be 1 to 1000000, got 0",
                 ),
                 (
                     "[link]\nidle_timeout = \"1000h\"\n",

@@ -113,6 +113,8 @@ fn link_config(kp: Keypair, dir: &crate::config::Directory, o: &LinkOptions) -> 
     c.handshake_timeout = dur(o.handshake_timeout);
     c.keepalive = dur(o.keepalive);
     c.idle_timeout = dur(o.idle_timeout);
+    c.handshakes_per_second = o.handshakes_per_second;
+    c.cookie_secret = hopwise_proto::link::random_secret();
     c.index_seed = {
         use std::hash::{BuildHasher, Hasher};
         std::collections::hash_map::RandomState::new()

@@ -184,6 +184,18 @@ pub fn render(s: &Snapshot) -> String {
         l.half_open_dropped,
     );
     w.one(
+        "cookies_sent_total",
+        "counter",
+        "INITs answered with a cookie instead of a handshake (more than [link] handshakes_per_second).",
+        l.cookies_sent,
+    );
+    w.one(
+        "cookies_received_total",
+        "counter",
+        "Cookies received from a loaded relay; the INIT went out again with it.",
+        l.cookies_received,
+    );
+    w.one(
         "bucket_stalls_total",
         "counter",
         "Times the token bucket held the scheduler back.",

@@ -1,6 +1,8 @@
 //! Any datagrams, from any of a few addresses, at a relay that accepts
 //! clients, after one client has completed its handshake, so that DATA,
 //! INIT and RESP with valid indices and near-valid bytes are reachable.
+//! The relay answers two handshakes per second, so that COOKIEs go out and
+//! INITs with cookies are checked; raw datagrams also reach the client.
 //! Nothing may panic, the client count stays within `max_clients`, and the
 //! confirmed client's link stays usable.
 #![no_main]
@@ -22,6 +24,7 @@ fuzz_target!(|data: &[u8]| {
     let mut cfg = LinkConfig::new(relay, dir.clone());
     cfg.max_clients = 3;
     cfg.max_half_open = 4;
+    cfg.handshakes_per_second = 2;
     let mut r = Links::new(cfg);
     let mut c = Links::new(LinkConfig::new(Keypair::from_private([3; 32]), dir));
     let mut now = Time::ZERO;
@@ -58,6 +61,10 @@ fuzz_target!(|data: &[u8]| {
             }
             2 => {
                 let _ = r.seal(now, LinkId(a as u32 % 5), body);
+            }
+            _ if a & 0x80 != 0 => {
+                let _ = c.handle_datagram(now, addr(1 + (a as u16 & 1)), body, &mut f);
+                while c.poll_transmit().is_some() {}
             }
             _ => {
                 let _ = r.handle_datagram(now, addr(3 + (a as u16 % 4)), body, &mut f);

@@ -8,10 +8,11 @@
 //! explicit 64-bit counter as the nonce and a 2048-datagram replay window.
 //!
 //! ```text
-//! INIT  := 0x01 sender_idx:u32 noise_msg1          (e, es, s, ss; payload: flags)
-//! RESP  := 0x02 sender_idx:u32 receiver_idx:u32 noise_msg2   (e, ee, se; payload: flags)
-//! DATA  := 0x03 receiver_idx:u32 counter:u64 AEAD(frame)     (frame + 16-byte tag)
-//! PLAIN := 0x04 receiver_idx:u32 counter:u64 frame           (test-only: encryption off)
+//! INIT   := 0x01 sender_idx:u32 noise_msg1 mac:16   (e, es, s, ss; payload: flags)
+//! RESP   := 0x02 sender_idx:u32 receiver_idx:u32 noise_msg2   (e, ee, se; payload: flags)
+//! DATA   := 0x03 receiver_idx:u32 counter:u64 AEAD(frame)     (frame + 16-byte tag)
+//! PLAIN  := 0x04 receiver_idx:u32 counter:u64 frame           (test-only: encryption off)
+//! COOKIE := 0x05 receiver_idx:u32 cookie:16 tag:16
 //! ```
 //!
 //! * Indices name sessions (as in WireGuard), so a datagram finds its keys
@@ -36,6 +37,25 @@
 //!   cannot replace the real initiator's session. A client that confirms
 //!   when `max_clients` is already reached is dropped silently (there is no
 //!   refusal message); it finds out when its link times out.
+//! * **Cookies under load** (after WireGuard's cookie reply, simplified).
+//!   Answering an INIT costs Diffie-Hellman work, and INITs from spoofed
+//!   addresses cost an attacker nothing. A responder that has done
+//!   `handshakes_per_second` handshakes in the current second answers
+//!   further INITs that carry no valid cookie with a COOKIE instead, without
+//!   any Diffie-Hellman work. The cookie is a keyed BLAKE2s-128 of the
+//!   INIT's source address and port under a secret that changes every
+//!   [`COOKIE_EPOCH`] (`cookie_secret` hashed with the epoch number); the
+//!   current and the previous epoch's cookies are valid. Only who receives
+//!   datagrams at that address learns its cookie. The initiator checks the
+//!   COOKIE's tag (a keyed BLAKE2s-128 under the responder's public key of
+//!   the cookie, its session index and its INIT's ephemeral key, which an
+//!   off-path sender cannot know), sets the INIT's `mac` to the keyed
+//!   BLAKE2s-128 of the INIT's other bytes under the cookie and sends it
+//!   again at once. An INIT with a valid `mac` is answered whatever the
+//!   load. Without a cookie `mac` is zero and is not looked at while the
+//!   responder is not loaded. Unlike WireGuard there is no `mac1` (a hash
+//!   proving the sender knows the responder's key), no per-address rate
+//!   limit, and the cookie travels in clear, bound to the INIT by the tag.
 //! * Both sides initiating at once: the side with the smaller static key
 //!   drops the peer's INIT and keeps its own handshake; the other answers.
 //! * Keepalives (the empty frame) every `keepalive` of silence; a link that
@@ -64,6 +84,14 @@ pub const TYPE_INIT: u8 = 0x01;
 pub const TYPE_RESP: u8 = 0x02;
 pub const TYPE_DATA: u8 = 0x03;
 pub const TYPE_PLAIN: u8 = 0x04;
+pub const TYPE_COOKIE: u8 = 0x05;
+/// Length of an INIT's `mac`, a cookie and a COOKIE's tag.
+pub const MAC_LEN: usize = 16;
+/// A COOKIE datagram: type, receiver index, cookie, tag.
+const COOKIE_MSG_LEN: usize = 5 + 2 * MAC_LEN;
+/// A responder's cookie secret changes this often; a cookie stays valid
+/// through the next epoch too, so an initiator uses one for this long.
+pub const COOKIE_EPOCH: Dur = Dur::from_secs(120);
 /// Bytes before the ciphertext of a DATA datagram.
 pub const DATA_HEADER_LEN: usize = 13;
 /// The AEAD tag.
@@ -75,6 +103,35 @@ const FLAG_PLAIN: u8 = 0x01;
 const MSG1_LEN: usize = 32 + 48 + 17;
 /// Noise message 2: e (32), payload (1 + 16).
 const MSG2_LEN: usize = 32 + 17;
+/// An INIT: type, sender index, Noise message 1, mac.
+const INIT_LEN: usize = 5 + MSG1_LEN + MAC_LEN;
+
+/// Keyed BLAKE2s with a 128-bit output over the concatenated `parts`.
+fn mac16(key: &[u8], parts: &[&[u8]]) -> [u8; MAC_LEN] {
+    use blake2::digest::{consts::U16, Mac};
+    let mut m = <blake2::Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(key)
+        .expect("keys of at most 32 bytes");
+    for p in parts {
+        m.update(p);
+    }
+    m.finalize().into_bytes().into()
+}
+
+/// The bytes of an address a cookie covers: IP and port.
+fn addr_bytes(a: SocketAddr) -> Vec<u8> {
+    let mut v = match a.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    v.extend_from_slice(&a.port().to_be_bytes());
+    v
+}
+
+/// A COOKIE's tag: binds the cookie to the INIT it answers (the initiator's
+/// session index and ephemeral key) under the responder's public key.
+fn cookie_tag(responder: &Identity, cookie: &[u8], sender: u32, e: &[u8]) -> [u8; MAC_LEN] {
+    mac16(responder, &[cookie, &sender.to_be_bytes(), e])
+}
 
 fn params() -> NoiseParams {
     NOISE_PARAMS.parse().expect("valid noise parameters")
@@ -122,6 +179,18 @@ impl Keypair {
     }
 }
 
+/// 32 bytes from the operating system's random source (a cookie secret).
+pub fn random_secret() -> [u8; 32] {
+    use snow::resolvers::{CryptoResolver, DefaultResolver};
+    let mut s = [0u8; 32];
+    DefaultResolver
+        .resolve_rng()
+        .expect("the default resolver has an RNG")
+        .try_fill_bytes(&mut s)
+        .expect("the OS random source works");
+    s
+}
+
 /// Lower-case hex.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
@@ -165,6 +234,12 @@ pub struct LinkConfig {
     pub max_queued: usize,
     /// First session index (any value; makes runs reproducible in tests).
     pub index_seed: u32,
+    /// Handshakes answered per second (counted in whole seconds of `now`)
+    /// before INITs need a cookie (see the module documentation).
+    pub handshakes_per_second: u32,
+    /// The secret cookies derive from. Drivers draw it at random; the
+    /// default (zeros) is for tests.
+    pub cookie_secret: [u8; 32],
 }
 
 impl LinkConfig {
@@ -182,6 +257,8 @@ impl LinkConfig {
             idle_timeout: Dur::from_secs(30),
             max_queued: 256,
             index_seed: 1,
+            handshakes_per_second: 200,
+            cookie_secret: [0; 32],
         }
     }
 }
@@ -238,6 +315,10 @@ pub struct LinkStats {
     /// Answered handshakes of new clients forgotten unconfirmed: evicted
     /// from a full table or expired.
     pub half_open_dropped: u64,
+    /// INITs answered with a COOKIE (under load, without a valid cookie).
+    pub cookies_sent: u64,
+    /// COOKIEs accepted; the INIT went out again with the cookie.
+    pub cookies_received: u64,
 }
 
 struct Session {
@@ -274,6 +355,8 @@ struct Peer {
     queue: VecDeque<Vec<u8>>,
     last_recv: Time,
     last_sent: Time,
+    /// The responder's cookie for our address, and when it came.
+    cookie: Option<([u8; MAC_LEN], Time)>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +402,9 @@ pub struct Links {
     events: VecDeque<LinkEvent>,
     next_check: Option<Time>,
     stats: LinkStats,
+    /// The whole second (of `now`) `handshakes` counts in.
+    hs_second: u64,
+    handshakes: u32,
 }
 
 impl fmt::Debug for Links {
@@ -354,6 +440,8 @@ impl Links {
             events: VecDeque::new(),
             next_check: None,
             stats: LinkStats::default(),
+            hs_second: 0,
+            handshakes: 0,
         }
     }
 
@@ -441,6 +529,10 @@ impl Links {
             }
             Some(&TYPE_RESP) => {
                 self.on_resp(now, from, data);
+                None
+            }
+            Some(&TYPE_COOKIE) => {
+                self.on_cookie(now, from, data);
                 None
             }
             _ => {
@@ -600,12 +692,12 @@ impl Links {
     }
 
     fn on_init(&mut self, now: Time, from: SocketAddr, data: &[u8]) {
-        if data.len() != 5 + MSG1_LEN {
+        if data.len() != INIT_LEN {
             self.stats.malformed += 1;
             return;
         }
         let sender = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
-        let msg1 = &data[5..];
+        let msg1 = &data[5..5 + MSG1_LEN];
         let mut e = [0u8; 32];
         e.copy_from_slice(&msg1[..32]);
         // A repeated INIT (our RESP was lost): answer with the same RESP.
@@ -629,6 +721,9 @@ impl Links {
                     return;
                 }
             }
+        }
+        if !self.admit_init(now, from, data) {
+            return;
         }
         let mut hs = match snow::Builder::new(self.params.clone())
             .local_private_key(&self.cfg.keypair.private)
@@ -703,6 +798,76 @@ impl Links {
         } else {
             self.wake_at(now + self.cfg.idle_timeout);
         }
+    }
+
+    /// The cookie of address `a` in the epoch `back` epochs before `now`'s.
+    fn cookie(&self, now: Time, a: SocketAddr, back: u64) -> [u8; MAC_LEN] {
+        let epoch = (now.as_nanos() / COOKIE_EPOCH.as_nanos()).wrapping_sub(back);
+        let secret = mac16(&self.cfg.cookie_secret, &[&epoch.to_be_bytes()]);
+        mac16(&secret, &[&addr_bytes(a)])
+    }
+
+    /// Whether an INIT (not a repeat of an answered one) may have the
+    /// Diffie-Hellman work done: yes while fewer than
+    /// `handshakes_per_second` were done this second, or if its `mac`
+    /// carries a valid cookie for `from`. Otherwise a COOKIE goes back.
+    fn admit_init(&mut self, now: Time, from: SocketAddr, data: &[u8]) -> bool {
+        let second = now.as_nanos() / 1_000_000_000;
+        if second != self.hs_second {
+            self.hs_second = second;
+            self.handshakes = 0;
+        }
+        let admitted = self.handshakes < self.cfg.handshakes_per_second || {
+            let (body, mac) = data.split_at(data.len() - MAC_LEN);
+            (0..2).any(|back| mac16(&self.cookie(now, from, back), &[body]) == mac)
+        };
+        if admitted {
+            self.handshakes = self.handshakes.saturating_add(1);
+            return true;
+        }
+        let cookie = self.cookie(now, from, 0);
+        let sender = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+        let tag = cookie_tag(&self.cfg.keypair.public, &cookie, sender, &data[5..37]);
+        let mut d = Vec::with_capacity(COOKIE_MSG_LEN);
+        d.push(TYPE_COOKIE);
+        d.extend_from_slice(&sender.to_be_bytes());
+        d.extend_from_slice(&cookie);
+        d.extend_from_slice(&tag);
+        self.stats.cookies_sent += 1;
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += d.len() as u64;
+        self.out.push_back((from, d));
+        false
+    }
+
+    /// A COOKIE for one of our handshakes: keep the cookie, put it in the
+    /// INIT's `mac` and send the INIT again.
+    fn on_cookie(&mut self, now: Time, from: SocketAddr, data: &[u8]) {
+        if data.len() != COOKIE_MSG_LEN {
+            self.stats.malformed += 1;
+            return;
+        }
+        let receiver = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
+        let Some(&(l, Slot::Init)) = self.by_index.get(&receiver) else {
+            self.stats.unknown_peer += 1;
+            return;
+        };
+        let peer = self.peers[l.0 as usize].as_mut().expect("peer");
+        let Some(init) = peer.init.as_mut().filter(|_| peer.addr == from) else {
+            self.stats.unknown_peer += 1;
+            return;
+        };
+        let (cookie, tag) = data[5..].split_at(MAC_LEN);
+        if cookie_tag(&peer.key, cookie, receiver, &init.msg[5..37]) != tag {
+            self.stats.handshake_failures += 1;
+            return;
+        }
+        let mut c = [0u8; MAC_LEN];
+        c.copy_from_slice(cookie);
+        peer.cookie = Some((c, now));
+        set_mac(&mut init.msg, Some(&c));
+        self.stats.cookies_received += 1;
+        self.out.push_back((peer.addr, init.msg.clone()));
     }
 
     /// Writes and queues the RESP to an INIT; the responder's session, its
@@ -897,15 +1062,21 @@ impl Links {
         let Ok(mut hs) = hs else {
             return;
         };
+        // A cookie from this responder in the last epoch is still valid.
+        let cookie = peer
+            .cookie
+            .filter(|(_, at)| now.since(*at) < COOKIE_EPOCH)
+            .map(|(c, _)| c);
         let local = self.alloc_index(l, Slot::Init);
-        let mut msg = vec![0u8; 5 + MSG1_LEN];
+        let mut msg = vec![0u8; INIT_LEN];
         msg[0] = TYPE_INIT;
         msg[1..5].copy_from_slice(&local.to_be_bytes());
         let flags = [self.flags()];
-        if hs.write_message(&flags, &mut msg[5..]).is_err() {
+        if hs.write_message(&flags, &mut msg[5..5 + MSG1_LEN]).is_err() {
             self.by_index.remove(&local);
             return;
         }
+        set_mac(&mut msg, cookie.as_ref());
         let rto = self.cfg.handshake_rto;
         let init = Initiation {
             hs,
@@ -1081,7 +1252,17 @@ impl Peer {
             queue: VecDeque::new(),
             last_recv: Time::ZERO,
             last_sent: Time::ZERO,
+            cookie: None,
         }
+    }
+}
+
+/// Sets an INIT's `mac`: under `cookie` over the other bytes, or zeros.
+fn set_mac(init: &mut [u8], cookie: Option<&[u8; MAC_LEN]>) {
+    let (body, mac) = init.split_at_mut(init.len() - MAC_LEN);
+    match cookie {
+        Some(c) => mac.copy_from_slice(&mac16(c, &[body])),
+        None => mac.fill(0),
     }
 }
 

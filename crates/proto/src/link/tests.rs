@@ -491,3 +491,143 @@ fn a_copied_init_from_elsewhere_does_not_displace_a_new_client() {
     assert_eq!(r.handle_datagram(now, addr(A), &d, &mut f), Some(LinkId(1)));
     assert_eq!(f, b"hi");
 }
+
+/// An INIT from a fresh client key, as sent (the client is dropped).
+fn fresh_init(dir: &[(Identity, SocketAddr)], now: Time) -> Vec<u8> {
+    let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir.to_vec()));
+    assert!(c.seal(now, LinkId(0), b"x").is_none());
+    c.poll_transmit().unwrap().1
+}
+
+/// Past `handshakes_per_second`, INITs without a cookie get a COOKIE and no
+/// Diffie-Hellman work; a real client comes back with its cookie and gets
+/// its link; a cookie is good only for its address and for two epochs.
+#[test]
+fn under_load_inits_need_a_cookie() {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut cfg = LinkConfig::new(relay, dir.clone());
+    cfg.handshakes_per_second = 3;
+    cfg.cookie_secret = [7; 32];
+    let mut r = Links::new(cfg);
+    let now = Time::ZERO + Dur::from_secs(10);
+    let mut f = Vec::new();
+    // A spoofed flood: the first three are answered, the rest get cookies.
+    for i in 0..50u16 {
+        let init = fresh_init(&dir, now);
+        assert_eq!(r.handle_datagram(now, addr(5000 + i), &init, &mut f), None);
+        let (to, d) = r.poll_transmit().expect("an answer");
+        assert_eq!(to, addr(5000 + i));
+        assert_eq!(d[0], if i < 3 { TYPE_RESP } else { TYPE_COOKIE }, "{i}");
+        assert_eq!(d.len(), if i < 3 { 9 + MSG2_LEN } else { COOKIE_MSG_LEN });
+    }
+    assert_eq!(r.stats().handshakes_answered, 3);
+    assert_eq!(r.stats().cookies_sent, 47);
+    // A real client: INIT, COOKIE, the INIT again with its mac, RESP.
+    let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir.clone()));
+    assert!(c.seal(now, LinkId(0), b"hi").is_none());
+    let (_, init) = c.poll_transmit().unwrap();
+    assert_eq!(
+        &init[init.len() - MAC_LEN..],
+        &[0; MAC_LEN],
+        "no cookie yet"
+    );
+    r.handle_datagram(now, addr(A), &init, &mut f);
+    let (_, cookie) = r.poll_transmit().unwrap();
+    assert_eq!(cookie[0], TYPE_COOKIE);
+    // A COOKIE with a changed byte (cookie or tag) is not taken.
+    for at in [5, COOKIE_MSG_LEN - 1] {
+        let mut forged = cookie.clone();
+        forged[at] ^= 1;
+        let failures = c.stats().handshake_failures;
+        c.handle_datagram(now, addr(B), &forged, &mut f);
+        assert_eq!(c.stats().handshake_failures, failures + 1);
+        assert!(c.poll_transmit().is_none(), "nothing resent");
+    }
+    // From another address the COOKIE names no handshake of ours.
+    c.handle_datagram(now, addr(B + 1), &cookie, &mut f);
+    assert!(c.poll_transmit().is_none());
+    c.handle_datagram(now, addr(B), &cookie, &mut f);
+    assert_eq!(c.stats().cookies_received, 1);
+    let (_, init2) = c.poll_transmit().expect("the INIT again, at once");
+    assert_eq!(init2[..init.len() - MAC_LEN], init[..init.len() - MAC_LEN]);
+    assert_ne!(init2[init.len() - MAC_LEN..], init[init.len() - MAC_LEN..]);
+    // The cookie is for the client's address only.
+    r.handle_datagram(now, addr(A + 1), &init2, &mut f);
+    assert_eq!(r.poll_transmit().map(|d| d.1[0]), Some(TYPE_COOKIE));
+    assert_eq!(r.stats().handshakes_answered, 3);
+    r.handle_datagram(now, addr(A), &init2, &mut f);
+    let (_, resp) = r.poll_transmit().unwrap();
+    assert_eq!(resp[0], TYPE_RESP);
+    assert_eq!(r.stats().handshakes_answered, 4);
+    c.handle_datagram(now, addr(B), &resp, &mut f);
+    let (_, d) = c.poll_transmit().unwrap();
+    assert_eq!(r.handle_datagram(now, addr(A), &d, &mut f), Some(LinkId(1)));
+    assert_eq!(f, b"hi");
+    // A cookie stays valid in the next epoch, not in the one after.
+    let cookie_bytes: [u8; MAC_LEN] = cookie[5..5 + MAC_LEN].try_into().unwrap();
+    for (later, valid) in [(COOKIE_EPOCH, true), (COOKIE_EPOCH + COOKIE_EPOCH, false)] {
+        let t = now + later;
+        // Load the relay in that second first.
+        for i in 0..3u16 {
+            r.handle_datagram(t, addr(6000 + i), &fresh_init(&dir, t), &mut f);
+        }
+        while r.poll_transmit().is_some() {}
+        let answered = r.stats().handshakes_answered;
+        // A new INIT from the client's address with the old cookie.
+        let mut c2 = Links::new(LinkConfig::new(Keypair::generate(), dir.clone()));
+        assert!(c2.seal(t, LinkId(0), b"x").is_none());
+        let (_, mut i2) = c2.poll_transmit().unwrap();
+        let n = i2.len();
+        let mac = mac16(&cookie_bytes, &[&i2[..n - MAC_LEN]]);
+        i2[n - MAC_LEN..].copy_from_slice(&mac);
+        r.handle_datagram(t, addr(A), &i2, &mut f);
+        let kind = r.poll_transmit().map(|d| d.1[0]);
+        assert_eq!(
+            kind,
+            Some(if valid { TYPE_RESP } else { TYPE_COOKIE }),
+            "{later:?}"
+        );
+        assert_eq!(r.stats().handshakes_answered, answered + valid as u64);
+    }
+    // A new second starts a new count: an INIT without a cookie is answered.
+    let t = now + Dur::from_secs(1);
+    r.handle_datagram(t, addr(7000), &fresh_init(&dir, t), &mut f);
+    assert_eq!(r.poll_transmit().map(|d| d.1[0]), Some(TYPE_RESP));
+}
+
+/// An initiator that got a cookie puts it in its next INITs to that relay
+/// for one epoch.
+#[test]
+fn a_cookie_is_reused_for_an_epoch() {
+    let mut p = pair();
+    p.b.cfg.handshakes_per_second = 1;
+    // Load b in this second.
+    let dir = p.b.config().directory.clone();
+    let mut f = Vec::new();
+    p.b.handle_datagram(p.now, addr(9000), &fresh_init(&dir, p.now), &mut f);
+    while p.b.poll_transmit().is_some() {}
+    up(&mut p);
+    assert_eq!(
+        (p.b.stats().cookies_sent, p.a.stats().cookies_received),
+        (1, 1)
+    );
+    // b restarts its handshake state: a's next INIT (after a restart of a's
+    // link) carries the cookie and is answered at once, still under load.
+    let zero = [0u8; MAC_LEN];
+    p.a.take_down(LinkId(1));
+    while p.a.poll_event().is_some() {}
+    p.now += Dur::from_millis(100);
+    assert!(send(&mut p, true, b"again").is_none());
+    let (_, init) = p.a.poll_transmit().unwrap();
+    assert_ne!(&init[init.len() - MAC_LEN..], &zero, "the cookie is reused");
+    p.b.handle_datagram(p.now, addr(A), &init, &mut f);
+    assert_eq!(p.b.poll_transmit().map(|d| d.1[0]), Some(TYPE_RESP));
+    assert_eq!(p.b.stats().cookies_sent, 1);
+    // After an epoch it is not used any more.
+    p.a.take_down(LinkId(1));
+    p.now += COOKIE_EPOCH;
+    assert!(send(&mut p, true, b"later").is_none());
+    let (_, init) = p.a.poll_transmit().unwrap();
+    assert_eq!(&init[init.len() - MAC_LEN..], &zero);
+}
