@@ -39,8 +39,9 @@
 //!   refusal message); it finds out when its link times out.
 //! * **Cookies under load** (after WireGuard's cookie reply, simplified).
 //!   Answering an INIT costs Diffie-Hellman work, and INITs from spoofed
-//!   addresses cost an attacker nothing. A responder that has done
-//!   `handshakes_per_second` handshakes in the current second answers
+//!   addresses cost an attacker nothing. A responder that has done the
+//!   Diffie-Hellman work for `handshakes_per_second` INITs (answered or
+//!   not) in the current whole second of `now` answers
 //!   further INITs that carry no valid cookie with a COOKIE instead, without
 //!   any Diffie-Hellman work. The cookie is a keyed BLAKE2s-128 of the
 //!   INIT's source address and port under a secret that changes every
@@ -49,7 +50,8 @@
 //!   datagrams at that address learns its cookie. The initiator checks the
 //!   COOKIE's tag (a keyed BLAKE2s-128 under the responder's public key of
 //!   the cookie, its session index and its INIT's ephemeral key, which an
-//!   off-path sender cannot know), sets the INIT's `mac` to the keyed
+//!   off-path sender cannot know; an on-path observer can forge one), takes
+//!   one COOKIE per INIT, sets the INIT's `mac` to the keyed
 //!   BLAKE2s-128 of the INIT's other bytes under the cookie and sends it
 //!   again at once. An INIT with a valid `mac` is answered whatever the
 //!   load. Without a cookie `mac` is zero and is not looked at while the
@@ -234,8 +236,9 @@ pub struct LinkConfig {
     pub max_queued: usize,
     /// First session index (any value; makes runs reproducible in tests).
     pub index_seed: u32,
-    /// Handshakes answered per second (counted in whole seconds of `now`)
-    /// before INITs need a cookie (see the module documentation).
+    /// INITs given Diffie-Hellman work per second (counted in whole
+    /// seconds of `now`) before INITs need a cookie (see the module
+    /// documentation).
     pub handshakes_per_second: u32,
     /// The secret cookies derive from. Drivers draw it at random; the
     /// default (zeros) is for tests.
@@ -305,7 +308,8 @@ pub struct LinkStats {
     pub unknown_peer: u64,
     /// DATA that failed authentication.
     pub auth_failures: u64,
-    /// DATA whose counter was seen before or is older than the window.
+    /// DATA whose counter was seen before or is older than the window; a
+    /// second COOKIE for one INIT.
     pub replays: u64,
     /// PLAIN datagrams at an encrypting node, or DATA at a plaintext session.
     pub plaintext_rejected: u64,
@@ -341,6 +345,9 @@ struct Initiation {
     next_at: Time,
     rto: Dur,
     give_up: Time,
+    /// A COOKIE was taken for this INIT; later ones are ignored (a
+    /// replayed COOKIE must not make us send the INIT again and again).
+    cookie_taken: bool,
 }
 
 struct Peer {
@@ -834,8 +841,6 @@ impl Links {
         d.extend_from_slice(&cookie);
         d.extend_from_slice(&tag);
         self.stats.cookies_sent += 1;
-        self.stats.datagrams_out += 1;
-        self.stats.bytes_out += d.len() as u64;
         self.out.push_back((from, d));
         false
     }
@@ -857,11 +862,16 @@ impl Links {
             self.stats.unknown_peer += 1;
             return;
         };
+        if init.cookie_taken {
+            self.stats.replays += 1;
+            return;
+        }
         let (cookie, tag) = data[5..].split_at(MAC_LEN);
         if cookie_tag(&peer.key, cookie, receiver, &init.msg[5..37]) != tag {
             self.stats.handshake_failures += 1;
             return;
         }
+        init.cookie_taken = true;
         let mut c = [0u8; MAC_LEN];
         c.copy_from_slice(cookie);
         peer.cookie = Some((c, now));
@@ -1085,6 +1095,7 @@ impl Links {
             next_at: now + rto,
             rto,
             give_up: now + self.cfg.handshake_timeout,
+            cookie_taken: false,
         };
         self.peers[l.0 as usize].as_mut().expect("peer").init = Some(init);
         self.out.push_back((addr, msg));

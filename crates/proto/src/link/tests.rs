@@ -515,7 +515,7 @@ fn under_load_inits_need_a_cookie() {
     // A spoofed flood: the first three are answered, the rest get cookies.
     for i in 0..50u16 {
         let init = fresh_init(&dir, now);
-        assert_eq!(r.handle_datagram(now, addr(5000 + i), &init, &mut f), None);
+        r.handle_datagram(now, addr(5000 + i), &init, &mut f);
         let (to, d) = r.poll_transmit().expect("an answer");
         assert_eq!(to, addr(5000 + i));
         assert_eq!(d[0], if i < 3 { TYPE_RESP } else { TYPE_COOKIE }, "{i}");
@@ -545,11 +545,21 @@ fn under_load_inits_need_a_cookie() {
         assert!(c.poll_transmit().is_none(), "nothing resent");
     }
     // From another address the COOKIE names no handshake of ours.
+    let unknown = c.stats().unknown_peer;
     c.handle_datagram(now, addr(B + 1), &cookie, &mut f);
     assert!(c.poll_transmit().is_none());
+    assert_eq!(c.stats().unknown_peer, unknown + 1);
+    assert_eq!(c.stats().cookies_received, 0);
     c.handle_datagram(now, addr(B), &cookie, &mut f);
     assert_eq!(c.stats().cookies_received, 1);
     let (_, init2) = c.poll_transmit().expect("the INIT again, at once");
+    // The same COOKIE again (a replay) is ignored: no INIT goes out.
+    c.handle_datagram(now, addr(B), &cookie, &mut f);
+    assert!(c.poll_transmit().is_none());
+    assert_eq!((c.stats().cookies_received, c.stats().replays), (1, 1));
+    // The retransmission timer resends the INIT with its mac.
+    c.handle_timeout(now + Dur::from_secs(1));
+    assert_eq!(c.poll_transmit().map(|d| d.1), Some(init2.clone()));
     assert_eq!(init2[..init.len() - MAC_LEN], init[..init.len() - MAC_LEN]);
     assert_ne!(init2[init.len() - MAC_LEN..], init[init.len() - MAC_LEN..]);
     // The cookie is for the client's address only.
@@ -590,10 +600,16 @@ fn under_load_inits_need_a_cookie() {
         );
         assert_eq!(r.stats().handshakes_answered, answered + valid as u64);
     }
-    // A new second starts a new count: an INIT without a cookie is answered.
-    let t = now + Dur::from_secs(1);
-    r.handle_datagram(t, addr(7000), &fresh_init(&dir, t), &mut f);
-    assert_eq!(r.poll_transmit().map(|d| d.1[0]), Some(TYPE_RESP));
+    // The count is per whole second: the last one (at 250 s) is still full
+    // 999 ms later, and a new second starts a new count.
+    let last = now + COOKIE_EPOCH + COOKIE_EPOCH;
+    for (t, kind) in [
+        (last + Dur::from_millis(999), TYPE_COOKIE),
+        (last + Dur::from_secs(1), TYPE_RESP),
+    ] {
+        r.handle_datagram(t, addr(7000), &fresh_init(&dir, t), &mut f);
+        assert_eq!(r.poll_transmit().map(|d| d.1[0]), Some(kind), "{t:?}");
+    }
 }
 
 /// An initiator that got a cookie puts it in its next INITs to that relay
@@ -612,8 +628,8 @@ fn a_cookie_is_reused_for_an_epoch() {
         (p.b.stats().cookies_sent, p.a.stats().cookies_received),
         (1, 1)
     );
-    // b restarts its handshake state: a's next INIT (after a restart of a's
-    // link) carries the cookie and is answered at once, still under load.
+    // a takes its link down and starts again: its next INIT carries the
+    // cookie and is answered at once, with b still loaded.
     let zero = [0u8; MAC_LEN];
     p.a.take_down(LinkId(1));
     while p.a.poll_event().is_some() {}
