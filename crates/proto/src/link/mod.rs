@@ -824,15 +824,21 @@ impl Links {
             self.hs_second = second;
             self.handshakes = 0;
         }
-        let admitted = self.handshakes < self.cfg.handshakes_per_second || {
+        if self.handshakes >= self.cfg.handshakes_per_second {
+            let cookie = self.cookie(now, from, 0);
             let (body, mac) = data.split_at(data.len() - MAC_LEN);
-            (0..2).any(|back| mac16(&self.cookie(now, from, back), &[body]) == mac)
-        };
-        if admitted {
-            self.handshakes = self.handshakes.saturating_add(1);
-            return true;
+            let valid = |c: &[u8; MAC_LEN]| mac16(c, &[body]) == mac;
+            if !valid(&cookie) && !valid(&self.cookie(now, from, 1)) {
+                self.send_cookie(from, data, cookie);
+                return false;
+            }
         }
-        let cookie = self.cookie(now, from, 0);
+        self.handshakes = self.handshakes.saturating_add(1);
+        true
+    }
+
+    /// Answers an INIT with a COOKIE carrying `cookie`.
+    fn send_cookie(&mut self, from: SocketAddr, data: &[u8], cookie: [u8; MAC_LEN]) {
         let sender = u32::from_be_bytes([data[1], data[2], data[3], data[4]]);
         let tag = cookie_tag(&self.cfg.keypair.public, &cookie, sender, &data[5..37]);
         let mut d = Vec::with_capacity(COOKIE_MSG_LEN);
@@ -842,7 +848,6 @@ impl Links {
         d.extend_from_slice(&tag);
         self.stats.cookies_sent += 1;
         self.out.push_back((from, d));
-        false
     }
 
     /// A COOKIE for one of our handshakes: keep the cookie, put it in the

@@ -442,9 +442,7 @@ fn unconfirmed_handshakes_take_no_client_slot() {
     // 100 INITs from fresh keys at (spoofed) addresses that never confirm.
     let mut f = Vec::new();
     for i in 0..100u16 {
-        let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir.clone()));
-        assert!(c.seal(now, LinkId(0), b"x").is_none());
-        let (_, init) = c.poll_transmit().unwrap();
+        let init = fresh_init(&dir, now);
         assert_eq!(r.handle_datagram(now, addr(5000 + i), &init, &mut f), None);
         assert!(r.poll_transmit().is_some(), "answered");
     }
