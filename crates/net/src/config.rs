@@ -576,7 +576,8 @@ pub struct LinkOptions {
     pub handshake_timeout: Duration,
     pub keepalive: Duration,
     pub idle_timeout: Duration,
-    /// Handshakes answered per second before INITs need a cookie.
+    /// INITs given Diffie-Hellman work per second (a token bucket holding
+    /// one second's worth) before INITs need a cookie.
     pub handshakes_per_second: u32,
 }
 

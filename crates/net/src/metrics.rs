@@ -127,6 +127,7 @@ pub fn render(s: &Snapshot) -> String {
         ("handshake_failure", l.handshake_failures),
         ("handshake_refused", l.handshake_refused),
         ("plaintext", l.plaintext_rejected),
+        ("rate_limited", l.rate_limited),
         ("link_queue", l.frames_dropped),
         ("backtap_decode", t.decode_errors),
         ("unknown_circuit", t.unknown_circuit),
@@ -186,7 +187,7 @@ pub fn render(s: &Snapshot) -> String {
     w.one(
         "cookies_sent_total",
         "counter",
-        "INITs answered with a cookie instead of a handshake (more than [link] handshakes_per_second).",
+        "INITs answered with a cookie instead of a handshake (faster than [link] handshakes_per_second).",
         l.cookies_sent,
     );
     w.one(

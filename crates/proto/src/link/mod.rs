@@ -40,8 +40,8 @@
 //! * **Cookies under load** (after WireGuard's cookie reply, simplified).
 //!   Answering an INIT costs Diffie-Hellman work, and INITs from spoofed
 //!   addresses cost an attacker nothing. A responder that has done the
-//!   Diffie-Hellman work for `handshakes_per_second` INITs (answered or
-//!   not) in the current whole second of `now` answers
+//!   Diffie-Hellman work for INITs faster than `handshakes_per_second`
+//!   (a token bucket that holds one second's worth, see [`Gcra`]) answers
 //!   further INITs that carry no valid cookie with a COOKIE instead, without
 //!   any Diffie-Hellman work. The cookie is a keyed BLAKE2s-128 of the
 //!   INIT's source address and port under a secret that changes every
@@ -54,10 +54,15 @@
 //!   one COOKIE per INIT, sets the INIT's `mac` to the keyed
 //!   BLAKE2s-128 of the INIT's other bytes under the cookie and sends it
 //!   again at once. An INIT with a valid `mac` is answered whatever the
-//!   load. Without a cookie `mac` is zero and is not looked at while the
-//!   responder is not loaded. Unlike WireGuard there is no `mac1` (a hash
-//!   proving the sender knows the responder's key), no per-address rate
-//!   limit, and the cookie travels in clear, bound to the INIT by the tag.
+//!   load, up to [`SOURCE_INITS_PER_SECOND`] per source (an IPv4 address
+//!   or an IPv6 /64; burst [`SOURCE_INIT_BURST`]) while the responder is
+//!   loaded, as WireGuard's `ratelimiter.c` limits handshakes whose cookie
+//!   checked out; beyond that, and when [`MAX_SOURCES`] sources are being
+//!   limited, they are dropped (`rate_limited`). Without a cookie `mac` is
+//!   zero and is not looked at while the responder is not loaded. Unlike
+//!   WireGuard there is no `mac1` (a hash proving the sender knows the
+//!   responder's key), and the cookie travels in clear, bound to the INIT
+//!   by the tag.
 //! * Both sides initiating at once: the side with the smaller static key
 //!   drops the peer's INIT and keeps its own handshake; the other answers.
 //! * Keepalives (the empty frame) every `keepalive` of silence; a link that
@@ -74,9 +79,9 @@ use crate::circuit::{Identity, LinkId};
 use crate::time::{Dur, Time};
 use snow::params::NoiseParams;
 use snow::{HandshakeState, StatelessTransportState};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 /// The Noise protocol name.
 pub const NOISE_PARAMS: &str = "Noise_IK_25519_AESGCM_BLAKE2s";
@@ -107,6 +112,78 @@ const MSG1_LEN: usize = 32 + 48 + 17;
 const MSG2_LEN: usize = 32 + 17;
 /// An INIT: type, sender index, Noise message 1, mac.
 const INIT_LEN: usize = 5 + MSG1_LEN + MAC_LEN;
+/// Under load, INITs with a valid cookie answered per second and source,
+/// and the burst allowed: WireGuard's `PACKETS_PER_SECOND` and
+/// `PACKETS_BURSTABLE` (`drivers/net/wireguard/ratelimiter.c`).
+pub const SOURCE_INITS_PER_SECOND: u64 = 20;
+pub const SOURCE_INIT_BURST: u64 = 5;
+/// Sources limited at once; when the table is full (after forgetting idle
+/// ones), INITs from new sources are dropped while the node is loaded.
+/// WireGuard's ratelimiter caps its table the same way, at a size that
+/// depends on memory (8192 buckets, 8 entries each, on large machines).
+pub const MAX_SOURCES: usize = 8192;
+
+/// A token bucket in the form of the generic cell rate algorithm (ITU-T
+/// I.371's "virtual scheduling"): it admits `burst` events at once and
+/// then one per `1/rate` s. `tat` is the theoretical arrival time of the
+/// next event; an event is admitted if `tat` is at most `burst - 1`
+/// intervals ahead of `now`. Integer nanoseconds: the interval is rounded
+/// down, so the rate is met or slightly exceeded.
+#[derive(Clone, Copy, Debug, Default)]
+struct Gcra {
+    tat: Time,
+}
+
+impl Gcra {
+    fn interval(rate: u64) -> Dur {
+        Dur::from_nanos(1_000_000_000 / rate.max(1))
+    }
+
+    /// Takes a token if there is one.
+    fn admit(&mut self, now: Time, rate: u64, burst: u64) -> bool {
+        let t = Self::interval(rate);
+        let ahead = self.tat.checked_since(now).unwrap_or(Dur::ZERO);
+        if ahead.as_nanos() > t.as_nanos().saturating_mul(burst.saturating_sub(1)) {
+            return false;
+        }
+        self.tat = self.tat.max(now) + t;
+        true
+    }
+
+    /// Takes a token whether or not there is one, going into debt by at
+    /// most one interval more than `admit` allows, so that a bucket charged
+    /// beyond its rate admits again one interval after the charges stop.
+    fn charge(&mut self, now: Time, rate: u64, burst: u64) {
+        let t = Self::interval(rate);
+        let cap = now + Dur::from_nanos(t.as_nanos().saturating_mul(burst));
+        self.tat = (self.tat.max(now) + t).min(cap);
+    }
+
+    /// Whether the bucket has refilled completely.
+    fn is_full(&self, now: Time) -> bool {
+        self.tat <= now
+    }
+}
+
+/// Where an INIT comes from, for the per-source limit: an IPv4 address or
+/// an IPv6 /64 (one host's share of addresses), not the port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Source {
+    V4(u32),
+    V6(u64),
+}
+
+impl Source {
+    fn of(a: SocketAddr) -> Source {
+        match a.ip() {
+            IpAddr::V4(ip) => Source::V4(u32::from(ip)),
+            IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+                Some(v4) => Source::V4(u32::from(v4)),
+                None => Source::V6((u128::from(ip) >> 64) as u64),
+            },
+        }
+    }
+}
 
 /// Keyed BLAKE2s with a 128-bit output over the concatenated `parts`.
 fn mac16(key: &[u8], parts: &[&[u8]]) -> [u8; MAC_LEN] {
@@ -236,8 +313,8 @@ pub struct LinkConfig {
     pub max_queued: usize,
     /// First session index (any value; makes runs reproducible in tests).
     pub index_seed: u32,
-    /// INITs given Diffie-Hellman work per second (counted in whole
-    /// seconds of `now`) before INITs need a cookie (see the module
+    /// INITs given Diffie-Hellman work per second (a token bucket holding
+    /// one second's worth) before INITs need a cookie (see the module
     /// documentation).
     pub handshakes_per_second: u32,
     /// The secret cookies derive from. Drivers draw it at random; the
@@ -323,6 +400,10 @@ pub struct LinkStats {
     pub cookies_sent: u64,
     /// COOKIEs accepted; the INIT went out again with the cookie.
     pub cookies_received: u64,
+    /// INITs with a valid cookie dropped under load: their source sent
+    /// more than [`SOURCE_INITS_PER_SECOND`], or [`MAX_SOURCES`] others
+    /// were being limited. (A drop counter.)
+    pub rate_limited: u64,
 }
 
 struct Session {
@@ -409,9 +490,12 @@ pub struct Links {
     events: VecDeque<LinkEvent>,
     next_check: Option<Time>,
     stats: LinkStats,
-    /// The whole second (of `now`) `handshakes` counts in.
-    hs_second: u64,
-    handshakes: u32,
+    /// INITs given Diffie-Hellman work: at most `handshakes_per_second`.
+    handshakes: Gcra,
+    /// While loaded, INITs admitted by their cookie, per source.
+    sources: BTreeMap<Source, Gcra>,
+    /// When `sources` was last swept of idle entries.
+    sources_swept: Time,
 }
 
 impl fmt::Debug for Links {
@@ -447,8 +531,9 @@ impl Links {
             events: VecDeque::new(),
             next_check: None,
             stats: LinkStats::default(),
-            hs_second: 0,
-            handshakes: 0,
+            handshakes: Gcra::default(),
+            sources: BTreeMap::new(),
+            sources_swept: Time::ZERO,
         }
     }
 
@@ -815,26 +900,49 @@ impl Links {
     }
 
     /// Whether an INIT (not a repeat of an answered one) may have the
-    /// Diffie-Hellman work done: yes while fewer than
-    /// `handshakes_per_second` were done this second, or if its `mac`
-    /// carries a valid cookie for `from`. Otherwise a COOKIE goes back.
+    /// Diffie-Hellman work done: yes while the node is not loaded (INITs
+    /// come no faster than `handshakes_per_second`), or if its `mac`
+    /// carries a valid cookie for `from` and its source is within
+    /// [`SOURCE_INITS_PER_SECOND`]. Otherwise a COOKIE goes back, or, for a
+    /// source over its limit, nothing.
     fn admit_init(&mut self, now: Time, from: SocketAddr, data: &[u8]) -> bool {
-        let second = now.as_nanos() / 1_000_000_000;
-        if second != self.hs_second {
-            self.hs_second = second;
-            self.handshakes = 0;
+        let rate = u64::from(self.cfg.handshakes_per_second.max(1));
+        if self.handshakes.admit(now, rate, rate) {
+            return true;
         }
-        if self.handshakes >= self.cfg.handshakes_per_second {
-            let cookie = self.cookie(now, from, 0);
-            let (body, mac) = data.split_at(data.len() - MAC_LEN);
-            let valid = |c: &[u8; MAC_LEN]| mac16(c, &[body]) == mac;
-            if !valid(&cookie) && !valid(&self.cookie(now, from, 1)) {
-                self.send_cookie(from, data, cookie);
+        let cookie = self.cookie(now, from, 0);
+        let (body, mac) = data.split_at(data.len() - MAC_LEN);
+        let valid = |c: &[u8; MAC_LEN]| mac16(c, &[body]) == mac;
+        if !valid(&cookie) && !valid(&self.cookie(now, from, 1)) {
+            self.send_cookie(from, data, cookie);
+            return false;
+        }
+        if !self.source_admits(now, Source::of(from)) {
+            self.stats.rate_limited += 1;
+            return false;
+        }
+        // Admitted by its cookie: it still counts towards the load.
+        self.handshakes.charge(now, rate, rate);
+        true
+    }
+
+    /// The per-source limit on cookie-bearing INITs under load.
+    fn source_admits(&mut self, now: Time, src: Source) -> bool {
+        if !self.sources.contains_key(&src) && self.sources.len() >= MAX_SOURCES {
+            // Forget the sources whose bucket has refilled, at most once a
+            // second (each sweep walks the whole table).
+            if now >= self.sources_swept + Dur::SECOND {
+                self.sources_swept = now;
+                self.sources.retain(|_, g| !g.is_full(now));
+            }
+            if self.sources.len() >= MAX_SOURCES {
                 return false;
             }
         }
-        self.handshakes = self.handshakes.saturating_add(1);
-        true
+        self.sources
+            .entry(src)
+            .or_default()
+            .admit(now, SOURCE_INITS_PER_SECOND, SOURCE_INIT_BURST)
     }
 
     /// Answers an INIT with a COOKIE carrying `cookie`.

@@ -598,16 +598,178 @@ fn under_load_inits_need_a_cookie() {
         );
         assert_eq!(r.stats().handshakes_answered, answered + valid as u64);
     }
-    // The count is per whole second: the last one (at 250 s) is still full
-    // 999 ms later, and a new second starts a new count.
+    // The budget refills at `handshakes_per_second`: after the last three
+    // (at 250 s), one INIT is answered a third of a second later, not
+    // before, and not two.
     let last = now + COOKIE_EPOCH + COOKIE_EPOCH;
     for (t, kind) in [
-        (last + Dur::from_millis(999), TYPE_COOKIE),
-        (last + Dur::from_secs(1), TYPE_RESP),
+        (last + Dur::from_millis(333), TYPE_COOKIE),
+        (last + Dur::from_millis(334), TYPE_RESP),
+        (last + Dur::from_millis(334), TYPE_COOKIE),
     ] {
         r.handle_datagram(t, addr(7000), &fresh_init(&dir, t), &mut f);
         assert_eq!(r.poll_transmit().map(|d| d.1[0]), Some(kind), "{t:?}");
     }
+}
+
+/// A relay at `handshakes_per_second` = `rate`, and its directory.
+fn loaded_relay(rate: u32) -> (Links, Vec<(Identity, SocketAddr)>) {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut cfg = LinkConfig::new(relay, dir.clone());
+    cfg.handshakes_per_second = rate;
+    cfg.cookie_secret = [9; 32];
+    (Links::new(cfg), dir)
+}
+
+/// What `r` sends back to an INIT from `from` at `now`: the message type,
+/// or `None`.
+fn answer(r: &mut Links, now: Time, from: SocketAddr, init: &[u8]) -> Option<u8> {
+    let mut f = Vec::new();
+    r.handle_datagram(now, from, init, &mut f);
+    let kind = r.poll_transmit().map(|d| d.1[0]);
+    assert!(r.poll_transmit().is_none());
+    kind
+}
+
+/// A fresh INIT carrying `r`'s current cookie for `from`.
+fn init_with_cookie(
+    r: &Links,
+    dir: &[(Identity, SocketAddr)],
+    now: Time,
+    from: SocketAddr,
+) -> Vec<u8> {
+    let mut init = fresh_init(dir, now);
+    let n = init.len();
+    let mac = mac16(&r.cookie(now, from, 0), &[&init[..n - MAC_LEN]]);
+    init[n - MAC_LEN..].copy_from_slice(&mac);
+    init
+}
+
+/// The handshake budget is a token bucket, not a count per whole second:
+/// a second boundary does not give a second budget.
+#[test]
+fn a_second_boundary_does_not_double_the_budget() {
+    let (mut r, dir) = loaded_relay(3);
+    let t = Time::ZERO + Dur::from_millis(10_999);
+    for _ in 0..3 {
+        assert_eq!(
+            answer(&mut r, t, addr(5000), &fresh_init(&dir, t)),
+            Some(TYPE_RESP)
+        );
+    }
+    let t1 = Time::ZERO + Dur::from_secs(11);
+    for _ in 0..3 {
+        assert_eq!(
+            answer(&mut r, t1, addr(5000), &fresh_init(&dir, t1)),
+            Some(TYPE_COOKIE)
+        );
+    }
+    assert_eq!(r.stats().handshakes_answered, 3);
+}
+
+/// Under load, INITs with a valid cookie are answered at most
+/// `SOURCE_INITS_PER_SECOND` per source (burst `SOURCE_INIT_BURST`); a
+/// source is an IPv4 address, whatever the port; other sources are not
+/// affected; without load there is no per-source limit.
+#[test]
+fn cookie_bearing_inits_are_limited_per_source() {
+    let (mut r, dir) = loaded_relay(1);
+    let t = Time::ZERO + Dur::from_secs(10);
+    // Unloaded: the first INIT is answered without a cookie.
+    assert_eq!(
+        answer(&mut r, t, addr(5000), &fresh_init(&dir, t)),
+        Some(TYPE_RESP)
+    );
+    let a = addr(A);
+    for i in 0..SOURCE_INIT_BURST {
+        let init = init_with_cookie(&r, &dir, t, a);
+        assert_eq!(answer(&mut r, t, a, &init), Some(TYPE_RESP), "{i}");
+    }
+    let init = init_with_cookie(&r, &dir, t, a);
+    assert_eq!(answer(&mut r, t, a, &init), None, "over the burst");
+    assert_eq!(r.stats().rate_limited, 1);
+    // Another port of the same address is the same source.
+    let a2 = addr(A + 1);
+    let init = init_with_cookie(&r, &dir, t, a2);
+    assert_eq!(answer(&mut r, t, a2, &init), None);
+    assert_eq!(r.stats().rate_limited, 2);
+    // Another address is not limited.
+    let other = SocketAddr::from(([127, 0, 0, 2], A));
+    let init = init_with_cookie(&r, &dir, t, other);
+    assert_eq!(answer(&mut r, t, other, &init), Some(TYPE_RESP));
+    // One interval later, one more from the first source.
+    let t2 = t + Dur::from_millis(1000 / SOURCE_INITS_PER_SECOND);
+    let init = init_with_cookie(&r, &dir, t2, a);
+    assert_eq!(answer(&mut r, t2, a, &init), Some(TYPE_RESP));
+    let init = init_with_cookie(&r, &dir, t2, a);
+    assert_eq!(answer(&mut r, t2, a, &init), None);
+    assert_eq!(r.stats().handshakes_answered, 1 + SOURCE_INIT_BURST + 2);
+    // The cookie-bearing INITs count towards the load, which they carry at
+    // most one interval of the relay's rate (1 s) past the last of them:
+    // a plain INIT just before that still needs a cookie (the first INIT's
+    // token alone would have refilled at t + 1 s), and then it is answered.
+    let t3 = t2 + Dur::from_millis(999);
+    assert_eq!(
+        answer(&mut r, t3, addr(5001), &fresh_init(&dir, t3)),
+        Some(TYPE_COOKIE)
+    );
+    let t4 = t2 + Dur::from_secs(1);
+    assert_eq!(
+        answer(&mut r, t4, addr(5001), &fresh_init(&dir, t4)),
+        Some(TYPE_RESP)
+    );
+}
+
+/// The table of limited sources holds `MAX_SOURCES`; when it is full, a
+/// new source is refused until idle entries are swept, at most once a
+/// second.
+#[test]
+fn the_source_table_is_bounded() {
+    let (mut r, _) = loaded_relay(1);
+    let t = Time::ZERO + Dur::from_secs(10);
+    let src = |i: usize| Source::V4(0x0a00_0000 + i as u32);
+    for i in 0..MAX_SOURCES {
+        assert!(r.source_admits(t, src(i)));
+    }
+    assert!(!r.source_admits(t, src(MAX_SOURCES)), "full");
+    // A source already in the table is still served.
+    assert!(r.source_admits(t, src(0)));
+    // Idle entries are swept at most once a second: not yet at +0.5 s.
+    assert!(!r.source_admits(t + Dur::from_millis(500), src(MAX_SOURCES)));
+    assert!(r.source_admits(t + Dur::from_secs(1), src(MAX_SOURCES)));
+    assert_eq!(r.sources.len(), 1, "the idle ones are gone");
+}
+
+#[test]
+fn a_source_is_an_ipv4_address_or_an_ipv6_slash_64() {
+    let v6 = |s: &str| Source::of(SocketAddr::new(s.parse().unwrap(), 1));
+    assert_eq!(v6("2001:db8::1"), v6("2001:db8::ffff:1:2"));
+    assert_ne!(v6("2001:db8::1"), v6("2001:db8:0:1::1"));
+    assert_eq!(v6("::ffff:10.0.0.1"), v6("10.0.0.1"));
+    assert_ne!(v6("10.0.0.1"), v6("10.0.0.2"));
+}
+
+#[test]
+fn the_token_bucket_admits_a_burst_then_the_rate() {
+    let mut g = Gcra::default();
+    let t = Time::ZERO + Dur::from_secs(5);
+    for _ in 0..5 {
+        assert!(g.admit(t, 20, 5));
+    }
+    assert!(!g.admit(t, 20, 5));
+    assert!(!g.admit(t + Dur::from_millis(49), 20, 5));
+    assert!(g.admit(t + Dur::from_millis(50), 20, 5));
+    assert!(!g.admit(t + Dur::from_millis(50), 20, 5));
+    assert!(!g.is_full(t + Dur::from_millis(299)));
+    assert!(g.is_full(t + Dur::from_millis(300)));
+    // Charged far past its rate, it owes at most one interval more than a
+    // full burst.
+    for _ in 0..1000 {
+        g.charge(t, 20, 5);
+    }
+    assert!(!g.admit(t + Dur::from_millis(49), 20, 5));
+    assert!(g.admit(t + Dur::from_millis(50), 20, 5));
 }
 
 /// An initiator that got a cookie puts it in its next INITs to that relay
