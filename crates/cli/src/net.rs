@@ -25,12 +25,14 @@ pub fn init_logging() {
 }
 
 pub fn relay(config: &Path, show_key: bool) -> Result<()> {
-    let cfg = RelayConfig::load(config)?;
     if show_key {
-        let kp = hopwise_net::keys::load_or_create(&cfg.key_file)?;
+        // Only the key file: the directory may not exist yet.
+        let key_file = RelayConfig::load_key_file(config)?;
+        let kp = hopwise_net::keys::load_or_create(&key_file)?;
         println!("{}", hex(&kp.public));
         return Ok(());
     }
+    let cfg = RelayConfig::load(config)?;
     let h = spawn_relay(cfg)?;
     if let Some(m) = h.metrics {
         tracing::info!("metrics on http://{m}/metrics");

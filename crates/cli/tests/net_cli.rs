@@ -227,6 +227,47 @@ fn zero_timeouts_bad_paths_and_directory_key_files_are_config_errors() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `--show-key` needs only `key_file`: a new relay's key is printed before
+/// any directory lists it. The same key comes back the second time.
+#[test]
+fn show_key_works_before_the_directory_exists() {
+    let d = tempfile_dir("show-key");
+    std::fs::create_dir_all(d.join("keys")).unwrap();
+    std::fs::write(
+        d.join("relay.toml"),
+        "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"keys/r1.key\"\ndirectory = \"missing.toml\"\n",
+    )
+    .unwrap();
+    let show = || {
+        let out = hopwise()
+            .args(["relay", "--show-key", "--config"])
+            .arg(d.join("relay.toml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    };
+    let key = show();
+    assert_eq!(key.len(), 64, "{key}");
+    assert!(key.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
+    assert!(d.join("keys/r1.key").exists());
+    assert_eq!(show(), key);
+    // Running the relay still needs the directory.
+    let out = hopwise()
+        .args(["relay", "--config"])
+        .arg(d.join("relay.toml"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("missing.toml"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[cfg(unix)]
 #[test]
 fn logs_redirected_to_a_file_carry_no_colour_codes() {

@@ -988,6 +988,26 @@ impl RelayConfig {
         RelayConfig::parse(&text, &file, base)
     }
 
+    /// Only the `key_file` of a relay config, resolved like `load` does,
+    /// without reading the directory: `hopwise relay --show-key` prints a
+    /// new relay's key before there is a directory to list it in.
+    pub fn load_key_file(path: &Path) -> Result<PathBuf, ConfigError> {
+        let text = read(path)?;
+        let file = path.display().to_string();
+        let base = path.parent().unwrap_or(Path::new("."));
+        let t = parse_toml(&text, &file)?;
+        let key_file = get_path(&t, "key_file")
+            .map_err(|(k, m)| ConfigError::new(&file, k, m))?
+            .ok_or_else(|| {
+                ConfigError::new(
+                    &file,
+                    "key_file",
+                    "missing (where the relay's static key lives; created on first start)",
+                )
+            })?;
+        Ok(resolve(base, &key_file))
+    }
+
     /// Parses a relay file; relative paths are relative to `base`.
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<RelayConfig, ConfigError> {
         let t = parse_toml(text, file)?;
