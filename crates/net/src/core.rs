@@ -220,6 +220,8 @@ pub(crate) struct Core {
     streams: HashMap<StreamKey, Io>,
     send_errors: u64,
     exit_connects: ConnectLimits,
+    /// This node is shutting down: its circuits close because it does.
+    stopping: bool,
 }
 
 impl Core {
@@ -250,6 +252,7 @@ impl Core {
             streams: HashMap::new(),
             send_errors: 0,
             exit_connects: ConnectLimits::new(MAX_EXIT_CONNECTS, MAX_CONNECTS_PER_CIRCUIT),
+            stopping: false,
         }
     }
 
@@ -294,13 +297,20 @@ impl Core {
             }
         }
         // Graceful shutdown: tear every circuit down (DESTROY to the
-        // neighbours, best effort) and reset the streams.
+        // neighbours, best effort), close the links and reset the streams.
         tracing::info!(node = %self.name, "shutting down");
+        self.stopping = true;
         let now = self.clock.now();
         self.host
             .node_mut()
             .destroy_all(now, DestroyReason::Shutdown);
         self.emu = Emulator::new(Vec::new());
+        self.flush().await;
+        // Then CLOSE on every link, after the DESTROYs: the neighbours take
+        // their links down at once, so circuits built through this node
+        // from now on fail fast.
+        let now = self.clock.now();
+        self.host.close_links(now);
         self.flush().await;
         for (_, io) in self.streams.drain() {
             let _ = io.tx.send(Down::Reset);
@@ -396,6 +406,9 @@ impl Core {
                         }
                     }
                 }
+            }
+            NodeEvent::CircuitClosed { circuit, .. } if self.stopping => {
+                tracing::info!(node = %self.name, circuit = circuit.0, "circuit closed on shutdown");
             }
             NodeEvent::CircuitClosed { circuit, reason } => {
                 match self

@@ -197,6 +197,18 @@ pub fn render(s: &Snapshot) -> String {
         l.cookies_received,
     );
     w.one(
+        "link_closes_sent_total",
+        "counter",
+        "CLOSE frames sent: links closed on shutdown, new clients refused (max_clients, accept_clients = false).",
+        l.closes_sent,
+    );
+    w.one(
+        "link_closes_received_total",
+        "counter",
+        "CLOSE frames received: links a peer closed (it stopped, or refused this node as a client).",
+        l.closes_received,
+    );
+    w.one(
         "bucket_stalls_total",
         "counter",
         "Times the token bucket held the scheduler back.",

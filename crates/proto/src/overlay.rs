@@ -14,8 +14,8 @@
 //!
 //! Stream data goes through [`Host::node`]'s stream calls.
 
-use crate::circuit::{Node, NodeEvent};
-use crate::link::{LinkEvent, Links};
+use crate::circuit::{DestroyReason, Node, NodeEvent};
+use crate::link::{CloseReason, LinkEvent, Links};
 use crate::time::Time;
 use std::net::SocketAddr;
 
@@ -61,6 +61,14 @@ impl Host {
                     self.node.link_up(link, key);
                 }
                 LinkEvent::Down { link } => self.node.link_down(now, link),
+                LinkEvent::Closed { link, reason } => {
+                    let why = match reason {
+                        CloseReason::Shutdown => DestroyReason::Shutdown,
+                        CloseReason::Full | CloseReason::NoClients => DestroyReason::LinkRefused,
+                        CloseReason::Other(_) => DestroyReason::LinkFailed,
+                    };
+                    self.node.link_down_because(now, link, why);
+                }
             }
         }
     }
@@ -91,6 +99,15 @@ impl Host {
                 return Some(d);
             }
         }
+    }
+
+    /// For a node that stops, once its circuits are torn down and their
+    /// DESTROYs sent: closes every link with a CLOSE frame, so that the
+    /// peers take their links down at once instead of after
+    /// `idle_timeout`. Send what `poll_transmit` returns afterwards.
+    pub fn close_links(&mut self, now: Time) {
+        self.links.close_all(now, CloseReason::Shutdown);
+        self.sync(now);
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {

@@ -59,6 +59,9 @@ pub enum DestroyReason {
     Timeout,
     /// The node is shutting down.
     Shutdown,
+    /// A relay refused the link: it takes no clients, or has as many as
+    /// it allows.
+    LinkRefused,
     Other(u8),
 }
 
@@ -74,6 +77,7 @@ impl DestroyReason {
             DestroyReason::NotExit => 6,
             DestroyReason::Timeout => 7,
             DestroyReason::Shutdown => 8,
+            DestroyReason::LinkRefused => 9,
             DestroyReason::Other(b) => b,
         }
     }
@@ -88,6 +92,7 @@ impl DestroyReason {
             6 => DestroyReason::NotExit,
             7 => DestroyReason::Timeout,
             8 => DestroyReason::Shutdown,
+            9 => DestroyReason::LinkRefused,
             b => DestroyReason::Other(b),
         }
     }
@@ -105,6 +110,9 @@ impl std::fmt::Display for DestroyReason {
             DestroyReason::NotExit => "the last relay is not an exit",
             DestroyReason::Timeout => "circuit build timed out",
             DestroyReason::Shutdown => "a node on the circuit is shutting down",
+            DestroyReason::LinkRefused => {
+                "a relay refused the link (it takes no clients, or has as many as it allows)"
+            }
             DestroyReason::Other(b) => return write!(f, "reason {b}"),
         };
         f.write_str(s)

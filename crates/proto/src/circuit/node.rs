@@ -588,6 +588,12 @@ impl Node {
     /// link's id may come back as a different client (`LinkId`), so its key
     /// is forgotten too.
     pub fn link_down(&mut self, now: Time, l: LinkId) {
+        self.link_down_because(now, l, DestroyReason::LinkFailed);
+    }
+
+    /// Link `l` went down for a known `reason` (the peer closed it): its
+    /// circuits are torn down with that reason.
+    pub fn link_down_because(&mut self, now: Time, l: LinkId, reason: DestroyReason) {
         let client = self.is_client(l);
         let Some(st) = self.links.get_mut(&l) else {
             return;
@@ -606,7 +612,7 @@ impl Node {
         self.acks.remove(&l);
         self.out.retain(|(x, _)| *x != l);
         for c in circs {
-            self.teardown(now, c, DestroyReason::LinkFailed, Some(l));
+            self.teardown(now, c, reason, Some(l));
         }
         self.ep.reset_peer(peer);
     }

@@ -112,6 +112,15 @@ const MSG1_LEN: usize = 32 + 48 + 17;
 const MSG2_LEN: usize = 32 + 17;
 /// An INIT: type, sender index, Noise message 1, mac.
 const INIT_LEN: usize = 5 + MSG1_LEN + MAC_LEN;
+/// First byte of the link layer's own frame, CLOSE := 0xff reason:u8: the
+/// sender closes the link ([`CloseReason`]). Frames with this first byte
+/// never reach the node above, and `seal` refuses them.
+pub const FRAME_CLOSE: u8 = 0xff;
+/// How long a handshake to a peer that closed our last link is retried
+/// (instead of `handshake_timeout`): INITs at 0, 0.25, 0.75 and 1.75 s with
+/// the default `handshake_rto`, enough for a relay that restarts at once,
+/// short enough that circuits through one that shut down fail fast.
+pub const CLOSED_PEER_GIVE_UP: Dur = Dur::from_millis(2000);
 /// Under load, INITs with a valid cookie answered per second and source,
 /// and the burst allowed: WireGuard's `PACKETS_PER_SECOND` and
 /// `PACKETS_BURSTABLE` (`drivers/net/wireguard/ratelimiter.c`).
@@ -353,8 +362,45 @@ pub enum LinkEvent {
         key: Identity,
         replaced: bool,
     },
-    /// The handshake failed or the peer went silent.
+    /// The handshake failed, the peer went silent, or this node closed the
+    /// link.
     Down { link: LinkId },
+    /// The peer closed the link with a CLOSE frame: it is down, as after
+    /// `Down`.
+    Closed { link: LinkId, reason: CloseReason },
+}
+
+/// Why a peer closed a link (the byte after [`FRAME_CLOSE`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The node is shutting down.
+    Shutdown,
+    /// A new client's handshake when the node already had `max_clients`.
+    Full,
+    /// A new client's handshake at a node that takes no clients
+    /// (`accept_clients` is off).
+    NoClients,
+    /// A reason this version does not know.
+    Other(u8),
+}
+
+impl CloseReason {
+    pub fn to_u8(self) -> u8 {
+        match self {
+            CloseReason::Shutdown => 0,
+            CloseReason::Full => 1,
+            CloseReason::NoClients => 2,
+            CloseReason::Other(b) => b,
+        }
+    }
+    pub fn from_u8(b: u8) -> CloseReason {
+        match b {
+            0 => CloseReason::Shutdown,
+            1 => CloseReason::Full,
+            2 => CloseReason::NoClients,
+            b => CloseReason::Other(b),
+        }
+    }
 }
 
 /// Counters; every dropped datagram is in exactly one of the drop counters.
@@ -378,7 +424,8 @@ pub struct LinkStats {
     pub malformed: u64,
     /// Handshake messages that did not authenticate or decrypt.
     pub handshake_failures: u64,
-    /// Handshakes refused: encryption mode mismatch, own key, client limit.
+    /// Handshakes refused: encryption mode mismatch, own key, client limit
+    /// or no clients taken (such a client is answered and sent a CLOSE).
     pub handshake_refused: u64,
     /// DATA for no session or from the wrong address, INIT from a key we do
     /// not accept, or a copy of an answered INIT from another address.
@@ -404,6 +451,11 @@ pub struct LinkStats {
     /// more than [`SOURCE_INITS_PER_SECOND`], or [`MAX_SOURCES`] others
     /// were being limited. (A drop counter.)
     pub rate_limited: u64,
+    // Not datagram drops:
+    /// CLOSE frames sent (shutdown, or a client refused).
+    pub closes_sent: u64,
+    /// CLOSE frames received; their links went down at once.
+    pub closes_received: u64,
 }
 
 struct Session {
@@ -445,6 +497,9 @@ struct Peer {
     last_sent: Time,
     /// The responder's cookie for our address, and when it came.
     cookie: Option<([u8; MAC_LEN], Time)>,
+    /// The peer closed our last link (a CLOSE frame) and no link has come
+    /// up since: the next handshake gives up after [`CLOSED_PEER_GIVE_UP`].
+    closed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -672,10 +727,33 @@ impl Links {
         if slot == Slot::Pending {
             self.promote_pending(now, l);
         }
+        if frame.first() == Some(&FRAME_CLOSE) {
+            self.on_close(l, frame);
+            return None;
+        }
         if frame.is_empty() {
             return None;
         }
         Some(l)
+    }
+
+    /// A CLOSE frame on link `l`: the link goes down at once.
+    fn on_close(&mut self, l: LinkId, frame: &[u8]) {
+        let &[_, reason] = frame else {
+            self.stats.malformed += 1;
+            return;
+        };
+        self.stats.closes_received += 1;
+        if let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) {
+            peer.closed = true;
+        }
+        self.take_down_as(
+            l,
+            LinkEvent::Closed {
+                link: l,
+                reason: CloseReason::from_u8(reason),
+            },
+        );
     }
 
     /// DATA for a new client's answered handshake: if it authenticates, the
@@ -694,9 +772,25 @@ impl Links {
             return None;
         };
         open_data(&mut self.stats, &mut h.s, from, ctr, data, frame)?;
-        let h = self.forget_half_open(idx).expect("present");
-        if self.clients >= self.cfg.max_clients || self.by_key.contains_key(&h.key) {
+        let mut h = self.forget_half_open(idx).expect("present");
+        if frame.first() == Some(&FRAME_CLOSE) {
+            // The client gave up before it used its link.
+            if frame.len() == 2 {
+                self.stats.closes_received += 1;
+            } else {
+                self.stats.malformed += 1;
+            }
+            return None;
+        }
+        if self.by_key.contains_key(&h.key) {
             self.stats.handshake_refused += 1;
+            return None;
+        }
+        if self.clients >= self.cfg.max_clients {
+            // Tell the client, so that it does not wait for its link to
+            // time out.
+            self.stats.handshake_refused += 1;
+            self.send_close(&mut h.s, CloseReason::Full);
             return None;
         }
         let mut peer = Peer::new(h.key, from, true);
@@ -773,6 +867,7 @@ impl Links {
         }
         self.by_index.insert(new.local, (l, Slot::Current));
         peer.current = Some(new);
+        peer.closed = false;
         let key = peer.key;
         self.events.push_back(LinkEvent::Up {
             link: l,
@@ -857,8 +952,12 @@ impl Links {
                 return self.answer_new_client(now, from, sender, e, hs, key);
             }
             None => {
-                self.stats.unknown_peer += 1;
-                return;
+                let reason = if self.cfg.accept_clients {
+                    CloseReason::Full
+                } else {
+                    CloseReason::NoClients
+                };
+                return self.refuse_new_client(from, sender, e, hs, reason);
             }
         };
         // Both sides initiating: the smaller key keeps its own handshake.
@@ -1035,6 +1134,35 @@ impl Links {
         })
     }
 
+    /// Answers a new client's INIT and closes the session at once with
+    /// `reason`, keeping nothing: the client learns in one round trip why
+    /// it gets no link, instead of retrying until `handshake_timeout`.
+    /// (RESP and CLOSE together are smaller than the INIT.)
+    fn refuse_new_client(
+        &mut self,
+        from: SocketAddr,
+        sender: u32,
+        e: [u8; 32],
+        hs: HandshakeState,
+        reason: CloseReason,
+    ) {
+        self.stats.handshake_refused += 1;
+        let Some(mut s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen) else {
+            return;
+        };
+        self.by_index.remove(&s.local);
+        self.send_close(&mut s, reason);
+    }
+
+    /// Seals a CLOSE with `reason` in session `s` and queues it.
+    fn send_close(&mut self, s: &mut Session, reason: CloseReason) {
+        let d = encrypt(s, &[FRAME_CLOSE, reason.to_u8()]);
+        self.stats.closes_sent += 1;
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += d.len() as u64;
+        self.out.push_back((s.addr, d));
+    }
+
     /// Answers a new client's INIT; it gets a link once it confirms.
     fn answer_new_client(
         &mut self,
@@ -1144,7 +1272,9 @@ impl Links {
     /// `None` if the frame was queued behind a handshake (or dropped: no
     /// session can be had, or the queue is full).
     pub fn seal(&mut self, now: Time, l: LinkId, frame: &[u8]) -> Option<(SocketAddr, Vec<u8>)> {
-        let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) else {
+        let peer = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut());
+        let Some(peer) = peer.filter(|_| frame.first() != Some(&FRAME_CLOSE)) else {
+            // No such link, or the link layer's own frame type.
             self.stats.frames_dropped += 1;
             return None;
         };
@@ -1177,6 +1307,7 @@ impl Links {
         };
         let key = peer.key;
         let addr = peer.addr;
+        let closed = peer.closed;
         let hs = snow::Builder::new(self.params.clone())
             .local_private_key(&self.cfg.keypair.private)
             .and_then(|b| b.remote_public_key(&key))
@@ -1207,7 +1338,12 @@ impl Links {
             msg: msg.clone(),
             next_at: now + rto,
             rto,
-            give_up: now + self.cfg.handshake_timeout,
+            give_up: now
+                + if closed {
+                    self.cfg.handshake_timeout.min(CLOSED_PEER_GIVE_UP)
+                } else {
+                    self.cfg.handshake_timeout
+                },
             cookie_taken: false,
         };
         self.peers[l.0 as usize].as_mut().expect("peer").init = Some(init);
@@ -1328,6 +1464,33 @@ impl Links {
     }
 
     fn take_down(&mut self, l: LinkId) {
+        self.take_down_as(l, LinkEvent::Down { link: l });
+    }
+
+    /// Sends CLOSE with `reason` on every link that has a session and takes
+    /// all links down (`Down` events follow). For a node that stops: its
+    /// peers learn at once instead of after `idle_timeout`. Best effort: a
+    /// lost CLOSE leaves the peer to time out as before.
+    pub fn close_all(&mut self, now: Time, reason: CloseReason) {
+        for i in 0..self.peers.len() {
+            let l = LinkId(i as u32);
+            let Some(peer) = self.peers[i].as_mut() else {
+                continue;
+            };
+            let linked = peer.current.is_some() || peer.pending.is_some() || peer.init.is_some();
+            if let Some(mut s) = peer.current.take() {
+                peer.last_sent = now;
+                self.send_close(&mut s, reason);
+                self.peers[i].as_mut().expect("peer").current = Some(s);
+            }
+            if linked {
+                self.take_down(l);
+            }
+        }
+    }
+
+    /// Takes link `l` down and reports it with `event`.
+    fn take_down_as(&mut self, l: LinkId, event: LinkEvent) {
         let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) else {
             return;
         };
@@ -1349,7 +1512,7 @@ impl Links {
         let client = peer.client;
         let key = peer.key;
         self.stats.links_down += 1;
-        self.events.push_back(LinkEvent::Down { link: l });
+        self.events.push_back(event);
         if client {
             // The slot is free for the next new client (which may be this
             // one coming back). The node above has seen `Down` by then: it
@@ -1377,6 +1540,7 @@ impl Peer {
             last_recv: Time::ZERO,
             last_sent: Time::ZERO,
             cookie: None,
+            closed: false,
         }
     }
 }

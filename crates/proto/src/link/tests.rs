@@ -342,8 +342,10 @@ fn clients_need_permission_and_get_their_own_links() {
     let (_, init) = c.poll_transmit().unwrap();
     let mut f = Vec::new();
     assert_eq!(r.handle_datagram(Time::ZERO, addr(A), &init, &mut f), None);
-    assert_eq!(r.stats().unknown_peer, 1);
-    assert!(r.poll_transmit().is_none());
+    // Refused: answered and closed at once (a_refused_client_is_told_why).
+    assert_eq!(r.stats().handshake_refused, 1);
+    assert_eq!(r.client_count(), 0);
+    assert_eq!(r.poll_event(), None, "no link");
     // A relay that accepts clients gives it link id 1 (after the directory).
     let mut r = Links::new(LinkConfig::new(relay, dir));
     assert_eq!(r.handle_datagram(Time::ZERO, addr(A), &init, &mut f), None);
@@ -806,4 +808,189 @@ fn a_cookie_is_reused_for_an_epoch() {
     assert!(send(&mut p, true, b"later").is_none());
     let (_, init) = p.a.poll_transmit().unwrap();
     assert_eq!(&init[init.len() - MAC_LEN..], &zero);
+}
+
+/// A node that stops closes its links: the peer takes its link down at
+/// once (not after `idle_timeout`), learns why, and gives its next
+/// handshake to that node `CLOSED_PEER_GIVE_UP` instead of
+/// `handshake_timeout`; a link that comes up again clears that.
+#[test]
+fn a_close_takes_the_peer_s_link_down_at_once() {
+    let mut p = pair();
+    up(&mut p);
+    p.a.close_all(p.now, CloseReason::Shutdown);
+    assert_eq!(p.a.poll_event(), Some(LinkEvent::Down { link: LinkId(1) }));
+    assert!(!p.a.is_up(LinkId(1)));
+    let (to, close) = p.a.poll_transmit().expect("a CLOSE");
+    assert_eq!(to, addr(B));
+    assert!(p.a.poll_transmit().is_none());
+    assert_eq!(p.a.stats().closes_sent, 1);
+    assert_eq!(deliver_b(&mut p, &close), None, "not a frame for the node");
+    assert_eq!(
+        p.b.poll_event(),
+        Some(LinkEvent::Closed {
+            link: LinkId(0),
+            reason: CloseReason::Shutdown
+        })
+    );
+    assert!(!p.b.is_up(LinkId(0)));
+    assert_eq!(p.b.stats().closes_received, 1);
+    // A replay finds no session.
+    let unknown = p.b.stats().unknown_peer;
+    assert_eq!(deliver_b(&mut p, &close), None);
+    assert_eq!(p.b.stats().unknown_peer, unknown + 1);
+    assert_eq!(p.b.poll_event(), None);
+    // b's next handshake to a gives up after CLOSED_PEER_GIVE_UP.
+    let t0 = p.now;
+    assert!(send(&mut p, false, b"anyone?").is_none());
+    while p.b.poll_transmit().is_some() {}
+    p.b.handle_timeout(t0 + CLOSED_PEER_GIVE_UP - Dur::from_millis(1));
+    assert_eq!(p.b.poll_event(), None);
+    p.b.handle_timeout(t0 + CLOSED_PEER_GIVE_UP);
+    assert_eq!(p.b.poll_event(), Some(LinkEvent::Down { link: LinkId(0) }));
+    assert_eq!(p.b.stats().handshake_timeouts, 1);
+    // a comes back: the link is up again, and b's handshakes get the full
+    // handshake_timeout again.
+    while p.b.poll_transmit().is_some() {}
+    up(&mut p);
+    assert!(!p.b.peers[0].as_ref().unwrap().closed);
+    p.b.close_all(p.now, CloseReason::Shutdown);
+    while p.b.poll_event().is_some() {}
+    let t1 = p.now;
+    assert!(send(&mut p, false, b"x").is_none());
+    p.b.handle_timeout(t1 + CLOSED_PEER_GIVE_UP);
+    assert_eq!(p.b.poll_event(), None, "b closed the link itself");
+}
+
+/// A new client's handshake at a relay that has `max_clients` already is
+/// answered and closed at once with `Full`, and the relay keeps nothing;
+/// at a relay that takes no clients, with `NoClients`.
+#[test]
+fn a_refused_client_is_told_why() {
+    for accept in [true, false] {
+        let relay = Keypair::generate();
+        let dir = vec![(relay.public, addr(B))];
+        let mut cfg = LinkConfig::new(relay, dir.clone());
+        cfg.max_clients = 1;
+        cfg.accept_clients = accept;
+        let mut r = Links::new(cfg);
+        let now = Time::ZERO;
+        let first = accept.then(|| connect_client(&mut r, now, addr(A)).1);
+        while r.poll_event().is_some() {}
+        let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir));
+        let mut f = Vec::new();
+        assert!(c.seal(now, LinkId(0), b"hi").is_none());
+        let (_, init) = c.poll_transmit().unwrap();
+        r.handle_datagram(now, addr(A + 1), &init, &mut f);
+        assert_eq!(r.stats().handshake_refused, 1);
+        assert_eq!(
+            (r.stats().closes_sent, r.client_count()),
+            (1, accept as usize)
+        );
+        assert!(r.half.is_empty(), "nothing kept");
+        let out: Vec<_> = std::iter::from_fn(|| r.poll_transmit()).collect();
+        assert_eq!(out.len(), 2, "RESP and CLOSE");
+        assert!(out.iter().all(|(to, _)| *to == addr(A + 1)));
+        assert!(out[0].1.len() + out[1].1.len() < init.len());
+        for (_, d) in &out {
+            assert_eq!(c.handle_datagram(now, addr(B), d, &mut f), None);
+        }
+        let events: Vec<_> = std::iter::from_fn(|| c.poll_event()).collect();
+        let reason = if accept {
+            CloseReason::Full
+        } else {
+            CloseReason::NoClients
+        };
+        assert_eq!(
+            events.last(),
+            Some(&LinkEvent::Closed {
+                link: LinkId(0),
+                reason
+            }),
+            "{events:?}"
+        );
+        assert!(!c.is_up(LinkId(0)));
+        assert_eq!(c.stats().closes_received, 1);
+        // The client's frame (sent when RESP came) finds no session.
+        let unknown = r.stats().unknown_peer;
+        while let Some((_, d)) = c.poll_transmit() {
+            assert_eq!(r.handle_datagram(now, addr(A + 1), &d, &mut f), None);
+        }
+        assert_eq!(r.stats().unknown_peer, unknown + 1);
+        if let Some(l1) = first {
+            assert!(r.is_up(l1), "the first client keeps its link");
+        }
+    }
+}
+
+/// Two new clients answered while one slot was free: the one that confirms
+/// second is told `Full` (a CLOSE in its own session).
+#[test]
+fn a_client_confirming_past_max_clients_is_told() {
+    let relay = Keypair::generate();
+    let dir = vec![(relay.public, addr(B))];
+    let mut cfg = LinkConfig::new(relay, dir.clone());
+    cfg.max_clients = 1;
+    let mut r = Links::new(cfg);
+    let now = Time::ZERO;
+    let mut f = Vec::new();
+    let mut clients = Vec::new();
+    for i in 0..2u16 {
+        let mut c = Links::new(LinkConfig::new(Keypair::generate(), dir.clone()));
+        assert!(c.seal(now, LinkId(0), b"hi").is_none());
+        let (_, init) = c.poll_transmit().unwrap();
+        r.handle_datagram(now, addr(A + i), &init, &mut f);
+        let (_, resp) = r.poll_transmit().unwrap();
+        c.handle_datagram(now, addr(B), &resp, &mut f);
+        clients.push(c);
+    }
+    let mut confirm = |c: &mut Links, from| {
+        let (_, d) = c.poll_transmit().unwrap();
+        r.handle_datagram(now, from, &d, &mut f)
+    };
+    assert_eq!(confirm(&mut clients[0], addr(A)), Some(LinkId(1)));
+    assert_eq!(confirm(&mut clients[1], addr(A + 1)), None);
+    assert_eq!(r.stats().handshake_refused, 1);
+    let (to, close) = r.poll_transmit().expect("a CLOSE");
+    assert_eq!(to, addr(A + 1));
+    let c = &mut clients[1];
+    while c.poll_event().is_some() {}
+    assert_eq!(c.handle_datagram(now, addr(B), &close, &mut f), None);
+    assert_eq!(
+        c.poll_event(),
+        Some(LinkEvent::Closed {
+            link: LinkId(0),
+            reason: CloseReason::Full
+        })
+    );
+    assert!(r.is_up(LinkId(1)));
+}
+
+/// The link layer's own frame type cannot be sealed by the node above, so
+/// a peer never mistakes a node's frame for a CLOSE; a CLOSE of the wrong
+/// length is malformed and leaves the link up.
+#[test]
+fn close_frames_belong_to_the_link_layer() {
+    let mut p = pair();
+    up(&mut p);
+    let dropped = p.a.stats().frames_dropped;
+    assert!(send(&mut p, true, &[FRAME_CLOSE, 0]).is_none());
+    assert_eq!(p.a.stats().frames_dropped, dropped + 1);
+    let s = p.a.peers[1].as_mut().unwrap().current.as_mut().unwrap();
+    let bad = encrypt(s, &[FRAME_CLOSE, 0, 0]);
+    let malformed = p.b.stats().malformed;
+    assert_eq!(deliver_b(&mut p, &bad), None);
+    assert_eq!(p.b.stats().malformed, malformed + 1);
+    assert!(p.b.is_up(LinkId(0)));
+    assert_eq!(p.b.poll_event(), None);
+}
+
+#[test]
+fn close_reasons_round_trip() {
+    for b in 0..=255u8 {
+        assert_eq!(CloseReason::from_u8(b).to_u8(), b);
+    }
+    assert_eq!(CloseReason::from_u8(0), CloseReason::Shutdown);
+    assert_eq!(CloseReason::from_u8(1), CloseReason::Full);
+    assert_eq!(CloseReason::from_u8(2), CloseReason::NoClients);
 }
