@@ -857,7 +857,10 @@ fn as_queue(v: &Value, p: &str) -> R<QueueSpec> {
 struct DirFields {
     rate: Option<Rate>,
     delay: Option<Dur>,
-    queue: Option<QueueSpec>,
+    /// The queue and the key path it was written at: its size can only be
+    /// checked once the flows (and so the largest packet) are known, and
+    /// the error must name the key the user wrote.
+    queue: Option<(QueueSpec, String)>,
     loss: Option<f64>,
 }
 
@@ -865,18 +868,21 @@ fn dir_fields(o: &Obj<'_>) -> R<DirFields> {
     Ok(DirFields {
         rate: o.opt("rate", as_rate)?,
         delay: o.opt("delay", as_dur)?,
-        queue: o.opt("queue", as_queue)?,
+        queue: o.opt("queue", as_queue)?.map(|q| (q, o.key("queue"))),
         loss: o.opt("loss", as_loss)?,
     })
 }
 
+/// A direction's properties, each from the first of `dir`, `link`,
+/// `defaults` that sets it, and the key path its queue came from (`None`
+/// for the built-in default).
 fn resolve_dir(
     dir: &DirFields,
     link: &DirFields,
     defaults: &DirFields,
     path: &str,
     (d, from, to): (&str, &str, &str),
-) -> R<DirSpec> {
+) -> R<(DirSpec, Option<String>)> {
     let missing = |k: &str, example: &str| {
         e(
             at(path, k),
@@ -886,7 +892,16 @@ fn resolve_dir(
             ),
         )
     };
-    Ok(DirSpec {
+    let (queue, queue_at) = match dir
+        .queue
+        .as_ref()
+        .or(link.queue.as_ref())
+        .or(defaults.queue.as_ref())
+    {
+        Some((q, at)) => (q.clone(), Some(at.clone())),
+        None => (QueueSpec::default(), None),
+    };
+    let spec = DirSpec {
         rate: dir
             .rate
             .or(link.rate)
@@ -897,14 +912,10 @@ fn resolve_dir(
             .or(link.delay)
             .or(defaults.delay)
             .ok_or_else(|| missing("delay", "\"10ms\""))?,
-        queue: dir
-            .queue
-            .clone()
-            .or_else(|| link.queue.clone())
-            .or_else(|| defaults.queue.clone())
-            .unwrap_or_default(),
+        queue,
         loss: dir.loss.or(link.loss).or(defaults.loss).unwrap_or(0.0),
-    })
+    };
+    Ok((spec, queue_at))
 }
 
 // ---------------------------------------------------------------------------
@@ -1241,6 +1252,8 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
         None => Vec::new(),
     };
     let mut links = Vec::with_capacity(link_tables.len());
+    // Per link: its key path and where each direction's queue came from.
+    let mut queue_origins: Vec<(String, [Option<String>; 2])> = Vec::new();
     for (i, t) in link_tables.into_iter().enumerate() {
         let o0 = Obj {
             t,
@@ -1271,20 +1284,21 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
                 *slot = dir_fields(&dt)?;
             }
         }
-        let ab = resolve_dir(
+        let (ab, ab_queue_at) = resolve_dir(
             &dirs[0],
             &link_fields,
             &link_default,
             &o.key("ab"),
             ("ab", a, b),
         )?;
-        let ba = resolve_dir(
+        let (ba, ba_queue_at) = resolve_dir(
             &dirs[1],
             &link_fields,
             &link_default,
             &o.key("ba"),
             ("ba", b, a),
         )?;
+        queue_origins.push((o.path.clone(), [ab_queue_at, ba_queue_at]));
         links.push(LinkSpec {
             name,
             a: a.to_string(),
@@ -1424,6 +1438,24 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
         }
     }
 
+    // Queue sizes against the largest packet, now that the flows are known,
+    // reported at the key that set the queue.
+    let max_pkt = max_packet(&flows);
+    for (l, (link_path, origins)) in links.iter().zip(&queue_origins) {
+        for ((d, spec), origin) in [("ab", &l.ab), ("ba", &l.ba)].into_iter().zip(origins) {
+            let (Some(origin), Some((sub, m))) = (origin, queue_problem(&spec.queue, max_pkt))
+            else {
+                continue;
+            };
+            let m = if origin.starts_with("defaults.") {
+                format!("{m} (the queue of {link_path} direction {d}, which sets none of its own)")
+            } else {
+                m
+            };
+            return Err(e(format!("{origin}{sub}"), m));
+        }
+    }
+
     // [measure]
     let mut measure = MeasureSpec::default();
     if let Some(v) = root.get("measure") {
@@ -1516,6 +1548,16 @@ fn queue_problem(q: &QueueSpec, max_pkt: u64) -> Option<(String, String)> {
             lim(".limit", *limit)
         }
     }
+}
+
+/// The largest full-sized packet of any flow (`mss + 40` bytes), which every
+/// queue must hold; 1500 B without flows.
+fn max_packet(flows: &[FlowSpec]) -> u64 {
+    flows
+        .iter()
+        .map(|f| u64::from(f.tcp.mss) + HEADERS)
+        .max()
+        .unwrap_or(1500)
 }
 
 fn dir_problem(d: &DirSpec, max_pkt: u64) -> Option<(String, String)> {
@@ -1666,12 +1708,7 @@ fn check(s: &Scenario) -> R<()> {
         )
     };
 
-    let max_pkt = s
-        .flows
-        .iter()
-        .map(|f| u64::from(f.tcp.mss) + HEADERS)
-        .max()
-        .unwrap_or(1500);
+    let max_pkt = max_packet(&s.flows);
 
     // Links, and connectivity (union-find over node indexes).
     let mut parent: Vec<usize> = (0..s.nodes.len()).collect();

@@ -1060,18 +1060,101 @@ fn queue_limit_errors() {
         "bottleneck\".queue",
         &["limit of 0"],
     );
-    fails(
+}
+
+/// A queue too small for the largest packet is reported at the key that set
+/// it (the link's `queue`, a direction's, or `[defaults.link]`'s), not at a
+/// direction the file does not mention.
+#[test]
+fn small_queues_are_reported_where_the_value_came_from() {
+    let e = fails(
         &edit("queue = \"17pkt\"", "queue = \"1000B\""),
-        "bottleneck\".ab.queue",
+        "",
+        &["1000 B cannot hold one full-sized packet (1500 B"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    assert!(
+        e.to_string()
+            .starts_with("test.toml: link[1] \"bottleneck\".queue: 1000 B"),
+        "{e}"
+    );
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = \"17pkt\"\n[link.ba]\nqueue = \"1000B\"",
+        ),
+        "",
         &["cannot hold one full-sized packet"],
     );
-    fails(
+    assert_eq!(e.key, "link[1] \"bottleneck\".ba.queue");
+    let e = fails_with(
+        BASE,
+        &["link.bottleneck.ab.queue=100B"],
+        "",
+        &["100 B cannot hold"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".ab.queue");
+    let e = fails_with(BASE, &["link.bottleneck.queue=100B"], "", &["100 B"]);
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    // From [defaults.link]: named there, with the first link that uses it.
+    let e = fails(
+        &edit("delay = \"1ms\"", "delay = \"1ms\"\nqueue = \"100B\""),
+        "",
+        &[
+            "100 B cannot hold one full-sized packet",
+            "link[0] \"h1-r1\" direction ab",
+        ],
+    );
+    assert_eq!(e.key, "defaults.link.queue");
+    // Token bucket: the burst, under the queue key that was written.
+    let e = fails(
         &edit(
             "queue = \"17pkt\"",
             "queue = { type = \"tbf\", rate = \"1Mbit\", burst = \"500B\" }",
         ),
-        "bottleneck\".ab.queue.burst",
+        "",
+        &["a burst of 500 B is smaller than one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue.burst");
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "[link.ab]\nqueue = { type = \"tbf\", rate = \"1Mbit\", burst = \"500B\" }",
+        ),
+        "",
         &["smaller than one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".ab.queue.burst");
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"ackfirst\", data_limit = \"1000B\" }",
+        ),
+        "",
+        &["cannot hold one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue.data_limit");
+    // The largest packet is any flow's, whichever comes after the link.
+    let big = edit("queue = \"17pkt\"", "queue = \"5000B\"");
+    ok(&big);
+    let e = fails(
+        &big.replacen(
+            "cc = \"ledbat\"",
+            "cc = \"ledbat\"\ntcp = { mss = 9000 }",
+            1,
+        ),
+        "",
+        &["5000 B cannot hold one full-sized packet (9040 B"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    // Built in code there is no file to point into: the direction.
+    let mut s = ok(BASE);
+    s.links[1].ba.queue = QueueSpec::DropTail {
+        limit: Limit::Bytes(100),
+    };
+    assert_eq!(
+        validate(&s, "code").unwrap_err().key,
+        "link[1] \"bottleneck\".ba.queue"
     );
 }
 
