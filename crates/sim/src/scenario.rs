@@ -927,7 +927,15 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
     for (k, v) in o.t {
         let p = o.key(k);
         match k.as_str() {
-            "mss" => c.mss = as_int(v, &p, 0, u64::from(u16::MAX))? as u16,
+            "mss" => {
+                // One range check, with the reason for the limits, whatever
+                // the size of the number.
+                let n = as_int(v, &p, 0, u64::MAX)?;
+                if let Some(m) = mss_problem(n) {
+                    return Err(e(&p, m));
+                }
+                c.mss = n as u16;
+            }
             "sack" => c.sack = as_bool(v, &p)?,
             "timestamps" => c.timestamps = as_bool(v, &p)?,
             "ts_tick" => c.ts_tick = as_dur(v, &p)?,
@@ -961,23 +969,27 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
     Ok(())
 }
 
-/// TCP configuration sanity: the offending field and what is wrong.
 /// The largest MSS an IPv4 packet can carry: 65535 − 20 (IPv4) − 20 (TCP).
 const MAX_MSS: u16 = 65_495;
 
+/// An MSS outside 64–[`MAX_MSS`].
+fn mss_problem(mss: u64) -> Option<String> {
+    if mss < 64 {
+        return Some(format!("must be at least 64 bytes, got {mss}"));
+    }
+    if mss > u64::from(MAX_MSS) {
+        return Some(format!(
+            "must be at most {MAX_MSS} bytes (an IPv4 packet holds 65535 bytes, headers included), got {mss}"
+        ));
+    }
+    None
+}
+
+/// TCP configuration sanity: the offending field and what is wrong.
 fn tcp_problem(c: &TcpConfig) -> Option<(&'static str, String)> {
     let mss = u64::from(c.mss);
-    if c.mss < 64 {
-        return Some(("mss", format!("must be at least 64 bytes, got {}", c.mss)));
-    }
-    if c.mss > MAX_MSS {
-        return Some((
-            "mss",
-            format!(
-                "must be at most {MAX_MSS} bytes (an IPv4 packet holds 65535 bytes, headers included), got {}",
-                c.mss
-            ),
-        ));
+    if let Some(m) = mss_problem(mss) {
+        return Some(("mss", m));
     }
     if c.send_buffer < mss {
         return Some((

@@ -1171,9 +1171,13 @@ fn tcp_sanity() {
             "cc = \"newreno\"\ntcp = { mss = 70000 }",
         ),
         "flow \"f1\".tcp.mss",
-        &["65535"],
+        &[
+            "must be at most 65495 bytes (an IPv4 packet holds 65535 bytes",
+            "got 70000",
+        ],
     );
-    fails(
+    // One limit and one message, above and below 65535.
+    let big = fails(
         &edit(
             "cc = \"newreno\"",
             "cc = \"newreno\"\ntcp = { mss = 65496 }",
@@ -1181,6 +1185,22 @@ fn tcp_sanity() {
         "flow \"f1\".tcp.mss",
         &["at most 65495"],
     );
+    let huge = fails(
+        &edit(
+            "delay = \"1ms\"",
+            "delay = \"1ms\"\n[defaults.tcp]\nmss = 9223372036854775807",
+        ),
+        "defaults.tcp.mss",
+        &["got 9223372036854775807"],
+    );
+    assert_eq!(
+        big.message.replace("65496", "N"),
+        huge.message.replace("9223372036854775807", "N")
+    );
+    ok(&edit(
+        "cc = \"newreno\"",
+        "cc = \"newreno\"\ntcp = { mss = 65495 }\n",
+    ));
     fails(
         &edit(
             "cc = \"newreno\"",
