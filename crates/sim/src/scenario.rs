@@ -359,8 +359,34 @@ fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ScenarioErro
             ));
         }
     }
+    if let Some(hint) = single_bracket_hint(text, &msg) {
+        out.push_str(&hint);
+    }
     out.push_str(&format!("\n  {line:>4} | {}", clip(src, 100)));
     ScenarioError::new(origin, "", out)
+}
+
+/// `[node]` next to `[[node]]` (or twice) is a duplicate key to TOML; the
+/// fix is the same as for a lone `[node]`, which [`tables`] explains. The
+/// hint names the line of the first single-bracket header.
+fn single_bracket_hint(text: &str, msg: &str) -> Option<String> {
+    let rest = msg.split_once("duplicate key `")?.1;
+    let key = rest.split_once('`')?.0;
+    if !["node", "link", "flow"].contains(&key) {
+        return None;
+    }
+    let n = text.lines().position(|l| {
+        let h = l.split('#').next().unwrap_or("").trim();
+        !h.starts_with("[[")
+            && h.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .is_some_and(|inner| inner.trim() == key)
+    })?;
+    Some(format!(
+        " ([{key}] on line {} makes a single table: write [[{key}]] (double brackets) for \
+         each entry, not [{key}])",
+        n + 1
+    ))
 }
 
 // ---------------------------------------------------------------------------

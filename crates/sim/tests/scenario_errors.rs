@@ -1617,3 +1617,44 @@ fn capture_entries_expand_and_bad_ones_name_the_entry() {
         &["40"],
     );
 }
+
+/// `[node]` with `[[node]]` is a TOML duplicate key; the error still says
+/// to write double brackets, and where the single-bracket header is.
+#[test]
+fn single_and_double_bracket_headers_get_the_hint() {
+    for (text, at, line) in [
+        (
+            "duration = \"1s\"\n[node]\nname = \"h1\"\n[[node]]\nname = \"h2\"\n",
+            "node",
+            2,
+        ),
+        (
+            "duration = \"1s\"\n[[flow]]\nfrom = \"h1\"\n[ flow ] # one\nto = \"h2\"\n",
+            "flow",
+            4,
+        ),
+        (
+            "duration = \"1s\"\n[link]\na = \"h1\"\n[link]\nb = \"h2\"\n",
+            "link",
+            2,
+        ),
+    ] {
+        let e = fails(
+            text,
+            "",
+            &[
+                "line 4, column 1: TOML syntax error",
+                &format!("[{at}] on line {line} makes a single table"),
+                &format!("write [[{at}]] (double brackets) for each entry"),
+            ],
+        );
+        assert_eq!(e.key, "");
+    }
+    // Other duplicate tables get no such hint.
+    let e = fails(
+        "duration = \"1s\"\n[measure]\n[measure]\n",
+        "",
+        &["duplicate key"],
+    );
+    assert!(!e.message.contains("double brackets"), "{e}");
+}
