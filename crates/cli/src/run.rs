@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use hopwise_proto::time::Dur;
+use hopwise_repro::plural;
 use hopwise_sim::report::{write_outputs, Summary};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{scenario, Sim};
@@ -147,12 +148,12 @@ pub fn sim(
     }
     if !quiet {
         eprintln!(
-            "running `{}` ({}): {} nodes, {} links, {} flows, {} simulated",
+            "running `{}` ({}): {}, {}, {}, {} simulated",
             sc.name,
             origin,
-            sc.nodes.len(),
-            sc.links.len(),
-            sc.flows.len(),
+            plural(sc.nodes.len(), "node"),
+            plural(sc.links.len(), "link"),
+            plural(sc.flows.len(), "flow"),
             sc.duration
         );
     }
@@ -414,7 +415,13 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "... {} more in links.csv", busy.len() - 20);
     }
     for c in &s.captures {
-        let _ = writeln!(o, "capture {}: {} ({} packets)", c.link, c.file, c.packets);
+        let _ = writeln!(
+            o,
+            "capture {}: {} ({})",
+            c.link,
+            c.file,
+            plural(c.packets as usize, "packet")
+        );
     }
     o.push('\n');
     o
@@ -423,9 +430,9 @@ pub fn summary_text(s: &Summary) -> String {
 pub fn bench(sets: &[String], repeat: u32) -> Result<()> {
     let sc = scenario::parse(SCALE, "scenarios/scale.toml", sets)?;
     println!(
-        "bench: {} ({} flows, {} simulated)",
+        "bench: {} ({}, {} simulated)",
         sc.name,
-        sc.flows.len(),
+        plural(sc.flows.len(), "flow"),
         sc.duration
     );
     for i in 0..repeat.max(1) {

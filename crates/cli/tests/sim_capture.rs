@@ -153,7 +153,7 @@ capture = ["h1-r:ab"]
 }
 
 /// A link name too long for a file name still gets its capture (the name
-/// cut, with a hash).
+/// cut, with a hash), and the run line counts in the singular.
 #[test]
 fn long_link_names_are_captured() {
     let d = std::env::temp_dir().join(format!("hopwise-cli-capture-long-{}", std::process::id()));
@@ -192,6 +192,10 @@ cc = "cubic"
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(": 2 nodes, 1 link, 1 flow, 2s simulated"),
+        "{err}"
+    );
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
             .unwrap();
