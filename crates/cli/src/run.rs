@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use hopwise_proto::time::Dur;
+use hopwise_repro::plural;
 use hopwise_sim::report::{write_outputs, Summary};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{scenario, Sim};
@@ -133,14 +134,26 @@ pub fn sim(
     let ifaces = scenario::capture_ifaces(&sc, &[sc.measure.capture.as_slice(), capture].concat())
         .map_err(anyhow::Error::msg)
         .context("--capture")?;
+    // An earlier run's captures that this run does not overwrite would pass
+    // for this run's: removed, and said so (even with --quiet).
+    let stale = remove_stale_captures(out, &capture_files(&ifaces), !ifaces.is_empty())?;
+    if !stale.is_empty() {
+        eprintln!(
+            "removed {} capture file{} of an earlier run from {} (this run does not write them): {}",
+            stale.len(),
+            if stale.len() == 1 { "" } else { "s" },
+            out.display(),
+            stale.join(", ")
+        );
+    }
     if !quiet {
         eprintln!(
-            "running `{}` ({}): {} nodes, {} links, {} flows, {} simulated",
+            "running `{}` ({}): {}, {}, {}, {} simulated",
             sc.name,
             origin,
-            sc.nodes.len(),
-            sc.links.len(),
-            sc.flows.len(),
+            plural(sc.nodes.len(), "node"),
+            plural(sc.links.len(), "link"),
+            plural(sc.flows.len(), "flow"),
             sc.duration
         );
     }
@@ -174,14 +187,6 @@ pub fn sim(
         &[("queue.svg", "queues.csv"), ("rtt.svg", "cwnd.csv")],
         &files,
     )?;
-    let stale = stale_captures(out, &capture_files(&ifaces));
-    if !stale.is_empty() {
-        eprintln!(
-            "note: {} also holds captures this run did not write (from an earlier run): {}",
-            out.display(),
-            stale.join(", ")
-        );
-    }
     println!(
         "results: {} (open {})",
         out.join("summary.json").display(),
@@ -190,26 +195,62 @@ pub fn sim(
     Ok(())
 }
 
-/// Capture files (`capture-*.pcap`) in `out` other than `written`, sorted.
-fn stale_captures(out: &Path, written: &[String]) -> Vec<String> {
+/// Whether `name` has the shape of a file [`capture_files`] makes:
+/// `capture-<link>-<ab|ba>.pcap`, perhaps numbered (`…-ab-2.pcap`).
+fn is_capture_file(name: &str) -> bool {
+    let Some(mid) = name
+        .strip_prefix("capture-")
+        .and_then(|n| n.strip_suffix(".pcap"))
+    else {
+        return false;
+    };
+    let mid = match mid.rsplit_once('-') {
+        Some((head, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => head,
+        _ => mid,
+    };
+    ["-ab", "-ba"]
+        .iter()
+        .any(|d| mid.len() > d.len() && mid.ends_with(d))
+}
+
+/// Removes from `out` the files an earlier `hopwise sim --capture` wrote
+/// there (capture pcaps, and `capture-hosts` unless this run writes it) that
+/// this run does not overwrite; only regular files with those names.
+/// Returns the names removed, sorted.
+fn remove_stale_captures(out: &Path, written: &[String], hosts: bool) -> Result<Vec<String>> {
     let mut v: Vec<String> = std::fs::read_dir(out)
-        .into_iter()
+        .with_context(|| format!("--out {}: cannot list the directory", out.display()))?
         .flatten()
-        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| n.starts_with("capture-") && n.ends_with(".pcap"))
-        .filter(|n| !written.contains(n))
+        .filter(|n| {
+            (is_capture_file(n) && !written.contains(n)) || (n == "capture-hosts" && !hosts)
+        })
         .collect();
     v.sort();
-    v
+    for n in &v {
+        let p = out.join(n);
+        std::fs::remove_file(&p)
+            .with_context(|| format!("removing {} (left by an earlier run)", p.display()))?;
+    }
+    Ok(v)
 }
+
+/// Longest link name kept whole in a capture file name: file systems allow
+/// 255 bytes per name, and `capture-`, the direction and a number are added.
+const CAPTURE_NAME_MAX: usize = 100;
+/// Characters of a longer name kept before its hash.
+const CAPTURE_NAME_KEEP: usize = 80;
 
 /// The file a capture of link direction `iface` (`<link>:<dir>`) goes to:
 /// `capture-<link>-<dir>.pcap`, with characters of the link's name other
-/// than letters, digits, `.`, `_` and `-` replaced by `_`.
+/// than letters, digits, `.`, `_` and `-` replaced by `_`. A name longer
+/// than [`CAPTURE_NAME_MAX`] characters is cut to its first
+/// [`CAPTURE_NAME_KEEP`] and `~` and 8 hex digits of a hash of the whole
+/// name (FNV-1a), so that the file can be created.
 pub fn capture_file(iface: &str) -> String {
     let (link, dir) = iface.rsplit_once(':').unwrap_or((iface, ""));
-    let safe: String = link
+    let mut safe: String = link
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
@@ -219,6 +260,14 @@ pub fn capture_file(iface: &str) -> String {
             }
         })
         .collect();
+    if safe.chars().count() > CAPTURE_NAME_MAX {
+        let h = hopwise_sim::rng::fnv1a(link.as_bytes());
+        safe = format!(
+            "{}~{:08x}",
+            safe.chars().take(CAPTURE_NAME_KEEP).collect::<String>(),
+            (h ^ (h >> 32)) as u32
+        );
+    }
     format!("capture-{safe}-{dir}.pcap")
 }
 
@@ -366,7 +415,13 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "... {} more in links.csv", busy.len() - 20);
     }
     for c in &s.captures {
-        let _ = writeln!(o, "capture {}: {} ({} packets)", c.link, c.file, c.packets);
+        let _ = writeln!(
+            o,
+            "capture {}: {} ({})",
+            c.link,
+            c.file,
+            plural(c.packets as usize, "packet")
+        );
     }
     o.push('\n');
     o
@@ -375,9 +430,9 @@ pub fn summary_text(s: &Summary) -> String {
 pub fn bench(sets: &[String], repeat: u32) -> Result<()> {
     let sc = scenario::parse(SCALE, "scenarios/scale.toml", sets)?;
     println!(
-        "bench: {} ({} flows, {} simulated)",
+        "bench: {} ({}, {} simulated)",
         sc.name,
-        sc.flows.len(),
+        plural(sc.flows.len(), "flow"),
         sc.duration
     );
     for i in 0..repeat.max(1) {
@@ -511,6 +566,61 @@ mod tests {
                 "capture-r1.r2-ba.pcap",
                 "capture-x_y-ab.pcap",
             ]
+        );
+    }
+
+    #[test]
+    fn capture_file_shapes() {
+        for n in [
+            "capture-bottleneck-ab.pcap",
+            "capture-a_b-ba-2.pcap",
+            "capture-x-ab-ab.pcap",
+            "capture-LLL~0123abcd-ba.pcap",
+        ] {
+            assert!(is_capture_file(n), "{n}");
+        }
+        for n in [
+            "capture-hosts",
+            "capture-notes.pcap",
+            "capture--ab.pcap",
+            "capture-x-ab.pcapng",
+            "mycapture-x-ab.pcap",
+            "capture-x-ab-.pcap",
+        ] {
+            assert!(!is_capture_file(n), "{n}");
+        }
+    }
+
+    #[test]
+    fn long_link_names_give_short_distinct_capture_files() {
+        let long = "L".repeat(300);
+        let other = format!("{}M", "L".repeat(299));
+        let ifaces = [
+            format!("{long}:ab"),
+            format!("{long}:ba"),
+            format!("{other}:ab"),
+        ];
+        let files = capture_files(&ifaces);
+        for f in &files {
+            assert!(f.len() <= 120, "{f}");
+            assert!(
+                f.starts_with(&format!("capture-{}~", "L".repeat(80))),
+                "{f}"
+            );
+        }
+        assert!(files[0].ends_with("-ab.pcap") && files[1].ends_with("-ba.pcap"));
+        // The hash tells names with the same first characters apart, and
+        // is the same for both directions of one link.
+        assert_ne!(files[0], files[2]);
+        assert_eq!(
+            files[0].trim_end_matches("-ab.pcap"),
+            files[1].trim_end_matches("-ba.pcap")
+        );
+        // Names up to the limit stay whole.
+        let edge = "e".repeat(100);
+        assert_eq!(
+            capture_file(&format!("{edge}:ab")),
+            format!("capture-{edge}-ab.pcap")
         );
     }
 }

@@ -485,10 +485,10 @@ pub fn sweep(
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if !quiet {
         eprintln!(
-            "sweeping `{name}` ({origin}): {} × {} = {} runs on {jobs} thread{}",
+            "sweeping `{name}` ({origin}): {} × {} = {} on {jobs} thread{}",
             hopwise_repro::plural(points.len(), "point"),
             hopwise_repro::plural(seed_list.len(), "seed"),
-            items.len(),
+            hopwise_repro::plural(items.len(), "run"),
             if jobs == 1 { "" } else { "s" }
         );
     }
@@ -648,10 +648,10 @@ pub fn sweep(
         format!("command: {command}"),
         format!("scenario: {name} ({origin})"),
         format!(
-            "{} × {} = {} runs, {wall:.1} s wall, hopwise {}",
+            "{} × {} = {}, {wall:.1} s wall, hopwise {}",
             hopwise_repro::plural(points.len(), "point"),
             hopwise_repro::plural(seed_list.len(), "seed"),
-            items.len(),
+            hopwise_repro::plural(items.len(), "run"),
             env!("CARGO_PKG_VERSION")
         ),
     ];

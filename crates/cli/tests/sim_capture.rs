@@ -75,8 +75,12 @@ capture = ["h1-r:ab"]
     }
     let hosts = std::fs::read_to_string(d.join("out/capture-hosts")).unwrap();
     assert!(hosts.starts_with("10.0.0.1\t"), "{hosts}");
+    // Files that only look like captures, or are not this program's, stay.
+    for keep in ["capture-notes.pcap", "notes.txt", "capture-x-ab.pcapng"] {
+        std::fs::write(d.join("out").join(keep), b"mine").unwrap();
+    }
     // Run again without the flag: the bottleneck's capture is now an
-    // earlier run's, and the run says so.
+    // earlier run's, so it is removed, and the run says so in one line.
     let again = Command::new(env!("CARGO_BIN_EXE_hopwise"))
         .arg("sim")
         .arg(&sc)
@@ -86,11 +90,52 @@ capture = ["h1-r:ab"]
         .unwrap();
     assert!(again.status.success());
     let note = String::from_utf8_lossy(&again.stderr);
+    let lines: Vec<&str> = note.lines().filter(|l| l.contains("earlier run")).collect();
+    assert_eq!(lines.len(), 1, "{note}");
     assert!(
-        note.contains("earlier run") && note.contains("capture-bottleneck-ab.pcap"),
+        lines[0].starts_with("removed 1 capture file of an earlier run from ")
+            && lines[0].ends_with(": capture-bottleneck-ab.pcap"),
         "{note}"
     );
-    assert!(!note.contains("capture-h1-r-ab.pcap"), "{note}");
+    assert!(!d.join("out/capture-bottleneck-ab.pcap").exists());
+    // The scenario's own capture and the hosts file are this run's again.
+    assert!(d.join("out/capture-h1-r-ab.pcap").exists());
+    assert!(d.join("out/capture-hosts").exists());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["captures"].as_array().unwrap().len(), 1);
+    // Without any capture, the hosts file goes too; the user's files stay.
+    let none = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .arg("sim")
+        .arg(&sc)
+        .args(["--quiet", "--set", "measure.capture=[]", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert!(none.status.success());
+    let note = String::from_utf8_lossy(&none.stderr);
+    assert!(
+        note.contains("removed 2 capture files of an earlier run")
+            && note.contains(": capture-h1-r-ab.pcap, capture-hosts"),
+        "{note}"
+    );
+    assert!(!d.join("out/capture-h1-r-ab.pcap").exists());
+    assert!(!d.join("out/capture-hosts").exists());
+    for keep in ["capture-notes.pcap", "notes.txt", "capture-x-ab.pcapng"] {
+        assert_eq!(std::fs::read(d.join("out").join(keep)).unwrap(), b"mine");
+    }
+    // Nothing stale, nothing said.
+    let quiet = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .arg("sim")
+        .arg(&sc)
+        .args(["--quiet", "--set", "measure.capture=[]", "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    assert!(quiet.status.success());
+    let note = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!note.contains("removed"), "{note}");
     // A bad link is refused before anything runs, naming the flag.
     let bad = Command::new(env!("CARGO_BIN_EXE_hopwise"))
         .args(["sim", "--capture", "nolink", "--out"])
@@ -104,5 +149,66 @@ capture = ["h1-r:ab"]
         "{err}"
     );
     assert!(!err.contains("running"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A link name too long for a file name still gets its capture (the name
+/// cut, with a hash), and the run line counts in the singular.
+#[test]
+fn long_link_names_are_captured() {
+    let d = std::env::temp_dir().join(format!("hopwise-cli-capture-long-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let long = "L".repeat(300);
+    let sc = d.join("long.toml");
+    std::fs::write(
+        &sc,
+        format!(
+            r#"
+duration = "2s"
+[[node]]
+name = "h1"
+[[node]]
+name = "h2"
+[[link]]
+name = "{long}"
+a = "h1"
+b = "h2"
+rate = "10Mbit"
+delay = "5ms"
+[[flow]]
+from = "h1"
+to = "h2"
+cc = "cubic"
+"#
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .arg("sim")
+        .arg(&sc)
+        .args(["--capture", &long, "--out"])
+        .arg(d.join("out"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(": 2 nodes, 1 link, 1 flow, 2s simulated"),
+        "{err}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("out/summary.json")).unwrap())
+            .unwrap();
+    let caps = summary["captures"].as_array().unwrap();
+    assert_eq!(caps.len(), 2);
+    for (c, dir) in caps.iter().zip(["ab", "ba"]) {
+        assert_eq!(c["link"].as_str().unwrap(), format!("{long}:{dir}"));
+        let file = c["file"].as_str().unwrap();
+        assert!(file.len() < 120, "{file}");
+        assert!(file.ends_with(&format!("-{dir}.pcap")), "{file}");
+        let recs =
+            hopwise_sim::pcap::read(&std::fs::read(d.join("out").join(file)).unwrap()).unwrap();
+        assert!(recs.len() > 100, "{file}: {} packets", recs.len());
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -359,8 +359,34 @@ fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ScenarioErro
             ));
         }
     }
+    if let Some(hint) = single_bracket_hint(text, &msg) {
+        out.push_str(&hint);
+    }
     out.push_str(&format!("\n  {line:>4} | {}", clip(src, 100)));
     ScenarioError::new(origin, "", out)
+}
+
+/// `[node]` next to `[[node]]` (or twice) is a duplicate key to TOML; the
+/// fix is the same as for a lone `[node]`, which [`tables`] explains. The
+/// hint names the line of the first single-bracket header.
+fn single_bracket_hint(text: &str, msg: &str) -> Option<String> {
+    let rest = msg.split_once("duplicate key `")?.1;
+    let key = rest.split_once('`')?.0;
+    if !["node", "link", "flow"].contains(&key) {
+        return None;
+    }
+    let n = text.lines().position(|l| {
+        let h = l.split('#').next().unwrap_or("").trim();
+        !h.starts_with("[[")
+            && h.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .is_some_and(|inner| inner.trim() == key)
+    })?;
+    Some(format!(
+        " ([{key}] on line {} makes a single table: write [[{key}]] (double brackets) for \
+         each entry, not [{key}])",
+        n + 1
+    ))
 }
 
 // ---------------------------------------------------------------------------
@@ -857,7 +883,10 @@ fn as_queue(v: &Value, p: &str) -> R<QueueSpec> {
 struct DirFields {
     rate: Option<Rate>,
     delay: Option<Dur>,
-    queue: Option<QueueSpec>,
+    /// The queue and the key path it was written at: its size can only be
+    /// checked once the flows (and so the largest packet) are known, and
+    /// the error must name the key the user wrote.
+    queue: Option<(QueueSpec, String)>,
     loss: Option<f64>,
 }
 
@@ -865,18 +894,21 @@ fn dir_fields(o: &Obj<'_>) -> R<DirFields> {
     Ok(DirFields {
         rate: o.opt("rate", as_rate)?,
         delay: o.opt("delay", as_dur)?,
-        queue: o.opt("queue", as_queue)?,
+        queue: o.opt("queue", as_queue)?.map(|q| (q, o.key("queue"))),
         loss: o.opt("loss", as_loss)?,
     })
 }
 
+/// A direction's properties, each from the first of `dir`, `link`,
+/// `defaults` that sets it, and the key path its queue came from (`None`
+/// for the built-in default).
 fn resolve_dir(
     dir: &DirFields,
     link: &DirFields,
     defaults: &DirFields,
     path: &str,
     (d, from, to): (&str, &str, &str),
-) -> R<DirSpec> {
+) -> R<(DirSpec, Option<String>)> {
     let missing = |k: &str, example: &str| {
         e(
             at(path, k),
@@ -886,7 +918,16 @@ fn resolve_dir(
             ),
         )
     };
-    Ok(DirSpec {
+    let (queue, queue_at) = match dir
+        .queue
+        .as_ref()
+        .or(link.queue.as_ref())
+        .or(defaults.queue.as_ref())
+    {
+        Some((q, at)) => (q.clone(), Some(at.clone())),
+        None => (QueueSpec::default(), None),
+    };
+    let spec = DirSpec {
         rate: dir
             .rate
             .or(link.rate)
@@ -897,14 +938,10 @@ fn resolve_dir(
             .or(link.delay)
             .or(defaults.delay)
             .ok_or_else(|| missing("delay", "\"10ms\""))?,
-        queue: dir
-            .queue
-            .clone()
-            .or_else(|| link.queue.clone())
-            .or_else(|| defaults.queue.clone())
-            .unwrap_or_default(),
+        queue,
         loss: dir.loss.or(link.loss).or(defaults.loss).unwrap_or(0.0),
-    })
+    };
+    Ok((spec, queue_at))
 }
 
 // ---------------------------------------------------------------------------
@@ -916,7 +953,15 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
     for (k, v) in o.t {
         let p = o.key(k);
         match k.as_str() {
-            "mss" => c.mss = as_int(v, &p, 0, u64::from(u16::MAX))? as u16,
+            "mss" => {
+                // One range check, with the reason for the limits, whatever
+                // the size of the number.
+                let n = as_int(v, &p, 0, u64::MAX)?;
+                if let Some(m) = mss_problem(n) {
+                    return Err(e(&p, m));
+                }
+                c.mss = n as u16;
+            }
             "sack" => c.sack = as_bool(v, &p)?,
             "timestamps" => c.timestamps = as_bool(v, &p)?,
             "ts_tick" => c.ts_tick = as_dur(v, &p)?,
@@ -950,23 +995,27 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
     Ok(())
 }
 
-/// TCP configuration sanity: the offending field and what is wrong.
 /// The largest MSS an IPv4 packet can carry: 65535 − 20 (IPv4) − 20 (TCP).
 const MAX_MSS: u16 = 65_495;
 
+/// An MSS outside 64–[`MAX_MSS`].
+fn mss_problem(mss: u64) -> Option<String> {
+    if mss < 64 {
+        return Some(format!("must be at least 64 bytes, got {mss}"));
+    }
+    if mss > u64::from(MAX_MSS) {
+        return Some(format!(
+            "must be at most {MAX_MSS} bytes (an IPv4 packet holds 65535 bytes, headers included), got {mss}"
+        ));
+    }
+    None
+}
+
+/// TCP configuration sanity: the offending field and what is wrong.
 fn tcp_problem(c: &TcpConfig) -> Option<(&'static str, String)> {
     let mss = u64::from(c.mss);
-    if c.mss < 64 {
-        return Some(("mss", format!("must be at least 64 bytes, got {}", c.mss)));
-    }
-    if c.mss > MAX_MSS {
-        return Some((
-            "mss",
-            format!(
-                "must be at most {MAX_MSS} bytes (an IPv4 packet holds 65535 bytes, headers included), got {}",
-                c.mss
-            ),
-        ));
+    if let Some(m) = mss_problem(mss) {
+        return Some(("mss", m));
     }
     if c.send_buffer < mss {
         return Some((
@@ -1241,6 +1290,8 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
         None => Vec::new(),
     };
     let mut links = Vec::with_capacity(link_tables.len());
+    // Per link: its key path and where each direction's queue came from.
+    let mut queue_origins: Vec<(String, [Option<String>; 2])> = Vec::new();
     for (i, t) in link_tables.into_iter().enumerate() {
         let o0 = Obj {
             t,
@@ -1271,20 +1322,21 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
                 *slot = dir_fields(&dt)?;
             }
         }
-        let ab = resolve_dir(
+        let (ab, ab_queue_at) = resolve_dir(
             &dirs[0],
             &link_fields,
             &link_default,
             &o.key("ab"),
             ("ab", a, b),
         )?;
-        let ba = resolve_dir(
+        let (ba, ba_queue_at) = resolve_dir(
             &dirs[1],
             &link_fields,
             &link_default,
             &o.key("ba"),
             ("ba", b, a),
         )?;
+        queue_origins.push((o.path.clone(), [ab_queue_at, ba_queue_at]));
         links.push(LinkSpec {
             name,
             a: a.to_string(),
@@ -1424,6 +1476,24 @@ fn build(doc: &Table, origin: &str) -> R<Scenario> {
         }
     }
 
+    // Queue sizes against the largest packet, now that the flows are known,
+    // reported at the key that set the queue.
+    let max_pkt = max_packet(&flows);
+    for (l, (link_path, origins)) in links.iter().zip(&queue_origins) {
+        for ((d, spec), origin) in [("ab", &l.ab), ("ba", &l.ba)].into_iter().zip(origins) {
+            let (Some(origin), Some((sub, m))) = (origin, queue_problem(&spec.queue, max_pkt))
+            else {
+                continue;
+            };
+            let m = if origin.starts_with("defaults.") {
+                format!("{m} (the queue of {link_path} direction {d}, which sets none of its own)")
+            } else {
+                m
+            };
+            return Err(e(format!("{origin}{sub}"), m));
+        }
+    }
+
     // [measure]
     let mut measure = MeasureSpec::default();
     if let Some(v) = root.get("measure") {
@@ -1516,6 +1586,16 @@ fn queue_problem(q: &QueueSpec, max_pkt: u64) -> Option<(String, String)> {
             lim(".limit", *limit)
         }
     }
+}
+
+/// The largest full-sized packet of any flow (`mss + 40` bytes), which every
+/// queue must hold; 1500 B without flows.
+fn max_packet(flows: &[FlowSpec]) -> u64 {
+    flows
+        .iter()
+        .map(|f| u64::from(f.tcp.mss) + HEADERS)
+        .max()
+        .unwrap_or(1500)
 }
 
 fn dir_problem(d: &DirSpec, max_pkt: u64) -> Option<(String, String)> {
@@ -1666,12 +1746,7 @@ fn check(s: &Scenario) -> R<()> {
         )
     };
 
-    let max_pkt = s
-        .flows
-        .iter()
-        .map(|f| u64::from(f.tcp.mss) + HEADERS)
-        .max()
-        .unwrap_or(1500);
+    let max_pkt = max_packet(&s.flows);
 
     // Links, and connectivity (union-find over node indexes).
     let mut parent: Vec<usize> = (0..s.nodes.len()).collect();

@@ -1060,18 +1060,101 @@ fn queue_limit_errors() {
         "bottleneck\".queue",
         &["limit of 0"],
     );
-    fails(
+}
+
+/// A queue too small for the largest packet is reported at the key that set
+/// it (the link's `queue`, a direction's, or `[defaults.link]`'s), not at a
+/// direction the file does not mention.
+#[test]
+fn small_queues_are_reported_where_the_value_came_from() {
+    let e = fails(
         &edit("queue = \"17pkt\"", "queue = \"1000B\""),
-        "bottleneck\".ab.queue",
+        "",
+        &["1000 B cannot hold one full-sized packet (1500 B"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    assert!(
+        e.to_string()
+            .starts_with("test.toml: link[1] \"bottleneck\".queue: 1000 B"),
+        "{e}"
+    );
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = \"17pkt\"\n[link.ba]\nqueue = \"1000B\"",
+        ),
+        "",
         &["cannot hold one full-sized packet"],
     );
-    fails(
+    assert_eq!(e.key, "link[1] \"bottleneck\".ba.queue");
+    let e = fails_with(
+        BASE,
+        &["link.bottleneck.ab.queue=100B"],
+        "",
+        &["100 B cannot hold"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".ab.queue");
+    let e = fails_with(BASE, &["link.bottleneck.queue=100B"], "", &["100 B"]);
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    // From [defaults.link]: named there, with the first link that uses it.
+    let e = fails(
+        &edit("delay = \"1ms\"", "delay = \"1ms\"\nqueue = \"100B\""),
+        "",
+        &[
+            "100 B cannot hold one full-sized packet",
+            "link[0] \"h1-r1\" direction ab",
+        ],
+    );
+    assert_eq!(e.key, "defaults.link.queue");
+    // Token bucket: the burst, under the queue key that was written.
+    let e = fails(
         &edit(
             "queue = \"17pkt\"",
             "queue = { type = \"tbf\", rate = \"1Mbit\", burst = \"500B\" }",
         ),
-        "bottleneck\".ab.queue.burst",
+        "",
+        &["a burst of 500 B is smaller than one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue.burst");
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "[link.ab]\nqueue = { type = \"tbf\", rate = \"1Mbit\", burst = \"500B\" }",
+        ),
+        "",
         &["smaller than one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".ab.queue.burst");
+    let e = fails(
+        &edit(
+            "queue = \"17pkt\"",
+            "queue = { type = \"ackfirst\", data_limit = \"1000B\" }",
+        ),
+        "",
+        &["cannot hold one full-sized packet"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue.data_limit");
+    // The largest packet is any flow's, whichever comes after the link.
+    let big = edit("queue = \"17pkt\"", "queue = \"5000B\"");
+    ok(&big);
+    let e = fails(
+        &big.replacen(
+            "cc = \"ledbat\"",
+            "cc = \"ledbat\"\ntcp = { mss = 9000 }",
+            1,
+        ),
+        "",
+        &["5000 B cannot hold one full-sized packet (9040 B"],
+    );
+    assert_eq!(e.key, "link[1] \"bottleneck\".queue");
+    // Built in code there is no file to point into: the direction.
+    let mut s = ok(BASE);
+    s.links[1].ba.queue = QueueSpec::DropTail {
+        limit: Limit::Bytes(100),
+    };
+    assert_eq!(
+        validate(&s, "code").unwrap_err().key,
+        "link[1] \"bottleneck\".ba.queue"
     );
 }
 
@@ -1088,9 +1171,13 @@ fn tcp_sanity() {
             "cc = \"newreno\"\ntcp = { mss = 70000 }",
         ),
         "flow \"f1\".tcp.mss",
-        &["65535"],
+        &[
+            "must be at most 65495 bytes (an IPv4 packet holds 65535 bytes",
+            "got 70000",
+        ],
     );
-    fails(
+    // One limit and one message, above and below 65535.
+    let big = fails(
         &edit(
             "cc = \"newreno\"",
             "cc = \"newreno\"\ntcp = { mss = 65496 }",
@@ -1098,6 +1185,22 @@ fn tcp_sanity() {
         "flow \"f1\".tcp.mss",
         &["at most 65495"],
     );
+    let huge = fails(
+        &edit(
+            "delay = \"1ms\"",
+            "delay = \"1ms\"\n[defaults.tcp]\nmss = 9223372036854775807",
+        ),
+        "defaults.tcp.mss",
+        &["got 9223372036854775807"],
+    );
+    assert_eq!(
+        big.message.replace("65496", "N"),
+        huge.message.replace("9223372036854775807", "N")
+    );
+    ok(&edit(
+        "cc = \"newreno\"",
+        "cc = \"newreno\"\ntcp = { mss = 65495 }\n",
+    ));
     fails(
         &edit(
             "cc = \"newreno\"",
@@ -1513,4 +1616,45 @@ fn capture_entries_expand_and_bad_ones_name_the_entry() {
         "measure.capture_snaplen",
         &["40"],
     );
+}
+
+/// `[node]` with `[[node]]` is a TOML duplicate key; the error still says
+/// to write double brackets, and where the single-bracket header is.
+#[test]
+fn single_and_double_bracket_headers_get_the_hint() {
+    for (text, at, line) in [
+        (
+            "duration = \"1s\"\n[node]\nname = \"h1\"\n[[node]]\nname = \"h2\"\n",
+            "node",
+            2,
+        ),
+        (
+            "duration = \"1s\"\n[[flow]]\nfrom = \"h1\"\n[ flow ] # one\nto = \"h2\"\n",
+            "flow",
+            4,
+        ),
+        (
+            "duration = \"1s\"\n[link]\na = \"h1\"\n[link]\nb = \"h2\"\n",
+            "link",
+            2,
+        ),
+    ] {
+        let e = fails(
+            text,
+            "",
+            &[
+                "line 4, column 1: TOML syntax error",
+                &format!("[{at}] on line {line} makes a single table"),
+                &format!("write [[{at}]] (double brackets) for each entry"),
+            ],
+        );
+        assert_eq!(e.key, "");
+    }
+    // Other duplicate tables get no such hint.
+    let e = fails(
+        "duration = \"1s\"\n[measure]\n[measure]\n",
+        "",
+        &["duplicate key"],
+    );
+    assert!(!e.message.contains("double brackets"), "{e}");
 }
