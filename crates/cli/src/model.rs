@@ -366,7 +366,7 @@ pub fn pendulum_report(a: &PendulumArgs) -> Result<String> {
             );
             let _ = writeln!(
                 s,
-                "uplink buffer   B_u = {} ({:.1} full segments): Eq. 6-10 solved for B_u (bisection) give r = {:.3}",
+                "uplink buffer   B_u = {} ({:.1} full segments): solving Eq. 6-10 for B_u (bisection) gives r = {:.3}",
                 b(sz.up_buffer),
                 sz.up_buffer / p.data_size,
                 w.ratio
@@ -512,7 +512,7 @@ mod tests {
         a.target_r = Some(target.clone());
         let out = pendulum_report(&a).unwrap();
         assert!(
-            out.contains(&format!("give r = {:.3}", 0.95 * max)),
+            out.contains(&format!("gives r = {:.3}", 0.95 * max)),
             "{out}"
         );
     }
