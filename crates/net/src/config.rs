@@ -9,7 +9,7 @@
 
 use hopwise_proto::backtap::BucketConfig;
 use hopwise_proto::bucket::Refill;
-use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
+use hopwise_proto::circuit::policy::{AddrPattern, ExitPolicy, Rule, Unreachable, Verdict};
 use hopwise_proto::link::parse_key;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
@@ -1040,7 +1040,11 @@ impl RelayConfig {
         cfg.accept_clients = get_bool(&t, "", "accept_clients")
             .map_err(e)?
             .unwrap_or(true);
-        cfg.exit = exit_options(get_table(&t, "", "exit").map_err(e)?).map_err(e)?;
+        let exit = get_table(&t, "", "exit").map_err(e)?;
+        cfg.exit = exit_options(exit).map_err(e)?;
+        if let Some(w) = disabled_exit_warning(exit, cfg.exit.enabled) {
+            tracing::warn!("{file}: {w}");
+        }
         cfg.bandwidth = bandwidth(get_table(&t, "", "bandwidth").map_err(e)?).map_err(e)?;
         cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
         cfg.link = link_options(get_table(&t, "", "link").map_err(e)?).map_err(e)?;
@@ -1083,6 +1087,27 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
     if let Some(b) = get_bool(t, p, "reject_private")? {
         o.policy.reject_private = b;
     }
+    if let Some((i, why)) = o.policy.unreachable_rule() {
+        let rule = o.policy.rules[i];
+        return err(
+            &format!("exit.policy[{i}]"),
+            match why {
+                Unreachable::AfterCatchAll(j) => format!(
+                    "`{rule}` can never match: exit.policy[{j}] `{}` matches every address and port first (remove the rules after it)",
+                    o.policy.rules[j]
+                ),
+                Unreachable::PrivateRejected(range) => format!(
+                    "`{rule}` can never match: reject_private (true by default) refuses {} before the rules; \
+                     to reach it set reject_private = false, and add \"reject private:*\" after the rules \
+                     to keep refusing the rest",
+                    match range {
+                        AddrPattern::Private => "the private ranges".to_string(),
+                        r => format!("{r} (a private range)"),
+                    }
+                ),
+            },
+        );
+    }
     if let Some(d) = get_str(t, p, "default")? {
         o.policy.default = match d {
             "accept" => Verdict::Accept,
@@ -1099,6 +1124,25 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
         o.connect_timeout = d;
     }
     Ok(o)
+}
+
+/// A warning for `[exit]` keys that have no effect because the relay is
+/// not an exit.
+fn disabled_exit_warning(t: Option<&Table>, enabled: bool) -> Option<String> {
+    let t = t?;
+    let unused: Vec<String> = t
+        .keys()
+        .filter(|k| *k != "enabled")
+        .map(|k| format!("exit.{k}"))
+        .collect();
+    if enabled || unused.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "this relay is not an exit (exit.enabled is false), so {} {} no effect (set enabled = true to make it one)",
+        unused.join(", "),
+        if unused.len() == 1 { "has" } else { "have" }
+    ))
 }
 
 fn bandwidth(t: Option<&Table>) -> R<Option<BucketConfig>> {
@@ -1450,6 +1494,83 @@ flags = ["exit"]
             let e = RelayConfig::parse(&bad_dir, "relay.toml", base).unwrap_err();
             assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
         });
+    }
+
+    #[test]
+    fn exit_rules_that_can_never_match_are_refused() {
+        with_dir(|base| {
+            let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n[exit]\nenabled = true\n";
+            for (extra, want) in [
+                (
+                    "policy = [\"accept *:*\", \"reject *:18080\"]\n",
+                    "relay.toml: exit.policy[1]: `reject *:18080` can never match: exit.policy[0] `accept *:*` matches every address and port first (remove the rules after it)",
+                ),
+                (
+                    "policy = [\"reject *:25\", \"reject *:0-65535\", \"accept 1.2.3.4/32:80\"]\nreject_private = false\n",
+                    "relay.toml: exit.policy[2]: `accept 1.2.3.4/32:80` can never match: exit.policy[1] `reject *:*` matches every address and port first (remove the rules after it)",
+                ),
+                (
+                    "policy = [\"accept 127.0.0.1/32:*\"]\n",
+                    "relay.toml: exit.policy[0]: `accept 127.0.0.1/32:*` can never match: reject_private (true by default) refuses 127.0.0.0/8 (a private range) before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                ),
+                (
+                    "policy = [\"accept private:22\"]\nreject_private = true\n",
+                    "relay.toml: exit.policy[0]: `accept private:22` can never match: reject_private (true by default) refuses the private ranges before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                ),
+                (
+                    "policy = [\"accept 10.0.0.1/8:*\"]\n",
+                    "relay.toml: exit.policy[0]: `accept 10.0.0.1/8:*`: `10.0.0.1/8` has bits set after the /8 prefix; did you mean 10.0.0.0/8?",
+                ),
+            ] {
+                let e = RelayConfig::parse(&format!("{ok}{extra}"), "relay.toml", base).unwrap_err();
+                assert_eq!(e.to_string(), want, "{extra:?}");
+            }
+            // The review's policy, without its dead rule: reject_private
+            // still refuses loopback and link-local addresses first.
+            let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+            let c = RelayConfig::parse(
+                &format!(
+                    "{ok}policy = [\"reject *:18080\", \"accept *:*\"]\ndefault = \"reject\"\n"
+                ),
+                "relay.toml",
+                base,
+            )
+            .unwrap();
+            assert!(!c.exit.policy.allows(ip("127.0.0.1"), 80));
+            assert!(!c.exit.policy.allows(ip("169.254.169.254"), 80));
+            assert!(!c.exit.policy.allows(ip("8.8.8.8"), 18080));
+            assert!(c.exit.policy.allows(ip("8.8.8.8"), 80));
+            // With reject_private off, a rule reaches loopback.
+            let c = RelayConfig::parse(
+                &format!("{ok}reject_private = false\npolicy = [\"accept 127.0.0.1/32:*\", \"reject private:*\"]\n"),
+                "relay.toml",
+                base,
+            )
+            .unwrap();
+            assert!(c.exit.policy.allows(ip("127.0.0.1"), 80));
+            assert!(!c.exit.policy.allows(ip("127.0.0.2"), 80));
+        });
+    }
+
+    #[test]
+    fn exit_keys_of_a_relay_that_is_not_an_exit_are_warned_about() {
+        let table = |s: &str| s.parse::<Table>().unwrap();
+        let t = table("enabled = false\npolicy = [\"reject *:25\"]\n");
+        assert_eq!(
+            disabled_exit_warning(Some(&t), false).as_deref(),
+            Some("this relay is not an exit (exit.enabled is false), so exit.policy has no effect (set enabled = true to make it one)")
+        );
+        let t = table("policy = []\ndefault = \"reject\"\n");
+        assert_eq!(
+            disabled_exit_warning(Some(&t), false).as_deref(),
+            Some("this relay is not an exit (exit.enabled is false), so exit.default, exit.policy have no effect (set enabled = true to make it one)")
+        );
+        assert_eq!(disabled_exit_warning(Some(&t), true), None);
+        assert_eq!(
+            disabled_exit_warning(Some(&table("enabled = false\n")), false),
+            None
+        );
+        assert_eq!(disabled_exit_warning(None, false), None);
     }
 
     #[test]
