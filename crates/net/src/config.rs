@@ -10,7 +10,7 @@
 use hopwise_proto::backtap::BucketConfig;
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::circuit::policy::{AddrPattern, ExitPolicy, Rule, Unreachable, Verdict};
-use hopwise_proto::link::parse_key;
+use hopwise_proto::link::{is_small_order, parse_key};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
 use std::fmt;
@@ -509,6 +509,15 @@ impl Directory {
                 // The all-zero X25519 point has small order: every
                 // Diffie-Hellman result with it is zero (RFC 7748 §6.1).
                 return err(&at(&p, "key"), "all zeros is not a usable public key");
+            }
+            if is_small_order(&key) {
+                return err(
+                    &at(&p, "key"),
+                    format!(
+                        "`{key_s}` is an X25519 point of small order, not a usable public key \
+                         (every handshake secret with it would be zero)"
+                    ),
+                );
             }
             if let Some(x) = relays.iter().find(|x| x.key == key) {
                 return err(
@@ -1778,6 +1787,19 @@ flags = ["exit"]
     }
 
     #[test]
+    fn generated_keys_are_accepted_in_the_directory() {
+        for i in 0..8 {
+            let key = hopwise_proto::link::Keypair::generate().public;
+            let text = format!(
+                "[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n",
+                hopwise_proto::link::hex(&key)
+            );
+            let d = Directory::parse(&text, "d.toml").unwrap_or_else(|e| panic!("{i}: {e}"));
+            assert_eq!(d.relays[0].key, key);
+        }
+    }
+
+    #[test]
     fn bad_directories() {
         for (text, want) in [
             ("", "relay: the directory lists no relays"),
@@ -1787,6 +1809,8 @@ flags = ["exit"]
             ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
             ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing (every relay needs a name)"),
             (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n", "0".repeat(64)), "relay.a.key: all zeros is not a usable public key"),
+            (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"01{}\"\n", "0".repeat(62)), "relay.a.key: `0100000000000000000000000000000000000000000000000000000000000000` is an X25519 point of small order, not a usable public key (every handshake secret with it would be zero)"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800\"\n", "relay.a.key: `e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800` is an X25519 point of small order"),
             (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\n", "02".repeat(32)), "relay.r3.key: the same key is listed for relay `r2`"),
             (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9002\"\nkey = \"{}\"\n", "03".repeat(32)), "relay.r3.address: 127.0.0.1:9002 is also relay `r2`'s address"),
         ] {
