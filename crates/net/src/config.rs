@@ -482,6 +482,25 @@ impl Directory {
             let p = format!("relay.{name}");
             let address = get_addr(r, &p, "address")?
                 .ok_or_else(|| (at(&p, "address"), "missing".to_string()))?;
+            if address.ip().is_unspecified() {
+                return err(
+                    &at(&p, "address"),
+                    format!(
+                        "{address}: {} is the unspecified address, which nobody can send to; \
+                         give the address the relay is reached at",
+                        address.ip()
+                    ),
+                );
+            }
+            if address.port() == 0 {
+                return err(
+                    &at(&p, "address"),
+                    format!(
+                        "{address}: port 0 is not a port anybody can send to; \
+                         give the port the relay listens on"
+                    ),
+                );
+            }
             let key_s =
                 get_str(r, &p, "key")?.ok_or_else(|| (at(&p, "key"), "missing".to_string()))?;
             let key = parse_key(key_s).ok_or_else(|| {
@@ -1808,6 +1827,9 @@ flags = ["exit"]
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
             ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
             ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing (every relay needs a name)"),
+            ("[[relay]]\nname = \"a\"\naddress = \"0.0.0.0:19101\"\n", "relay.a.address: 0.0.0.0:19101: 0.0.0.0 is the unspecified address, which nobody can send to; give the address the relay is reached at"),
+            ("[[relay]]\nname = \"a\"\naddress = \"[::]:19101\"\n", "relay.a.address: [::]:19101: :: is the unspecified address"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:0\"\n", "relay.a.address: 127.0.0.1:0: port 0 is not a port anybody can send to; give the port the relay listens on"),
             (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n", "0".repeat(64)), "relay.a.key: all zeros is not a usable public key"),
             (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"01{}\"\n", "0".repeat(62)), "relay.a.key: `0100000000000000000000000000000000000000000000000000000000000000` is an X25519 point of small order, not a usable public key (every handshake secret with it would be zero)"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800\"\n", "relay.a.key: `e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800` is an X25519 point of small order"),
