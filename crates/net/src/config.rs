@@ -405,7 +405,14 @@ fn directory_key(t: &Table, file: &str, base: &Path) -> Result<(PathBuf, Directo
     let path = resolve(base, &name);
     let text =
         read(&path).map_err(|x| ConfigError::new(file, key, format!("{}: {}", x.file, x.msg)))?;
-    let dir = Directory::parse(&text, &path.display().to_string())?;
+    let dir = Directory::parse(&text, &path.display().to_string()).map_err(|x| {
+        if x.key.is_empty() && x.msg.starts_with(NOT_A_DIRECTORY) {
+            // The mistake is this key, which names the wrong file.
+            ConfigError::new(file, key, format!("{} {}", x.file, x.msg))
+        } else {
+            x
+        }
+    })?;
     Ok((path, dir))
 }
 
@@ -449,6 +456,9 @@ pub struct Directory {
 
 pub const FLAGS: &[&str] = &["exit", "guard"];
 
+/// How the message about a file that is not a directory begins.
+const NOT_A_DIRECTORY: &str = "is not a directory file";
+
 impl Directory {
     pub fn load(path: &Path) -> Result<Directory, ConfigError> {
         let text = read(path)?;
@@ -461,7 +471,22 @@ impl Directory {
     }
 
     fn from_table(t: &Table) -> R<Directory> {
-        known(t, "", &["relay"])?;
+        for k in t.keys().filter(|k| *k != "relay") {
+            // A misspelt `relay`, or another kind of file (a relay's or a
+            // proxy's config) named where a directory belongs.
+            let hint = did_you_mean(k, &["relay"]);
+            return if hint.is_empty() {
+                err(
+                    "",
+                    format!("{NOT_A_DIRECTORY}: unknown key `{k}` (a directory has only [[relay]] tables)"),
+                )
+            } else {
+                err(
+                    k,
+                    format!("unknown key{hint} (a directory has only [[relay]] tables)"),
+                )
+            };
+        }
         let Some(v) = t.get("relay") else {
             return err(
                 "relay",
@@ -1825,6 +1850,8 @@ flags = ["exit"]
             ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
+            ("[[relays]]\nname = \"a\"\n", "relays: unknown key; did you mean `relay`? (a directory has only [[relay]] tables)"),
+            ("name = \"r1\"\nlisten = \"127.0.0.1:9001\"\n", "is not a directory file: unknown key `listen` (a directory has only [[relay]] tables)"),
             ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
             ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing (every relay needs a name)"),
             ("[[relay]]\nname = \"a\"\naddress = \"0.0.0.0:19101\"\n", "relay.a.address: 0.0.0.0:19101: 0.0.0.0 is the unspecified address, which nobody can send to; give the address the relay is reached at"),
