@@ -356,8 +356,15 @@ fn get_fraction(t: &Table, path: &str, k: &str) -> R<Option<f64>> {
             )
         }
     };
-    if !(0.0..=1.0).contains(&v) || v.is_nan() {
-        return err(&at(path, k), format!("must be between 0 and 1, got {v}"));
+    // Below 1: a loss of 1 drops every datagram, handshakes included, so no
+    // link (and no circuit) could ever come up.
+    if !(0.0..1.0).contains(&v) {
+        return err(
+            &at(path, k),
+            format!(
+                "must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got {v}"
+            ),
+        );
     }
     Ok(Some(v))
 }
@@ -916,11 +923,26 @@ pub enum PeerSel {
     Addr(SocketAddr),
 }
 
+/// How a config file writes the section `[emulation.NAME]`.
+fn emulation_section(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
+        format!("[emulation.{name}]")
+    } else {
+        format!("[emulation.{name:?}]")
+    }
+}
+
 fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>> {
     let mut out = Vec::new();
     let Some(t) = t else {
         return Ok(out);
     };
+    // The section names, in the order of `out`.
+    let mut names: Vec<&str> = Vec::new();
     for (name, v) in t {
         let p = format!("emulation.{name}");
         let Value::Table(e) = v else {
@@ -945,6 +967,19 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
                 ),
             );
         };
+        if let Some(i) = out.iter().position(|(s, _)| *s == sel) {
+            let PeerSel::Addr(a) = sel else {
+                unreachable!("one \"*\" key per table");
+            };
+            return err(
+                &p,
+                format!(
+                    "{} and {} are the same peer ({a}); give each peer one section",
+                    emulation_section(names[i]),
+                    emulation_section(name)
+                ),
+            );
+        }
         known(e, &p, &["delay", "loss", "rate", "queue", "seed"])?;
         let mut em = Emulation::default();
         if let Some(d) = get_dur_in(e, &p, "delay", EMULATION_DELAY_RANGE)? {
@@ -961,12 +996,19 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
                     format!("must be 1500 bytes (one datagram) to 1GiB, got {q} bytes"),
                 );
             }
+            if em.rate.is_none() {
+                return err(
+                    &at(&p, "queue"),
+                    "has no effect without rate (it holds what waits for the rate limit); set rate, or leave queue out",
+                );
+            }
             em.queue = q;
         }
         if let Some(s) = get_int(e, &p, "seed", 0, i64::MAX as u64)? {
             em.seed = s;
         }
         out.push((sel, em));
+        names.push(name);
     }
     Ok(out)
 }
@@ -1505,7 +1547,27 @@ flags = ["exit"]
                 ),
                 (
                     "[emulation.r2]\nloss = 2.0\n",
-                    "relay.toml: emulation.r2.loss: must be between 0 and 1",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got 2",
+                ),
+                (
+                    "[emulation.r2]\nloss = 1.0\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got 1",
+                ),
+                (
+                    "[emulation.r2]\nloss = \"100%\"\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1",
+                ),
+                (
+                    "[emulation.r2]\nloss = -0.01\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1",
+                ),
+                (
+                    "[emulation.r2]\nqueue = \"64KiB\"\n",
+                    "relay.toml: emulation.r2.queue: has no effect without rate (it holds what waits for the rate limit); set rate, or leave queue out",
+                ),
+                (
+                    "[emulation.r2]\ndelay = \"1ms\"\n[emulation.\"127.0.0.1:9002\"]\nloss = 0.1\n",
+                    "relay.toml: emulation.r2: [emulation.\"127.0.0.1:9002\"] and [emulation.r2] are the same peer (127.0.0.1:9002); give each peer one section",
                 ),
                 (
                     "[limits]\ncircuit_queue = 0\n",
@@ -1714,7 +1776,7 @@ flags = ["exit"]
                     "relay.toml: emulation.r2.delay: must be 0s to 10s, got `1h`",
                 ),
                 (
-                    "[emulation.r2]\nqueue = 0\n",
+                    "[emulation.r2]\nrate = \"1MB/s\"\nqueue = 0\n",
                     "relay.toml: emulation.r2.queue: must be 1500 bytes (one datagram) to 1GiB, got 0 bytes",
                 ),
             ];
@@ -1724,14 +1786,17 @@ flags = ["exit"]
                 assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
             }
             // The bounds themselves, and a zero where zero means "off", pass.
-            let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nqueue = 1500\n";
+            let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nloss = 0.999\nrate = \"1MB/s\"\nqueue = 1500\n[emulation.\"127.0.0.1:9001\"]\nloss = 0\n";
             let c = RelayConfig::parse(&format!("{ok}{edges}"), "relay.toml", base).unwrap();
             assert_eq!(c.link.handshake_timeout, Duration::from_millis(1));
             assert_eq!(c.link.idle_timeout, Duration::from_secs(3600));
             assert_eq!(c.link.socket_buffer, 64 << 10);
             assert_eq!(c.exit.connect_timeout, Duration::from_secs(3600));
-            assert_eq!(c.emulation[0].1.delay, Duration::from_secs(10));
-            assert_eq!(c.emulation[0].1.queue, 1500);
+            assert_eq!(c.emulation[1].1.delay, Duration::from_secs(10));
+            assert_eq!(c.emulation[1].1.loss, 0.999);
+            assert_eq!(c.emulation[1].1.queue, 1500);
+            // Two peers (r1's address and r2), two sections.
+            assert_eq!(c.emulation.len(), 2);
 
             let proxy = "directory = \"dir.toml\"\n";
             let e = ProxyConfig::parse(

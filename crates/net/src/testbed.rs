@@ -85,8 +85,8 @@ fn emulation_toml(e: &Emulation) -> String {
     let _ = writeln!(s, "loss = {}", e.loss);
     if let Some(r) = e.rate {
         let _ = writeln!(s, "rate = \"{}B/s\"", r);
+        let _ = writeln!(s, "queue = {}", e.queue);
     }
-    let _ = writeln!(s, "queue = {}", e.queue);
     let _ = writeln!(s, "seed = {}", e.seed);
     s
 }
