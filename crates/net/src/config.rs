@@ -478,7 +478,7 @@ impl Directory {
     }
 
     fn from_table(t: &Table) -> R<Directory> {
-        for k in t.keys().filter(|k| *k != "relay") {
+        if let Some(k) = t.keys().find(|k| *k != "relay") {
             // A misspelt `relay`, or another kind of file (a relay's or a
             // proxy's config) named where a directory belongs.
             let hint = did_you_mean(k, &["relay"]);
