@@ -9,8 +9,8 @@
 
 use hopwise_proto::backtap::BucketConfig;
 use hopwise_proto::bucket::Refill;
-use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
-use hopwise_proto::link::parse_key;
+use hopwise_proto::circuit::policy::{AddrPattern, ExitPolicy, Rule, Unreachable, Verdict};
+use hopwise_proto::link::{is_small_order, parse_key};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
 use std::fmt;
@@ -356,8 +356,15 @@ fn get_fraction(t: &Table, path: &str, k: &str) -> R<Option<f64>> {
             )
         }
     };
-    if !(0.0..=1.0).contains(&v) || v.is_nan() {
-        return err(&at(path, k), format!("must be between 0 and 1, got {v}"));
+    // Below 1: a loss of 1 drops every datagram, handshakes included, so no
+    // link (and no circuit) could ever come up.
+    if !(0.0..1.0).contains(&v) {
+        return err(
+            &at(path, k),
+            format!(
+                "must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got {v}"
+            ),
+        );
     }
     Ok(Some(v))
 }
@@ -405,7 +412,14 @@ fn directory_key(t: &Table, file: &str, base: &Path) -> Result<(PathBuf, Directo
     let path = resolve(base, &name);
     let text =
         read(&path).map_err(|x| ConfigError::new(file, key, format!("{}: {}", x.file, x.msg)))?;
-    let dir = Directory::parse(&text, &path.display().to_string())?;
+    let dir = Directory::parse(&text, &path.display().to_string()).map_err(|x| {
+        if x.key.is_empty() && x.msg.starts_with(NOT_A_DIRECTORY) {
+            // The mistake is this key, which names the wrong file.
+            ConfigError::new(file, key, format!("{} {}", x.file, x.msg))
+        } else {
+            x
+        }
+    })?;
     Ok((path, dir))
 }
 
@@ -449,6 +463,9 @@ pub struct Directory {
 
 pub const FLAGS: &[&str] = &["exit", "guard"];
 
+/// How the message about a file that is not a directory begins.
+const NOT_A_DIRECTORY: &str = "is not a directory file";
+
 impl Directory {
     pub fn load(path: &Path) -> Result<Directory, ConfigError> {
         let text = read(path)?;
@@ -461,7 +478,22 @@ impl Directory {
     }
 
     fn from_table(t: &Table) -> R<Directory> {
-        known(t, "", &["relay"])?;
+        if let Some(k) = t.keys().find(|k| *k != "relay") {
+            // A misspelt `relay`, or another kind of file (a relay's or a
+            // proxy's config) named where a directory belongs.
+            let hint = did_you_mean(k, &["relay"]);
+            return if hint.is_empty() {
+                err(
+                    "",
+                    format!("{NOT_A_DIRECTORY}: unknown key `{k}` (a directory has only [[relay]] tables)"),
+                )
+            } else {
+                err(
+                    k,
+                    format!("unknown key{hint} (a directory has only [[relay]] tables)"),
+                )
+            };
+        }
         let Some(v) = t.get("relay") else {
             return err(
                 "relay",
@@ -482,6 +514,25 @@ impl Directory {
             let p = format!("relay.{name}");
             let address = get_addr(r, &p, "address")?
                 .ok_or_else(|| (at(&p, "address"), "missing".to_string()))?;
+            if address.ip().is_unspecified() {
+                return err(
+                    &at(&p, "address"),
+                    format!(
+                        "{address}: {} is the unspecified address, which nobody can send to; \
+                         give the address the relay is reached at",
+                        address.ip()
+                    ),
+                );
+            }
+            if address.port() == 0 {
+                return err(
+                    &at(&p, "address"),
+                    format!(
+                        "{address}: port 0 is not a port anybody can send to; \
+                         give the port the relay listens on"
+                    ),
+                );
+            }
             let key_s =
                 get_str(r, &p, "key")?.ok_or_else(|| (at(&p, "key"), "missing".to_string()))?;
             let key = parse_key(key_s).ok_or_else(|| {
@@ -509,6 +560,15 @@ impl Directory {
                 // The all-zero X25519 point has small order: every
                 // Diffie-Hellman result with it is zero (RFC 7748 §6.1).
                 return err(&at(&p, "key"), "all zeros is not a usable public key");
+            }
+            if is_small_order(&key) {
+                return err(
+                    &at(&p, "key"),
+                    format!(
+                        "`{key_s}` is an X25519 point of small order, not a usable public key \
+                         (every handshake secret with it would be zero)"
+                    ),
+                );
             }
             if let Some(x) = relays.iter().find(|x| x.key == key) {
                 return err(
@@ -863,11 +923,26 @@ pub enum PeerSel {
     Addr(SocketAddr),
 }
 
+/// How a config file writes the section `[emulation.NAME]`.
+fn emulation_section(name: &str) -> String {
+    if !name.is_empty()
+        && name
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+    {
+        format!("[emulation.{name}]")
+    } else {
+        format!("[emulation.{name:?}]")
+    }
+}
+
 fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>> {
     let mut out = Vec::new();
     let Some(t) = t else {
         return Ok(out);
     };
+    // The section names, in the order of `out`.
+    let mut names: Vec<&str> = Vec::new();
     for (name, v) in t {
         let p = format!("emulation.{name}");
         let Value::Table(e) = v else {
@@ -892,6 +967,19 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
                 ),
             );
         };
+        if let Some(i) = out.iter().position(|(s, _)| *s == sel) {
+            let PeerSel::Addr(a) = sel else {
+                unreachable!("one \"*\" key per table");
+            };
+            return err(
+                &p,
+                format!(
+                    "{} and {} are the same peer ({a}); give each peer one section",
+                    emulation_section(names[i]),
+                    emulation_section(name)
+                ),
+            );
+        }
         known(e, &p, &["delay", "loss", "rate", "queue", "seed"])?;
         let mut em = Emulation::default();
         if let Some(d) = get_dur_in(e, &p, "delay", EMULATION_DELAY_RANGE)? {
@@ -908,12 +996,19 @@ fn emulation(t: Option<&Table>, dir: &Directory) -> R<Vec<(PeerSel, Emulation)>>
                     format!("must be 1500 bytes (one datagram) to 1GiB, got {q} bytes"),
                 );
             }
+            if em.rate.is_none() {
+                return err(
+                    &at(&p, "queue"),
+                    "has no effect without rate (it holds what waits for the rate limit); set rate, or leave queue out",
+                );
+            }
             em.queue = q;
         }
         if let Some(s) = get_int(e, &p, "seed", 0, i64::MAX as u64)? {
             em.seed = s;
         }
         out.push((sel, em));
+        names.push(name);
     }
     Ok(out)
 }
@@ -1060,7 +1155,11 @@ impl RelayConfig {
         cfg.accept_clients = get_bool(&t, "", "accept_clients")
             .map_err(e)?
             .unwrap_or(true);
-        cfg.exit = exit_options(get_table(&t, "", "exit").map_err(e)?).map_err(e)?;
+        let exit = get_table(&t, "", "exit").map_err(e)?;
+        cfg.exit = exit_options(exit).map_err(e)?;
+        if let Some(w) = disabled_exit_warning(exit, cfg.exit.enabled) {
+            tracing::warn!("{file}: {w}");
+        }
         cfg.bandwidth = bandwidth(get_table(&t, "", "bandwidth").map_err(e)?).map_err(e)?;
         cfg.limits = limits(get_table(&t, "", "limits").map_err(e)?).map_err(e)?;
         cfg.link = link_options(get_table(&t, "", "link").map_err(e)?).map_err(e)?;
@@ -1103,6 +1202,27 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
     if let Some(b) = get_bool(t, p, "reject_private")? {
         o.policy.reject_private = b;
     }
+    if let Some((i, why)) = o.policy.unreachable_rule() {
+        let rule = o.policy.rules[i];
+        return err(
+            &format!("exit.policy[{i}]"),
+            match why {
+                Unreachable::AfterCatchAll(j) => format!(
+                    "`{rule}` can never match: exit.policy[{j}] `{}` matches every address and port first (remove the rules after it)",
+                    o.policy.rules[j]
+                ),
+                Unreachable::PrivateRejected(range) => format!(
+                    "`{rule}` can never match: reject_private (true by default) refuses {} before the rules; \
+                     to reach it set reject_private = false, and add \"reject private:*\" after the rules \
+                     to keep refusing the rest",
+                    match range {
+                        AddrPattern::Private => "the private ranges".to_string(),
+                        r => format!("{r} (a private range)"),
+                    }
+                ),
+            },
+        );
+    }
     if let Some(d) = get_str(t, p, "default")? {
         o.policy.default = match d {
             "accept" => Verdict::Accept,
@@ -1119,6 +1239,25 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
         o.connect_timeout = d;
     }
     Ok(o)
+}
+
+/// A warning for `[exit]` keys that have no effect because the relay is
+/// not an exit.
+fn disabled_exit_warning(t: Option<&Table>, enabled: bool) -> Option<String> {
+    let t = t?;
+    let unused: Vec<String> = t
+        .keys()
+        .filter(|k| *k != "enabled")
+        .map(|k| format!("exit.{k}"))
+        .collect();
+    if enabled || unused.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "this relay is not an exit (exit.enabled is false), so {} {} no effect (set enabled = true to make it one)",
+        unused.join(", "),
+        if unused.len() == 1 { "has" } else { "have" }
+    ))
 }
 
 fn bandwidth(t: Option<&Table>) -> R<Option<BucketConfig>> {
@@ -1428,7 +1567,27 @@ flags = ["exit"]
                 ),
                 (
                     "[emulation.r2]\nloss = 2.0\n",
-                    "relay.toml: emulation.r2.loss: must be between 0 and 1",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got 2",
+                ),
+                (
+                    "[emulation.r2]\nloss = 1.0\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1 (a loss of 1 drops every datagram, so no link could come up), got 1",
+                ),
+                (
+                    "[emulation.r2]\nloss = \"100%\"\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1",
+                ),
+                (
+                    "[emulation.r2]\nloss = -0.01\n",
+                    "relay.toml: emulation.r2.loss: must be at least 0 and below 1",
+                ),
+                (
+                    "[emulation.r2]\nqueue = \"64KiB\"\n",
+                    "relay.toml: emulation.r2.queue: has no effect without rate (it holds what waits for the rate limit); set rate, or leave queue out",
+                ),
+                (
+                    "[emulation.r2]\ndelay = \"1ms\"\n[emulation.\"127.0.0.1:9002\"]\nloss = 0.1\n",
+                    "relay.toml: emulation.r2: [emulation.\"127.0.0.1:9002\"] and [emulation.r2] are the same peer (127.0.0.1:9002); give each peer one section",
                 ),
                 (
                     "[limits]\ncircuit_queue = 0\n",
@@ -1470,6 +1629,83 @@ flags = ["exit"]
             let e = RelayConfig::parse(&bad_dir, "relay.toml", base).unwrap_err();
             assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
         });
+    }
+
+    #[test]
+    fn exit_rules_that_can_never_match_are_refused() {
+        with_dir(|base| {
+            let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n[exit]\nenabled = true\n";
+            for (extra, want) in [
+                (
+                    "policy = [\"accept *:*\", \"reject *:18080\"]\n",
+                    "relay.toml: exit.policy[1]: `reject *:18080` can never match: exit.policy[0] `accept *:*` matches every address and port first (remove the rules after it)",
+                ),
+                (
+                    "policy = [\"reject *:25\", \"reject *:0-65535\", \"accept 1.2.3.4/32:80\"]\nreject_private = false\n",
+                    "relay.toml: exit.policy[2]: `accept 1.2.3.4/32:80` can never match: exit.policy[1] `reject *:*` matches every address and port first (remove the rules after it)",
+                ),
+                (
+                    "policy = [\"accept 127.0.0.1/32:*\"]\n",
+                    "relay.toml: exit.policy[0]: `accept 127.0.0.1/32:*` can never match: reject_private (true by default) refuses 127.0.0.0/8 (a private range) before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                ),
+                (
+                    "policy = [\"accept private:22\"]\nreject_private = true\n",
+                    "relay.toml: exit.policy[0]: `accept private:22` can never match: reject_private (true by default) refuses the private ranges before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                ),
+                (
+                    "policy = [\"accept 10.0.0.1/8:*\"]\n",
+                    "relay.toml: exit.policy[0]: `accept 10.0.0.1/8:*`: `10.0.0.1/8` has bits set after the /8 prefix; did you mean 10.0.0.0/8?",
+                ),
+            ] {
+                let e = RelayConfig::parse(&format!("{ok}{extra}"), "relay.toml", base).unwrap_err();
+                assert_eq!(e.to_string(), want, "{extra:?}");
+            }
+            // The review's policy, without its dead rule: reject_private
+            // still refuses loopback and link-local addresses first.
+            let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+            let c = RelayConfig::parse(
+                &format!(
+                    "{ok}policy = [\"reject *:18080\", \"accept *:*\"]\ndefault = \"reject\"\n"
+                ),
+                "relay.toml",
+                base,
+            )
+            .unwrap();
+            assert!(!c.exit.policy.allows(ip("127.0.0.1"), 80));
+            assert!(!c.exit.policy.allows(ip("169.254.169.254"), 80));
+            assert!(!c.exit.policy.allows(ip("8.8.8.8"), 18080));
+            assert!(c.exit.policy.allows(ip("8.8.8.8"), 80));
+            // With reject_private off, a rule reaches loopback.
+            let c = RelayConfig::parse(
+                &format!("{ok}reject_private = false\npolicy = [\"accept 127.0.0.1/32:*\", \"reject private:*\"]\n"),
+                "relay.toml",
+                base,
+            )
+            .unwrap();
+            assert!(c.exit.policy.allows(ip("127.0.0.1"), 80));
+            assert!(!c.exit.policy.allows(ip("127.0.0.2"), 80));
+        });
+    }
+
+    #[test]
+    fn exit_keys_of_a_relay_that_is_not_an_exit_are_warned_about() {
+        let table = |s: &str| s.parse::<Table>().unwrap();
+        let t = table("enabled = false\npolicy = [\"reject *:25\"]\n");
+        assert_eq!(
+            disabled_exit_warning(Some(&t), false).as_deref(),
+            Some("this relay is not an exit (exit.enabled is false), so exit.policy has no effect (set enabled = true to make it one)")
+        );
+        let t = table("policy = []\ndefault = \"reject\"\n");
+        assert_eq!(
+            disabled_exit_warning(Some(&t), false).as_deref(),
+            Some("this relay is not an exit (exit.enabled is false), so exit.default, exit.policy have no effect (set enabled = true to make it one)")
+        );
+        assert_eq!(disabled_exit_warning(Some(&t), true), None);
+        assert_eq!(
+            disabled_exit_warning(Some(&table("enabled = false\n")), false),
+            None
+        );
+        assert_eq!(disabled_exit_warning(None, false), None);
     }
 
     #[test]
@@ -1560,7 +1796,7 @@ flags = ["exit"]
                     "relay.toml: emulation.r2.delay: must be 0s to 10s, got `1h`",
                 ),
                 (
-                    "[emulation.r2]\nqueue = 0\n",
+                    "[emulation.r2]\nrate = \"1MB/s\"\nqueue = 0\n",
                     "relay.toml: emulation.r2.queue: must be 1500 bytes (one datagram) to 1GiB, got 0 bytes",
                 ),
             ];
@@ -1570,14 +1806,17 @@ flags = ["exit"]
                 assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
             }
             // The bounds themselves, and a zero where zero means "off", pass.
-            let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nqueue = 1500\n";
+            let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nloss = 0.999\nrate = \"1MB/s\"\nqueue = 1500\n[emulation.\"127.0.0.1:9001\"]\nloss = 0\n";
             let c = RelayConfig::parse(&format!("{ok}{edges}"), "relay.toml", base).unwrap();
             assert_eq!(c.link.handshake_timeout, Duration::from_millis(1));
             assert_eq!(c.link.idle_timeout, Duration::from_secs(3600));
             assert_eq!(c.link.socket_buffer, 64 << 10);
             assert_eq!(c.exit.connect_timeout, Duration::from_secs(3600));
-            assert_eq!(c.emulation[0].1.delay, Duration::from_secs(10));
-            assert_eq!(c.emulation[0].1.queue, 1500);
+            assert_eq!(c.emulation[1].1.delay, Duration::from_secs(10));
+            assert_eq!(c.emulation[1].1.loss, 0.999);
+            assert_eq!(c.emulation[1].1.queue, 1500);
+            // Two peers (r1's address and r2), two sections.
+            assert_eq!(c.emulation.len(), 2);
 
             let proxy = "directory = \"dir.toml\"\n";
             let e = ProxyConfig::parse(
@@ -1677,15 +1916,35 @@ flags = ["exit"]
     }
 
     #[test]
+    fn generated_keys_are_accepted_in_the_directory() {
+        for i in 0..8 {
+            let key = hopwise_proto::link::Keypair::generate().public;
+            let text = format!(
+                "[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n",
+                hopwise_proto::link::hex(&key)
+            );
+            let d = Directory::parse(&text, "d.toml").unwrap_or_else(|e| panic!("{i}: {e}"));
+            assert_eq!(d.relays[0].key, key);
+        }
+    }
+
+    #[test]
     fn bad_directories() {
         for (text, want) in [
             ("", "relay: the directory lists no relays"),
             ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
             ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
+            ("[[relays]]\nname = \"a\"\n", "relays: unknown key; did you mean `relay`? (a directory has only [[relay]] tables)"),
+            ("name = \"r1\"\nlisten = \"127.0.0.1:9001\"\n", "is not a directory file: unknown key `listen` (a directory has only [[relay]] tables)"),
             ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
             ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing (every relay needs a name)"),
+            ("[[relay]]\nname = \"a\"\naddress = \"0.0.0.0:19101\"\n", "relay.a.address: 0.0.0.0:19101: 0.0.0.0 is the unspecified address, which nobody can send to; give the address the relay is reached at"),
+            ("[[relay]]\nname = \"a\"\naddress = \"[::]:19101\"\n", "relay.a.address: [::]:19101: :: is the unspecified address"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:0\"\n", "relay.a.address: 127.0.0.1:0: port 0 is not a port anybody can send to; give the port the relay listens on"),
             (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n", "0".repeat(64)), "relay.a.key: all zeros is not a usable public key"),
+            (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"01{}\"\n", "0".repeat(62)), "relay.a.key: `0100000000000000000000000000000000000000000000000000000000000000` is an X25519 point of small order, not a usable public key (every handshake secret with it would be zero)"),
+            ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800\"\n", "relay.a.key: `e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800` is an X25519 point of small order"),
             (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\n", "02".repeat(32)), "relay.r3.key: the same key is listed for relay `r2`"),
             (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9002\"\nkey = \"{}\"\n", "03".repeat(32)), "relay.r3.address: 127.0.0.1:9002 is also relay `r2`'s address"),
         ] {

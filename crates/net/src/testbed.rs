@@ -6,6 +6,7 @@
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
 use crate::keys;
+use hopwise_proto::circuit::policy::{Rule, Verdict};
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -37,7 +38,11 @@ pub struct LabOptions {
     /// The relays' UDP addresses (default: free ports on 127.0.0.1), e.g.
     /// one network namespace each in the lab.
     pub relay_addresses: Option<[SocketAddr; 3]>,
-    /// Exit-policy rules before the default ones, e.g. `"accept 10.0.0.0/8:*"`.
+    /// Exit-policy rules, e.g. `"accept 10.0.0.0/8:*"`. If one of them (or
+    /// `allow_loopback_exit`) accepts private addresses, the exit's file
+    /// turns `reject_private` off and ends the rules with
+    /// `"reject private:*"`, so that the rules reach those addresses and the
+    /// other private ranges stay refused.
     pub exit_policy: Vec<String>,
 }
 
@@ -80,10 +85,21 @@ fn emulation_toml(e: &Emulation) -> String {
     let _ = writeln!(s, "loss = {}", e.loss);
     if let Some(r) = e.rate {
         let _ = writeln!(s, "rate = \"{}B/s\"", r);
+        let _ = writeln!(s, "queue = {}", e.queue);
     }
-    let _ = writeln!(s, "queue = {}", e.queue);
     let _ = writeln!(s, "seed = {}", e.seed);
     s
+}
+
+/// Whether one of `rules` accepts only private addresses, so that it needs
+/// `reject_private = false`.
+fn accepts_private(rules: &[String]) -> Result<bool, StartError> {
+    let mut any = false;
+    for r in rules {
+        let r = Rule::parse(r).map_err(|e| StartError(format!("exit policy: {e}")))?;
+        any |= r.verdict == Verdict::Accept && r.addr.private_range().is_some();
+    }
+    Ok(any)
 }
 
 /// Writes keys, the directory and the config files of three relays (the
@@ -133,6 +149,16 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
                 rules.push("accept 127.0.0.1/32:*".to_string());
             }
             rules.extend(o.exit_policy.iter().cloned());
+            if accepts_private(&rules)? {
+                // reject_private would refuse private addresses before the
+                // rules; the last rule refuses the other private ranges.
+                s.push_str(
+                    "# A rule accepts private addresses, which reject_private would refuse first,\n\
+                     # so it is off and the last rule refuses the other private ranges.\n\
+                     reject_private = false\n",
+                );
+                rules.push("reject private:*".to_string());
+            }
             if !rules.is_empty() {
                 let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();
                 let _ = writeln!(s, "policy = [{}]", quoted.join(", "));
@@ -407,14 +433,25 @@ mod tests {
         let exit = &relays[2];
         assert!(exit.exit.enabled);
         let ip = |s: &str| s.parse::<std::net::IpAddr>().unwrap();
-        // Both rules, and the default refusal of the other private ranges.
+        // Both rules, and the refusal of the other private ranges (by the
+        // rule that follows them: reject_private is off to let them through).
+        assert!(!exit.exit.policy.reject_private);
         assert!(exit.exit.policy.allows(ip("10.202.0.5"), 5001));
         assert!(exit.exit.policy.allows(ip("127.0.0.1"), 80));
         assert!(!exit.exit.policy.allows(ip("10.1.0.1"), 80));
+        assert!(!exit.exit.policy.allows(ip("169.254.169.254"), 80));
         let proxy = ProxyConfig::load(&files.proxy).unwrap();
         assert_eq!(proxy.directory.relays[0].address, addrs[0]);
         // The proxy's links are not bound to loopback, so that it can reach relays elsewhere.
         assert!(proxy.listen.ip().is_unspecified());
+        // Rules that accept no private range leave reject_private on.
+        o.allow_loopback_exit = false;
+        o.exit_policy = vec!["reject *:25".into(), "accept *:*".into()];
+        let files = write_lab(&o).unwrap();
+        let exit = RelayConfig::load(&files.relays[2]).unwrap();
+        assert!(exit.exit.policy.reject_private);
+        assert_eq!(exit.exit.policy.rules.len(), 2);
+        assert!(!exit.exit.policy.allows(ip("127.0.0.1"), 80));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -106,6 +106,17 @@ fn the_directory_and_key_file_keys_name_their_problems() {
         e.contains("relay1.toml: directory: is empty; name a file"),
         "{e}"
     );
+    // Another relay's config where the directory belongs: the message says
+    // the file was read as a directory.
+    let e = relay_err(with(&relay, dir, "directory = \"relay2.toml\""));
+    assert_eq!(
+        e,
+        format!(
+            "{}: directory: {} is not a directory file: unknown key `directory` (a directory has only [[relay]] tables)",
+            files.relays[0].display(),
+            files.relays[1].display()
+        )
+    );
     // An oversized file is refused before it is read.
     let big = d.path().join("big.toml");
     let f = std::fs::File::create(&big).unwrap();

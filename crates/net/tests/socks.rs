@@ -170,6 +170,36 @@ fn default_exit_policy_refuses_private_ranges() {
     lab.shutdown();
 }
 
+#[test]
+fn a_catch_all_accept_does_not_reach_private_addresses() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = LabOptions::new(d.path());
+    // reject_private (the default) refuses private addresses before the rules.
+    o.exit_policy = vec!["accept *:*".into()];
+    let lab = Lab::start(&o).unwrap();
+    let socks = lab.socks();
+    let rt = common::runtime();
+    rt.block_on(async {
+        lab.wait_ready(Duration::from_secs(30)).await.unwrap();
+        // A server listens, so a connect would succeed: 0x02 is the policy.
+        let server = testbed::start_file_server(5, 1000).await.unwrap();
+        let ok = [5u8, 1, 0];
+        for (host, port) in [
+            ("127.0.0.1", server.port()),
+            ("169.254.169.254", 80),
+            ("10.0.0.1", 80),
+            ("::ffff:127.0.0.1", server.port()),
+        ] {
+            assert_eq!(
+                exchange(socks, &ok, &connect(host, port)).await,
+                (Some(0), Some(0x02)),
+                "{host}"
+            );
+        }
+    });
+    lab.shutdown();
+}
+
 /// Whether the proxy closes `s` within `limit` (EOF or an error), as opposed
 /// to answering with bytes or keeping it open.
 async fn closed_within(s: &mut TcpStream, limit: Duration) -> Result<bool, Vec<u8>> {

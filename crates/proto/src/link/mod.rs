@@ -267,6 +267,25 @@ impl Keypair {
     }
 }
 
+/// Whether `public` is an X25519 public key of small order (0, 1, the
+/// points of order 2, 4 and 8, and their other encodings): every
+/// Diffie-Hellman result with it is zero, whatever the private key
+/// (RFC 7748 §6.1). X25519 clamps every private key to a multiple of the
+/// cofactor 8, which takes such a point, and only such a point, to the
+/// identity, encoded as all zeros; so one X25519 with a fixed private key
+/// finds them all.
+pub fn is_small_order(public: &[u8; 32]) -> bool {
+    use snow::params::DHChoice;
+    use snow::resolvers::{CryptoResolver, DefaultResolver};
+    let mut dh = DefaultResolver
+        .resolve_dh(&DHChoice::Curve25519)
+        .expect("curve25519 is built in");
+    // Any private key will do; clamping makes it a multiple of 8.
+    dh.set(&[0x5a; 32]);
+    let mut shared = [0u8; 32];
+    dh.dh(public, &mut shared).is_err() || shared == [0; 32]
+}
+
 /// 32 bytes from the operating system's random source (a cookie secret).
 pub fn random_secret() -> [u8; 32] {
     use snow::resolvers::{CryptoResolver, DefaultResolver};

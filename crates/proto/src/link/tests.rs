@@ -993,4 +993,32 @@ fn close_reasons_round_trip() {
     assert_eq!(CloseReason::from_u8(0), CloseReason::Shutdown);
     assert_eq!(CloseReason::from_u8(1), CloseReason::Full);
     assert_eq!(CloseReason::from_u8(2), CloseReason::NoClients);
+
+#[test]
+fn small_order_keys_are_recognised() {
+    // libsodium's list of X25519 points of small order (and non-canonical
+    // encodings of them): u = 0, 1, the two points of order 8, p - 1, p,
+    // p + 1, and the same with the top bit set (which X25519 ignores).
+    for h in [
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "0100000000000000000000000000000000000000000000000000000000000000",
+        "e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800",
+        "5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157",
+        "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+        "0000000000000000000000000000000000000000000000000000000000000080",
+        "0100000000000000000000000000000000000000000000000000000000000080",
+    ] {
+        let k = parse_key(h).unwrap();
+        assert!(is_small_order(&k), "{h}");
+    }
+    // Real keys are not, and neither is u = 9 (the base point).
+    for _ in 0..32 {
+        let k = Keypair::generate().public;
+        assert!(!is_small_order(&k), "{}", hex(&k));
+    }
+    let mut nine = [0u8; 32];
+    nine[0] = 9;
+    assert!(!is_small_order(&nine));
 }
