@@ -993,6 +993,7 @@ fn close_reasons_round_trip() {
     assert_eq!(CloseReason::from_u8(0), CloseReason::Shutdown);
     assert_eq!(CloseReason::from_u8(1), CloseReason::Full);
     assert_eq!(CloseReason::from_u8(2), CloseReason::NoClients);
+}
 
 #[test]
 fn small_order_keys_are_recognised() {
