@@ -34,9 +34,15 @@
 //!   from spoofed addresses, so counting them against `max_clients` would
 //!   let anyone lock new clients out. A copy of an answered INIT from
 //!   another address is dropped before any Diffie-Hellman work, so it
-//!   cannot replace the real initiator's session. A client that confirms
-//!   when `max_clients` is already reached is dropped silently (there is no
-//!   refusal message); it finds out when its link times out.
+//!   cannot replace the real initiator's session. A new client's INIT when
+//!   `max_clients` is reached (or `accept_clients` is off) is answered and
+//!   closed at once with a CLOSE frame, keeping nothing; so is a client
+//!   that confirms after the last slot went to another.
+//! * **Closing:** the link layer's own frame, `CLOSE := 0xff reason:u8`
+//!   ([`CloseReason`]), sealed like any frame, takes the link down at the
+//!   receiver at once ([`LinkEvent::Closed`]). A node that stops sends it
+//!   on every link ([`Links::close_all`]). The next handshake to a peer
+//!   that closed our last link gives up after [`CLOSED_PEER_GIVE_UP`].
 //! * **Cookies under load** (after WireGuard's cookie reply, simplified).
 //!   Answering an INIT costs Diffie-Hellman work, and INITs from spoofed
 //!   addresses cost an attacker nothing. A responder that has done the
