@@ -1399,6 +1399,9 @@ impl ProxyConfig {
         cfg.path = get_str_list(&t, "", "path").map_err(e)?;
         let desc = format!("the directory {}", dir_path.display());
         check_path(&cfg.directory, &desc, cfg.path.as_deref()).map_err(e)?;
+        for w in path_warnings(&cfg.directory, &desc, cfg.path.as_deref()) {
+            tracing::warn!("{file}: {w}");
+        }
         cfg.key_file = get_path(&t, "key_file")
             .map_err(e)?
             .map(|k| resolve(base, &k));
@@ -1421,6 +1424,46 @@ impl ProxyConfig {
         }
         Ok(cfg)
     }
+}
+
+/// What a proxy's `path` (checked by `check_path`) will do that its
+/// operator may not expect: random paths shorter than three relays, or not
+/// starting at a relay flagged `guard`; an explicit path whose entry has no
+/// `guard` flag. The proxy still runs.
+fn path_warnings(dir: &Directory, dir_desc: &str, path: Option<&[String]>) -> Vec<String> {
+    let mut w = Vec::new();
+    match path {
+        None => {
+            let n = dir.relays.len();
+            if n < 3 {
+                w.push(format!(
+                    "random paths will have {n} relay{} ({dir_desc} lists {n}; a full path is a guard, a middle and an exit)",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            // The exit is chosen first, then a guard other than it
+            // (`choose_path`), or any relay if there is none.
+            let guards: Vec<_> = dir.relays.iter().filter(|r| r.guard).collect();
+            let lone_exit_guard = guards.len() == 1 && guards[0].exit;
+            if n > 1 && (guards.is_empty() || lone_exit_guard) {
+                w.push(format!(
+                    "{dir_desc} flags {} as a guard, so random paths {}start at any relay (add \"guard\" to the flags of the relays that may be entries)",
+                    if guards.is_empty() { "no relay".to_string() } else { format!("only the exit `{}`", guards[0].name) },
+                    if guards.is_empty() { "" } else { "that end there " },
+                ));
+            }
+        }
+        Some(path) if path.len() > 1 => {
+            if dir.find(&path[0]).is_some_and(|i| !dir.relays[i].guard) {
+                w.push(format!(
+                    "path[0]: `{}` has no \"guard\" flag in {dir_desc}, but it is this path's entry",
+                    path[0]
+                ));
+            }
+        }
+        Some(_) => {}
+    }
+    w
 }
 
 /// The most relays a path may name (the entry and `MAX_HOPS` more).
@@ -1524,6 +1567,53 @@ flags = ["exit"]
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("dir.toml"), DIR).unwrap();
         f(d.path());
+    }
+
+    #[test]
+    fn paths_that_skip_guards_or_hops_are_warned_about() {
+        let base = Directory::parse(DIR, "dir.toml").unwrap();
+        let d = "the directory dir.toml";
+        let w = |dir: &Directory, path: Option<&[&str]>| {
+            let path: Option<Vec<String>> = path.map(|p| p.iter().map(|s| s.to_string()).collect());
+            path_warnings(dir, d, path.as_deref())
+        };
+        // r1 guard, r2 exit: random paths have two relays.
+        assert_eq!(
+            w(&base, None),
+            vec!["random paths will have 2 relays (the directory dir.toml lists 2; a full path is a guard, a middle and an exit)"]
+        );
+        let mut third = base.clone();
+        let mut r3 = third.relays[0].clone();
+        r3.name = "r3".into();
+        r3.guard = false;
+        third.relays.push(r3);
+        assert!(w(&third, None).is_empty());
+        // No guard at all; the only guard is the exit.
+        let mut none = third.clone();
+        none.relays[0].guard = false;
+        let got = w(&none, None);
+        assert_eq!(got.len(), 1);
+        assert!(
+            got[0].contains("flags no relay as a guard, so random paths start at any relay"),
+            "{got:?}"
+        );
+        let mut lone = none.clone();
+        lone.relays[1].guard = true;
+        let got = w(&lone, None);
+        assert!(
+            got[0].contains(
+                "only the exit `r2` as a guard, so random paths that end there start at any relay"
+            ),
+            "{got:?}"
+        );
+        // An explicit path: its entry should be a guard.
+        assert!(w(&base, Some(&["r1", "r2"])).is_empty());
+        assert!(w(&base, Some(&["r2"])).is_empty());
+        let got = w(&none, Some(&["r1", "r2"]));
+        assert_eq!(
+            got,
+            vec!["path[0]: `r1` has no \"guard\" flag in the directory dir.toml, but it is this path's entry"]
+        );
     }
 
     #[test]
