@@ -354,12 +354,13 @@ pub fn claims_table(claims: &[Claim]) -> String {
             Verdict::Differs => "DIFFERS",
             Verdict::Info => "info   ",
         };
-        // The claim in full (the paper's statement and our criterion) only
-        // when the headline left something out.
+        // The headline, then what it left out (our criterion, the paper's
+        // numbers) on a line of its own, without repeating the headline.
         let head = short(&c.claim);
         s.push_str(&format!("[{mark}] {}: {head}\n", c.figure));
-        if head.len() < c.claim.trim_end().len() {
-            s.push_str(&format!("          claim: {}\n", c.claim));
+        let rest = c.claim[head.len()..].trim_start_matches([';', '.', ' ']);
+        if !rest.trim_end().is_empty() {
+            s.push_str(&format!("          {}\n", rest.trim_end()));
         }
         s.push_str(&format!("          ours:  {}\n", c.measured));
     }
@@ -413,8 +414,11 @@ mod tests {
             verdict: Verdict::Holds,
         };
         let t = claims_table(&[c("r is 3"), c("r is 3; paper: about 3")]);
-        assert_eq!(t.matches("claim: ").count(), 1, "{t}");
-        assert!(t.contains("claim: r is 3; paper: about 3"), "{t}");
+        assert_eq!(t.matches("r is 3").count(), 2, "each headline once: {t}");
+        assert_eq!(t.matches("paper: about 3").count(), 1, "{t}");
+        assert!(t.contains("\n          paper: about 3\n"), "{t}");
+        let t = claims_table(&[c("Eq. 11 fits. More text.")]);
+        assert!(t.contains("] Fig. 1: Eq. 11 fits\n          More text.\n"), "{t}");
     }
 
     #[test]
