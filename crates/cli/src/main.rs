@@ -34,7 +34,7 @@ enum Cmd {
         /// Scenario file (TOML). Without it, runs the built-in demo scenario.
         file: Option<PathBuf>,
         /// Override the scenario's seed.
-        #[arg(long)]
+        #[arg(long, allow_negative_numbers = true)]
         seed: Option<u64>,
         /// Output directory.
         #[arg(long, default_value = "out")]
@@ -139,7 +139,12 @@ enum Cmd {
         #[arg(long, default_value_t = 60, requires = "tor")]
         secs: u64,
         /// With `--tor`: seed of the network's draws and the simulation.
-        #[arg(long, default_value_t = 1, requires = "tor")]
+        #[arg(
+            long,
+            default_value_t = 1,
+            requires = "tor",
+            allow_negative_numbers = true
+        )]
         seed: u64,
         /// With `--tor`: write summary.json (one entry per run) into this directory.
         #[arg(long, requires = "tor")]

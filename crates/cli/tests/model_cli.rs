@@ -116,3 +116,23 @@ fn clap_names_the_alternatives_and_conflicts() {
         "{stderr}"
     );
 }
+
+/// A negative number given as its own word reaches the model's checks
+/// (clap would otherwise take it for a flag: "unexpected argument '-1'").
+#[test]
+fn a_negative_number_gets_the_model_s_message() {
+    let out = pendulum(&[
+        "--rtt",
+        "200ms",
+        "--down-buffer",
+        "60kB",
+        "--target-r",
+        "-1",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("--target-r: `-1` is not a positive number"),
+        "{err}"
+    );
+}

@@ -418,7 +418,10 @@ mod tests {
         assert_eq!(t.matches("paper: about 3").count(), 1, "{t}");
         assert!(t.contains("\n          paper: about 3\n"), "{t}");
         let t = claims_table(&[c("Eq. 11 fits. More text.")]);
-        assert!(t.contains("] Fig. 1: Eq. 11 fits\n          More text.\n"), "{t}");
+        assert!(
+            t.contains("] Fig. 1: Eq. 11 fits\n          More text.\n"),
+            "{t}"
+        );
     }
 
     #[test]
