@@ -43,7 +43,7 @@ fn unreachable_target_exits_non_zero() {
     let out = pendulum(&["--rtt", "200ms", "--down-buffer", "60kB", "--target-r", "k"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(stdout.contains("Eq. 6-10 solved for B_u"), "{stdout}");
+    assert!(stdout.contains("solving Eq. 6-10 for B_u"), "{stdout}");
 }
 
 #[test]
