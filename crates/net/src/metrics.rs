@@ -5,6 +5,7 @@ use crate::accept::{serve_capped, Gate};
 use crate::core::{Cmd, Snapshot};
 use hopwise_proto::backtap::HopStats;
 use hopwise_proto::circuit::Role;
+use hopwise_proto::time::Dur;
 use std::fmt::Write as _;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,6 +39,24 @@ impl W {
     }
 }
 
+/// A duration in seconds, written exactly (nanosecond digits, trailing
+/// zeros dropped): `0.000160651`, not the float noise of `as_secs_f64`
+/// (`0.00016065100000000002`).
+struct Secs(Dur);
+
+impl std::fmt::Display for Secs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ns = self.0.as_nanos();
+        let frac = format!("{:09}", ns % 1_000_000_000);
+        let frac = frac.trim_end_matches('0');
+        if frac.is_empty() {
+            write!(f, "{}", ns / 1_000_000_000)
+        } else {
+            write!(f, "{}.{frac}", ns / 1_000_000_000)
+        }
+    }
+}
+
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
@@ -54,7 +73,7 @@ pub fn render(s: &Snapshot) -> String {
         "uptime_seconds",
         "gauge",
         "Seconds since the node started.",
-        s.uptime.as_secs_f64(),
+        Secs(s.uptime),
     );
     w.head(
         "circuits",
@@ -292,7 +311,7 @@ pub fn render(s: &Snapshot) -> String {
             w.val(
                 "circuit_srtt_seconds",
                 &format!("circuit=\"{}\",dir=\"{d}\"", c.id),
-                h.srtt.as_secs_f64(),
+                Secs(h.srtt),
             );
         }
     }
@@ -370,4 +389,17 @@ async fn scrape(mut s: TcpStream, cmd: mpsc::UnboundedSender<Cmd>) {
     let _ = s.write_all(head.as_bytes()).await;
     let _ = s.write_all(body.as_bytes()).await;
     let _ = s.shutdown().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_written_exactly() {
+        assert_eq!(Secs(Dur::from_nanos(160_651)).to_string(), "0.000160651");
+        assert_eq!(Secs(Dur::from_secs(3)).to_string(), "3");
+        assert_eq!(Secs(Dur::from_millis(2_500)).to_string(), "2.5");
+        assert_eq!(Secs(Dur::ZERO).to_string(), "0");
+    }
 }
