@@ -477,14 +477,16 @@ pub fn bench_tor(
     out: Option<&Path>,
 ) -> Result<()> {
     use hopwise_repro::backtap_network::scale::{run_with, ScaleParams};
-    if let Some(out) = out {
-        // Before the run, which takes minutes at the defaults.
-        prepare_out(out)?;
-    }
     let p = ScaleParams {
         seed,
         ..ScaleParams::new(transport, relays, circuits, secs)
     };
+    // Bad flags are refused before anything is printed or created.
+    p.check()?;
+    if let Some(out) = out {
+        // Before the run, which takes minutes at the defaults.
+        prepare_out(out)?;
+    }
     println!(
         "bench --tor: {transport}, {relays} relays, {circuits} circuits ({:.0} % bulk 5 MiB, the rest web 320 KiB, think 1–20 s, starts over the first {} s), {secs} s simulated, seed {seed}",
         100.0 * p.bulk_fraction,

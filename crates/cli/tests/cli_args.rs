@@ -72,3 +72,33 @@ fn any_u64_seed_is_accepted() {
     assert_eq!(s["duration_s"].as_f64(), Some(60.0));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `bench --tor` refuses bad flags before it prints its header or creates
+/// `--out`, naming the flag.
+#[test]
+fn bench_tor_flags_are_checked_before_anything_happens() {
+    let d = scratch("bench-tor");
+    let out = d.join("results");
+    for (args, flag) in [
+        (vec!["--relays", "2"], "--relays 2:"),
+        (vec!["--circuits", "0"], "--circuits 0:"),
+        (vec!["--secs", "0"], "--secs 0:"),
+        (
+            vec!["--transport", "foo"],
+            "--transport: unknown transport `foo`",
+        ),
+    ] {
+        let mut a = vec!["bench", "--tor", "--out", out.to_str().unwrap()];
+        a.extend(args);
+        let o = hopwise(&a);
+        assert!(!o.status.success());
+        assert!(stderr(&o).contains(flag), "{}", stderr(&o));
+        assert!(
+            o.stdout.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert!(!out.exists(), "--out was created");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

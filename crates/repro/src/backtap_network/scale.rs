@@ -81,13 +81,16 @@ impl ScaleParams {
         (self.secs as f64 / 2.0).min(30.0)
     }
 
-    fn check(&self) -> anyhow::Result<Transport> {
+    /// The parameters' errors, named by their `bench --tor` flags; also
+    /// run by [`run_with`], so a caller may check before printing anything.
+    pub fn check(&self) -> anyhow::Result<Transport> {
         anyhow::ensure!(
             self.relays >= 3,
-            "at least 3 relays are needed for a circuit"
+            "--relays {}: at least 3 relays are needed for a circuit",
+            self.relays
         );
-        anyhow::ensure!(self.circuits >= 1, "at least one circuit");
-        anyhow::ensure!(self.secs >= 1, "at least one simulated second");
+        anyhow::ensure!(self.circuits >= 1, "--circuits 0: at least one circuit");
+        anyhow::ensure!(self.secs >= 1, "--secs 0: at least one simulated second");
         // Far beyond what fits in memory or a day of wall time, and below
         // the overflow of the nanosecond clock (about 584 years).
         anyhow::ensure!(
@@ -111,7 +114,7 @@ impl ScaleParams {
         );
         transport(&self.transport).ok_or_else(|| {
             anyhow::anyhow!(
-                "unknown transport `{}` (backtap, vanilla, pctcp, n23, tor-vegas or a variant such as backtap-100ms)",
+                "--transport: unknown transport `{}` (backtap, vanilla, pctcp, n23, tor-vegas or a variant such as backtap-100ms)",
                 self.transport
             )
         })
