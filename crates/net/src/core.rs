@@ -432,6 +432,27 @@ impl Core {
                 }
                 if let Some(cl) = self.client.as_mut() {
                     if cl.circuit == Some(circuit) {
+                        // A configured path refused for a reason that the
+                        // next attempt will meet again: the requests that
+                        // wait for it fail now, not after connect_timeout.
+                        let hopeless = !cl.ready
+                            && cl.path.is_some()
+                            && matches!(
+                                reason,
+                                DestroyReason::NotExit
+                                    | DestroyReason::UnknownRelay
+                                    | DestroyReason::LinkRefused
+                            );
+                        if hopeless && !cl.waiting.is_empty() {
+                            tracing::warn!(
+                                node = %self.name,
+                                requests = cl.waiting.len(),
+                                "failing the SOCKS requests that wait for a circuit: the configured path cannot be built ({reason}); retrying"
+                            );
+                            for (_, _, reply, _) in cl.waiting.drain(..) {
+                                let _ = reply.send(Err(EndReason::Misc));
+                            }
+                        }
                         cl.circuit = None;
                         cl.ready = false;
                         cl.rebuild_at = Some(now + cl.backoff);

@@ -330,3 +330,44 @@ fn socks_connections_are_capped_and_slow_handshakes_time_out() {
     });
     lab.shutdown();
 }
+
+/// A configured path that a relay refuses for good (here its exit is not
+/// enabled, though the directory flags it): the SOCKS requests that wait
+/// for the circuit get a general failure (0x01) as soon as the refusal
+/// comes back, not the timeout reply after `connect_timeout` (30 s).
+#[test]
+fn requests_waiting_for_a_hopeless_path_fail_at_once() {
+    let d = tempfile::tempdir().unwrap();
+    let o = LabOptions::new(d.path());
+    let files = testbed::write_lab(&o).unwrap();
+    let exit = &files.relays[2];
+    let text = std::fs::read_to_string(exit).unwrap();
+    assert!(text.contains("enabled = true"), "{text}");
+    std::fs::write(exit, text.replace("enabled = true", "enabled = false")).unwrap();
+    let relays: Vec<_> = files
+        .relays
+        .iter()
+        .map(|p| {
+            hopwise_net::spawn_relay(hopwise_net::config::RelayConfig::load(p).unwrap()).unwrap()
+        })
+        .collect();
+    let proxy =
+        hopwise_net::spawn_proxy(hopwise_net::config::ProxyConfig::load(&files.proxy).unwrap())
+            .unwrap();
+    let socks = proxy.socks.unwrap();
+    let rt = common::runtime();
+    rt.block_on(async {
+        let t0 = tokio::time::Instant::now();
+        let (method, reply) = exchange(socks, &[5, 1, 0], &connect("example.org", 80)).await;
+        assert_eq!((method, reply), (Some(0), Some(0x01)));
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "took {:?}",
+            t0.elapsed()
+        );
+    });
+    drop(proxy);
+    for r in relays {
+        r.shutdown();
+    }
+}
