@@ -218,13 +218,13 @@ pub fn render(s: &Snapshot) -> String {
     w.one(
         "link_closes_sent_total",
         "counter",
-        "CLOSE frames sent: links closed on shutdown, new clients refused (max_clients, accept_clients = false).",
+        "CLOSE frames sent: links closed on shutdown, a client confirming past max_clients.",
         l.closes_sent,
     );
     w.one(
         "link_closes_received_total",
         "counter",
-        "CLOSE frames received: links a peer closed (it stopped, or refused this node as a client).",
+        "CLOSE frames and refusing RESPs received: links a peer closed (it stopped) or refused (full, or takes no clients).",
         l.closes_received,
     );
     w.one(

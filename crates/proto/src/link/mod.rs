@@ -35,14 +35,19 @@
 //!   let anyone lock new clients out. A copy of an answered INIT from
 //!   another address is dropped before any Diffie-Hellman work, so it
 //!   cannot replace the real initiator's session. A new client's INIT when
-//!   `max_clients` is reached (or `accept_clients` is off) is answered and
-//!   closed at once with a CLOSE frame, keeping nothing; so is a client
-//!   that confirms after the last slot went to another.
+//!   `max_clients` is reached (or `accept_clients` is off) is answered with
+//!   a RESP whose authenticated flags refuse it ([`CloseReason`] `Full` or
+//!   `NoClients`), keeping nothing, so a copy of it is answered again (with
+//!   new Diffie-Hellman work, within the handshake budget); a client that
+//!   confirms after the last slot went to another gets a CLOSE.
 //! * **Closing:** the link layer's own frame, `CLOSE := 0xff reason:u8`
 //!   ([`CloseReason`]), sealed like any frame, takes the link down at the
-//!   receiver at once ([`LinkEvent::Closed`]). A node that stops sends it
-//!   on every link ([`Links::close_all`]). The next handshake to a peer
-//!   that closed our last link gives up after [`CLOSED_PEER_GIVE_UP`].
+//!   receiver at once ([`LinkEvent::Closed`]); a refusing RESP does the
+//!   same. A node that stops sends CLOSE on every link
+//!   ([`Links::close_all`]). On plaintext sessions (`encrypt` off) a CLOSE
+//!   is as unauthenticated as every other frame there. Until a link to it
+//!   comes up again, every handshake to a peer that closed our last link
+//!   gives up after [`CLOSED_PEER_GIVE_UP`].
 //! * **Cookies under load** (after WireGuard's cookie reply, simplified).
 //!   Answering an INIT costs Diffie-Hellman work, and INITs from spoofed
 //!   addresses cost an attacker nothing. A responder that has done the
@@ -112,6 +117,10 @@ pub const TAG_LEN: usize = 16;
 /// Overhead of a DATA datagram over its frame.
 pub const OVERHEAD: usize = DATA_HEADER_LEN + TAG_LEN;
 const FLAG_PLAIN: u8 = 0x01;
+/// Bits 1-2 of a RESP's flags: a refusal, [`CloseReason`] 1 (full) or 2
+/// (no clients) shifted left by one. A refusing RESP completes the
+/// handshake (it proves the responder's key) but no session follows.
+const FLAGS_REFUSED: u8 = 0x06;
 /// Noise message 1 of IK with a one-byte payload: e (32), s (32 + 16), payload (1 + 16).
 const MSG1_LEN: usize = 32 + 48 + 17;
 /// Noise message 2: e (32), payload (1 + 16).
@@ -477,9 +486,11 @@ pub struct LinkStats {
     /// were being limited. (A drop counter.)
     pub rate_limited: u64,
     // Not datagram drops:
-    /// CLOSE frames sent (shutdown, or a client refused).
+    /// CLOSE frames sent (shutdown, or a client confirming past
+    /// `max_clients`).
     pub closes_sent: u64,
-    /// CLOSE frames received; their links went down at once.
+    /// CLOSE frames and refusing RESPs received; their links went down at
+    /// once.
     pub closes_received: u64,
 }
 
@@ -997,7 +1008,8 @@ impl Links {
             peer.init = None;
             self.by_index.remove(&idx);
         }
-        let Some(session) = self.respond(from, sender, e, hs, l, Slot::Pending) else {
+        let flags = self.flags();
+        let Some(session) = self.respond(from, sender, e, hs, l, Slot::Pending, flags) else {
             return;
         };
         let peer = self.peers[l.0 as usize].as_mut().expect("peer");
@@ -1127,13 +1139,14 @@ impl Links {
         mut hs: HandshakeState,
         l: LinkId,
         slot: Slot,
+        flags: u8,
     ) -> Option<Session> {
         let local = self.alloc_index(l, slot);
         let mut msg2 = vec![0u8; 9 + MSG2_LEN];
         msg2[0] = TYPE_RESP;
         msg2[1..5].copy_from_slice(&local.to_be_bytes());
         msg2[5..9].copy_from_slice(&sender.to_be_bytes());
-        let flags = [self.flags()];
+        let flags = [flags];
         let ts = match hs
             .write_message(&flags, &mut msg2[9..])
             .and_then(|_| hs.into_stateless_transport_mode())
@@ -1159,10 +1172,10 @@ impl Links {
         })
     }
 
-    /// Answers a new client's INIT and closes the session at once with
-    /// `reason`, keeping nothing: the client learns in one round trip why
-    /// it gets no link, instead of retrying until `handshake_timeout`.
-    /// (RESP and CLOSE together are smaller than the INIT.)
+    /// Answers a new client's INIT with a RESP that refuses it (`reason`
+    /// in the RESP's authenticated flags) and keeps nothing: the client
+    /// learns in one round trip why it gets no link, instead of retrying
+    /// until `handshake_timeout`. One datagram, smaller than the INIT.
     fn refuse_new_client(
         &mut self,
         from: SocketAddr,
@@ -1172,11 +1185,10 @@ impl Links {
         reason: CloseReason,
     ) {
         self.stats.handshake_refused += 1;
-        let Some(mut s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen) else {
-            return;
-        };
-        self.by_index.remove(&s.local);
-        self.send_close(&mut s, reason);
+        let flags = self.flags() | ((reason.to_u8() << 1) & FLAGS_REFUSED);
+        if let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen, flags) {
+            self.by_index.remove(&s.local);
+        }
     }
 
     /// Seals a CLOSE with `reason` in session `s` and queues it.
@@ -1198,7 +1210,8 @@ impl Links {
         hs: HandshakeState,
         key: Identity,
     ) {
-        let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen) else {
+        let flags = self.flags();
+        let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen, flags) else {
             return;
         };
         let idx = s.local;
@@ -1241,10 +1254,26 @@ impl Links {
         };
         self.by_index.remove(&init.local);
         let mut payload = [0u8; 64];
-        let ok = match init.hs.read_message(&data[9..], &mut payload) {
-            Ok(1) => payload[0] == self.flags(),
-            _ => false,
+        let (ok, refused) = match init.hs.read_message(&data[9..], &mut payload) {
+            Ok(1) => (
+                payload[0] & !FLAGS_REFUSED == self.flags(),
+                (payload[0] & FLAGS_REFUSED) >> 1,
+            ),
+            _ => (false, 0),
         };
+        if ok && refused != 0 {
+            // The responder (its key proven) takes no more clients.
+            self.stats.closes_received += 1;
+            self.peers[l.0 as usize].as_mut().expect("peer").closed = true;
+            self.take_down_as(
+                l,
+                LinkEvent::Closed {
+                    link: l,
+                    reason: CloseReason::from_u8(refused),
+                },
+            );
+            return;
+        }
         let ts = if ok {
             init.hs.into_stateless_transport_mode().ok()
         } else {
