@@ -1009,7 +1009,7 @@ impl Links {
             self.by_index.remove(&idx);
         }
         let flags = self.flags();
-        let Some(session) = self.respond(from, sender, e, hs, l, Slot::Pending, flags) else {
+        let Some(session) = self.respond(from, sender, e, hs, (l, Slot::Pending), flags) else {
             return;
         };
         let peer = self.peers[l.0 as usize].as_mut().expect("peer");
@@ -1137,8 +1137,7 @@ impl Links {
         sender: u32,
         e: [u8; 32],
         mut hs: HandshakeState,
-        l: LinkId,
-        slot: Slot,
+        (l, slot): (LinkId, Slot),
         flags: u8,
     ) -> Option<Session> {
         let local = self.alloc_index(l, slot);
@@ -1186,7 +1185,7 @@ impl Links {
     ) {
         self.stats.handshake_refused += 1;
         let flags = self.flags() | ((reason.to_u8() << 1) & FLAGS_REFUSED);
-        if let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen, flags) {
+        if let Some(s) = self.respond(from, sender, e, hs, (NO_LINK, Slot::HalfOpen), flags) {
             self.by_index.remove(&s.local);
         }
     }
@@ -1211,7 +1210,7 @@ impl Links {
         key: Identity,
     ) {
         let flags = self.flags();
-        let Some(s) = self.respond(from, sender, e, hs, NO_LINK, Slot::HalfOpen, flags) else {
+        let Some(s) = self.respond(from, sender, e, hs, (NO_LINK, Slot::HalfOpen), flags) else {
             return;
         };
         let idx = s.local;
