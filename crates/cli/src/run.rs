@@ -134,18 +134,6 @@ pub fn sim(
     let ifaces = scenario::capture_ifaces(&sc, &[sc.measure.capture.as_slice(), capture].concat())
         .map_err(anyhow::Error::msg)
         .context("--capture")?;
-    // An earlier run's captures that this run does not overwrite would pass
-    // for this run's: removed, and said so (even with --quiet).
-    let stale = remove_stale_captures(out, &capture_files(&ifaces), !ifaces.is_empty())?;
-    if !stale.is_empty() {
-        eprintln!(
-            "removed {} capture file{} of an earlier run from {} (this run does not write them): {}",
-            stale.len(),
-            if stale.len() == 1 { "" } else { "s" },
-            out.display(),
-            stale.join(", ")
-        );
-    }
     if !quiet {
         eprintln!(
             "running `{}` ({}): {}, {}, {}, {} simulated",
@@ -160,6 +148,20 @@ pub fn sim(
     let mut sim = Sim::new(&sc)
         .map_err(anyhow::Error::msg)
         .with_context(|| origin.clone())?;
+    // The previous run's captures that this run does not overwrite would
+    // pass for this run's: removed, and said so (even with --quiet). Only
+    // now, once the scenario has loaded and built, so that a run that
+    // fails before writing anything removes nothing.
+    let stale = remove_stale_captures(out, &capture_files(&ifaces), !ifaces.is_empty())?;
+    if !stale.is_empty() {
+        eprintln!(
+            "removed {} capture file{} of an earlier run from {} (this run does not write them): {}",
+            stale.len(),
+            if stale.len() == 1 { "" } else { "s" },
+            out.display(),
+            stale.join(", ")
+        );
+    }
     attach_captures(&mut sim, &ifaces, sc.measure.capture_snaplen, out)?;
     let wall = run_with_progress(&mut sim, &sc.name);
     sim.finish_captures()
@@ -213,21 +215,60 @@ fn is_capture_file(name: &str) -> bool {
         .any(|d| mid.len() > d.len() && mid.ends_with(d))
 }
 
-/// Removes from `out` the files an earlier `hopwise sim --capture` wrote
-/// there (capture pcaps, and `capture-hosts` unless this run writes it) that
-/// this run does not overwrite; only regular files with those names.
+/// Whether `name` names a file directly inside a directory: not empty,
+/// no path separator (`/`, `\`) or NUL, and not `.` or `..`.
+fn is_plain_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains(['/', '\\', '\0']) && name != "." && name != ".."
+}
+
+/// The capture files the previous `hopwise sim` in `out` recorded as its
+/// own in `out/summary.json`: the `file` of each entry of its `captures`,
+/// and `capture-hosts` when that list is not empty (a run that captures
+/// writes it). Nothing when there is no `summary.json`, it is not JSON, or
+/// it has no `command` (which only `hopwise sim` records: the file is not
+/// a `hopwise sim` run's).
+fn previous_captures(out: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(out.join("summary.json")) else {
+        return Vec::new();
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return Vec::new();
+    };
+    if !v.get("command").is_some_and(|c| c.is_string()) {
+        return Vec::new();
+    }
+    let Some(caps) = v.get("captures").and_then(|c| c.as_array()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = caps
+        .iter()
+        .filter_map(|c| c.get("file")?.as_str())
+        .map(str::to_string)
+        .collect();
+    if !caps.is_empty() {
+        names.push("capture-hosts".to_string());
+    }
+    names
+}
+
+/// Removes from `out` the capture files the previous `hopwise sim` there
+/// recorded as its own (see [`previous_captures`]) that this run does not
+/// overwrite: pcaps not among `written`, and `capture-hosts` unless this run
+/// writes it (`hosts`). Only plain file names of those shapes
+/// (`capture-<link>-<ab|ba>[-N].pcap`, `capture-hosts`) that are regular
+/// files (not links or directories); any other file stays, whatever its name.
 /// Returns the names removed, sorted.
 fn remove_stale_captures(out: &Path, written: &[String], hosts: bool) -> Result<Vec<String>> {
-    let mut v: Vec<String> = std::fs::read_dir(out)
-        .with_context(|| format!("--out {}: cannot list the directory", out.display()))?
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| e.file_name().into_string().ok())
+    let mut v: Vec<String> = previous_captures(out)
+        .into_iter()
+        .filter(|n| is_plain_name(n))
         .filter(|n| {
             (is_capture_file(n) && !written.contains(n)) || (n == "capture-hosts" && !hosts)
         })
+        .filter(|n| std::fs::symlink_metadata(out.join(n)).is_ok_and(|m| m.is_file()))
         .collect();
     v.sort();
+    v.dedup();
     for n in &v {
         let p = out.join(n);
         std::fs::remove_file(&p)
@@ -590,6 +631,96 @@ mod tests {
             "capture-x-ab-.pcap",
         ] {
             assert!(!is_capture_file(n), "{n}");
+        }
+    }
+
+    /// Only what the previous run's `summary.json` lists, of a capture's
+    /// shape, a plain name and a regular file, and not rewritten now, goes.
+    #[test]
+    fn only_the_previous_runs_own_captures_are_removed() {
+        let d = std::env::temp_dir().join(format!("hopwise-stale-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let out = d.join("out");
+        std::fs::create_dir_all(out.join("capture-dir-ab.pcap")).unwrap();
+        for f in [
+            "capture-old-ab.pcap",
+            "capture-kept-ba.pcap",
+            "capture-eth0-ab.pcap",
+            "capture-hosts",
+            "notes.pcap",
+        ] {
+            std::fs::write(out.join(f), b"x").unwrap();
+        }
+        std::fs::write(d.join("capture-up-ab.pcap"), b"x").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(d.join("capture-up-ab.pcap"), out.join("capture-ln-ab.pcap"))
+            .unwrap();
+        let written = ["capture-kept-ba.pcap".to_string()];
+        // No summary, or one that is not JSON or not `hopwise sim`'s:
+        // nothing goes.
+        assert!(remove_stale_captures(&out, &written, false)
+            .unwrap()
+            .is_empty());
+        std::fs::write(out.join("summary.json"), "{not json").unwrap();
+        assert!(remove_stale_captures(&out, &written, false)
+            .unwrap()
+            .is_empty());
+        let files = [
+            "capture-old-ab.pcap",
+            "capture-kept-ba.pcap",
+            "capture-dir-ab.pcap",
+            "capture-gone-ab.pcap",
+            "notes.pcap",
+            "../capture-up-ab.pcap",
+            "sub/capture-x-ab.pcap",
+            "capture-ln-ab.pcap",
+            "capture-hosts",
+        ];
+        let caps: Vec<serde_json::Value> = files
+            .iter()
+            .map(|f| serde_json::json!({"link": "l:ab", "file": f, "packets": 0, "bytes": 0}))
+            .collect();
+        let lib = serde_json::json!({"scenario": "s", "captures": caps});
+        std::fs::write(out.join("summary.json"), lib.to_string()).unwrap();
+        assert!(remove_stale_captures(&out, &written, false)
+            .unwrap()
+            .is_empty());
+        let mut sim = lib.clone();
+        sim["command"] = "hopwise sim".into();
+        std::fs::write(out.join("summary.json"), sim.to_string()).unwrap();
+        // A run that writes `capture-hosts` itself keeps it.
+        assert_eq!(
+            remove_stale_captures(&out, &written, true).unwrap(),
+            ["capture-old-ab.pcap"]
+        );
+        std::fs::write(out.join("capture-old-ab.pcap"), b"x").unwrap();
+        assert_eq!(
+            remove_stale_captures(&out, &written, false).unwrap(),
+            ["capture-hosts", "capture-old-ab.pcap"]
+        );
+        for keep in ["capture-kept-ba.pcap", "capture-eth0-ab.pcap", "notes.pcap"] {
+            assert!(out.join(keep).is_file(), "{keep}");
+        }
+        assert!(out.join("capture-dir-ab.pcap").is_dir());
+        assert!(d.join("capture-up-ab.pcap").is_file());
+        #[cfg(unix)]
+        assert!(std::fs::symlink_metadata(out.join("capture-ln-ab.pcap")).is_ok());
+        // A run without captures recorded no `capture-hosts`.
+        std::fs::write(out.join("capture-hosts"), b"x").unwrap();
+        sim["captures"] = serde_json::json!([]);
+        std::fs::write(out.join("summary.json"), sim.to_string()).unwrap();
+        assert!(remove_stale_captures(&out, &[], false).unwrap().is_empty());
+        assert!(out.join("capture-hosts").is_file());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn plain_names() {
+        for n in ["capture-a..b-ab.pcap", "capture-hosts", "..x"] {
+            assert!(is_plain_name(n), "{n}");
+        }
+        for n in ["", ".", "..", "../x", "a/b", "a\\b", "/abs", "a\0b"] {
+            assert!(!is_plain_name(n), "{n:?}");
         }
     }
 

@@ -75,8 +75,15 @@ capture = ["h1-r:ab"]
     }
     let hosts = std::fs::read_to_string(d.join("out/capture-hosts")).unwrap();
     assert!(hosts.starts_with("10.0.0.1\t"), "{hosts}");
-    // Files that only look like captures, or are not this program's, stay.
-    for keep in ["capture-notes.pcap", "notes.txt", "capture-x-ab.pcapng"] {
+    // Files that only look like captures, or are not this program's, stay:
+    // `capture-eth0-ab.pcap` has a capture's name, but no run of hopwise
+    // recorded it in summary.json (tcpdump wrote it, say).
+    for keep in [
+        "capture-notes.pcap",
+        "notes.txt",
+        "capture-x-ab.pcapng",
+        "capture-eth0-ab.pcap",
+    ] {
         std::fs::write(d.join("out").join(keep), b"mine").unwrap();
     }
     // Run again without the flag: the bottleneck's capture is now an
@@ -122,7 +129,12 @@ capture = ["h1-r:ab"]
     );
     assert!(!d.join("out/capture-h1-r-ab.pcap").exists());
     assert!(!d.join("out/capture-hosts").exists());
-    for keep in ["capture-notes.pcap", "notes.txt", "capture-x-ab.pcapng"] {
+    for keep in [
+        "capture-notes.pcap",
+        "notes.txt",
+        "capture-x-ab.pcapng",
+        "capture-eth0-ab.pcap",
+    ] {
         assert_eq!(std::fs::read(d.join("out").join(keep)).unwrap(), b"mine");
     }
     // Nothing stale, nothing said.
@@ -149,6 +161,104 @@ capture = ["h1-r:ab"]
         "{err}"
     );
     assert!(!err.contains("running"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Only a run that loads and builds its scenario removes anything, and
+/// only what the previous run's summary.json lists: a scenario that fails
+/// to load or to build, or a missing or unreadable summary.json, leaves
+/// every file where it was.
+#[test]
+fn failed_runs_and_unknown_files_remove_nothing() {
+    let d = std::env::temp_dir().join(format!("hopwise-cli-capture-keep-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let out_dir = d.join("out");
+    let two = r#"
+duration = "1s"
+[[node]]
+name = "h1"
+[[node]]
+name = "h2"
+[[link]]
+name = "bottleneck"
+a = "h1"
+b = "h2"
+rate = "10Mbit"
+delay = "5ms"
+[[flow]]
+from = "h1"
+to = "h2"
+cc = "cubic"
+"#;
+    let sc = d.join("two.toml");
+    std::fs::write(&sc, two).unwrap();
+    let run = |scenario: &std::path::Path, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hopwise"))
+            .arg("sim")
+            .arg(scenario)
+            .arg("--quiet")
+            .args(extra)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    };
+    let first = run(&sc, &["--capture", "bottleneck:ab"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    std::fs::write(out_dir.join("capture-eth0-ab.pcap"), b"tcpdump").unwrap();
+    let ours = ["capture-bottleneck-ab.pcap", "capture-hosts"];
+    let all_there = || {
+        for f in ours {
+            assert!(out_dir.join(f).is_file(), "{f}");
+        }
+        assert_eq!(
+            std::fs::read(out_dir.join("capture-eth0-ab.pcap")).unwrap(),
+            b"tcpdump"
+        );
+    };
+    // A scenario that does not parse, a bad --set, and a scenario that
+    // parses but is refused (no path between the flow's ends).
+    let broken = d.join("broken.toml");
+    std::fs::write(&broken, "duration = \"1s\"\n[[node]\n").unwrap();
+    let unrouted = d.join("unrouted.toml");
+    std::fs::write(
+        &unrouted,
+        two.replace("[[flow]]", "[[node]]\nname = \"h3\"\n[[flow]]")
+            .replace("to = \"h2\"", "to = \"h3\""),
+    )
+    .unwrap();
+    for (scenario, extra, why) in [
+        (&broken, &[][..], "broken"),
+        (&sc, &["--set", "nosuchkey=1"][..], "nosuchkey"),
+        (&unrouted, &[][..], "no path"),
+    ] {
+        let o = run(scenario, extra);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{why}: {err}");
+        assert!(!err.contains("removed"), "{why}: {err}");
+        if why == "no path" {
+            assert!(err.contains("no path"), "{err}");
+        }
+        all_there();
+    }
+    // summary.json unreadable, then missing: nothing is known to be an
+    // earlier run's, so nothing goes (and the run writes a new one).
+    for summary in [Some("{ not json"), None] {
+        match summary {
+            Some(text) => std::fs::write(out_dir.join("summary.json"), text).unwrap(),
+            None => std::fs::remove_file(out_dir.join("summary.json")).unwrap(),
+        }
+        let o = run(&sc, &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{err}");
+        assert!(!err.contains("removed"), "{err}");
+        all_there();
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
