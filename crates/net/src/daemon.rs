@@ -276,6 +276,12 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
                 cfg.exit.enabled
             );
         }
+        if me.guard && !cfg.accept_clients {
+            tracing::warn!(
+                "the directory flags {} as a guard, but accept_clients = false: proxies that pick it as their entry are refused",
+                me.name
+            );
+        }
     } else {
         tracing::warn!(
             name = %cfg.name,
