@@ -363,3 +363,62 @@ fn quickstart_refuses_size_zero_and_a_file_as_dir() {
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("hopwise-cli-test-{tag}-{}", std::process::id()))
 }
+
+/// The bootstrap order the docs give (key first, then the directory) works,
+/// and a relay the directory flags `guard` that takes no clients warns at
+/// start that proxies picking it as their entry are refused.
+#[test]
+fn a_guard_that_takes_no_clients_warns_at_start() {
+    let d = tempfile_dir("guard-warn");
+    std::fs::create_dir_all(&d).unwrap();
+    let cfg = d.join("relay.toml");
+    std::fs::write(
+        &cfg,
+        "name = \"g\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"g.key\"\ndirectory = \"directory.toml\"\naccept_clients = false\n",
+    )
+    .unwrap();
+    let out = hopwise()
+        .args(["relay", "--show-key", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    std::fs::write(
+        d.join("directory.toml"),
+        format!(
+            "[[relay]]\nname = \"g\"\naddress = \"127.0.0.1:9\"\nkey = \"{key}\"\nflags = [\"guard\"]\n\n\
+             [[relay]]\nname = \"x\"\naddress = \"127.0.0.1:10\"\nkey = \"{KEY3}\"\nflags = [\"exit\"]\n"
+        ),
+    )
+    .unwrap();
+    let log = d.join("stderr.log");
+    let mut child = hopwise()
+        .args(["relay", "--config"])
+        .arg(&cfg)
+        .env("RUST_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let err = loop {
+        let err = std::fs::read_to_string(&log).unwrap();
+        if err.contains("relay starting") || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break err;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    assert!(
+        err.contains("flags g as a guard, but accept_clients = false"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
