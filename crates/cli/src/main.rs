@@ -191,7 +191,29 @@ enum Cmd {
     },
 }
 
+/// `hopwise ... | head`: Rust's print macros panic when the reader has gone
+/// (the runtime ignores SIGPIPE, and `unsafe_code = "forbid"` keeps us from
+/// restoring it). Exit quietly with the status of a Unix tool killed by
+/// SIGPIPE (141) instead of a panic message and 101. Other panics go to the
+/// default hook.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let p = info.payload();
+        let msg = p
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| p.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to stdout") && msg.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Sim {

@@ -102,3 +102,34 @@ fn bench_tor_flags_are_checked_before_anything_happens() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Output into a pipe whose reader has gone (`hopwise ... | head`) ends the
+/// process quietly, as SIGPIPE ends a Unix tool (status 141), not with a
+/// panic.
+#[test]
+fn a_closed_stdout_pipe_is_not_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args([
+            "model",
+            "pendulum",
+            "--down-rate",
+            "2.4Mbit",
+            "--up-rate",
+            "196kbit",
+            "--rtt",
+            "200ms",
+            "--down-buffer",
+            "60kB",
+            "--up-buffer",
+            "9kB",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}
