@@ -544,7 +544,7 @@ pub fn bench_tor(
             run_with_progress(sim, "bench --tor");
         })?;
         println!(
-            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.4} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {}) | goodput {:.1} MB | event hash {}",
+            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.2} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {}) | goodput {:.1} MB | event hash {:016x}",
             i + 1,
             r.setup_wall_s,
             mib(r.peak_rss_setup_bytes),

@@ -386,7 +386,10 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let mut claims = vec![
         Claim::new(
             "§3.2 (real UDP)",
-            format!("{circuits} use the bottleneck's capacity (the link carries ≥ 80 % of its rate)"),
+            format!(
+                "{circuits} {} the bottleneck's capacity (the link carries ≥ 80 % of its rate)",
+                if n == 1 { "uses" } else { "use" }
+            ),
             format!(
                 "link at {:.1} % of its rate, goodput {} of {:.0} Mbit/s; kernel TCP ({}) alone: {:.1} %, {}",
                 bt.utilisation * 100.0,

@@ -202,7 +202,7 @@ fn sim_setup(
 /// the RFC 6298 estimator, and Linux's 200 ms with Linux's estimator.
 const SIM_SETTINGS: &[(&str, (Dur, RttEstimatorKind))] = &[
     (
-        "simulator, min RTO 1 s (paper)",
+        "simulator, min RTO 1 s as in the paper",
         (simp::MIN_RTO, RttEstimatorKind::Rfc6298),
     ),
     (

@@ -529,7 +529,15 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
         ("50-50", "ledbat"),
     ]
     .iter()
-    .filter_map(|(p, c)| f8(p, Policy::NeverLeave, c).map(|r| (format!("{p} {c}"), r.mean_s)))
+    .filter_map(|(p, c)| {
+        // "all newreno" for a homogeneous swarm, "50-50: ledbat peers" for a mix.
+        let name = if p == c {
+            format!("all {p}")
+        } else {
+            format!("{p}: {c} peers")
+        };
+        f8(p, Policy::NeverLeave, c).map(|r| (name, r.mean_s))
+    })
     .collect();
     if !means.is_empty() {
         let hi = means.iter().map(|x| x.1).fold(f64::MIN, f64::max);

@@ -325,6 +325,8 @@ pub struct ScaleReport {
     pub goodput_bytes: u64,
     pub wire_bytes: u64,
     pub corrupt_bytes: u64,
+    /// Written as 16 hex digits, as `hopwise sim` writes its hash.
+    #[serde(serialize_with = "hex_u64")]
     pub event_hash: u64,
 }
 
@@ -414,6 +416,10 @@ pub fn run_with(p: &ScaleParams, drive: &mut dyn FnMut(&mut Sim)) -> anyhow::Res
         corrupt_bytes: res.circuits.iter().map(|c| c.corrupt).sum(),
         event_hash: res.event_hash,
     })
+}
+
+fn hex_u64<S: serde::Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:016x}"))
 }
 
 #[cfg(test)]
