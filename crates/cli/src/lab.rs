@@ -141,6 +141,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 ..backtap::Options::new(exe)
             };
             let about = "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck";
+            opts.check()?;
             eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
             let command = crate::run::command_line();
             let t0 = Instant::now();
@@ -178,6 +179,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 sim: !no_sim,
             };
             let about = "seed 004, Fig. 3 and 4 on kernel TCP: ACK compression on a symmetric link, without and with delayed ACKs";
+            opts.check()?;
             eprintln!("lab ack-compression: {about} ({} s per case)", opts.secs);
             let command = crate::run::command_line();
             let t0 = Instant::now();

@@ -133,3 +133,19 @@ fn a_closed_stdout_pipe_is_not_a_panic() {
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(out.status.code(), Some(141), "{err}");
 }
+
+/// The lab's bad flags are refused before its banner is printed (and
+/// before it asks for root and network namespaces).
+#[test]
+fn lab_flags_are_checked_before_the_banner() {
+    for (args, msg) in [
+        (vec!["lab", "ack-compression", "--secs", "0"], "--secs 0:"),
+        (vec!["lab", "backtap", "--circuits", "0"], "--circuits 0:"),
+    ] {
+        let o = hopwise(&args);
+        assert!(!o.status.success());
+        let err = stderr(&o);
+        assert!(err.starts_with("error: "), "{err}");
+        assert!(err.contains(msg), "{err}");
+    }
+}

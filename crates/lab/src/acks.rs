@@ -67,6 +67,18 @@ pub struct Options {
 }
 
 impl Options {
+    /// The options' own errors (not the machine's), named by their flags;
+    /// `run` checks them too, so a caller may check before printing.
+    pub fn check(&self) -> Result<()> {
+        crate::traffic::check_cc(&self.cc)?;
+        anyhow::ensure!(
+            self.secs as f64 > WARM_S + 1.0,
+            "--secs {}: each case must run longer than the {WARM_S} s warm-up plus a second",
+            self.secs
+        );
+        Ok(())
+    }
+
     /// Seconds per case: the reproduction's 60 s, or 20 s with `--quick`.
     pub fn secs_for(quick: bool) -> u64 {
         if quick {
@@ -303,12 +315,7 @@ fn opt_f(v: Option<f64>) -> String {
 /// Runs both cases and writes the outputs into `opts.out`.
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
-    crate::traffic::check_cc(&opts.cc)?;
-    anyhow::ensure!(
-        opts.secs as f64 > WARM_S + 1.0,
-        "--secs {}: each case must run longer than the {WARM_S} s warm-up plus a second",
-        opts.secs
-    );
+    opts.check()?;
     let mut kernel = Vec::new();
     let mut captures = Vec::new();
     let mut queues = Vec::new();

@@ -61,6 +61,28 @@ pub struct Options {
 }
 
 impl Options {
+    /// The options' own errors (not the machine's), named by their flags;
+    /// `run` checks them too, so a caller may check before printing.
+    pub fn check(&self) -> Result<()> {
+        crate::traffic::check_cc(&self.cc)?;
+        anyhow::ensure!(
+            self.secs as f64 > WARM_S + 1.0,
+            "--secs {}: each case must run longer than the {WARM_S} s warm-up plus a second",
+            self.secs
+        );
+        anyhow::ensure!(
+            (1..=50).contains(&self.circuits),
+            "--circuits {}: 1 to 50 (one proxy process each)",
+            self.circuits
+        );
+        anyhow::ensure!(
+            self.exe.is_file(),
+            "{}: not the hopwise executable (it runs the relays and the proxy)",
+            self.exe.display()
+        );
+        Ok(())
+    }
+
     /// Seconds per case: 30, or 15 with `--quick`.
     pub fn secs_for(quick: bool) -> u64 {
         if quick {
@@ -350,22 +372,7 @@ fn mbit(v: Option<f64>) -> String {
 /// Runs the three cases and writes the outputs into `opts.out`.
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
-    crate::traffic::check_cc(&opts.cc)?;
-    anyhow::ensure!(
-        opts.secs as f64 > WARM_S + 1.0,
-        "--secs {}: each case must run longer than the {WARM_S} s warm-up plus a second",
-        opts.secs
-    );
-    anyhow::ensure!(
-        (1..=50).contains(&opts.circuits),
-        "--circuits {}: 1 to 50 (one proxy process each)",
-        opts.circuits
-    );
-    anyhow::ensure!(
-        opts.exe.is_file(),
-        "{}: not the hopwise executable (it runs the relays and the proxy)",
-        opts.exe.display()
-    );
+    opts.check()?;
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     let mut results = Vec::new();
