@@ -384,6 +384,13 @@ pub fn sweep(
         quiet,
         max_runs,
     } = run;
+    // A file that cannot be read is the first thing to report, before how
+    // the sweep is asked for.
+    if let Some(f) = file {
+        if let Err(e) = std::fs::read(f) {
+            bail!("{}: cannot read the scenario file: {e}", f.display());
+        }
+    }
     if axes.is_empty() && seeds < 2 {
         bail!(
             "--vary: give at least one KEY=V1,V2,... to sweep over, or --seeds N (N ≥ 2) \

@@ -124,6 +124,13 @@ fn sweep_errors_name_the_key_and_point() {
     };
     let e = err(&["sweep", "--out", out]);
     assert!(e.contains("--vary"), "{e}");
+    // A missing file is reported before the missing --vary.
+    let missing = d.join("nonexistent.toml");
+    let e = err(&["sweep", missing.to_str().unwrap(), "--out", out]);
+    assert!(
+        e.contains("nonexistent.toml: cannot read the scenario file") && !e.contains("--vary"),
+        "{e}"
+    );
     let e = err(&[
         "sweep",
         "--vary",
