@@ -48,6 +48,30 @@ pub fn parse_vary(s: &str) -> Result<Axis, String> {
              e.g. --set {key}=... --vary {key}.KEY=V1,V2"
         ));
     }
+    // A value given twice would run the same point twice (and then warn
+    // that two points gave identical results): refuse it before running.
+    // Values are compared as written, then as quantities, so that `20pkt`
+    // and `20 pkt`, or `1s` and `1000ms`, count as the same.
+    for (i, v) in values.iter().enumerate() {
+        for w in &values[..i] {
+            let same_quantity = matches!(
+                (quantity(v), quantity(w)),
+                (Some((k, x, _)), Some((l, y, _))) if k == l && x == y
+            );
+            if v == w {
+                return Err(format!(
+                    "{key}: the value `{v}` is given twice; each value is one point \
+                     (for repeated runs of a point use --seeds N)"
+                ));
+            }
+            if same_quantity {
+                return Err(format!(
+                    "{key}: `{w}` and `{v}` are the same value, given twice; each value is \
+                     one point (for repeated runs of a point use --seeds N)"
+                ));
+            }
+        }
+    }
     Ok(Axis {
         key: key.to_string(),
         values,
@@ -116,22 +140,86 @@ fn number_prefix(v: &str) -> usize {
     i
 }
 
-/// The values of a single axis as numbers with one common unit ("10pkt",
-/// "20pkt" → 10, 20 and "pkt"), for a numeric x axis; `None` otherwise.
-fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
-    let mut unit: Option<String> = None;
-    let mut xs = Vec::new();
-    for v in values {
-        let split = number_prefix(v);
-        let x: f64 = v[..split].parse().ok()?;
-        let u = v[split..].to_string();
-        match &unit {
-            Some(w) if *w != u => return None,
-            _ => unit = Some(u),
-        }
-        xs.push(x);
+/// What kind of quantity a `--vary` value is, when it is one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A plain number (no unit).
+    Number,
+    Packets,
+    /// Bytes (`B`, `kB`, `MiB`, …).
+    Size,
+    /// Bits per second (`bit`, `Mbit`, `kB/s`, …).
+    Rate,
+    /// Seconds (`ns` … `h`).
+    Duration,
+}
+
+/// `v` read as a quantity the scenario format knows: its kind, its value in
+/// the kind's base unit (1, packets, bytes, bit/s, seconds) and its unit as
+/// written. `None` for anything else (names, booleans, tables, unknown units).
+fn quantity(v: &str) -> Option<(Kind, f64, &str)> {
+    use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
+    let v = v.trim();
+    let split = number_prefix(v);
+    let x: f64 = v[..split].parse().ok().filter(|x: &f64| x.is_finite())?;
+    let unit = v[split..].trim();
+    if unit.is_empty() {
+        return Some((Kind::Number, x, unit));
     }
-    Some((xs, unit.unwrap_or_default()))
+    if ["pkt", "pkts", "packet", "packets"].contains(&unit) {
+        return (x >= 0.0).then_some((Kind::Packets, x, unit));
+    }
+    if let Ok(d) = parse_duration(v) {
+        return Some((Kind::Duration, d.as_secs_f64(), unit));
+    }
+    if let Ok(r) = parse_rate(v) {
+        return Some((Kind::Rate, r.bps() as f64, unit));
+    }
+    if let Ok(b) = parse_bytes(v) {
+        return Some((Kind::Size, b.get() as f64, unit));
+    }
+    None
+}
+
+/// The values of a single axis as numbers with one common unit, for a
+/// numeric x axis; `None` otherwise. Values written with the same unit
+/// keep it ("10pkt", "20pkt" → 10, 20 and "pkt"); values of one kind of
+/// quantity in different units are converted to the unit most of them were
+/// written in, the first value's on a tie ("5Mbit", "10000kbit", "20Mbit"
+/// → 5, 10, 20 and "Mbit").
+fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
+    let as_written = || {
+        let mut unit: Option<&str> = None;
+        let mut xs = Vec::new();
+        for v in values {
+            let split = number_prefix(v);
+            let x: f64 = v[..split].parse().ok()?;
+            let u = v[split..].trim();
+            match unit {
+                Some(w) if w != u => return None,
+                _ => unit = Some(u),
+            }
+            xs.push(x);
+        }
+        Some((xs, unit.unwrap_or_default().to_string()))
+    };
+    if let Some(x) = as_written() {
+        return Some(x);
+    }
+    let qs: Vec<(Kind, f64, &str)> = values.iter().map(|v| quantity(v)).collect::<Option<_>>()?;
+    let kind = qs.first()?.0;
+    if qs.iter().any(|q| q.0 != kind) {
+        return None;
+    }
+    let count = |u: &str| qs.iter().filter(|q| q.2 == u).count();
+    let unit = qs.iter().map(|q| q.2).fold(
+        qs[0].2,
+        |best, u| if count(u) > count(best) { u } else { best },
+    );
+    let scale = quantity(&format!("1{unit}"))
+        .filter(|q| q.0 == kind && q.1 > 0.0)?
+        .1;
+    Some((qs.iter().map(|q| q.1 / scale).collect(), unit.to_string()))
 }
 
 /// One measured value of a run.
@@ -996,6 +1084,28 @@ mod tests {
             e.contains("split at commas") && e.contains("--set flow.f1.cc="),
             "{e}"
         );
+        // A value given twice, as written or as the same quantity.
+        let e = parse_vary("link.bottleneck.queue=20pkt,20pkt").unwrap_err();
+        assert!(
+            e.contains("link.bottleneck.queue") && e.contains("`20pkt` is given twice"),
+            "{e}"
+        );
+        for (vals, a, b) in [
+            ("20pkt,50pkt,20 pkt", "20pkt", "20 pkt"),
+            ("1s,1000ms", "1s", "1000ms"),
+            ("10Mbit,10000kbit", "10Mbit", "10000kbit"),
+            ("1kB,1000B", "1kB", "1000B"),
+            ("0.5,0.50", "0.5", "0.50"),
+        ] {
+            let e = parse_vary(&format!("k={vals}")).unwrap_err();
+            assert!(
+                e.starts_with("k: ") && e.contains(&format!("`{a}` and `{b}` are the same value")),
+                "{vals}: {e}"
+            );
+        }
+        // Different kinds with the same number are different values.
+        assert!(parse_vary("k=1000B,1000pkt,1000").is_ok());
+        assert!(parse_vary("k=cubic,reno,1Mbit,1MB").is_ok());
         // A one-key inline table has no comma and stays a value.
         assert_eq!(
             parse_vary("flow.f1.cc={algo=\"vegas\"},cubic")
@@ -1029,8 +1139,28 @@ mod tests {
             numeric(&v(&["1e3", "-2"])),
             Some((vec![1000.0, -2.0], String::new()))
         );
-        assert_eq!(numeric(&v(&["10ms", "1s"])), None);
         assert_eq!(numeric(&v(&["cubic", "reno"])), None);
+        // One kind of quantity in several units: the commonest unit.
+        assert_eq!(
+            numeric(&v(&["5Mbit", "10000kbit", "20Mbit"])),
+            Some((vec![5.0, 10.0, 20.0], "Mbit".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["10ms", "1s"])),
+            Some((vec![10.0, 1000.0], "ms".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["64kB", "1MB", "500B", "2MB"])),
+            Some((vec![0.064, 1.0, 0.0005, 2.0], "MB".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["20pkt", "50 pkts", "100pkts"])),
+            Some((vec![20.0, 50.0, 100.0], "pkts".into()))
+        );
+        // Different kinds (a packet count and a size) stay categorical.
+        assert_eq!(numeric(&v(&["20pkt", "30000B"])), None);
+        assert_eq!(numeric(&v(&["10ms", "cubic"])), None);
+        assert_eq!(numeric(&v(&["1Mbit", "1MB"])), None);
         // "2e" is a number followed by the unit "e", not an exponent.
         assert_eq!(
             numeric(&v(&["2e", "3e"])),

@@ -207,6 +207,20 @@ fn sweep_errors_name_the_key_and_point() {
         out,
     ]);
     assert!(e.contains("given twice"), "{e}");
+    // A value given twice is refused before anything runs.
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "link.bottleneck.queue=20pkt,20 pkt",
+        "--out",
+        out,
+    ]);
+    assert!(
+        e.contains("link.bottleneck.queue")
+            && e.contains("`20pkt` and `20 pkt` are the same value"),
+        "{e}"
+    );
+    assert!(!Path::new(out).exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -221,7 +235,11 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
         "sweep",
         sc,
         "--vary",
-        "link.bottleneck.queue=50pkt,50pkt",
+        "link.bottleneck.queue=50pkt,80pkt",
+        "--set",
+        "link.bottleneck.ab.queue=30pkt",
+        "--set",
+        "link.bottleneck.ba.queue=30pkt",
         "--seeds",
         "2",
         "--set",
@@ -233,13 +251,15 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("no randomness"), "{e}");
-    assert!(e.contains("identical results (50pkt and 50pkt)"), "{e}");
+    // Both directions have their own queue, so link.bottleneck.queue does
+    // nothing.
+    assert!(e.contains("identical results (50pkt and 80pkt)"), "{e}");
     let s = json(&out.join("summary.json"));
     assert_eq!(s["warnings"].as_array().unwrap().len(), 2, "{s}");
     assert!(s["command"]
         .as_str()
         .unwrap()
-        .contains("--vary link.bottleneck.queue=50pkt,50pkt"));
+        .contains("--vary link.bottleneck.queue=50pkt,80pkt"));
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -347,5 +367,39 @@ fn sweep_without_vary_repeats_the_scenario_over_seeds() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("--seeds N") && e.contains("hopwise sim"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Values of one kind of quantity in different units make a numeric axis,
+/// in the unit most of them use: lines against the rate, not bars.
+#[test]
+fn sweep_converts_units_for_a_numeric_axis() {
+    let d = scratch("units");
+    let out = d.join("sw");
+    let o = hopwise(&[
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--vary",
+        "link.bottleneck.rate=5Mbit,10000kbit,20Mbit",
+        "--set",
+        "duration=5s",
+        "--set",
+        "measure.warmup=1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(
+        svg.contains("link.bottleneck.rate (Mbit)"),
+        "no numeric x label"
+    );
+    // The values as written stay in the files.
+    let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
+    assert!(
+        points.lines().any(|l| l.starts_with("10000kbit,")),
+        "{points}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
