@@ -403,3 +403,81 @@ fn sweep_converts_units_for_a_numeric_axis() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Seeds above i64::MAX: the sweep records them, and each run is the one
+/// `hopwise sim --set seed=S` (or `--seed S`) gives.
+#[test]
+fn sweep_seeds_above_i64_can_be_rerun() {
+    let d = scratch("bigseed");
+    let out = d.join("sw");
+    let o = hopwise(&[
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--seeds",
+        "2",
+        "--set",
+        "seed=9223372036854775807",
+        "--set",
+        "duration=5s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "start_jitter=100ms",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = json(&out.join("summary.json"));
+    let seeds: Vec<u64> = s["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [i64::MAX as u64, 1 << 63]);
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    for how in [
+        ["--set", "seed=9223372036854775808"],
+        ["--seed", "9223372036854775808"],
+    ] {
+        let sim = d.join("sim");
+        let o = hopwise(&[
+            "sim",
+            NEWRENO_VS_LEDBAT,
+            how[0],
+            how[1],
+            "--set",
+            "duration=5s",
+            "--set",
+            "measure.warmup=1s",
+            "--set",
+            "start_jitter=100ms",
+            "--quiet",
+            "--out",
+            sim.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{how:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let one = json(&sim.join("summary.json"));
+        assert_eq!(one["seed"].as_u64(), Some(1 << 63));
+        let newreno = one["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "newreno")
+            .unwrap()["goodput_bps"]
+            .as_f64()
+            .unwrap();
+        let row = runs
+            .lines()
+            .find(|l| l.starts_with("9223372036854775808,goodput_bps,newreno,"))
+            .expect("the run with the second seed");
+        let v: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+        assert_eq!(v, newreno, "{how:?}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
