@@ -3,12 +3,14 @@
 
 use anyhow::{bail, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use hopwise_repro::{mean_ci90, par_map, write_csv, Progress, Silent};
+use hopwise_repro::{mean_ci90, par_map, Progress, Silent};
 use hopwise_sim::report::Summary;
-use hopwise_sim::spec::FlowSpec;
+use hopwise_sim::scenario::{self, ScenarioError};
+use hopwise_sim::spec::{FlowSpec, Scenario};
 use hopwise_sim::Sim;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
@@ -47,6 +49,30 @@ pub fn parse_vary(s: &str) -> Result<Axis, String> {
              array with commas cannot be a --vary value. Vary one of its keys instead, \
              e.g. --set {key}=... --vary {key}.KEY=V1,V2"
         ));
+    }
+    // A value given twice would run the same point twice (and then warn
+    // that two points gave identical results): refuse it before running.
+    // Values are compared as written, then as quantities, so that `20pkt`
+    // and `20 pkt`, or `1s` and `1000ms`, count as the same.
+    let mut as_written: HashSet<&str> = HashSet::new();
+    let mut as_quantity: HashMap<(u8, u64), &str> = HashMap::new();
+    for v in &values {
+        if !as_written.insert(v) {
+            return Err(format!(
+                "{key}: the value `{v}` is given twice; each value is one point \
+                 (for repeated runs of a point use --seeds N)"
+            ));
+        }
+        if let Some((kind, x, _)) = quantity(v) {
+            // 0.0 and -0.0 are the same value.
+            let x = if x == 0.0 { 0.0 } else { x };
+            if let Some(w) = as_quantity.insert((kind as u8, x.to_bits()), v) {
+                return Err(format!(
+                    "{key}: `{w}` and `{v}` are the same value, given twice; each value is \
+                     one point (for repeated runs of a point use --seeds N)"
+                ));
+            }
+        }
     }
     Ok(Axis {
         key: key.to_string(),
@@ -116,22 +142,86 @@ fn number_prefix(v: &str) -> usize {
     i
 }
 
-/// The values of a single axis as numbers with one common unit ("10pkt",
-/// "20pkt" → 10, 20 and "pkt"), for a numeric x axis; `None` otherwise.
-fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
-    let mut unit: Option<String> = None;
-    let mut xs = Vec::new();
-    for v in values {
-        let split = number_prefix(v);
-        let x: f64 = v[..split].parse().ok()?;
-        let u = v[split..].to_string();
-        match &unit {
-            Some(w) if *w != u => return None,
-            _ => unit = Some(u),
-        }
-        xs.push(x);
+/// What kind of quantity a `--vary` value is, when it is one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// A plain number (no unit).
+    Number,
+    Packets,
+    /// Bytes (`B`, `kB`, `MiB`, …).
+    Size,
+    /// Bits per second (`bit`, `Mbit`, `kB/s`, …).
+    Rate,
+    /// Seconds (`ns` … `h`).
+    Duration,
+}
+
+/// `v` read as a quantity the scenario format knows: its kind, its value in
+/// the kind's base unit (1, packets, bytes, bit/s, seconds) and its unit as
+/// written. `None` for anything else (names, booleans, tables, unknown units).
+fn quantity(v: &str) -> Option<(Kind, f64, &str)> {
+    use hopwise_proto::units::{parse_bytes, parse_duration, parse_rate};
+    let v = v.trim();
+    let split = number_prefix(v);
+    let x: f64 = v[..split].parse().ok().filter(|x: &f64| x.is_finite())?;
+    let unit = v[split..].trim();
+    if unit.is_empty() {
+        return Some((Kind::Number, x, unit));
     }
-    Some((xs, unit.unwrap_or_default()))
+    if ["pkt", "pkts", "packet", "packets"].contains(&unit) {
+        return (x >= 0.0).then_some((Kind::Packets, x, unit));
+    }
+    if let Ok(d) = parse_duration(v) {
+        return Some((Kind::Duration, d.as_secs_f64(), unit));
+    }
+    if let Ok(r) = parse_rate(v) {
+        return Some((Kind::Rate, r.bps() as f64, unit));
+    }
+    if let Ok(b) = parse_bytes(v) {
+        return Some((Kind::Size, b.get() as f64, unit));
+    }
+    None
+}
+
+/// The values of a single axis as numbers with one common unit, for a
+/// numeric x axis; `None` otherwise. Values written with the same unit
+/// keep it ("10pkt", "20pkt" → 10, 20 and "pkt"); values of one kind of
+/// quantity in different units are converted to the unit most of them were
+/// written in, the first value's on a tie ("5Mbit", "10000kbit", "20Mbit"
+/// → 5, 10, 20 and "Mbit").
+fn numeric(values: &[String]) -> Option<(Vec<f64>, String)> {
+    let as_written = || {
+        let mut unit: Option<&str> = None;
+        let mut xs = Vec::new();
+        for v in values {
+            let split = number_prefix(v);
+            let x: f64 = v[..split].parse().ok()?;
+            let u = v[split..].trim();
+            match unit {
+                Some(w) if w != u => return None,
+                _ => unit = Some(u),
+            }
+            xs.push(x);
+        }
+        Some((xs, unit.unwrap_or_default().to_string()))
+    };
+    if let Some(x) = as_written() {
+        return Some(x);
+    }
+    let qs: Vec<(Kind, f64, &str)> = values.iter().map(|v| quantity(v)).collect::<Option<_>>()?;
+    let kind = qs.first()?.0;
+    if qs.iter().any(|q| q.0 != kind) {
+        return None;
+    }
+    let count = |u: &str| qs.iter().filter(|q| q.2 == u).count();
+    let unit = qs.iter().map(|q| q.2).fold(
+        qs[0].2,
+        |best, u| if count(u) > count(best) { u } else { best },
+    );
+    let scale = quantity(&format!("1{unit}"))
+        .filter(|q| q.0 == kind && q.1 > 0.0)?
+        .1;
+    Some((qs.iter().map(|q| q.1 / scale).collect(), unit.to_string()))
 }
 
 /// One measured value of a run.
@@ -277,18 +367,34 @@ fn same(a: &[Sample], b: &[Sample]) -> bool {
         })
 }
 
+/// A 64-bit hash of a run's values, to find points that measured the same
+/// without keeping every point's values (two different runs share one with
+/// a chance of about 1 in 10^19 per pair).
+fn fingerprint(run: &[Sample]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for x in run {
+        x.metric.hash(&mut h);
+        x.subject.hash(&mut h);
+        x.value.to_bits().hash(&mut h);
+    }
+    h.finish()
+}
+
 /// Warnings about results that look like a mistake: seeds that change
-/// nothing (no randomness in the scenario, so the intervals are 0), and
-/// points with different values but identical results (a key that does not
-/// take effect).
-fn sameness(axes: &[Axis], points: &[Point], by_point: &[&[Vec<Sample>]]) -> Vec<String> {
+/// nothing (no randomness in the scenario, so the intervals are 0; `flat`
+/// points had all seeds identical), and points with different values but
+/// identical results (a key that does not take effect), found through the
+/// [`fingerprint`] of each point's first run.
+fn sameness(
+    axes: &[Axis],
+    points: &[Point],
+    seeds: usize,
+    flat: usize,
+    first_runs: &[u64],
+) -> Vec<String> {
     let mut w = Vec::new();
-    let seeds = by_point[0].len();
     if seeds > 1 {
-        let flat = by_point
-            .iter()
-            .filter(|r| r.iter().all(|x| same(x, &r[0])))
-            .count();
         if flat == points.len() {
             w.push(format!(
                 "all {seeds} seeds gave identical results at every point, so the intervals are 0: \
@@ -301,26 +407,15 @@ fn sameness(axes: &[Axis], points: &[Point], by_point: &[&[Vec<Sample>]]) -> Vec
             ));
         }
     }
-    // Points whose first runs measured the same, found through a hash of
-    // the values (a grid can have thousands of points).
     let mut by_hash: std::collections::BTreeMap<u64, Vec<usize>> = Default::default();
-    for (i, runs) in by_point.iter().enumerate() {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        for x in &runs[0] {
-            x.metric.hash(&mut h);
-            x.subject.hash(&mut h);
-            x.value.to_bits().hash(&mut h);
-        }
-        by_hash.entry(h.finish()).or_default().push(i);
+    for (i, &h) in first_runs.iter().enumerate() {
+        by_hash.entry(h).or_default().push(i);
     }
     let mut pairs = Vec::new();
     for group in by_hash.values() {
         for (k, &i) in group.iter().enumerate() {
             for &j in &group[..k] {
-                if same(&by_point[i][0], &by_point[j][0]) {
-                    pairs.push((j, i));
-                }
+                pairs.push((j, i));
             }
         }
     }
@@ -356,6 +451,162 @@ fn sameness(axes: &[Axis], points: &[Point], by_point: &[&[Vec<Sample>]]) -> Vec
     w
 }
 
+/// The scenario text and what a sweep sets in it: builds each point's
+/// scenario, and says whose fault an error is.
+struct Grid<'a> {
+    text: String,
+    origin: String,
+    sets: &'a [String],
+    axes: &'a [Axis],
+}
+
+impl Grid<'_> {
+    /// The scenario at point `p` (`&[]`: with the --set values alone).
+    fn build(&self, p: &[String]) -> Result<Scenario, ScenarioError> {
+        let mut s = self.sets.to_vec();
+        s.extend(
+            self.axes
+                .iter()
+                .zip(p)
+                .map(|(a, v)| format!("{}={v}", a.key)),
+        );
+        scenario::parse(&self.text, &self.origin, &s)
+    }
+
+    /// The error of point `p`, attributed: to the scenario (or its --set
+    /// values) when they alone give it too, to the --vary value when the
+    /// loader names its override, else to the point.
+    fn blame(&self, e: ScenarioError, p: &Point, base: Option<&ScenarioError>) -> anyhow::Error {
+        if base.is_some_and(|b| b.to_string() == e.to_string()) {
+            let what = if self.sets.is_empty() {
+                "the scenario itself"
+            } else {
+                "the scenario with its --set values"
+            };
+            return anyhow::Error::new(e).context(if self.axes.is_empty() {
+                what.to_string()
+            } else {
+                format!("{what} (before any --vary value)")
+            });
+        }
+        // A bad --vary value: the loader names it as the override it
+        // applied (`--set KEY=V`); name the flag it came from.
+        if let Some(o) = e.key.strip_prefix("--set ") {
+            if !self.sets.iter().any(|x| scenario::shorten(x) == o) {
+                let mut e = e.clone();
+                e.key = format!("--vary {o}");
+                return e.into();
+            }
+        }
+        anyhow::Error::new(e).context(format!(
+            "--vary point {}",
+            self.axes
+                .iter()
+                .zip(p)
+                .map(|(a, v)| format!("{}={v}", a.key))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ))
+    }
+}
+
+/// A CSV file written row by row ([`hopwise_repro::csv_cell`] quoting).
+struct Csv {
+    path: std::path::PathBuf,
+    w: std::io::BufWriter<std::fs::File>,
+}
+
+impl Csv {
+    fn create(path: &Path, header: &[&str]) -> Result<Csv> {
+        let f =
+            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+        let mut c = Csv {
+            path: path.to_path_buf(),
+            w: std::io::BufWriter::new(f),
+        };
+        c.row(header.iter().copied())?;
+        Ok(c)
+    }
+
+    fn row<'a>(&mut self, cells: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        let mut line = String::new();
+        for (k, c) in cells.into_iter().enumerate() {
+            if k > 0 {
+                line.push(',');
+            }
+            line.push_str(&hopwise_repro::csv_cell(c));
+        }
+        line.push('\n');
+        self.w
+            .write_all(line.as_bytes())
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    fn finish(mut self) -> Result<()> {
+        self.w
+            .flush()
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+}
+
+/// Mean and CI per metric and subject of one point's runs (one per seed):
+/// a row each in points.csv, and the point for summary.json.
+fn fold_point(axes: &[Axis], p: &Point, mine: &[Vec<Sample>], csv: &mut Csv) -> Result<PointOut> {
+    // (metric, subject) in the order the first run reported them, then any
+    // that only later runs have. Indexed, for scenarios with many flows;
+    // the order comes from the runs, never from a map.
+    let mut keys: Vec<(&'static str, &str)> = Vec::new();
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let index: Vec<HashMap<(&str, &str), f64>> = mine
+        .iter()
+        .map(|r| {
+            r.iter()
+                .rev()
+                .map(|s| ((s.metric, s.subject.as_str()), s.value))
+                .collect()
+        })
+        .collect();
+    for r in mine {
+        for s in r.iter() {
+            if seen.insert((s.metric, s.subject.as_str())) {
+                keys.push((s.metric, s.subject.as_str()));
+            }
+        }
+    }
+    let mut metrics = Vec::with_capacity(keys.len());
+    for (metric, subject) in keys {
+        let xs: Vec<f64> = index
+            .iter()
+            .filter_map(|r| r.get(&(metric, subject)).copied())
+            .filter(|x| x.is_finite())
+            .collect();
+        let (m, h) = mean_ci90(&xs);
+        csv.row(p.iter().map(String::as_str).chain([
+            metric,
+            subject,
+            &f(m),
+            &f(m - h),
+            &f(m + h),
+            &xs.len().to_string(),
+        ]))?;
+        metrics.push(MetricOut {
+            metric,
+            subject: subject.to_string(),
+            mean: m,
+            ci90: h.is_finite().then_some(h),
+            runs: xs.len(),
+        });
+    }
+    Ok(PointOut {
+        params: axes
+            .iter()
+            .map(|a| a.key.clone())
+            .zip(p.iter().cloned())
+            .collect(),
+        metrics,
+    })
+}
+
 fn f(x: f64) -> String {
     if x.is_finite() {
         format!("{x}")
@@ -363,6 +614,12 @@ fn f(x: f64) -> String {
         String::new()
     }
 }
+
+/// Most grid points a sweep takes, whatever --max-runs says: a point's
+/// means stay in memory until the end (for the plot, the table and
+/// summary.json), about 8 KB for the demo's 75 metrics, where a run is
+/// written out and dropped as soon as its batch has finished.
+const MAX_POINTS: u128 = 100_000;
 
 /// How a sweep runs: worker threads, output, and the largest grid accepted.
 pub struct RunOpts {
@@ -384,6 +641,17 @@ pub fn sweep(
         quiet,
         max_runs,
     } = run;
+    // A file that cannot be read is the first thing to report, before how
+    // the sweep is asked for. It is read once; every run parses this text.
+    let (text, origin) = match file {
+        Some(f) => (
+            std::fs::read_to_string(f).map_err(|e| {
+                anyhow::anyhow!("{}: cannot read the scenario file: {e}", f.display())
+            })?,
+            f.display().to_string(),
+        ),
+        None => (crate::run::DEMO.to_string(), "<built-in demo>".to_string()),
+    };
     if axes.is_empty() && seeds < 2 {
         bail!(
             "--vary: give at least one KEY=V1,V2,... to sweep over, or --seeds N (N ≥ 2) \
@@ -410,13 +678,19 @@ pub fn sweep(
     }
     // The size is checked before the grid is built: a mistyped range can ask
     // for millions of runs, each a row of runs.csv and summary.json.
-    let runs: u128 = axes
-        .iter()
-        .map(|a| a.values.len() as u128)
-        .product::<u128>()
-        * seeds as u128;
+    let n_points: u128 = axes.iter().map(|a| a.values.len() as u128).product();
+    let dims: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
+    if n_points > MAX_POINTS {
+        bail!(
+            "the grid is {} = {n_points} points, more than {MAX_POINTS}, the most a sweep \
+             takes: each point's means stay in memory until the end (about 100 B per flow or \
+             link metric, 8 KB a point for the demo) and go into summary.json; split the grid \
+             (more --seeds per point cost no memory)",
+            dims.join(" × ")
+        );
+    }
+    let runs = n_points * seeds as u128;
     if runs > max_runs as u128 {
-        let dims: Vec<String> = axes.iter().map(|a| a.values.len().to_string()).collect();
         bail!(
             "the grid is {}{} = {runs} runs, more than --max-runs {max_runs}; \
              raise --max-runs (up to 1000000) or split the grid",
@@ -429,182 +703,150 @@ pub fn sweep(
         );
     }
     let points = grid(axes);
-    // Every point's scenario is checked before anything runs. An error that
-    // the scenario with --set alone gives too is not the point's fault.
-    let base_err = crate::run::load(file, sets).err().map(|e| format!("{e:#}"));
-    let mut base = None;
-    let mut scenarios = Vec::new();
-    for p in &points {
-        let mut s = sets.to_vec();
-        s.extend(axes.iter().zip(p).map(|(a, v)| format!("{}={v}", a.key)));
-        let (sc, origin) = match crate::run::load(file, &s) {
-            Ok(x) => x,
-            Err(e) if base_err.as_deref() == Some(format!("{e:#}").as_str()) => {
-                let what = if sets.is_empty() {
-                    "the scenario itself"
-                } else {
-                    "the scenario with its --set values"
-                };
-                return Err(e.context(if axes.is_empty() {
-                    what.to_string()
-                } else {
-                    format!("{what} (before any --vary value)")
-                }));
-            }
-            Err(e) => {
-                // A bad --vary value: the loader names it as the override it
-                // applied (`--set KEY=V`); name the flag it came from.
-                if let Some(se) = e.downcast_ref::<hopwise_sim::scenario::ScenarioError>() {
-                    if let Some(o) = se.key.strip_prefix("--set ") {
-                        if !sets.iter().any(|x| hopwise_sim::scenario::shorten(x) == o) {
-                            let mut se = se.clone();
-                            se.key = format!("--vary {o}");
-                            return Err(se.into());
-                        }
-                    }
-                }
-                return Err(e.context(format!(
-                    "--vary point {}",
-                    axes.iter()
-                        .zip(p)
-                        .map(|(a, v)| format!("{}={v}", a.key))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                )));
-            }
-        };
-        base.get_or_insert((sc.name.clone(), origin, sc.seed));
-        scenarios.push(sc);
-    }
-    crate::run::prepare_out(out)?;
-    let (name, origin, seed0) = base.expect("at least one point");
-    let seed_list: Vec<u64> = (0..seeds as u64).map(|k| seed0.wrapping_add(k)).collect();
-    let items: Vec<(usize, u64)> = (0..points.len())
-        .flat_map(|i| seed_list.iter().map(move |&s| (i, s)))
-        .collect();
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let sweep = Grid {
+        text,
+        origin,
+        sets,
+        axes,
+    };
+    // An error that the scenario with --set alone gives too is not the
+    // point's fault.
+    let base_err = sweep.build(&[]).err();
+    // The name and the first seed come from the first point (a scenario
+    // that is only valid with the --vary values has them too).
+    let (name, seed0) = match sweep.build(&points[0]) {
+        Ok(sc) => (sc.name, sc.seed),
+        Err(e) => return Err(sweep.blame(e, &points[0], base_err.as_ref())),
+    };
+    let origin = sweep.origin.clone();
+    let seed_list: Vec<u64> = (0..seeds as u64).map(|k| seed0.wrapping_add(k)).collect();
+    let n_runs = points.len() * seed_list.len();
     if !quiet {
         eprintln!(
             "sweeping `{name}` ({origin}): {} × {} = {} on {jobs} thread{}",
             hopwise_repro::plural(points.len(), "point"),
             hopwise_repro::plural(seed_list.len(), "seed"),
-            hopwise_repro::plural(items.len(), "run"),
+            hopwise_repro::plural(n_runs, "run"),
             if jobs == 1 { "" } else { "s" }
         );
     }
+
+    // Every point's scenario is checked before anything runs (and built
+    // again when it runs: kept, a large grid's scenarios would take
+    // gigabytes). The check also finds the flows that `count` replicated.
+    let checking = crate::reproduce::Bars::counting("points");
+    let progress: &dyn Progress = if quiet || points.len() < 1000 {
+        &Silent
+    } else {
+        &checking
+    };
+    progress.start("check", points.len() as u64);
+    let checked = par_map((0..points.len()).collect(), jobs, progress, |i| {
+        sweep.build(&points[i]).map(|sc| {
+            sc.flows
+                .iter()
+                .filter_map(|f| f.group.clone().map(|g| (f.name.clone(), g)))
+                .collect::<Vec<_>>()
+        })
+    });
+    progress.finish();
+    let mut replicas = HashMap::new();
+    for (i, r) in checked.into_iter().enumerate() {
+        match r {
+            Ok(groups) => {
+                for (f, g) in groups {
+                    replicas.insert(format!("{f}/rev"), format!("{g}-*/rev"));
+                    replicas.insert(f, format!("{g}-*"));
+                }
+            }
+            Err(e) => return Err(sweep.blame(e, &points[i], base_err.as_ref())),
+        }
+    }
+    crate::run::prepare_out(out)?;
+
+    // The runs go in batches of points; each batch's results are written to
+    // runs.csv and folded into its points' means before the next batch
+    // runs, so that memory grows with the points, not with the runs. The
+    // CSVs are written under temporary names and renamed at the end, so
+    // that a sweep that fails leaves the previous results alone.
     let t0 = Instant::now();
     let bars = crate::reproduce::Bars::new();
     let progress: &dyn Progress = if quiet { &Silent } else { &bars };
-    progress.start("sweep", items.len() as u64);
-    let results: Vec<Result<Vec<Sample>, String>> =
-        par_map(items.clone(), jobs, progress, |(i, seed)| {
-            let mut sc = scenarios[i].clone();
-            sc.seed = seed;
-            let mut sim = Sim::new(&sc)?;
-            sim.run();
-            Ok(samples(&Summary::of(&sim, &sc.name, 0.0), &sc.flows))
-        });
+    let mut runs_header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+    runs_header.extend(["seed", "metric", "subject", "value"]);
+    let mut points_header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
+    points_header.extend(["metric", "subject", "mean", "ci90_low", "ci90_high", "runs"]);
+    let (runs_tmp, points_tmp) = (out.join("runs.csv.partial"), out.join("points.csv.partial"));
+    let mut runs_csv = Csv::create(&runs_tmp, &runs_header)?;
+    let mut points_csv = Csv::create(&points_tmp, &points_header)?;
+    let mut point_out = Vec::with_capacity(points.len());
+    let mut first_runs = Vec::with_capacity(points.len());
+    let mut flat = 0;
+    let per_batch = (jobs * 64).div_ceil(seed_list.len()).max(1);
+    progress.start("sweep", n_runs as u64);
+    let ran: Result<()> = (|| {
+        for b in (0..points.len()).step_by(per_batch) {
+            let batch = b..(b + per_batch).min(points.len());
+            let items: Vec<(usize, u64)> = batch
+                .clone()
+                .flat_map(|i| seed_list.iter().map(move |&s| (i, s)))
+                .collect();
+            let mut results = par_map(items, jobs, progress, |(i, seed)| {
+                let mut sc = sweep.build(&points[i]).map_err(|e| e.to_string())?;
+                sc.seed = seed;
+                let mut sim = Sim::new(&sc)?;
+                sim.run();
+                Ok::<_, String>(samples(&Summary::of(&sim, &sc.name, 0.0), &sc.flows))
+            })
+            .into_iter();
+            for i in batch {
+                let mut mine = Vec::with_capacity(seed_list.len());
+                for &seed in &seed_list {
+                    let r = results
+                        .next()
+                        .expect("a result per run")
+                        .map_err(anyhow::Error::msg)
+                        .with_context(|| {
+                            format!("point {} with seed {seed}", label(axes, &points[i]))
+                        })?;
+                    let seed = seed.to_string();
+                    for x in &r {
+                        runs_csv.row(points[i].iter().map(String::as_str).chain([
+                            seed.as_str(),
+                            x.metric,
+                            &x.subject,
+                            &f(x.value),
+                        ]))?;
+                    }
+                    mine.push(r);
+                }
+                if mine.iter().all(|x| same(x, &mine[0])) {
+                    flat += 1;
+                }
+                let p = fold_point(axes, &points[i], &mine, &mut points_csv)?;
+                point_out.push(p);
+                first_runs.push(fingerprint(&mine[0]));
+            }
+        }
+        runs_csv.finish()?;
+        points_csv.finish()?;
+        std::fs::rename(&runs_tmp, out.join("runs.csv"))?;
+        std::fs::rename(&points_tmp, out.join("points.csv"))?;
+        Ok(())
+    })();
     progress.finish();
-    let wall = t0.elapsed().as_secs_f64();
-    let mut runs: Vec<Vec<Sample>> = Vec::new();
-    for ((i, seed), r) in items.iter().zip(results) {
-        runs.push(
-            r.map_err(anyhow::Error::msg)
-                .with_context(|| format!("point {} with seed {seed}", label(axes, &points[*i])))?,
-        );
+    if let Err(e) = ran {
+        let _ = std::fs::remove_file(&runs_tmp);
+        let _ = std::fs::remove_file(&points_tmp);
+        return Err(e);
     }
-
-    // Items run point by point, seeds within a point.
-    let by_point: Vec<&[Vec<Sample>]> = runs.chunks(seed_list.len()).collect();
-    let warnings = sameness(axes, &points, &by_point);
+    let wall = t0.elapsed().as_secs_f64();
+    let warnings = sameness(axes, &points, seed_list.len(), flat, &first_runs);
     for w in &warnings {
         eprintln!("warning: {w}");
     }
 
-    // runs.csv: one row per run and measured value.
-    let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
-    header.extend(["seed", "metric", "subject", "value"]);
-    let mut rows = Vec::new();
-    for ((i, seed), r) in items.iter().zip(&runs) {
-        for s in r {
-            let mut row = points[*i].clone();
-            row.extend([
-                seed.to_string(),
-                s.metric.to_string(),
-                s.subject.clone(),
-                f(s.value),
-            ]);
-            rows.push(row);
-        }
-    }
-    write_csv(&out.join("runs.csv"), &header, &rows)?;
-
-    // points.csv and summary.json: mean and CI per point, metric, subject.
-    let mut point_out = Vec::new();
-    let mut prow = Vec::new();
-    for (i, p) in points.iter().enumerate() {
-        let mine = by_point[i];
-        // (metric, subject) in the order the first run reported them, then
-        // any that only later runs have.
-        // Indexed, for scenarios with many flows; the order comes from the
-        // runs, never from a map.
-        let mut keys: Vec<(&'static str, &str)> = Vec::new();
-        let mut seen: HashSet<(&str, &str)> = HashSet::new();
-        let index: Vec<HashMap<(&str, &str), f64>> = mine
-            .iter()
-            .map(|r| {
-                r.iter()
-                    .rev()
-                    .map(|s| ((s.metric, s.subject.as_str()), s.value))
-                    .collect()
-            })
-            .collect();
-        for r in mine {
-            for s in r.iter() {
-                if seen.insert((s.metric, s.subject.as_str())) {
-                    keys.push((s.metric, s.subject.as_str()));
-                }
-            }
-        }
-        let mut metrics = Vec::new();
-        for (metric, subject) in keys {
-            let subject = subject.to_string();
-            let xs: Vec<f64> = index
-                .iter()
-                .filter_map(|r| r.get(&(metric, subject.as_str())).copied())
-                .filter(|x| x.is_finite())
-                .collect();
-            let (m, h) = mean_ci90(&xs);
-            let mut row = p.clone();
-            row.extend([
-                metric.to_string(),
-                subject.clone(),
-                f(m),
-                f(m - h),
-                f(m + h),
-                xs.len().to_string(),
-            ]);
-            prow.push(row);
-            metrics.push(MetricOut {
-                metric,
-                subject,
-                mean: m,
-                ci90: h.is_finite().then_some(h),
-                runs: xs.len(),
-            });
-        }
-        point_out.push(PointOut {
-            params: axes
-                .iter()
-                .map(|a| a.key.clone())
-                .zip(p.iter().cloned())
-                .collect(),
-            metrics,
-        });
-    }
-    let mut header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
-    header.extend(["metric", "subject", "mean", "ci90_low", "ci90_high", "runs"]);
-    write_csv(&out.join("points.csv"), &header, &prow)?;
     let command = crate::run::command_line();
     let summary = SweepSummary {
         scenario: name.clone(),
@@ -620,27 +862,26 @@ pub fn sweep(
             })
             .collect(),
         seeds: seed_list.clone(),
-        runs: items.len(),
+        runs: n_runs,
         wall_s: wall,
         points: point_out,
-        replicas: scenarios
-            .iter()
-            .flat_map(|sc| &sc.flows)
-            .filter_map(|f| f.group.as_deref().map(|g| (f, g)))
-            .flat_map(|(f, g)| {
-                [
-                    (f.name.clone(), format!("{g}-*")),
-                    (format!("{}/rev", f.name), format!("{g}-*/rev")),
-                ]
-            })
-            .collect(),
+        replicas,
     };
-    hopwise_repro::write_summary(out, &summary)?;
+    // Written as it is serialised: a large grid's summary.json would
+    // otherwise be held whole in memory first.
+    let path = out.join("summary.json");
+    let mut w = std::io::BufWriter::new(
+        std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?,
+    );
+    serde_json::to_writer_pretty(&mut w, &summary)?;
+    w.write_all(b"\n")?;
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
 
     let figs = plots(out, axes, &points, &summary)?;
-    let text = table(axes, &points, &summary);
+    let table = table(axes, &points, &summary);
     if !quiet {
-        print!("{text}");
+        print!("{table}");
     }
     let mut files = figs;
     files.extend(["summary.json", "points.csv", "runs.csv"].map(String::from));
@@ -651,7 +892,7 @@ pub fn sweep(
             "{} × {} = {}, {wall:.1} s wall, hopwise {}",
             hopwise_repro::plural(points.len(), "point"),
             hopwise_repro::plural(seed_list.len(), "seed"),
-            hopwise_repro::plural(items.len(), "run"),
+            hopwise_repro::plural(n_runs, "run"),
             env!("CARGO_PKG_VERSION")
         ),
     ];
@@ -660,7 +901,7 @@ pub fn sweep(
         out,
         &format!("hopwise sweep: {name}"),
         &facts,
-        &text,
+        &table,
         &[("sweep.svg", "points.csv")],
         &files,
     )?;
@@ -989,6 +1230,28 @@ mod tests {
             e.contains("split at commas") && e.contains("--set flow.f1.cc="),
             "{e}"
         );
+        // A value given twice, as written or as the same quantity.
+        let e = parse_vary("link.bottleneck.queue=20pkt,20pkt").unwrap_err();
+        assert!(
+            e.contains("link.bottleneck.queue") && e.contains("`20pkt` is given twice"),
+            "{e}"
+        );
+        for (vals, a, b) in [
+            ("20pkt,50pkt,20 pkt", "20pkt", "20 pkt"),
+            ("1s,1000ms", "1s", "1000ms"),
+            ("10Mbit,10000kbit", "10Mbit", "10000kbit"),
+            ("1kB,1000B", "1kB", "1000B"),
+            ("0.5,0.50", "0.5", "0.50"),
+        ] {
+            let e = parse_vary(&format!("k={vals}")).unwrap_err();
+            assert!(
+                e.starts_with("k: ") && e.contains(&format!("`{a}` and `{b}` are the same value")),
+                "{vals}: {e}"
+            );
+        }
+        // Different kinds with the same number are different values.
+        assert!(parse_vary("k=1000B,1000pkt,1000").is_ok());
+        assert!(parse_vary("k=cubic,reno,1Mbit,1MB").is_ok());
         // A one-key inline table has no comma and stays a value.
         assert_eq!(
             parse_vary("flow.f1.cc={algo=\"vegas\"},cubic")
@@ -1022,8 +1285,28 @@ mod tests {
             numeric(&v(&["1e3", "-2"])),
             Some((vec![1000.0, -2.0], String::new()))
         );
-        assert_eq!(numeric(&v(&["10ms", "1s"])), None);
         assert_eq!(numeric(&v(&["cubic", "reno"])), None);
+        // One kind of quantity in several units: the commonest unit.
+        assert_eq!(
+            numeric(&v(&["5Mbit", "10000kbit", "20Mbit"])),
+            Some((vec![5.0, 10.0, 20.0], "Mbit".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["10ms", "1s"])),
+            Some((vec![10.0, 1000.0], "ms".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["64kB", "1MB", "500B", "2MB"])),
+            Some((vec![0.064, 1.0, 0.0005, 2.0], "MB".into()))
+        );
+        assert_eq!(
+            numeric(&v(&["20pkt", "50 pkts", "100pkts"])),
+            Some((vec![20.0, 50.0, 100.0], "pkts".into()))
+        );
+        // Different kinds (a packet count and a size) stay categorical.
+        assert_eq!(numeric(&v(&["20pkt", "30000B"])), None);
+        assert_eq!(numeric(&v(&["10ms", "cubic"])), None);
+        assert_eq!(numeric(&v(&["1Mbit", "1MB"])), None);
         // "2e" is a number followed by the unit "e", not an exponent.
         assert_eq!(
             numeric(&v(&["2e", "3e"])),

@@ -124,6 +124,13 @@ fn sweep_errors_name_the_key_and_point() {
     };
     let e = err(&["sweep", "--out", out]);
     assert!(e.contains("--vary"), "{e}");
+    // A missing file is reported before the missing --vary.
+    let missing = d.join("nonexistent.toml");
+    let e = err(&["sweep", missing.to_str().unwrap(), "--out", out]);
+    assert!(
+        e.contains("nonexistent.toml: cannot read the scenario file") && !e.contains("--vary"),
+        "{e}"
+    );
     let e = err(&[
         "sweep",
         "--vary",
@@ -143,6 +150,30 @@ fn sweep_errors_name_the_key_and_point() {
         !Path::new(out).exists(),
         "nothing is written for a refused grid"
     );
+    // Over 100 000 points is refused whatever --max-runs allows: a point's
+    // means stay in memory.
+    let many = |n: usize, unit: &str| {
+        (1..=n)
+            .map(|i| format!("{i}{unit}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let e = err(&[
+        "sweep",
+        "--vary",
+        &format!("link.bottleneck.delay={}", many(400, "ms")),
+        "--vary",
+        &format!("link.bottleneck.queue={}", many(300, "pkt")),
+        "--max-runs",
+        "1000000",
+        "--out",
+        out,
+    ]);
+    assert!(
+        e.contains("400 × 300 = 120000 points, more than 100000") && e.contains("in memory"),
+        "{e}"
+    );
+    assert!(!Path::new(out).exists());
     let e = err(&["sweep", "--vary", "link.bottleneck.queue", "--out", out]);
     assert!(e.contains("KEY=V1,V2"), "{e}");
     let e = err(&["sweep", "--vary", "flow.cubic.cc=cubic,bbr", "--out", out]);
@@ -200,6 +231,20 @@ fn sweep_errors_name_the_key_and_point() {
         out,
     ]);
     assert!(e.contains("given twice"), "{e}");
+    // A value given twice is refused before anything runs.
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "link.bottleneck.queue=20pkt,20 pkt",
+        "--out",
+        out,
+    ]);
+    assert!(
+        e.contains("link.bottleneck.queue")
+            && e.contains("`20pkt` and `20 pkt` are the same value"),
+        "{e}"
+    );
+    assert!(!Path::new(out).exists());
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -214,7 +259,11 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
         "sweep",
         sc,
         "--vary",
-        "link.bottleneck.queue=50pkt,50pkt",
+        "link.bottleneck.queue=50pkt,80pkt",
+        "--set",
+        "link.bottleneck.ab.queue=30pkt",
+        "--set",
+        "link.bottleneck.ba.queue=30pkt",
         "--seeds",
         "2",
         "--set",
@@ -226,13 +275,15 @@ fn sweep_warns_when_seeds_or_values_change_nothing() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("no randomness"), "{e}");
-    assert!(e.contains("identical results (50pkt and 50pkt)"), "{e}");
+    // Both directions have their own queue, so link.bottleneck.queue does
+    // nothing.
+    assert!(e.contains("identical results (50pkt and 80pkt)"), "{e}");
     let s = json(&out.join("summary.json"));
     assert_eq!(s["warnings"].as_array().unwrap().len(), 2, "{s}");
     assert!(s["command"]
         .as_str()
         .unwrap()
-        .contains("--vary link.bottleneck.queue=50pkt,50pkt"));
+        .contains("--vary link.bottleneck.queue=50pkt,80pkt"));
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -340,5 +391,196 @@ fn sweep_without_vary_repeats_the_scenario_over_seeds() {
     assert!(!o.status.success());
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(e.contains("--seeds N") && e.contains("hopwise sim"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Values of one kind of quantity in different units make a numeric axis,
+/// in the unit most of them use: lines against the rate, not bars.
+#[test]
+fn sweep_converts_units_for_a_numeric_axis() {
+    let d = scratch("units");
+    let out = d.join("sw");
+    let o = hopwise(&[
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--vary",
+        "link.bottleneck.rate=5Mbit,10000kbit,20Mbit",
+        "--set",
+        "duration=5s",
+        "--set",
+        "measure.warmup=1s",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(
+        svg.contains("link.bottleneck.rate (Mbit)"),
+        "no numeric x label"
+    );
+    // The values as written stay in the files.
+    let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
+    assert!(
+        points.lines().any(|l| l.starts_with("10000kbit,")),
+        "{points}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Seeds above i64::MAX: the sweep records them, and each run is the one
+/// `hopwise sim --set seed=S` (or `--seed S`) gives.
+#[test]
+fn sweep_seeds_above_i64_can_be_rerun() {
+    let d = scratch("bigseed");
+    let out = d.join("sw");
+    let o = hopwise(&[
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--seeds",
+        "2",
+        "--set",
+        "seed=9223372036854775807",
+        "--set",
+        "duration=5s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "start_jitter=100ms",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let s = json(&out.join("summary.json"));
+    let seeds: Vec<u64> = s["seeds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [i64::MAX as u64, 1 << 63]);
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    for how in [
+        ["--set", "seed=9223372036854775808"],
+        ["--seed", "9223372036854775808"],
+    ] {
+        let sim = d.join("sim");
+        let o = hopwise(&[
+            "sim",
+            NEWRENO_VS_LEDBAT,
+            how[0],
+            how[1],
+            "--set",
+            "duration=5s",
+            "--set",
+            "measure.warmup=1s",
+            "--set",
+            "start_jitter=100ms",
+            "--quiet",
+            "--out",
+            sim.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{how:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let one = json(&sim.join("summary.json"));
+        assert_eq!(one["seed"].as_u64(), Some(1 << 63));
+        let newreno = one["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "newreno")
+            .unwrap()["goodput_bps"]
+            .as_f64()
+            .unwrap();
+        let row = runs
+            .lines()
+            .find(|l| l.starts_with("9223372036854775808,goodput_bps,newreno,"))
+            .expect("the run with the second seed");
+        let v: f64 = row.rsplit(',').next().unwrap().parse().unwrap();
+        assert_eq!(v, newreno, "{how:?}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A grid larger than one batch of runs (64 per thread): every point's
+/// rows land under its own values, in grid order, and a point in a later
+/// batch still gives `hopwise sim`'s numbers.
+#[test]
+fn sweep_batches_keep_points_and_runs_together() {
+    let d = scratch("batches");
+    let out = d.join("sw");
+    let delays: Vec<String> = (1..=150).map(|i| format!("{i}ms")).collect();
+    let o = hopwise(&[
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--vary",
+        &format!("link.bottleneck.delay={}", delays.join(",")),
+        "--set",
+        "duration=3s",
+        "--set",
+        "measure.warmup=1s",
+        "--jobs",
+        "1",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!out.join("runs.csv.partial").exists());
+    let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
+    let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
+    let order = |text: &str, metric: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains(&format!(",{metric},ledbat,")))
+            .map(|l| l.split(',').next().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(order(&runs, "goodput_bps"), delays);
+    assert_eq!(order(&points, "goodput_bps"), delays);
+    // With one seed a point's mean is its run's value.
+    let value = |text: &str, point: &str, col: usize| -> f64 {
+        let l = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{point},")) && l.contains(",goodput_bps,ledbat,"))
+            .unwrap();
+        l.split(',').nth(col).unwrap().parse().unwrap()
+    };
+    for p in ["1ms", "64ms", "65ms", "150ms"] {
+        assert_eq!(value(&runs, p, 4), value(&points, p, 3), "{p}");
+    }
+    let sim = d.join("sim");
+    let o = hopwise(&[
+        "sim",
+        NEWRENO_VS_LEDBAT,
+        "--set",
+        "duration=3s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "link.bottleneck.delay=140ms",
+        "--quiet",
+        "--out",
+        sim.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let one = json(&sim.join("summary.json"));
+    let ledbat = one["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "ledbat")
+        .unwrap()["goodput_bps"]
+        .as_f64()
+        .unwrap();
+    assert_eq!(value(&runs, "140ms", 4), ledbat);
+    // Different delays give different results here: no false warning
+    // from the points' fingerprints.
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["points"].as_array().unwrap().len(), 150);
+    assert_eq!(s["warnings"], serde_json::json!([]));
     let _ = std::fs::remove_dir_all(&d);
 }

@@ -84,10 +84,18 @@ pub struct QueueStats {
     pub tx_bytes: u64,
     pub tx_packets: u64,
     pub tx_bytes_total: u64,
-    /// Consecutive pure ACKs seen leaving since the last data packet.
+    /// Whether a data packet (one with payload) has left yet.
+    seen_data: bool,
+    /// Consecutive pure ACKs seen leaving since the last data packet (only
+    /// counted once a data packet has left).
     ack_run: u32,
     /// `ack_bursts[n]` = how many runs of exactly `n` pure ACKs left the queue
-    /// between two data packets (seed 004 §2.1). Index 0 is unused.
+    /// after a data packet (seed 004 §2.1): each run ended by the next data
+    /// packet, plus the run still open when the simulation ends (a truncated
+    /// burst, added by [`QueueStats::close_ack_run`]). ACKs before the first
+    /// data packet are no burst, so a queue that carries only ACKs has none.
+    /// SYN, FIN and RST without payload neither extend nor end a run.
+    /// Index 0 is unused.
     pub ack_bursts: Vec<u64>,
 }
 
@@ -115,16 +123,28 @@ impl QueueStats {
         (self.cur_bytes, self.cur_packets)
     }
 
-    /// Records a departure (start of transmission).
-    pub fn departed(&mut self, now: Time, warmup: Time, size: u32, pure_ack: bool) {
+    /// Records a departure (start of transmission) of a packet of `size`
+    /// bytes carrying `payload` bytes of transport payload.
+    pub fn departed(&mut self, now: Time, warmup: Time, size: u32, payload: u32, pure_ack: bool) {
         self.tx_bytes_total += size as u64;
         if now >= warmup {
             self.tx_bytes += size as u64;
             self.tx_packets += 1;
         }
         if pure_ack {
-            self.ack_run += 1;
-        } else if self.ack_run > 0 {
+            if self.seen_data {
+                self.ack_run += 1;
+            }
+        } else if payload > 0 {
+            self.close_ack_run();
+            self.seen_data = true;
+        }
+    }
+
+    /// Records the run of pure ACKs still open, if any (at the end of the
+    /// simulation: a truncated burst). Calling it again records nothing.
+    pub fn close_ack_run(&mut self) {
+        if self.ack_run > 0 {
             let n = self.ack_run as usize;
             if self.ack_bursts.len() <= n {
                 self.ack_bursts.resize(n + 1, 0);
@@ -214,16 +234,63 @@ mod tests {
         assert_eq!(q.max_bytes, 1000);
     }
 
+    /// Feeds departures: `a` a pure ACK, `d` a data packet, `c` a SYN, FIN
+    /// or RST without payload.
+    fn feed(q: &mut QueueStats, kinds: &str) {
+        for k in kinds.chars() {
+            let (size, payload, ack) = match k {
+                'a' => (52, 0, true),
+                'd' => (1500, 1448, false),
+                'c' => (52, 0, false),
+                _ => unreachable!(),
+            };
+            q.departed(Time::ZERO, Time::ZERO, size, payload, ack);
+        }
+    }
+
     #[test]
     fn ack_bursts_are_runs_between_data() {
         let mut q = QueueStats::default();
-        for &ack in &[
-            true, true, false, true, false, false, true, true, true, false,
-        ] {
-            q.departed(Time::ZERO, Time::ZERO, if ack { 52 } else { 1500 }, ack);
-        }
-        assert_eq!(q.ack_bursts, vec![0, 1, 1, 1]);
+        // The two ACKs before the first data packet are no burst.
+        feed(&mut q, "aadadaaadd");
+        assert_eq!(q.ack_bursts, vec![0, 1, 0, 1]);
+        q.close_ack_run();
+        assert_eq!(q.ack_bursts, vec![0, 1, 0, 1]);
+        assert_eq!(q.median_ack_burst(), Some(1));
+    }
+
+    #[test]
+    fn the_run_open_at_the_end_is_a_truncated_burst() {
+        let mut q = QueueStats::default();
+        feed(&mut q, "daadaaaa");
+        assert_eq!(q.ack_bursts, vec![0, 0, 1]);
+        q.close_ack_run();
+        assert_eq!(q.ack_bursts, vec![0, 0, 1, 0, 1]);
+        // A second close (the run ended twice) records nothing more.
+        q.close_ack_run();
+        assert_eq!(q.ack_bursts, vec![0, 0, 1, 0, 1]);
         assert_eq!(q.median_ack_burst(), Some(2));
+    }
+
+    #[test]
+    fn a_queue_with_only_acks_has_no_bursts() {
+        let mut q = QueueStats::default();
+        // A SYN-ACK, thousands of ACKs, a FIN: no data ever left.
+        feed(&mut q, "c");
+        for _ in 0..5000 {
+            feed(&mut q, "a");
+        }
+        feed(&mut q, "ca");
+        q.close_ack_run();
+        assert!(q.ack_bursts.iter().all(|&c| c == 0), "{:?}", q.ack_bursts);
+        assert_eq!(q.median_ack_burst(), None);
+    }
+
+    #[test]
+    fn control_packets_neither_extend_nor_end_a_run() {
+        let mut q = QueueStats::default();
+        feed(&mut q, "dacaad");
+        assert_eq!(q.ack_bursts, vec![0, 0, 0, 1]);
     }
 
     #[test]

@@ -93,13 +93,57 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Scenario,
     let mut doc: Table = text
         .parse::<Table>()
         .map_err(|e| syntax_error(text, origin, &e))?;
+    // A seed from an override may use the whole u64 range, which a TOML
+    // integer (i64) cannot hold: it is kept aside and set after the build.
+    let mut big_seed = None;
     for o in overrides {
-        apply_override(&mut doc, o)
-            .map_err(|m| ScenarioError::new(origin, format!("--set {}", shorten(o)), m))?;
+        let set_err = |m| ScenarioError::new(origin, format!("--set {}", shorten(o)), m);
+        match seed_override(o).map_err(set_err)? {
+            Some(v) if v > i64::MAX as u64 => {
+                doc.remove("seed");
+                big_seed = Some(v);
+            }
+            small => {
+                apply_override(&mut doc, o).map_err(set_err)?;
+                if small.is_some() {
+                    big_seed = None;
+                }
+            }
+        }
     }
-    let s = build(&doc, origin).map_err(|e| ScenarioError::new(origin, e.key, e.msg))?;
+    let mut s = build(&doc, origin).map_err(|e| ScenarioError::new(origin, e.key, e.msg))?;
+    if let Some(v) = big_seed {
+        s.seed = v;
+    }
     validate(&s, origin)?;
     Ok(s)
+}
+
+/// The value of a `seed=N` override whose `N` is a whole number written in
+/// digits (`_` allowed between them, as in TOML); `None` for any other
+/// override; an error for a number above `u64::MAX`.
+fn seed_override(o: &str) -> Result<Option<u64>, String> {
+    let Some((path, raw)) = o.split_once('=') else {
+        return Ok(None);
+    };
+    if !matches!(parse_path(path).as_deref(), Ok([Seg::Key(k)]) if k == "seed") {
+        return Ok(None);
+    }
+    let raw = raw.trim();
+    let whole = raw.starts_with(|c: char| c.is_ascii_digit())
+        && raw.ends_with(|c: char| c.is_ascii_digit())
+        && raw.chars().all(|c| c.is_ascii_digit() || c == '_')
+        && !raw.contains("__");
+    if !whole {
+        return Ok(None);
+    }
+    let digits: String = raw.chars().filter(|&c| c != '_').collect();
+    digits.parse::<u64>().map(Some).map_err(|_| {
+        format!(
+            "seed: must be at most {} (a seed is a 64-bit unsigned number), got {raw}",
+            u64::MAX
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -358,6 +402,16 @@ fn syntax_error(text: &str, origin: &str, err: &toml::de::Error) -> ScenarioErro
                 clip(v, 30)
             ));
         }
+    }
+    if msg.contains("number too large")
+        && src.split_once('=').is_some_and(|(k, _)| k.trim() == "seed")
+    {
+        out.push_str(&format!(
+            " (a scenario file holds whole numbers up to {}, the limit of a TOML integer; \
+             for a larger seed, up to {}, use `hopwise sim --seed N` or `--set seed=N`)",
+            i64::MAX,
+            u64::MAX
+        ));
     }
     if let Some(hint) = single_bracket_hint(text, &msg) {
         out.push_str(&hint);

@@ -645,7 +645,7 @@ impl Sim {
             Dequeue::Packet(p) => {
                 f.stats.advance(now, warmup);
                 f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
-                f.stats.departed(now, warmup, p.size, p.pure_ack);
+                f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
                 if let Some((_, c)) = f.capture.as_mut() {
                     c.record(now, &p);
                 }
@@ -766,6 +766,7 @@ impl Sim {
         let warmup = self.warmup;
         for f in &mut self.ifaces {
             f.stats.advance(end, warmup);
+            f.stats.close_ack_run();
         }
         for ep in &mut self.endpoints {
             ep.goodput.pad_to(end);

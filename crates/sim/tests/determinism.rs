@@ -24,10 +24,14 @@ fn scenario(seed: u64) -> Scenario {
     s.start_jitter = Dur::from_millis(100);
     s.measure.trace_interval = Dur::from_millis(50);
     for (i, cc) in ["newreno", "cubic", "ledbat"].iter().enumerate() {
+        // The LEDBAT flow runs the other way, so that data and ACKs share
+        // both bottleneck queues (and they carry ACK bursts).
+        let (from, to) = (format!("h{i}"), format!("d{i}"));
+        let (from, to) = if i == 2 { (to, from) } else { (from, to) };
         s.flows.push(bulk(
             &format!("f{i}"),
-            &format!("h{i}"),
-            &format!("d{i}"),
+            &from,
+            &to,
             CcConfig::from_name(cc).unwrap(),
         ));
     }

@@ -1320,6 +1320,58 @@ fn overrides_top_level() {
     assert_eq!(s.measure.warmup, Dur::from_secs(2));
 }
 
+/// `--set seed=N` takes any u64 (a TOML integer stops at i64::MAX); the
+/// last seed override wins, whatever its size; a file cannot hold a seed
+/// above i64::MAX, and the error says where a larger one can go.
+#[test]
+fn seed_overrides_take_the_whole_u64_range() {
+    assert_eq!(ok_with(&["seed=9223372036854775808"]).seed, 1 << 63);
+    assert_eq!(ok_with(&["seed=18446744073709551615"]).seed, u64::MAX);
+    assert_eq!(ok_with(&["seed=18_446_744_073_709_551_615"]).seed, u64::MAX);
+    assert_eq!(
+        ok_with(&[" seed = 9223372036854775809 "]).seed,
+        (1 << 63) + 1
+    );
+    assert_eq!(ok_with(&["seed=18446744073709551615", "seed=7"]).seed, 7);
+    assert_eq!(
+        ok_with(&["seed=7", "seed=18446744073709551615"]).seed,
+        u64::MAX
+    );
+    // Even over a seed the file gets wrong.
+    let bad = edit("duration = \"60s\"", "duration = \"60s\"\nseed = -3");
+    let o = vec!["seed=18446744073709551615".to_string()];
+    assert_eq!(parse(&bad, FILE, &o).unwrap().seed, u64::MAX);
+    let e = fails_with(
+        BASE,
+        &["seed=18446744073709551616"],
+        "--set seed=18446744073709551616",
+        &["at most 18446744073709551615"],
+    );
+    assert!(!e.message.contains("string"), "{e}");
+    fails_with(BASE, &["seed=-1"], "seed", &["must not be negative"]);
+    // Other keys are not affected: a big number stays a string there.
+    fails_with(
+        BASE,
+        &["flow.f1.tcp.mss=9223372036854775808"],
+        "mss",
+        &["whole number"],
+    );
+    let big = edit(
+        "duration = \"60s\"",
+        "duration = \"60s\"\nseed = 9223372036854775808",
+    );
+    let e = parse(&big, FILE, &[]).unwrap_err();
+    let shown = e.to_string();
+    for p in [
+        "number too large",
+        "up to 9223372036854775807",
+        "--seed N",
+        "--set seed=N",
+    ] {
+        assert!(shown.contains(p), "lacks `{p}`: {shown}");
+    }
+}
+
 #[test]
 fn overrides_by_index_and_by_name() {
     let s = ok_with(&["flow[0].cc=cubic"]);
