@@ -76,7 +76,7 @@ enum Cmd {
         /// Print only the results path (no table, no progress bar).
         #[arg(long)]
         quiet: bool,
-        /// Refuse grids of more runs (points × seeds) than this (at most 1000000).
+        /// Refuse grids of more runs (points × seeds) than this (at most 1000000; grids over 100 000 points are refused whatever this says, since each point's means stay in memory).
         #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         max_runs: u64,
     },

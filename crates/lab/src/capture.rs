@@ -245,9 +245,13 @@ pub fn spawn(
 }
 
 /// `h[n]` = how many runs of exactly `n` pure ACKs left between two other
-/// packets (index 0 unused), as the simulator counts them
-/// (`QueueStats::departed`): a pure ACK extends the run, any other packet
-/// (data, SYN, FIN, RST) ends it.
+/// packets (index 0 unused): a pure ACK extends the run, any other packet
+/// (data, SYN, FIN, RST) ends it, and the run open at the end of the
+/// capture is not counted. The simulator's count (`QueueStats::departed`)
+/// differs at the edges: there SYN, FIN and RST neither extend nor end a
+/// run, ACKs before the first data packet are not counted, and the run
+/// open at the end is (truncated). In a capture of a steady transfer the
+/// two give the same bursts but those few.
 pub fn ack_bursts(departures: &[Seen]) -> Vec<u64> {
     let mut h = vec![0u64];
     let mut run = 0usize;
