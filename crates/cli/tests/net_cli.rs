@@ -307,18 +307,7 @@ fn logs_redirected_to_a_file_carry_no_colour_codes() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    let err = loop {
-        let err = std::fs::read_to_string(&log).unwrap();
-        if err.contains("SOCKS5 proxy on") || t0.elapsed() > std::time::Duration::from_secs(20) {
-            break err;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    let err = stop_after_log(&mut child, &log, "SOCKS5 proxy on");
     assert!(err.contains("SOCKS5 proxy on"), "{err}");
     assert!(!err.contains('\x1b'), "{err:?}");
     let _ = std::fs::remove_dir_all(&d);
@@ -358,6 +347,24 @@ fn quickstart_refuses_size_zero_and_a_file_as_dir() {
     );
     assert!(!err.contains("in use"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Waits (up to 20 s) until `log` contains `needle`, stops `child` with
+/// SIGTERM and returns the log.
+fn stop_after_log(child: &mut std::process::Child, log: &std::path::Path, needle: &str) -> String {
+    let t0 = std::time::Instant::now();
+    let err = loop {
+        let err = std::fs::read_to_string(log).unwrap();
+        if err.contains(needle) || t0.elapsed() > std::time::Duration::from_secs(20) {
+            break err;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    err
 }
 
 fn tempfile_dir(tag: &str) -> std::path::PathBuf {
@@ -404,18 +411,7 @@ fn a_guard_that_takes_no_clients_warns_at_start() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    let err = loop {
-        let err = std::fs::read_to_string(&log).unwrap();
-        if err.contains("relay starting") || t0.elapsed() > std::time::Duration::from_secs(20) {
-            break err;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    };
-    let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
+    let err = stop_after_log(&mut child, &log, "relay starting");
     assert!(
         err.contains("flags g as a guard, but accept_clients = false"),
         "{err}"
