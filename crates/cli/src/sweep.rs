@@ -63,7 +63,10 @@ pub fn parse_vary(s: &str) -> Result<Axis, String> {
                  (for repeated runs of a point use --seeds N)"
             ));
         }
-        if let Some((kind, x, _)) = quantity(v) {
+        // Beyond 2^53 an f64 no longer tells neighbouring integers apart
+        // (the scenario keeps them exact): compare those as written only.
+        let exact = |x: f64| x.abs() < 9_007_199_254_740_992.0;
+        if let Some((kind, x, _)) = quantity(v).filter(|q| exact(q.1)) {
             // 0.0 and -0.0 are the same value.
             let x = if x == 0.0 { 0.0 } else { x };
             if let Some(w) = as_quantity.insert((kind as u8, x.to_bits()), v) {
@@ -411,16 +414,23 @@ fn sameness(
     for (i, &h) in first_runs.iter().enumerate() {
         by_hash.entry(h).or_default().push(i);
     }
+    // How many pairs of points agree, and the first three of them: only
+    // those are shown, so each group (indices ascending) gives at most its
+    // three first pairs rather than all of them (a key without effect on a
+    // long axis makes every pair of its points agree).
+    let mut n_pairs: u128 = 0;
     let mut pairs = Vec::new();
     for group in by_hash.values() {
-        for (k, &i) in group.iter().enumerate() {
-            for &j in &group[..k] {
-                pairs.push((j, i));
-            }
-        }
+        let n = group.len() as u128;
+        n_pairs += n * n.saturating_sub(1) / 2;
+        let lex = group
+            .iter()
+            .enumerate()
+            .flat_map(|(k, &j)| group[k + 1..].iter().map(move |&i| (j, i)));
+        pairs.extend(lex.take(3));
     }
     pairs.sort_unstable();
-    if !pairs.is_empty() {
+    if n_pairs > 0 {
         let shown: Vec<String> = pairs
             .iter()
             .take(3)
@@ -435,14 +445,10 @@ fn sameness(
         w.push(format!(
             "{} gave identical results ({}{}): check that the varied key takes effect \
              (a direction's own value, e.g. link.X.ab.queue, overrides link.X.queue)",
-            if pairs.len() == 1 {
-                "two points"
-            } else {
-                "points"
-            },
+            if n_pairs == 1 { "two points" } else { "points" },
             shown.join("; "),
-            if pairs.len() > 3 {
-                format!("; {} more pairs", pairs.len() - 3)
+            if n_pairs > 3 {
+                format!("; {} more pairs", n_pairs - 3)
             } else {
                 String::new()
             }
@@ -685,7 +691,8 @@ pub fn sweep(
             "the grid is {} = {n_points} points, more than {MAX_POINTS}, the most a sweep \
              takes: each point's means stay in memory until the end (about 100 B per flow or \
              link metric, 8 KB a point for the demo) and go into summary.json; split the grid \
-             (more --seeds per point cost no memory)",
+             (the runs of one point are held together while its means are computed, so \
+             --seeds costs memory per point, not per grid)",
             dims.join(" × ")
         );
     }
@@ -783,7 +790,7 @@ pub fn sweep(
     let mut point_out = Vec::with_capacity(points.len());
     let mut first_runs = Vec::with_capacity(points.len());
     let mut flat = 0;
-    let per_batch = (jobs * 64).div_ceil(seed_list.len()).max(1);
+    let per_batch = jobs.saturating_mul(64).div_ceil(seed_list.len()).max(1);
     progress.start("sweep", n_runs as u64);
     let ran: Result<()> = (|| {
         for b in (0..points.len()).step_by(per_batch) {
@@ -1211,6 +1218,35 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
 mod tests {
     use super::*;
 
+    /// Points that agree are counted, not listed: a key without effect on
+    /// a long axis makes every pair agree, and only three pairs are shown.
+    #[test]
+    fn identical_points_are_counted_not_listed() {
+        let n = 3000;
+        let axes = vec![Axis {
+            key: "k".into(),
+            values: (0..n).map(|i| i.to_string()).collect(),
+        }];
+        let points: Vec<Point> = (0..n).map(|i| vec![i.to_string()]).collect();
+        // Points 0..n-1 agree, except the last, which agrees with nobody.
+        let mut first = vec![7u64; n];
+        first[n - 1] = 8;
+        let w = sameness(&axes, &points, 1, 0, &first);
+        let pairs = (n - 1) * (n - 2) / 2;
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("(0 and 1; 0 and 2; 0 and 3;")
+                && w[0].contains(&format!("{} more pairs", pairs - 3)),
+            "{}",
+            w[0]
+        );
+        let w = sameness(&axes[..], &points[..2], 1, 0, &[1, 1]);
+        assert!(
+            w[0].starts_with("two points gave identical results (0 and 1)"),
+            "{w:?}"
+        );
+    }
+
     #[test]
     fn vary_parses_keys_and_values_and_names_mistakes() {
         assert_eq!(
@@ -1251,6 +1287,8 @@ mod tests {
         }
         // Different kinds with the same number are different values.
         assert!(parse_vary("k=1000B,1000pkt,1000").is_ok());
+        // Integers beyond 2^53 that an f64 cannot tell apart are different.
+        assert!(parse_vary("k=9007199254740992,9007199254740993").is_ok());
         assert!(parse_vary("k=cubic,reno,1Mbit,1MB").is_ok());
         // A one-key inline table has no comma and stays a value.
         assert_eq!(

@@ -103,9 +103,11 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Scenario,
                 doc.remove("seed");
                 big_seed = Some(v);
             }
-            small => {
+            _ => {
                 apply_override(&mut doc, o).map_err(set_err)?;
-                if small.is_some() {
+                // Any later seed (digits, hex, `+7`, ...) wins over a
+                // big one given before it.
+                if is_seed_key(o) {
                     big_seed = None;
                 }
             }
@@ -122,11 +124,18 @@ pub fn parse(text: &str, origin: &str, overrides: &[String]) -> Result<Scenario,
 /// The value of a `seed=N` override whose `N` is a whole number written in
 /// digits (`_` allowed between them, as in TOML); `None` for any other
 /// override; an error for a number above `u64::MAX`.
+/// Whether the override `o` (KEY=VALUE) sets the top-level `seed`.
+fn is_seed_key(o: &str) -> bool {
+    o.split_once('=').is_some_and(
+        |(path, _)| matches!(parse_path(path).as_deref(), Ok([Seg::Key(k)]) if k == "seed"),
+    )
+}
+
 fn seed_override(o: &str) -> Result<Option<u64>, String> {
-    let Some((path, raw)) = o.split_once('=') else {
+    let Some((_, raw)) = o.split_once('=') else {
         return Ok(None);
     };
-    if !matches!(parse_path(path).as_deref(), Ok([Seg::Key(k)]) if k == "seed") {
+    if !is_seed_key(o) {
         return Ok(None);
     }
     let raw = raw.trim();

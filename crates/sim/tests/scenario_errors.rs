@@ -1333,6 +1333,12 @@ fn seed_overrides_take_the_whole_u64_range() {
         (1 << 63) + 1
     );
     assert_eq!(ok_with(&["seed=18446744073709551615", "seed=7"]).seed, 7);
+    // Also when the later one is not plain digits.
+    assert_eq!(
+        ok_with(&["seed=18446744073709551615", "seed=0x10"]).seed,
+        16
+    );
+    assert_eq!(ok_with(&["seed=18446744073709551615", "seed=+7"]).seed, 7);
     assert_eq!(
         ok_with(&["seed=7", "seed=18446744073709551615"]).seed,
         u64::MAX
