@@ -584,3 +584,48 @@ fn sweep_batches_keep_points_and_runs_together() {
     assert_eq!(s["warnings"], serde_json::json!([]));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Several seeds per point across batch boundaries (one job: 21 points a
+/// batch at 3 seeds): the CSVs are the same whatever `--jobs`, so batches
+/// and threads neither reorder nor lose runs.
+#[test]
+fn sweep_outputs_do_not_depend_on_jobs_or_batches() {
+    let d = scratch("jobs");
+    let delays: Vec<String> = (1..=50).map(|i| format!("{i}ms")).collect();
+    let run = |jobs: &str| {
+        let out = d.join(format!("sw{jobs}"));
+        let o = hopwise(&[
+            "sweep",
+            NEWRENO_VS_LEDBAT,
+            "--vary",
+            &format!("link.bottleneck.delay={}", delays.join(",")),
+            "--seeds",
+            "3",
+            "--set",
+            "duration=2s",
+            "--set",
+            "measure.warmup=1s",
+            "--jobs",
+            jobs,
+            "--quiet",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (
+            std::fs::read_to_string(out.join("runs.csv")).unwrap(),
+            std::fs::read_to_string(out.join("points.csv")).unwrap(),
+        )
+    };
+    let (runs1, points1) = run("1");
+    let (runs2, points2) = run("2");
+    assert_eq!(runs1, runs2);
+    assert_eq!(points1, points2);
+    // Every point has its three seeds, in order.
+    let seeds: Vec<&str> = runs1
+        .lines()
+        .filter(|l| l.starts_with("17ms,") && l.contains(",goodput_bps,ledbat,"))
+        .collect();
+    assert_eq!(seeds.len(), 3, "{seeds:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}
