@@ -238,19 +238,7 @@ fn show_key_works_before_the_directory_exists() {
         "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"keys/r1.key\"\ndirectory = \"missing.toml\"\n",
     )
     .unwrap();
-    let show = || {
-        let out = hopwise()
-            .args(["relay", "--show-key", "--config"])
-            .arg(d.join("relay.toml"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
-    };
+    let show = || show_key(&d.join("relay.toml"));
     let key = show();
     assert_eq!(key.len(), 64, "{key}");
     assert!(key.bytes().all(|b| b.is_ascii_hexdigit()), "{key}");
@@ -349,6 +337,21 @@ fn quickstart_refuses_size_zero_and_a_file_as_dir() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `hopwise relay --show-key --config cfg`: the key it prints.
+fn show_key(cfg: &std::path::Path) -> String {
+    let out = hopwise()
+        .args(["relay", "--show-key", "--config"])
+        .arg(cfg)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// Waits (up to 20 s) until `log` contains `needle`, stops `child` with
 /// SIGTERM and returns the log.
 fn stop_after_log(child: &mut std::process::Child, log: &std::path::Path, needle: &str) -> String {
@@ -384,17 +387,7 @@ fn a_guard_that_takes_no_clients_warns_at_start() {
         "name = \"g\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"g.key\"\ndirectory = \"directory.toml\"\naccept_clients = false\n",
     )
     .unwrap();
-    let out = hopwise()
-        .args(["relay", "--show-key", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let key = show_key(&cfg);
     std::fs::write(
         d.join("directory.toml"),
         format!(

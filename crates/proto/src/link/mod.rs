@@ -779,17 +779,17 @@ impl Links {
             self.stats.malformed += 1;
             return;
         };
+        self.closed_by_peer(l, CloseReason::from_u8(reason));
+    }
+
+    /// The peer closed link `l` (a CLOSE, or a RESP that refuses us): down
+    /// at once, and the next handshake to it is short.
+    fn closed_by_peer(&mut self, l: LinkId, reason: CloseReason) {
         self.stats.closes_received += 1;
         if let Some(peer) = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut()) {
             peer.closed = true;
         }
-        self.take_down_as(
-            l,
-            LinkEvent::Closed {
-                link: l,
-                reason: CloseReason::from_u8(reason),
-            },
-        );
+        self.take_down_as(l, LinkEvent::Closed { link: l, reason });
     }
 
     /// DATA for a new client's answered handshake: if it authenticates, the
@@ -1192,11 +1192,13 @@ impl Links {
 
     /// Seals a CLOSE with `reason` in session `s` and queues it.
     fn send_close(&mut self, s: &mut Session, reason: CloseReason) {
-        let d = encrypt(s, &[FRAME_CLOSE, reason.to_u8()]);
         self.stats.closes_sent += 1;
-        self.stats.datagrams_out += 1;
-        self.stats.bytes_out += d.len() as u64;
-        self.out.push_back((s.addr, d));
+        queue_sealed(
+            &mut self.stats,
+            &mut self.out,
+            s,
+            &[FRAME_CLOSE, reason.to_u8()],
+        );
     }
 
     /// Answers a new client's INIT; it gets a link once it confirms.
@@ -1262,15 +1264,7 @@ impl Links {
         };
         if ok && refused != 0 {
             // The responder (its key proven) takes no more clients.
-            self.stats.closes_received += 1;
-            self.peers[l.0 as usize].as_mut().expect("peer").closed = true;
-            self.take_down_as(
-                l,
-                LinkEvent::Closed {
-                    link: l,
-                    reason: CloseReason::from_u8(refused),
-                },
-            );
+            self.closed_by_peer(l, CloseReason::from_u8(refused));
             return;
         }
         let ts = if ok {
@@ -1411,10 +1405,7 @@ impl Links {
             return;
         };
         while let Some(f) = peer.queue.pop_front() {
-            let d = encrypt(s, &f);
-            self.stats.datagrams_out += 1;
-            self.stats.bytes_out += d.len() as u64;
-            self.out.push_back((s.addr, d));
+            queue_sealed(&mut self.stats, &mut self.out, s, &f);
             peer.last_sent = now;
         }
     }
@@ -1422,11 +1413,8 @@ impl Links {
     fn send_keepalive(&mut self, now: Time, l: LinkId) {
         let peer = self.peers[l.0 as usize].as_mut().expect("peer");
         if let Some(s) = peer.current.as_mut() {
-            let d = encrypt(s, &[]);
             self.stats.keepalives_out += 1;
-            self.stats.datagrams_out += 1;
-            self.stats.bytes_out += d.len() as u64;
-            self.out.push_back((s.addr, d));
+            queue_sealed(&mut self.stats, &mut self.out, s, &[]);
             peer.last_sent = now;
         }
     }
@@ -1531,10 +1519,11 @@ impl Links {
                 continue;
             };
             let linked = peer.current.is_some() || peer.pending.is_some() || peer.init.is_some();
-            if let Some(mut s) = peer.current.take() {
+            if let Some(s) = peer.current.as_mut() {
                 peer.last_sent = now;
-                self.send_close(&mut s, reason);
-                self.peers[i].as_mut().expect("peer").current = Some(s);
+                self.stats.closes_sent += 1;
+                let close = [FRAME_CLOSE, reason.to_u8()];
+                queue_sealed(&mut self.stats, &mut self.out, s, &close);
             }
             if linked {
                 self.take_down(l);
@@ -1651,6 +1640,19 @@ fn open_data(
     }
     s.replay.insert(ctr);
     Some(())
+}
+
+/// Seals `frame` in session `s`, counts it and queues it for `s`'s address.
+fn queue_sealed(
+    stats: &mut LinkStats,
+    out: &mut VecDeque<(SocketAddr, Vec<u8>)>,
+    s: &mut Session,
+    frame: &[u8],
+) {
+    let d = encrypt(s, frame);
+    stats.datagrams_out += 1;
+    stats.bytes_out += d.len() as u64;
+    out.push_back((s.addr, d));
 }
 
 fn encrypt(s: &mut Session, frame: &[u8]) -> Vec<u8> {
