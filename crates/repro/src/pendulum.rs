@@ -682,7 +682,7 @@ fn fig1(
         write_csv(
             &dir.join("fig1_goodput.csv"),
             &[
-                "t_s",
+                "time_s",
                 "download_bps",
                 "upload1_bps",
                 "upload2_bps",
@@ -1036,7 +1036,7 @@ fn ack_cases(
     )?;
     write_csv(
         &dir.join("ack_queues.csv"),
-        &["case", "t_s", "queue_down_bytes", "queue_up_bytes"],
+        &["case", "time_s", "queue_down_bytes", "queue_up_bytes"],
         &q_rows,
     )?;
     write_csv(

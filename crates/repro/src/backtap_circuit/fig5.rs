@@ -710,7 +710,7 @@ fn write_files(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Re
         &[
             "rtt_ms",
             "startup",
-            "t_s",
+            "time_s",
             "rate_Bps",
             "exit_swnd",
             "middle_queue_cells",

@@ -304,7 +304,7 @@ pub fn run(
         &[
             "bottleneck",
             "shared_base_rtt",
-            "t_s",
+            "time_s",
             "rate_first_Bps",
             "rate_late_Bps",
         ],
