@@ -64,6 +64,7 @@ pub fn list() {
     println!("reproductions (hopwise reproduce <name> [--quick] [--seeds N] [--out DIR]):");
     for e in registry() {
         println!("  {:<20} {}", e.name, e.about);
+        println!("  {:<20} ({}, on 2 cores)", "", e.wall);
     }
     println!(
         "  {:<20} every one of the above in turn, each into OUT/<name>, and OUT/index.html (OUT: --out, default out)",

@@ -1,5 +1,6 @@
 //! Command-line checks that must happen before any simulation runs: the
-//! output directory, counts of zero, and seeds across the whole u64 range.
+//! output directory, counts of zero, and seeds across the whole u64 range;
+//! and what `reproduce --list` shows.
 
 use std::process::{Command, Output};
 
@@ -147,5 +148,32 @@ fn lab_flags_are_checked_before_the_banner() {
         let err = stderr(&o);
         assert!(err.starts_with("error: "), "{err}");
         assert!(err.contains(msg), "{err}");
+    }
+}
+
+#[test]
+fn the_list_names_every_reproduction_with_its_wall_time() {
+    let o = hopwise(&["reproduce", "--list"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = s.lines().collect();
+    for name in [
+        "pendulum",
+        "ledbat-flow",
+        "ledbat-swarm",
+        "overlay-ack",
+        "backtap-circuit",
+        "backtap-network",
+        "otcp",
+    ] {
+        let i = lines
+            .iter()
+            .position(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} is not listed:\n{s}"));
+        let next = lines.get(i + 1).copied().unwrap_or_default();
+        assert!(
+            next.contains("quick") && next.contains("full"),
+            "{name}: no wall time on the next line:\n{s}"
+        );
     }
 }

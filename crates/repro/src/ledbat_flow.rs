@@ -41,6 +41,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "ledbat-flow",
         about: "Testa and Rossi 2014 (seed paper 003) §3-4: LEDBAT, Vegas, LP and NICE against NewReno; LEDBAT target regions; latecomers",
+        wall: "quick about 3 s, full about 40 s",
         run,
     }
 }

@@ -41,6 +41,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "ledbat-swarm",
         about: "Testa, Rossi et al. (seed paper 003 §5): BitTorrent swarms uploading with NewReno, LEDBAT, Vegas, LP or NICE; completion time and uplink queues (Fig. 8-12)",
+        wall: "quick about 12 s, full about 5 min",
         run,
     }
 }

@@ -151,6 +151,9 @@ pub struct Experiment {
     pub name: &'static str,
     /// Which seed paper and what it shows, one line.
     pub about: &'static str,
+    /// Wall time on the 2-core reference machine, quick and full, as
+    /// measured for its doc in docs/reproductions/ (shown by `--list`).
+    pub wall: &'static str,
     pub run: fn(&ReproOpts, &dyn Progress) -> anyhow::Result<Outcome>,
 }
 

@@ -46,6 +46,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "otcp",
         about: "Pucha and Hu 2005 (Overlay TCP, seed paper 001): Table 1 (throughput by hop count), transfer sizes, Table 2 and relay selection on a synthetic RTT trace",
+        wall: "quick under 1 s, full about 5 s",
         run,
     }
 }

@@ -29,6 +29,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "overlay-ack",
         about: "Marks et al. 2010 (seed paper 000): ACKs stuck behind data on an overlay link; ACK prioritisation; one connection per direction",
+        wall: "quick about 1 min, full about 12 min",
         run,
     }
 }
