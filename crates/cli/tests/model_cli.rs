@@ -117,8 +117,9 @@ fn clap_names_the_alternatives_and_conflicts() {
     );
 }
 
-/// A negative number given as its own word reaches the model's checks
-/// (clap would otherwise take it for a flag: "unexpected argument '-1'").
+/// A negative value given as its own word, with or without a unit, reaches
+/// the model's checks (clap would otherwise take it for a flag:
+/// "unexpected argument '-1'").
 #[test]
 fn a_negative_number_gets_the_model_s_message() {
     let out = pendulum(&[
@@ -135,4 +136,15 @@ fn a_negative_number_gets_the_model_s_message() {
         err.contains("--target-r: `-1` is not a positive number"),
         "{err}"
     );
+    let out = pendulum(&[
+        "--rtt",
+        "-5ms",
+        "--down-buffer",
+        "60kB",
+        "--up-buffer",
+        "30kB",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("--rtt: `-5ms` is negative"), "{err}");
 }
