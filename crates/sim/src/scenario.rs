@@ -662,6 +662,7 @@ fn parse_limit(s: &str) -> Result<Limit, String> {
                         Ok(Limit::Packets(v as u64))
                     }
                 }
+                Ok(v) if v < 0.0 => Err(format!("`{s}`: the packet count is negative")),
                 _ => Err(format!(
                     "`{s}`: the packet count must be a whole number, as in \"100pkt\""
                 )),
@@ -2361,6 +2362,8 @@ mod tests {
         assert_eq!(parse_limit("64kB"), Ok(Limit::Bytes(64_000)));
         assert!(parse_limit("100").unwrap_err().contains("ambiguous"));
         assert!(parse_limit("1.5pkt").unwrap_err().contains("whole number"));
+        assert!(parse_limit("-5pkt").unwrap_err().contains("negative"));
+        assert!(parse_limit("-1.5pkt").unwrap_err().contains("negative"));
         assert_eq!(parse_limit("1e2pkt"), Ok(Limit::Packets(100)));
         assert!(parse_limit("1.5e0pkt")
             .unwrap_err()
