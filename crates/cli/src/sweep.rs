@@ -623,7 +623,7 @@ fn f(x: f64) -> String {
 
 /// Most grid points a sweep takes, whatever --max-runs says: a point's
 /// means stay in memory until the end (for the plot, the table and
-/// summary.json), about 8 KB for the demo's 75 metrics, where a run is
+/// summary.json), about 8 KB for the demo's 68 metrics, where a run is
 /// written out and dropped as soon as its batch has finished.
 const MAX_POINTS: u128 = 100_000;
 
