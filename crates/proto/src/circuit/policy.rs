@@ -14,7 +14,9 @@
 //!
 //! The policy is checked against the *resolved* address, so a host name that
 //! resolves to 127.0.0.1 is refused like the literal. IPv4-mapped IPv6
-//! addresses (`::ffff:a.b.c.d`) are checked as the IPv4 address they carry.
+//! addresses (`::ffff:a.b.c.d`) are checked as the IPv4 address they carry,
+//! and a rule for a network inside `[::ffff:0:0]/96` is read as the IPv4
+//! rule (`[::ffff:192.0.2.0]/120` is `192.0.2.0/24`).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -323,7 +325,17 @@ fn parse_addr(a: &str) -> Result<AddrPattern, String> {
                 "`{a}` has bits set after the /{bits} prefix; did you mean [{masked}]/{bits}?"
             ));
         }
-        Ok(AddrPattern::V6 { net, bits })
+        // Destinations in ::ffff:0:0/96 are checked as the IPv4 address
+        // they carry, so a rule inside that range is the IPv4 rule: as an
+        // IPv6 pattern it would never match (and `reject` would silently
+        // let the address through).
+        match net.to_ipv4_mapped() {
+            Some(v4) if bits >= 96 => Ok(AddrPattern::V4 {
+                net: v4,
+                bits: bits - 96,
+            }),
+            _ => Ok(AddrPattern::V6 { net, bits }),
+        }
     } else {
         let net: Ipv4Addr = ip.parse().map_err(|_| bad_v4(ip))?;
         let bits = prefix(a, bits, 32, "IPv4")?;
@@ -499,6 +511,43 @@ mod tests {
             ..ExitPolicy::default()
         };
         assert!(open.allows(ip("169.254.169.254"), 80));
+    }
+
+    /// A rule written with an IPv4-mapped address is the IPv4 rule:
+    /// destinations are checked as IPv4, so it matches both spellings (as
+    /// an IPv6 pattern it never would, and a `reject` would let them by).
+    #[test]
+    fn a_mapped_rule_is_the_ipv4_rule() {
+        let p = ExitPolicy {
+            rules: rules(&[
+                "reject [::ffff:8.8.8.0]/120:*",
+                "reject [::ffff:1.1.1.1]:53",
+            ]),
+            ..ExitPolicy::default()
+        };
+        for a in ["8.8.8.8", "::ffff:8.8.8.8", "::ffff:1.1.1.1"] {
+            assert!(!p.allows(ip(a), 53), "{a}");
+        }
+        assert!(p.allows(ip("8.8.9.8"), 53));
+        assert!(p.allows(ip("1.1.1.1"), 54));
+        assert_eq!(
+            Rule::parse("reject [::ffff:8.8.8.0]/120:*")
+                .unwrap()
+                .to_string(),
+            "reject 8.8.8.0/24:*"
+        );
+        // Inside the private ranges it is refused as the IPv4 rule is.
+        let q = ExitPolicy {
+            rules: rules(&["accept [::ffff:10.0.0.0]/104:*"]),
+            ..ExitPolicy::default()
+        };
+        assert!(matches!(
+            q.unreachable_rule(),
+            Some((0, Unreachable::PrivateRejected(_)))
+        ));
+        // A shorter IPv6 prefix stays an IPv6 network.
+        let r = Rule::parse("reject [::]/64:*").unwrap();
+        assert!(matches!(r.addr, AddrPattern::V6 { bits: 64, .. }));
     }
 
     #[test]
