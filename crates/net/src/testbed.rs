@@ -6,7 +6,7 @@
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
 use crate::keys;
-use hopwise_proto::circuit::policy::{Rule, Verdict};
+use hopwise_proto::circuit::policy::{AddrPattern, Rule, Verdict};
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -40,9 +40,10 @@ pub struct LabOptions {
     pub relay_addresses: Option<[SocketAddr; 3]>,
     /// Exit-policy rules, e.g. `"accept 10.0.0.0/8:*"`. If one of them (or
     /// `allow_loopback_exit`) accepts private addresses, the exit's file
-    /// turns `reject_private` off and ends the rules with
-    /// `"reject private:*"`, so that the rules reach those addresses and the
-    /// other private ranges stay refused.
+    /// turns `reject_private` off and adds `reject private` rules before
+    /// the other `accept` rules and at the end (`guard_private`), so that
+    /// those rules reach those addresses and the other private ranges stay
+    /// refused.
     pub exit_policy: Vec<String>,
 }
 
@@ -102,6 +103,33 @@ fn accepts_private(rules: &[String]) -> Result<bool, StartError> {
     Ok(any)
 }
 
+/// `rules` for a policy with `reject_private` off that means what they mean
+/// with it on, except that the rules accepting private ranges reach them:
+/// every other `accept` rule is preceded by `reject private:PORTS` for its
+/// ports, and the rules end with `reject private:*` (unless they end with a
+/// rule for every address and port, which its own guard covers).
+fn guard_private(rules: &[String]) -> Result<Vec<String>, StartError> {
+    let mut out = Vec::new();
+    let mut catch_all = false;
+    for text in rules {
+        let r = Rule::parse(text).map_err(|e| StartError(format!("exit policy: {e}")))?;
+        if r.verdict == Verdict::Accept && r.addr.private_range().is_none() {
+            let guard = Rule {
+                verdict: Verdict::Reject,
+                addr: AddrPattern::Private,
+                ports: r.ports,
+            };
+            out.push(guard.to_string());
+        }
+        catch_all = r.is_catch_all();
+        out.push(text.clone());
+    }
+    if !catch_all {
+        out.push("reject private:*".to_string());
+    }
+    Ok(out)
+}
+
 /// Writes keys, the directory and the config files of three relays (the
 /// third an exit) and a proxy into `o.dir`.
 pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
@@ -151,13 +179,13 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
             rules.extend(o.exit_policy.iter().cloned());
             if accepts_private(&rules)? {
                 // reject_private would refuse private addresses before the
-                // rules; the last rule refuses the other private ranges.
+                // rules; other rules must not reach them instead.
                 s.push_str(
                     "# A rule accepts private addresses, which reject_private would refuse first,\n\
-                     # so it is off and the last rule refuses the other private ranges.\n\
+                     # so it is off, and `reject private` rules keep the other rules from them.\n\
                      reject_private = false\n",
                 );
-                rules.push("reject private:*".to_string());
+                rules = guard_private(&rules)?;
             }
             if !rules.is_empty() {
                 let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();
@@ -452,6 +480,24 @@ mod tests {
         assert!(exit.exit.policy.reject_private);
         assert_eq!(exit.exit.policy.rules.len(), 2);
         assert!(!exit.exit.policy.allows(ip("127.0.0.1"), 80));
+        // With a private range accepted, the other rules still do not reach
+        // the other private ranges: not a catch-all (which would otherwise
+        // make the closing `reject private:*` unreachable, an error) ...
+        o.exit_policy = vec!["accept 10.202.0.0/24:*".into(), "accept *:*".into()];
+        let files = write_lab(&o).unwrap();
+        let p = RelayConfig::load(&files.relays[2]).unwrap().exit.policy;
+        assert!(!p.reject_private);
+        assert!(p.allows(ip("10.202.0.5"), 80));
+        assert!(p.allows(ip("8.8.8.8"), 80));
+        assert!(!p.allows(ip("10.1.0.1"), 80));
+        assert!(!p.allows(ip("::ffff:127.0.0.1"), 80));
+        // ... nor a port rule before the private accept.
+        o.exit_policy = vec!["accept *:80".into(), "accept 10.202.0.0/24:*".into()];
+        let files = write_lab(&o).unwrap();
+        let p = RelayConfig::load(&files.relays[2]).unwrap().exit.policy;
+        assert!(p.allows(ip("8.8.8.8"), 80));
+        assert!(!p.allows(ip("192.168.1.1"), 80));
+        assert!(p.allows(ip("10.202.0.5"), 81));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
