@@ -194,7 +194,14 @@ fn run_one(
     let outcome = (exp.run)(&opts, &bars)?;
     bars.finish();
     let wall = t0.elapsed().as_secs_f64();
-    let facts = [
+    // Quick verdicts can differ from the full run's either way; each
+    // reproduction's doc has the full run's.
+    let caveat = format!(
+        "quick variant: fewer and shorter runs, so a verdict can differ from the full run's \
+         (docs/reproductions/{}.md has the full run's)",
+        exp.name
+    );
+    let mut facts = vec![
         format!("command: {command}"),
         format!(
             "{} variant, {} worker thread{}, {wall:.1} s wall, hopwise {}",
@@ -204,8 +211,14 @@ fn run_one(
             env!("CARGO_PKG_VERSION")
         ),
     ];
+    if quick {
+        facts.push(caveat.clone());
+    }
     let title = format!("hopwise reproduce {}", exp.name);
     let (holds, differs, info) = present(&out, &title, exp.about, &facts, &outcome, wall)?;
+    if quick {
+        println!("{caveat}");
+    }
     Ok(IndexRow {
         name: exp.name,
         about: exp.about,
@@ -255,9 +268,19 @@ pub(crate) fn present(
     println!();
     // "1 claim holds, 2 differ".
     let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let calibrated = outcome
+        .claims
+        .iter()
+        .filter(|c| c.calibrated.is_some())
+        .count();
     println!(
-        "{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",
+        "{}{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",
         verb(holds, "claim holds", "claims hold"),
+        if calibrated > 0 {
+            format!(" ({calibrated} of them on a calibrated parameter)")
+        } else {
+            String::new()
+        },
         verb(differs, "differs", "differ"),
         info,
         out.display()

@@ -72,6 +72,10 @@ pub struct Claim {
     /// What we measured, with numbers.
     pub measured: String,
     pub verdict: Verdict,
+    /// A parameter that the paper does not give and that we fitted so that
+    /// this claim's level is met (the verdict then says little about the
+    /// model): which one, and to what.
+    pub calibrated: Option<String>,
 }
 
 impl Claim {
@@ -90,7 +94,15 @@ impl Claim {
             } else {
                 Verdict::Differs
             },
+            calibrated: None,
         }
+    }
+
+    /// Marks the claim as one that `what`, a parameter the paper does not
+    /// give, was fitted to.
+    pub fn calibrated(mut self, what: impl Into<String>) -> Claim {
+        self.calibrated = Some(what.into());
+        self
     }
     pub fn info(
         figure: impl Into<String>,
@@ -102,6 +114,7 @@ impl Claim {
             claim: claim.into(),
             measured: measured.into(),
             verdict: Verdict::Info,
+            calibrated: None,
         }
     }
 }
@@ -366,6 +379,11 @@ pub fn claims_table(claims: &[Claim]) -> String {
             s.push_str(&format!("          {}\n", rest.trim_end()));
         }
         s.push_str(&format!("          ours:  {}\n", c.measured));
+        if let Some(what) = &c.calibrated {
+            s.push_str(&format!(
+                "          calibrated: {what}, so the verdict follows from the fit\n"
+            ));
+        }
     }
     s
 }
@@ -415,6 +433,7 @@ mod tests {
             claim: claim.into(),
             measured: "3".into(),
             verdict: Verdict::Holds,
+            calibrated: None,
         };
         let t = claims_table(&[c("r is 3"), c("r is 3; paper: about 3")]);
         assert_eq!(t.matches("r is 3").count(), 2, "each headline once: {t}");
@@ -423,6 +442,11 @@ mod tests {
         let t = claims_table(&[c("Eq. 11 fits. More text.")]);
         assert!(
             t.contains("] Fig. 1: Eq. 11 fits\n          More text.\n"),
+            "{t}"
+        );
+        let t = claims_table(&[c("r is 3").calibrated("the buffer (64 kB)")]);
+        assert!(
+            t.contains("\n          calibrated: the buffer (64 kB), so"),
             "{t}"
         );
     }

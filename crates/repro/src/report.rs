@@ -126,9 +126,19 @@ pub fn render(meta: &ReportMeta, claims: &[Claim], files: &[String]) -> String {
                 Verdict::Differs => ("differs", "differs"),
                 Verdict::Info => ("info", "info"),
             };
+            let (word, note) = match &c.calibrated {
+                Some(what) => (
+                    format!("{word} (calibrated)"),
+                    format!(
+                        "<br><em>calibrated: {}, so the verdict follows from the fit</em>",
+                        esc(what)
+                    ),
+                ),
+                None => (word.to_string(), String::new()),
+            };
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td class=\"v {class}\">{word}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td class=\"v {class}\">{word}</td><td>{}</td><td>{}{note}</td></tr>",
                 esc(&c.figure),
                 esc(&c.claim),
                 esc(&c.measured)
@@ -269,6 +279,7 @@ mod tests {
             claim: "r < 3 & \"more\"".into(),
             measured: measured.into(),
             verdict,
+            calibrated: None,
         }
     }
 
@@ -292,6 +303,7 @@ mod tests {
             &[
                 claim(Verdict::Holds, "<b>2.1</b>"),
                 claim(Verdict::Differs, "4"),
+                claim(Verdict::Holds, "5").calibrated("a <buffer>"),
             ],
             &files,
         );
@@ -300,9 +312,11 @@ mod tests {
         assert!(page.contains("&lt;b&gt;2.1&lt;/b&gt;"), "{page}");
         assert!(!page.contains("<b>"), "{page}");
         assert!(
-            page.contains("1 hold") && page.contains("1 differ"),
+            page.contains("2 hold") && page.contains("1 differ"),
             "{page}"
         );
+        assert!(page.contains(">holds (calibrated)</td>"), "{page}");
+        assert!(page.contains("calibrated: a &lt;buffer&gt;, so"), "{page}");
         // Both figures, in order; the first with its CSV, the second without.
         let a = page.find("<img src=\"fig%201.svg\"").expect("fig 1");
         let b = page.find("<img src=\"fig2.svg\"").expect("fig2");
