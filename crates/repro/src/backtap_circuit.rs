@@ -49,7 +49,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "backtap-circuit",
         about: "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 5 (one circuit, RTT 30-900 ms), multiplexing unfairness, the late-comer; vanilla Tor vs BackTap",
-        wall: "quick about 1 min, full about 8 min",
+        wall: "quick about 50 s, full about 8 min",
         run,
     }
 }

@@ -49,7 +49,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "backtap-network",
         about: "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 6 (fairness, overhead, backlog, inter-fairness), Fig. 7 (dumbbell TTFB/TTLB); vanilla, PCTCP, N23, Tor Vegas, BackTap",
-        wall: "quick about 1.5 min, full 35-50 min",
+        wall: "quick about 2 min, full 35-50 min",
         run,
     }
 }

@@ -40,7 +40,7 @@ pub fn experiment() -> Experiment {
     Experiment {
         name: "pendulum",
         about: "Heusse et al. 2011 (seed paper 004): two-way TCP on asymmetric links, ACK compression vs. the data pendulum, buffer sizing (Eq. 11)",
-        wall: "quick about 10 s, full about 2 min",
+        wall: "quick about 5 s, full about 2 min",
         run,
     }
 }
