@@ -259,10 +259,16 @@ pub fn csv_cell(c: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Writes a CSV file from a header and rows of already-formatted cells
-/// (quoted where needed, [`csv_cell`]).
+/// (quoted where needed, [`csv_cell`]). A missing value, formatted from
+/// NaN (no sample, an undefined ratio), is written as an empty cell, as
+/// every CSV of the reproductions has it (summary.json has `null`).
 pub fn write_csv(path: &Path, header: &[&str], rows: &[Vec<String>]) -> anyhow::Result<()> {
-    let line =
-        |cells: &mut dyn Iterator<Item = &str>| cells.map(csv_cell).collect::<Vec<_>>().join(",");
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        cells
+            .map(|c| if c == "NaN" { "".into() } else { csv_cell(c) })
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let mut s = line(&mut header.iter().copied());
     s.push('\n');
     for r in rows {
@@ -468,12 +474,15 @@ mod tests {
         write_csv(
             &path,
             &["case", "x"],
-            &[vec!["equal delays, no delayed ACKs".into(), "1".into()]],
+            &[
+                vec!["equal delays, no delayed ACKs".into(), "1".into()],
+                vec!["none".into(), format!("{}", f64::NAN)],
+            ],
         )
         .unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "case,x\n\"equal delays, no delayed ACKs\",1\n"
+            "case,x\n\"equal delays, no delayed ACKs\",1\nnone,\n"
         );
         let _ = std::fs::remove_dir_all(&dir);
     }
