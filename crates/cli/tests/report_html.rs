@@ -77,3 +77,33 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
     assert_eq!(page.matches("<tr><td>").count(), claims, "{page}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// Files in the output directory that the run did not write (another
+/// reproduction's, here) are named in a note, and left alone; a run into a
+/// directory of its own names none, so its list of files is complete.
+#[test]
+fn files_an_earlier_run_left_are_named() {
+    let d = std::env::temp_dir().join(format!("hopwise-report-leftover-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(d.join("stray.csv"), "x\n1\n").unwrap();
+    let out = |args: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+            .args(args)
+            .output()
+            .expect("hopwise runs");
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let dir = d.to_str().unwrap();
+    let e = out(&["reproduce", "otcp", "--quick", "--out", dir]);
+    assert!(
+        e.contains("also holds 1 file this run did not write") && e.contains("stray.csv"),
+        "{e}"
+    );
+    assert!(d.join("stray.csv").exists());
+    std::fs::remove_file(d.join("stray.csv")).unwrap();
+    let e = out(&["reproduce", "otcp", "--quick", "--out", dir]);
+    assert!(!e.contains("note:"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
