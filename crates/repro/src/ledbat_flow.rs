@@ -171,6 +171,9 @@ pub struct Fig2Row {
     pub mean_queue_pkts: f64,
     /// Coefficient of variation of each flow's cwnd over the second half of the run.
     pub cwnd_cv: [f64; 2],
+    /// Each flow's mean cwnd over the second half, packets (a CV is only
+    /// telling when this is well above 0).
+    pub cwnd_mean_pkts: [f64; 2],
 }
 
 /// Fig. 4: one protocol at one N, over seeds.
@@ -348,6 +351,22 @@ fn ledbat_target(ms: f64) -> CcConfig {
     cc("ledbat", &[("target", t.as_str())])
 }
 
+/// A window in packets with two significant digits below 10 (`0.021`,
+/// `2.4`, `37`).
+fn pkts(x: f64) -> String {
+    match x {
+        x if x >= 10.0 => format!("{x:.0}"),
+        x if x >= 1.0 => format!("{x:.1}"),
+        x => format!("{x:.2}"),
+    }
+}
+
+/// Mean of the finite values.
+fn finite_mean(xs: &[f64]) -> f64 {
+    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    mean_sd(&v).0
+}
+
 /// Coefficient of variation of the finite values.
 fn cv(xs: &[f64]) -> f64 {
     let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
@@ -416,6 +435,10 @@ fn fig2(p: &Params, opts: &ReproOpts, progress: &dyn Progress) -> Fig2Out {
                 utilization: r.utilization,
                 mean_queue_pkts: r.mean_queue_pkts,
                 cwnd_cv: [cv(&r.cwnd_pkts[0][half..]), cv(&r.cwnd_pkts[1][half..])],
+                cwnd_mean_pkts: [
+                    finite_mean(&r.cwnd_pkts[0][half..]),
+                    finite_mean(&r.cwnd_pkts[1][half..]),
+                ],
             }
         })
         .collect();
@@ -981,14 +1004,21 @@ fn claims(
         .iter()
         .map(|r| {
             format!(
-                "{}+{}: 2nd share {:.2}, Jain {:.2}, cwnd CV {:.2}/{:.2}",
-                r.flows[0], r.flows[1], r.second_share, r.jain, r.cwnd_cv[0], r.cwnd_cv[1]
+                "{}+{}: 2nd share {:.2}, Jain {:.2}, cwnd mean {}/{} pkts, CV {:.2}/{:.2}",
+                r.flows[0],
+                r.flows[1],
+                r.second_share,
+                r.jain,
+                pkts(r.cwnd_mean_pkts[0]),
+                pkts(r.cwnd_mean_pkts[1]),
+                r.cwnd_cv[0],
+                r.cwnd_cv[1]
             )
         })
         .collect();
     c.push(Claim::info(
         "Fig. 2",
-        "Vegas, NICE and LEDBAT keep smooth windows, LP is saw-toothed and more aggressive; Vegas shares fairly with itself (10 Mbit/s, 100 packets)",
+        "Vegas, NICE and LEDBAT keep smooth windows, LP is saw-toothed and more aggressive; Vegas shares fairly with itself (10 Mbit/s, 100 packets; the CV, sd/mean of the window over the second half, says little for a window near 0)",
         f2s.join("; "),
     ));
 
