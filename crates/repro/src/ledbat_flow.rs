@@ -774,7 +774,7 @@ pub fn fig5_regions(rows: &[Fig5Row]) -> Vec<Region> {
     let top = rows.last().map_or(150.0, |r| r.target_pct.max(150.0));
     vec![
         Region {
-            name: "I".into(),
+            name: "I: very small".into(),
             from_pct: 0.0,
             to_pct: 5.0,
             what: "target of a few packets' queueing (≤ 5 pkts)".into(),
@@ -1079,8 +1079,9 @@ fn claims(
             let ratio = b.loss_rate / a.loss_rate;
             flat &= ratio <= 1.5;
             lparts.push(format!(
-                "{proto} {:.4} -> {:.4} ({ratio:.2}x)",
-                a.loss_rate, b.loss_rate
+                "{proto} {:.2} % -> {:.2} % ({ratio:.2}x)",
+                100.0 * a.loss_rate,
+                100.0 * b.loss_rate
             ));
         }
     }
@@ -1098,11 +1099,11 @@ fn claims(
             "Fig. 4",
             "For LP the loss rate grows with N, as for NewReno; criterion: loss(N = max) / loss(N = min) > 1.5",
             format!(
-                "LP {:.4} -> {:.4}; NewReno reference {:.4} -> {:.4}. Our TCP-LP falls to one segment per RTT whenever NewReno holds the queue above LP's threshold (it does not re-base its delay range, see docs), so the LP flows add no losses of their own",
-                a.map_or(f64::NAN, |r| r.loss_rate),
-                b.map_or(f64::NAN, |r| r.loss_rate),
-                refs.0.map_or(f64::NAN, |r| r.loss_rate),
-                refs.1.map_or(f64::NAN, |r| r.loss_rate),
+                "LP {:.2} % -> {:.2} %; NewReno reference {:.2} % -> {:.2} %. Our TCP-LP falls to one segment per RTT whenever NewReno holds the queue above LP's threshold (it does not re-base its delay range, see docs), so the LP flows add no losses of their own",
+                a.map_or(f64::NAN, |r| 100.0 * r.loss_rate),
+                b.map_or(f64::NAN, |r| 100.0 * r.loss_rate),
+                refs.0.map_or(f64::NAN, |r| 100.0 * r.loss_rate),
+                refs.1.map_or(f64::NAN, |r| 100.0 * r.loss_rate),
             ),
             grows,
         ));
