@@ -345,7 +345,7 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 100.0 * STEADY_RATE
             ),
             format!(
-                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas (on-demand refill, Tor ≥ 0.3.3) {}; BackTap {}; Tor Vegas with the periodic 100 ms refill of Tor ≤ 0.3.2 {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248): {} cells, standing for {} ms of extra RTT where the cells at the middle add {} ms",
+                "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas (on-demand refill, Tor ≥ 0.3.3) {}; BackTap {}; Tor Vegas with the periodic 100 ms refill of Tor ≤ 0.3.2 {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248), in cells and the extra RTT they stand for, against what the cells at the middle add: {}",
                 plan.single_fit_from,
                 plan.single_secs,
                 list("tor-vegas-on-demand", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
@@ -353,9 +353,10 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 list("tor-vegas", &|r| format!("{:.0}", r.bottleneck_queue_cells)),
                 list("tor-vegas-on-demand", &|r| format!("{:.0}", r.excess_delay_cells)),
                 list("backtap", &|r| format!("{:.0}", r.excess_delay_cells)),
-                list("tor-vegas-on-demand", &|r| format!("{:.0}", r.vegas_queue_use_cells)),
-                list("tor-vegas-on-demand", &|r| format!("{:.0}", r.vegas_rtt_excess_ms)),
-                list("tor-vegas-on-demand", &|r| format!("{:.0}", r.bottleneck_queue_ms)),
+                list("tor-vegas-on-demand", &|r| format!(
+                    "{:.0} cells = {:.0} ms (middle {:.0} ms)",
+                    r.vegas_queue_use_cells, r.vegas_rtt_excess_ms, r.bottleneck_queue_ms
+                )),
             ),
             holds,
         ));
