@@ -1192,8 +1192,9 @@ fn claims(
                 mbps(fair)
             ),
             format!(
-                "towards B {} per flow (A→B {}, C→B {}) = {:.0} % of the fair share; var_10s {:.2} (Mbit/s)²",
+                "towards B {} ({:.0} kB/s) per flow (A→B {}, C→B {}) = {:.0} % of the fair share; var_10s {:.2} (Mbit/s)²",
                 mbps(b.towards_b_phase2_bps),
+                b.towards_b_phase2_bps / 8e3,
                 mbps(b.ab_phase2_bps),
                 mbps(b.cb_phase2_bps),
                 100.0 * b.towards_b_phase2_bps / fair,
