@@ -235,6 +235,15 @@ struct TraceSummary {
     selection: Vec<trace::SelectionRow>,
 }
 
+/// `16 kB`, `4 MB`: a size of the sweep in decimal units.
+fn si_bytes(b: u64) -> String {
+    if b >= 1_000_000 {
+        format!("{} MB", b / 1_000_000)
+    } else {
+        format!("{} kB", b / 1_000)
+    }
+}
+
 /// Sizes of the transfer-size sweep.
 fn sizes(quick: bool) -> Vec<u64> {
     if quick {
@@ -333,9 +342,13 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     }
 
     // Transfer sizes.
-    progress.note("Transfer sizes: 16 kB to 16 MB, direct against 2 and 4 hops");
     let paths = [(1usize, 75.7), (2, 63.5), (4, 39.3)];
     let szs = sizes(opts.quick);
+    progress.note(&format!(
+        "Transfer sizes: {} to {}, direct against 2 and 4 hops",
+        si_bytes(szs[0]),
+        si_bytes(szs[szs.len() - 1])
+    ));
     let mut jobs = Vec::new();
     for &size in &szs {
         for &(h, rtt) in &paths {
