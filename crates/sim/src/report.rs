@@ -158,8 +158,11 @@ impl Summary {
                     from: sim.nodes[f.from as usize].name.clone(),
                     to: sim.nodes[f.to as usize].name.clone(),
                     rate_bps: f.rate.bps(),
+                    // Bytes count when their transmission starts, so the
+                    // packet on the wire at the end counts whole: at most
+                    // one packet too many, a few ppm above 1 on a full link.
                     utilization: if cap > 0.0 {
-                        s.tx_bytes as f64 / cap
+                        (s.tx_bytes as f64 / cap).min(1.0)
                     } else {
                         0.0
                     },
