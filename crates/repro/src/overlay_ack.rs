@@ -133,7 +133,9 @@ pub struct ModeStats {
     /// B's pure ACKs per two data segments B received (1 = every ACK that
     /// delayed ACKs call for went out on its own; lower = piggybacked).
     pub b_pure_ack_ratio: f64,
-    /// Mean drops per run at each port (A→sw, sw→A, B→sw, sw→B, C→sw, sw→C).
+    /// Mean drops per run at each port (A→sw, sw→A, B→sw, sw→B, C→sw, sw→C);
+    /// in summary.json an object keyed by port.
+    #[serde(serialize_with = "ports_by_name")]
     pub drops: [f64; 6],
     pub corrupt_bytes: u64,
     pub runs: usize,
@@ -385,7 +387,7 @@ fn dyn_stats(runs: &[&RunResult], tl: &Timeline) -> DynStats {
 pub struct SweepPoint {
     pub variant: String,
     pub switch_buffer: String,
-    pub recv_window: u64,
+    pub recv_window_bytes: u64,
     pub cc: String,
     pub modes: Vec<ModeStats>,
     /// The claims evaluated on this configuration alone.
@@ -401,8 +403,8 @@ impl SweepPoint {
         SweepPoint {
             variant: variant.to_string(),
             switch_buffer: limit_str(setup.switch_queue),
-            recv_window: setup.tcp.recv_buffer,
-            cc: format!("{:?}", setup.cc),
+            recv_window_bytes: setup.tcp.recv_buffer,
+            cc: cc_text(&setup.cc),
             modes,
             claims,
         }
@@ -501,13 +503,13 @@ struct Summary<'a> {
 
 #[derive(Serialize)]
 struct TimelineOut {
-    ab: (f64, f64),
-    bc: (f64, f64),
+    ab_s: (f64, f64),
+    bc_s: (f64, f64),
     duration_s: f64,
     jitter_s: f64,
-    phase1: (f64, f64),
-    phase2: (f64, f64),
-    var_window: (f64, f64),
+    phase1_s: (f64, f64),
+    phase2_s: (f64, f64),
+    var_window_s: (f64, f64),
 }
 
 #[derive(Serialize)]
@@ -516,12 +518,60 @@ struct ParamsOut {
     link_delay_us: u64,
     host_queue: String,
     switch_queue: String,
-    recv_buffer: u64,
-    send_buffer: u64,
-    initial_window: u64,
+    recv_buffer_bytes: u64,
+    send_buffer_bytes: u64,
+    initial_window_segments: u64,
     cc: String,
     ack_first: String,
-    dyn_policy: String,
+    dyn_policy: DynPolicyOut,
+}
+
+/// Per-port values keyed by the port's name, in the order of `drops`.
+fn ports_by_name<S: serde::Serializer>(v: &[f64; 6], s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let names = [
+        "a_to_sw", "sw_to_a", "b_to_sw", "sw_to_b", "c_to_sw", "sw_to_c",
+    ];
+    let mut m = s.serialize_map(Some(6))?;
+    for (n, x) in names.iter().zip(v) {
+        m.serialize_entry(n, x)?;
+    }
+    m.end()
+}
+
+/// The dynamic split policy's thresholds (`DynPolicy`), with units.
+#[derive(Serialize)]
+struct DynPolicyOut {
+    check_interval_s: f64,
+    threshold_bps: f64,
+    sustain_checks: u32,
+    idle_s: f64,
+    never_split: bool,
+}
+
+impl From<&DynPolicy> for DynPolicyOut {
+    fn from(p: &DynPolicy) -> Self {
+        DynPolicyOut {
+            check_interval_s: p.check_interval.as_secs_f64(),
+            threshold_bps: p.threshold_bps,
+            sustain_checks: p.sustain,
+            idle_s: p.idle.as_secs_f64(),
+            never_split: p.never_split,
+        }
+    }
+}
+
+/// A congestion controller and its parameters, for summary.json.
+fn cc_text(cc: &hopwise_proto::cc::CcConfig) -> String {
+    match cc {
+        hopwise_proto::cc::CcConfig::Cubic(c) => format!(
+            "cubic (RFC 9438): C {}, beta {}, fast convergence {}",
+            c.c,
+            c.beta,
+            if c.fast_convergence { "on" } else { "off" }
+        ),
+        other => other.name().to_string(),
+    }
 }
 
 #[derive(Serialize)]
@@ -861,30 +911,30 @@ pub fn run_with(
         paper: "Marks, Tschorsch, Scheuermann: Unleashing Tor, BitTorrent & Co.: How to Relieve TCP Deficiencies in Overlays (LCN 2010; TR-2010-001)",
         runs_per_mode: params.runs,
         timeline: TimelineOut {
-            ab: tl.ab,
-            bc: tl.bc,
+            ab_s: tl.ab,
+            bc_s: tl.bc,
             duration_s: tl.duration,
             jitter_s: tl.jitter,
-            phase1: tl.phase1(),
-            phase2: tl.phase2(),
-            var_window: tl.var_window(),
+            phase1_s: tl.phase1(),
+            phase2_s: tl.phase2(),
+            var_window_s: tl.var_window(),
         },
         parameters: ParamsOut {
             link_rate_bps: base.link_rate.bps(),
             link_delay_us: base.link_delay.as_micros(),
             host_queue: limit_str(base.host_queue),
             switch_queue: limit_str(base.switch_queue),
-            recv_buffer: base.tcp.recv_buffer,
-            send_buffer: base.tcp.send_buffer,
-            initial_window: base.tcp.initial_window,
-            cc: format!("{:?}", base.cc),
+            recv_buffer_bytes: base.tcp.recv_buffer,
+            send_buffer_bytes: base.tcp.send_buffer,
+            initial_window_segments: base.tcp.initial_window,
+            cc: cc_text(&base.cc),
             ack_first: format!(
                 "B's egress: data class {} of the link, both classes throttled to {}, {} per class",
                 base.ack_first.data_share,
                 base.ack_first.throttle,
                 limit_str(base.ack_first.limit)
             ),
-            dyn_policy: format!("{:?}", base.policy),
+            dyn_policy: (&base.policy).into(),
         },
         units: Units {
             rates: "bit/s (application goodput)",
