@@ -582,7 +582,7 @@ fn write_csvs(
             "size_bytes",
             "hops",
             "path_rtt_ms",
-            "secs",
+            "transfer_s",
             "first_byte_s",
             "speedup",
             "runs",

@@ -282,7 +282,7 @@ pub fn run(
             "jain_min",
             "rate_a_Bps",
             "rate_b_Bps",
-            "utilisation",
+            "utilization",
         ],
         &out.rows
             .iter()

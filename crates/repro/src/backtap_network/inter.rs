@@ -416,7 +416,7 @@ fn write_files(out: &InterOut, dir: &Path, files: &mut Vec<String>) -> anyhow::R
             "tcp_share",
             "tcp_Bps",
             "tor_Bps",
-            "link_util",
+            "link_utilization",
             "drops",
         ],
         &out.rows
@@ -448,7 +448,7 @@ fn write_files(out: &InterOut, dir: &Path, files: &mut Vec<String>) -> anyhow::R
             "tcp_share",
             "tcp_Bps",
             "tor_Bps",
-            "link_util",
+            "link_utilization",
             "drops",
             "events",
             "wall_s",

@@ -261,7 +261,7 @@ pub fn run(
             "vegas_queue_use_cells",
             "vegas_rtt_excess_ms",
             "bottleneck_queue_ms",
-            "secs",
+            "duration_s",
             "fit_from_s",
             "events",
         ],
