@@ -1538,19 +1538,23 @@ fn write_csvs(dir: &FsPath, s: &LedbatFlowSummary) -> anyhow::Result<Vec<String>
     )?;
     files.push("fig6.csv".into());
     let mut late_rows = Vec::new();
+    let mut share_rows = Vec::new();
     for (scen, rows) in [("1mbit", &s.latecomer), ("10mbit", &s.latecomer_10mbit)] {
         for r in rows.iter() {
+            for (i, x) in r.shares.iter().enumerate() {
+                share_rows.push(vec![
+                    scen.to_string(),
+                    r.variant.clone(),
+                    (i + 1).to_string(),
+                    format!("{x:.4}"),
+                ]);
+            }
             late_rows.push(vec![
                 scen.to_string(),
                 r.variant.clone(),
                 f(r.jain),
                 f(r.jain_min),
                 f(r.jain_max),
-                r.shares
-                    .iter()
-                    .map(|x| format!("{x:.4}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
                 f(r.utilization),
                 f(r.mean_queue_ms),
                 r.seeds.to_string(),
@@ -1565,7 +1569,6 @@ fn write_csvs(dir: &FsPath, s: &LedbatFlowSummary) -> anyhow::Result<Vec<String>
             "jain",
             "jain_min",
             "jain_max",
-            "shares",
             "utilization",
             "mean_queue_ms",
             "seeds",
@@ -1573,6 +1576,13 @@ fn write_csvs(dir: &FsPath, s: &LedbatFlowSummary) -> anyhow::Result<Vec<String>
         &late_rows,
     )?;
     files.push("latecomer.csv".into());
+    // Each flow's share of the goodput, in start order (flow 1 first).
+    write_csv(
+        &dir.join("latecomer_shares.csv"),
+        &["scenario", "variant", "flow", "share"],
+        &share_rows,
+    )?;
+    files.push("latecomer_shares.csv".into());
     Ok(files)
 }
 
