@@ -301,6 +301,9 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     let mut rows = Vec::new();
     let mut cdfs: Vec<(String, Vec<f64>)> = Vec::new();
     let mut ccdfs: Vec<(String, Vec<u64>)> = Vec::new();
+    // The same cases as columns for queue_ccdf.csv: fig, population,
+    // policy, buffer_pkts, class (as swarm.csv names them).
+    let mut ccdf_keys: Vec<[String; 5]> = Vec::new();
     for (k, c) in cfgs.iter().enumerate() {
         let runs = &res[k * seeds as usize..(k + 1) * seeds as usize];
         for (ci, cl) in c.classes.iter().enumerate() {
@@ -353,6 +356,13 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
             if c.fig == "fig8" {
                 cdfs.push((format!("{label} / {}", cl.name), dl.clone()));
                 ccdfs.push((format!("{label} / {}", cl.name), hist.clone()));
+                ccdf_keys.push([
+                    c.fig.to_string(),
+                    c.population.to_string(),
+                    c.policy.name().to_string(),
+                    c.buffer.to_string(),
+                    cl.name.to_string(),
+                ]);
             }
             rows.push(Row {
                 fig: c.fig,
@@ -458,14 +468,24 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         &dl_rows,
     )?;
     let mut q_rows = Vec::new();
-    for (name, h) in &ccdfs {
+    for ((_, h), key) in ccdfs.iter().zip(&ccdf_keys) {
         for (q, p) in ccdf(h).into_iter().enumerate() {
-            q_rows.push(vec![name.clone(), q.to_string(), format!("{p:.6}")]);
+            let mut row = key.to_vec();
+            row.extend([q.to_string(), format!("{p:.6}")]);
+            q_rows.push(row);
         }
     }
     write_csv(
         &dir.join("queue_ccdf.csv"),
-        &["case", "queue_pkts", "p_greater"],
+        &[
+            "fig",
+            "population",
+            "policy",
+            "buffer_pkts",
+            "class",
+            "queue_pkts",
+            "p_greater",
+        ],
         &q_rows,
     )?;
 
