@@ -171,7 +171,7 @@ pub struct Fig2Row {
     pub mean_queue_pkts: f64,
     /// Coefficient of variation of each flow's cwnd over the second half of the run.
     pub cwnd_cv: [f64; 2],
-    /// Each flow's mean cwnd over the second half, packets (a CV is only
+    /// Each flow's mean cwnd over the second half, packets (a CoV is only
     /// telling when this is well above 0).
     pub cwnd_mean_pkts: [f64; 2],
 }
@@ -1004,7 +1004,7 @@ fn claims(
         .iter()
         .map(|r| {
             format!(
-                "{}+{}: 2nd share {:.2}, Jain {:.2}, cwnd mean {}/{} pkts, CV {:.2}/{:.2}",
+                "{}+{}: 2nd share {:.2}, Jain {:.2}, cwnd mean {}/{} pkts, CoV {:.2}/{:.2}",
                 r.flows[0],
                 r.flows[1],
                 r.second_share,
@@ -1018,7 +1018,7 @@ fn claims(
         .collect();
     c.push(Claim::info(
         "Fig. 2",
-        "Vegas, NICE and LEDBAT keep smooth windows, LP is saw-toothed and more aggressive; Vegas shares fairly with itself (10 Mbit/s, 100 packets; the CV, sd/mean of the window over the second half, says little for a window near 0)",
+        "Vegas, NICE and LEDBAT keep smooth windows, LP is saw-toothed and more aggressive; Vegas shares fairly with itself (10 Mbit/s, 100 packets; the CoV, sd/mean of the window over the second half, says little for a window near 0)",
         f2s.join("; "),
     ));
 

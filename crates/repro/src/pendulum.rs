@@ -2145,9 +2145,9 @@ fn claims(
         let within = sel.iter().filter(|r| dev(r).abs() <= 0.4).count();
         c.push(Claim::new(
             "Fig. 10",
-            "Tp = 100 ms, uplink buffers >= 15 000 B: simulation follows Eq. 11 (r_sim within +-40 % of r_model)",
+            "Tp = 100 ms, uplink buffers >= 15 000 B: simulation follows Eq. 11 (r = Xd/Xu, download over upload goodput; r_sim simulated, within +-40 % of r_model from Eq. 11)",
             format!(
-                "{within} of {} points within +-40 %; worst: Bd {} B, Bu {} B, r_sim {:.2} vs r_model {:.2} ({:+.0} %)",
+                "{within} of {} points within +-40 %; worst: downlink buffer {} B, uplink {} B, r_sim {:.2} vs r_model {:.2} ({:+.0} %)",
                 sel.len(),
                 worst.down_buffer_bytes,
                 worst.up_buffer_bytes,
@@ -2184,10 +2184,14 @@ fn claims(
             .iter()
             .map(|r| {
                 format!(
-                    "{}ms/{}pkt{}: r {:.1}, up {:.0} %",
+                    "Tp {} ms, {} pkts, {}: r {:.1}, upload at {:.0} % of its link",
                     r.tp_ms,
                     r.up_buffer_packets,
-                    if r.delayed_ack { "" } else { " noDA" },
+                    if r.delayed_ack {
+                        "delayed ACKs"
+                    } else {
+                        "no delayed ACKs"
+                    },
                     r.r_sim,
                     100.0 * r.upload_bps / UP_RATE.bps() as f64
                 )
@@ -2212,9 +2216,13 @@ fn claims(
             .iter()
             .map(|r| {
                 format!(
-                    "{}ms{}: r {:.1}, downlink used {:.0} %",
+                    "Tp {} ms, {}: r {:.1}, downlink used {:.0} %",
                     r.tp_ms,
-                    if r.delayed_ack { " delack" } else { " noDA" },
+                    if r.delayed_ack {
+                        "delayed ACKs"
+                    } else {
+                        "no delayed ACKs"
+                    },
                     r.r_sim,
                     100.0 * r.downlink_utilization
                 )
