@@ -86,7 +86,7 @@ enum Cmd {
         #[arg(required_unless_present = "list")]
         name: Option<String>,
         /// List the reproductions.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["name", "quick", "seeds", "out", "jobs", "strict"])]
         list: bool,
         /// A short variant (a couple of minutes) for CI and a first look.
         #[arg(long)]

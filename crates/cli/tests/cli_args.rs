@@ -176,4 +176,12 @@ fn the_list_names_every_reproduction_with_its_wall_time() {
             "{name}: no wall time on the next line:\n{s}"
         );
     }
+    // A name beside --list is a mistake, not ignored.
+    let o = hopwise(&["reproduce", "--list", "pendulum"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'--list' cannot be used"),
+        "{}",
+        stderr(&o)
+    );
 }
