@@ -104,16 +104,27 @@ fn accepts_private(rules: &[String]) -> Result<bool, StartError> {
 }
 
 /// `rules` for a policy with `reject_private` off that means what they mean
-/// with it on, except that the rules accepting private ranges reach them:
-/// every other `accept` rule is preceded by `reject private:PORTS` for its
-/// ports, and the rules end with `reject private:*` (unless they end with a
-/// rule for every address and port, which its own guard covers).
+/// with it on, except that the rules for private ranges reach them. Every
+/// other `accept` rule is preceded by the rules for private ranges (in
+/// their order) and `reject private:PORTS` for its ports, so it reaches
+/// only the private addresses that those rules accept; the rules end with
+/// `reject private:*` (unless they end with a rule for every address and
+/// port, which its own guard covers).
 fn guard_private(rules: &[String]) -> Result<Vec<String>, StartError> {
+    let parsed = rules
+        .iter()
+        .map(|t| Rule::parse(t).map_err(|e| StartError(format!("exit policy: {e}"))))
+        .collect::<Result<Vec<Rule>, _>>()?;
+    let private: Vec<&String> = rules
+        .iter()
+        .zip(&parsed)
+        .filter(|(_, r)| r.addr.private_range().is_some())
+        .map(|(t, _)| t)
+        .collect();
     let mut out = Vec::new();
-    let mut catch_all = false;
-    for text in rules {
-        let r = Rule::parse(text).map_err(|e| StartError(format!("exit policy: {e}")))?;
+    for (text, r) in rules.iter().zip(&parsed) {
         if r.verdict == Verdict::Accept && r.addr.private_range().is_none() {
+            out.extend(private.iter().map(|t| t.to_string()));
             let guard = Rule {
                 verdict: Verdict::Reject,
                 addr: AddrPattern::Private,
@@ -121,10 +132,9 @@ fn guard_private(rules: &[String]) -> Result<Vec<String>, StartError> {
             };
             out.push(guard.to_string());
         }
-        catch_all = r.is_catch_all();
         out.push(text.clone());
     }
-    if !catch_all {
+    if !parsed.last().is_some_and(Rule::is_catch_all) {
         out.push("reject private:*".to_string());
     }
     Ok(out)
@@ -498,6 +508,18 @@ mod tests {
         assert!(p.allows(ip("8.8.8.8"), 80));
         assert!(!p.allows(ip("192.168.1.1"), 80));
         assert!(p.allows(ip("10.202.0.5"), 81));
+        assert!(p.allows(ip("10.202.0.5"), 80));
+        // Rules for private ranges keep their order ahead of a guard.
+        o.exit_policy = vec![
+            "accept *:80".into(),
+            "reject 10.202.0.9/32:*".into(),
+            "accept 10.202.0.0/24:*".into(),
+        ];
+        let files = write_lab(&o).unwrap();
+        let p = RelayConfig::load(&files.relays[2]).unwrap().exit.policy;
+        assert!(!p.allows(ip("10.202.0.9"), 80));
+        assert!(p.allows(ip("10.202.0.8"), 80));
+        assert!(!p.allows(ip("172.16.0.1"), 80));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
