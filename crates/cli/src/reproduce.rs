@@ -237,7 +237,7 @@ fn run_one(
 /// earlier run's, perhaps of another reproduction), which report.html does
 /// not show; `None` if there are none. Nothing is deleted: they may be the
 /// user's.
-fn leftovers(out: &std::path::Path, written: &[String]) -> Option<String> {
+pub(crate) fn leftovers(out: &std::path::Path, written: &[String]) -> Option<String> {
     let mut other: Vec<String> = std::fs::read_dir(out)
         .ok()?
         .filter_map(|e| e.ok())

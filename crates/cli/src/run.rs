@@ -194,6 +194,12 @@ pub fn sim(
         out.join("summary.json").display(),
         out.join("report.html").display()
     );
+    if !ifaces.is_empty() {
+        files.push("capture-hosts".into());
+    }
+    if let Some(note) = crate::reproduce::leftovers(out, &files) {
+        eprintln!("{note}");
+    }
     Ok(())
 }
 

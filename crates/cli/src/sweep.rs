@@ -917,6 +917,9 @@ pub fn sweep(
         out.join("summary.json").display(),
         out.join("report.html").display()
     );
+    if let Some(note) = crate::reproduce::leftovers(out, &files) {
+        eprintln!("{note}");
+    }
     Ok(())
 }
 

@@ -79,7 +79,7 @@ fn sim_and_reproduce_write_a_page_with_every_figure() {
 }
 
 /// Files in the output directory that the run did not write (another
-/// reproduction's, here) are named in a note, and left alone; a run into a
+/// command's, here) are named in a note, and left alone; a run into a
 /// directory of its own names none, so its list of files is complete.
 #[test]
 fn files_an_earlier_run_left_are_named() {
@@ -105,5 +105,15 @@ fn files_an_earlier_run_left_are_named() {
     std::fs::remove_file(d.join("stray.csv")).unwrap();
     let e = out(&["reproduce", "otcp", "--quick", "--out", dir]);
     assert!(!e.contains("note:"), "{e}");
+    // The same for `sim`, whose own files (captures and their hosts file
+    // too) are not named, while the reproduction's are.
+    let s = d.join("sim");
+    let sdir = s.to_str().unwrap();
+    let e = out(&["sim", "--quiet", "--out", sdir, "--capture", "bottleneck"]);
+    assert!(!e.contains("note:"), "{e}");
+    let e = out(&["sim", "--quiet", "--out", sdir]);
+    assert!(!e.contains("note:"), "{e}");
+    let e = out(&["sim", "--quiet", "--out", dir]);
+    assert!(e.contains("note:") && e.contains("pairs.csv"), "{e}");
     let _ = std::fs::remove_dir_all(&d);
 }
