@@ -1086,6 +1086,49 @@ impl RelayConfig {
     /// Only the `key_file` of a relay config, resolved like `load` does,
     /// without reading the directory: `hopwise relay --show-key` prints a
     /// new relay's key before there is a directory to list it in.
+    /// What a relay with this configuration and public key `me` will do
+    /// that its operator may not expect, for warnings at start: its
+    /// directory entry disagrees with `listen`, `[exit] enabled` or
+    /// `accept_clients`, or is missing; link encryption is off. The relay
+    /// still runs.
+    pub fn start_warnings(&self, me: &[u8; 32]) -> Vec<String> {
+        let mut w = Vec::new();
+        match self.directory.relays.iter().find(|r| &r.key == me) {
+            Some(e) => {
+                if e.address != self.listen && !self.listen.ip().is_unspecified() {
+                    w.push(format!(
+                        "this relay's address in the directory, {}, differs from `listen` = {}",
+                        e.address, self.listen
+                    ));
+                }
+                if e.exit != self.exit.enabled {
+                    w.push(format!(
+                        "the directory's `exit` flag of {} differs from [exit] enabled = {}",
+                        e.name, self.exit.enabled
+                    ));
+                }
+                if e.guard && !self.accept_clients {
+                    w.push(format!(
+                        "the directory flags {} as a guard, but accept_clients = false: proxies that pick it as their entry are refused",
+                        e.name
+                    ));
+                }
+            }
+            None => w.push(format!(
+                "this relay's key ({}, relay `{}`) is not in the directory: no circuit can be extended to it",
+                hopwise_proto::link::hex(me),
+                self.name
+            )),
+        }
+        if !self.link.encrypt {
+            w.push(
+                "link encryption is OFF (test-only): datagrams are neither encrypted nor authenticated"
+                    .into(),
+            );
+        }
+        w
+    }
+
     pub fn load_key_file(path: &Path) -> Result<PathBuf, ConfigError> {
         let text = read(path)?;
         let file = path.display().to_string();
@@ -1614,6 +1657,48 @@ flags = ["exit"]
             got,
             vec!["path[0]: `r1` has no \"guard\" flag in the directory dir.toml, but it is this path's entry"]
         );
+    }
+
+    #[test]
+    fn a_relay_is_warned_where_its_directory_entry_disagrees() {
+        with_dir(|base| {
+            let r1 = [1u8; 32];
+            let cfg = |extra: &str| {
+                let text = format!(
+                    "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n{extra}"
+                );
+                RelayConfig::parse(&text, "relay.toml", base).unwrap()
+            };
+            // r1 as the directory has it: a guard, not an exit, at 9001.
+            assert!(cfg("").start_warnings(&r1).is_empty());
+            // Unspecified listen addresses match any directory address.
+            let mut any = cfg("");
+            any.listen = "0.0.0.0:9001".parse().unwrap();
+            assert!(any.start_warnings(&r1).is_empty());
+            let mut moved = cfg("");
+            moved.listen = "127.0.0.1:9009".parse().unwrap();
+            let w = moved.start_warnings(&r1);
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(w[0].contains("127.0.0.1:9001, differs from `listen` = 127.0.0.1:9009"));
+            let w = cfg("[exit]\nenabled = true\n").start_warnings(&r1);
+            assert_eq!(
+                w,
+                vec!["the directory's `exit` flag of r1 differs from [exit] enabled = true"]
+            );
+            let w = cfg("accept_clients = false\n").start_warnings(&r1);
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(w[0].contains("flags r1 as a guard, but accept_clients = false"));
+            let w = cfg("").start_warnings(&[7u8; 32]);
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(
+                w[0].contains("relay `r1`) is not in the directory"),
+                "{w:?}"
+            );
+            assert!(w[0].contains(&"07".repeat(32)), "{w:?}");
+            let w = cfg("[link]\nencrypt = false\n").start_warnings(&r1);
+            assert_eq!(w.len(), 1, "{w:?}");
+            assert!(w[0].starts_with("link encryption is OFF"));
+        });
     }
 
     #[test]

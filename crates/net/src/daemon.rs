@@ -261,33 +261,8 @@ fn start(p: Parts) -> Result<Handle, StartError> {
 pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     let kp = keys::load_or_create(&cfg.key_file)?;
     let origin = cfg.origin.clone();
-    if let Some(me) = cfg.directory.relays.iter().find(|r| r.key == kp.public) {
-        if me.address != cfg.listen && !cfg.listen.ip().is_unspecified() {
-            tracing::warn!(
-                directory = %me.address,
-                listen = %cfg.listen,
-                "this relay's address in the directory differs from `listen`"
-            );
-        }
-        if me.exit != cfg.exit.enabled {
-            tracing::warn!(
-                "the directory's `exit` flag of {} differs from [exit] enabled = {}",
-                me.name,
-                cfg.exit.enabled
-            );
-        }
-        if me.guard && !cfg.accept_clients {
-            tracing::warn!(
-                "the directory flags {} as a guard, but accept_clients = false: proxies that pick it as their entry are refused",
-                me.name
-            );
-        }
-    } else {
-        tracing::warn!(
-            name = %cfg.name,
-            public = %hex(&kp.public),
-            "this relay's key is not in the directory: no circuit can be extended to it"
-        );
+    for w in cfg.start_warnings(&kp.public) {
+        tracing::warn!("{w}");
     }
     let udp = bind_udp(cfg.listen, cfg.link.socket_buffer, &origin, "listen")?;
     let metrics = match cfg.metrics {
@@ -322,11 +297,6 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
         encrypt = cfg.link.encrypt,
         "relay starting"
     );
-    if !cfg.link.encrypt {
-        tracing::warn!(
-            "link encryption is OFF (test-only): datagrams are neither encrypted nor authenticated"
-        );
-    }
     start(Parts {
         name: cfg.name.clone(),
         udp,
