@@ -399,7 +399,27 @@ fn read(path: &Path) -> Result<String, ConfigError> {
         }
         _ => {}
     }
-    std::fs::read_to_string(path).map_err(|x| e(format!("cannot read: {x}")))
+    // The checks above keep open() from blocking on a FIFO; the opened
+    // file is checked again and read up to the limit, so a file replaced
+    // in between cannot make the read unbounded.
+    use std::io::Read as _;
+    let f = std::fs::File::open(path).map_err(|x| e(format!("cannot read: {x}")))?;
+    if !f.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(e("is not a regular file".into()));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_FILE + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|x| e(format!("cannot read: {x}")))?;
+    if bytes.len() as u64 > MAX_FILE {
+        return Err(e("grew beyond 16 MiB while being read".into()));
+    }
+    String::from_utf8(bytes).map_err(|x| {
+        e(format!(
+            "is not UTF-8 text (byte {} is not), so not a TOML file",
+            x.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// The directory file named by the `directory` key of `file` (relative to
@@ -1699,6 +1719,15 @@ flags = ["exit"]
             assert_eq!(w.len(), 1, "{w:?}");
             assert!(w[0].starts_with("link encryption is OFF"));
         });
+    }
+
+    #[test]
+    fn a_file_that_is_not_text_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("relay.toml");
+        std::fs::write(&p, b"name = \"r1\"\n\xff\xfe").unwrap();
+        let e = RelayConfig::load(&p).unwrap_err().to_string();
+        assert!(e.contains("is not UTF-8 text (byte 12 is not)"), "{e}");
     }
 
     #[test]
