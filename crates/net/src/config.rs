@@ -1276,8 +1276,8 @@ fn exit_options(t: Option<&Table>) -> R<ExitOptions> {
                 ),
                 Unreachable::PrivateRejected(range) => format!(
                     "`{rule}` can never match: reject_private (true by default) refuses {} before the rules; \
-                     to reach it set reject_private = false, and add \"reject private:*\" after the rules \
-                     to keep refusing the rest",
+                     to reach it set reject_private = false, and put \"reject private:*\" right after \
+                     the rules for private ranges (before any other rule) to keep refusing the rest",
                     match range {
                         AddrPattern::Private => "the private ranges".to_string(),
                         r => format!("{r} (a private range)"),
@@ -1850,11 +1850,11 @@ flags = ["exit"]
                 ),
                 (
                     "policy = [\"accept 127.0.0.1/32:*\"]\n",
-                    "relay.toml: exit.policy[0]: `accept 127.0.0.1/32:*` can never match: reject_private (true by default) refuses 127.0.0.0/8 (a private range) before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                    "relay.toml: exit.policy[0]: `accept 127.0.0.1/32:*` can never match: reject_private (true by default) refuses 127.0.0.0/8 (a private range) before the rules; to reach it set reject_private = false, and put \"reject private:*\" right after the rules for private ranges (before any other rule) to keep refusing the rest",
                 ),
                 (
                     "policy = [\"accept private:22\"]\nreject_private = true\n",
-                    "relay.toml: exit.policy[0]: `accept private:22` can never match: reject_private (true by default) refuses the private ranges before the rules; to reach it set reject_private = false, and add \"reject private:*\" after the rules to keep refusing the rest",
+                    "relay.toml: exit.policy[0]: `accept private:22` can never match: reject_private (true by default) refuses the private ranges before the rules; to reach it set reject_private = false, and put \"reject private:*\" right after the rules for private ranges (before any other rule) to keep refusing the rest",
                 ),
                 (
                     "policy = [\"accept 10.0.0.1/8:*\"]\n",

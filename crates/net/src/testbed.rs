@@ -6,7 +6,7 @@
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
 use crate::keys;
-use hopwise_proto::circuit::policy::{AddrPattern, Rule, Verdict};
+use hopwise_proto::circuit::policy::{Rule, Verdict};
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -40,10 +40,9 @@ pub struct LabOptions {
     pub relay_addresses: Option<[SocketAddr; 3]>,
     /// Exit-policy rules, e.g. `"accept 10.0.0.0/8:*"`. If one of them (or
     /// `allow_loopback_exit`) accepts private addresses, the exit's file
-    /// turns `reject_private` off and adds `reject private` rules before
-    /// the other `accept` rules and at the end (`guard_private`), so that
-    /// those rules reach those addresses and the other private ranges stay
-    /// refused.
+    /// turns `reject_private` off and puts the rules for private ranges
+    /// first, then `reject private:*`, then the others (`guard_private`),
+    /// so that those rules reach those addresses and nothing else does.
     pub exit_policy: Vec<String>,
 }
 
@@ -104,40 +103,24 @@ fn accepts_private(rules: &[String]) -> Result<bool, StartError> {
 }
 
 /// `rules` for a policy with `reject_private` off that means what they mean
-/// with it on, except that the rules for private ranges reach them. Every
-/// other `accept` rule is preceded by the rules for private ranges (in
-/// their order) and `reject private:PORTS` for its ports, so it reaches
-/// only the private addresses that those rules accept; the rules end with
-/// `reject private:*` (unless they end with a rule for every address and
-/// port, which its own guard covers).
+/// with it on, except that the rules for private ranges decide the private
+/// addresses: those rules first (in their order), then `reject private:*`,
+/// then the other rules (in their order), which so reach only public
+/// addresses, as with `reject_private` on.
 fn guard_private(rules: &[String]) -> Result<Vec<String>, StartError> {
-    let parsed = rules
-        .iter()
-        .map(|t| Rule::parse(t).map_err(|e| StartError(format!("exit policy: {e}"))))
-        .collect::<Result<Vec<Rule>, _>>()?;
-    let private: Vec<&String> = rules
-        .iter()
-        .zip(&parsed)
-        .filter(|(_, r)| r.addr.private_range().is_some())
-        .map(|(t, _)| t)
-        .collect();
-    let mut out = Vec::new();
-    for (text, r) in rules.iter().zip(&parsed) {
-        if r.verdict == Verdict::Accept && r.addr.private_range().is_none() {
-            out.extend(private.iter().map(|t| t.to_string()));
-            let guard = Rule {
-                verdict: Verdict::Reject,
-                addr: AddrPattern::Private,
-                ports: r.ports,
-            };
-            out.push(guard.to_string());
+    let mut private = Vec::new();
+    let mut public = Vec::new();
+    for text in rules {
+        let r = Rule::parse(text).map_err(|e| StartError(format!("exit policy: {e}")))?;
+        if r.addr.private_range().is_some() {
+            private.push(text.clone());
+        } else {
+            public.push(text.clone());
         }
-        out.push(text.clone());
     }
-    if !parsed.last().is_some_and(Rule::is_catch_all) {
-        out.push("reject private:*".to_string());
-    }
-    Ok(out)
+    private.push("reject private:*".to_string());
+    private.extend(public);
+    Ok(private)
 }
 
 /// Writes keys, the directory and the config files of three relays (the
@@ -192,7 +175,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
                 // rules; other rules must not reach them instead.
                 s.push_str(
                     "# A rule accepts private addresses, which reject_private would refuse first,\n\
-                     # so it is off, and `reject private` rules keep the other rules from them.\n\
+                     # so it is off: the rules for private ranges come first, then `reject private:*`.\n\
                      reject_private = false\n",
                 );
                 rules = guard_private(&rules)?;
@@ -509,7 +492,7 @@ mod tests {
         assert!(!p.allows(ip("192.168.1.1"), 80));
         assert!(p.allows(ip("10.202.0.5"), 81));
         assert!(p.allows(ip("10.202.0.5"), 80));
-        // Rules for private ranges keep their order ahead of a guard.
+        // Rules for private ranges keep their order, and decide alone.
         o.exit_policy = vec![
             "accept *:80".into(),
             "reject 10.202.0.9/32:*".into(),
@@ -520,6 +503,21 @@ mod tests {
         assert!(!p.allows(ip("10.202.0.9"), 80));
         assert!(p.allows(ip("10.202.0.8"), 80));
         assert!(!p.allows(ip("172.16.0.1"), 80));
+        // A public rule for the port does not refuse a private accept ...
+        o.exit_policy = vec!["reject *:25".into(), "accept 10.202.0.0/24:*".into()];
+        let files = write_lab(&o).unwrap();
+        let p = RelayConfig::load(&files.relays[2]).unwrap().exit.policy;
+        assert!(p.allows(ip("10.202.0.5"), 25));
+        assert!(!p.allows(ip("8.8.8.8"), 25));
+        // ... and a catch-all before it still makes a valid file.
+        for first in ["accept *:*", "reject *:*"] {
+            o.exit_policy = vec![first.into(), "accept 10.202.0.0/24:*".into()];
+            let files = write_lab(&o).unwrap();
+            let p = RelayConfig::load(&files.relays[2]).unwrap().exit.policy;
+            assert!(p.allows(ip("10.202.0.5"), 80), "{first}");
+            assert!(!p.allows(ip("10.1.0.5"), 80), "{first}");
+            assert_eq!(p.allows(ip("8.8.8.8"), 80), first.starts_with("accept"));
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
