@@ -304,7 +304,7 @@ pub(crate) fn present(
     let calibrated = outcome
         .claims
         .iter()
-        .filter(|c| c.calibrated.is_some())
+        .filter(|c| c.verdict == Verdict::Holds && c.calibrated.is_some())
         .count();
     println!(
         "{}{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",

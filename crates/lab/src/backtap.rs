@@ -124,6 +124,7 @@ pub struct CaseResult {
     pub queue_mean_delay_ms: f64,
     /// Bytes the bottleneck sent (Ethernet frames, as HTB counts them) ÷
     /// what its rate allows, over the measured window.
+    #[serde(rename = "utilization")]
     pub utilisation: f64,
     /// Mean size of the frames the bottleneck sent (with the Ethernet header).
     pub mean_frame_bytes: f64,
@@ -556,7 +557,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             "queue_mean_bytes",
             "queue_p95_bytes",
             "queue_mean_delay_ms",
-            "utilisation",
+            "utilization",
             "drops",
             "jain_circuits",
         ],

@@ -181,6 +181,7 @@ pub struct SizeRow {
     pub size_bytes: u64,
     pub hops: usize,
     pub path_rtt_ms: f64,
+    #[serde(rename = "transfer_s")]
     pub secs: f64,
     pub first_byte_s: f64,
     /// Direct completion time over this path's.

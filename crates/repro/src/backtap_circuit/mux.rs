@@ -172,6 +172,7 @@ pub struct MuxRow {
     #[serde(rename = "rate_b_Bps")]
     pub rate_b: f64,
     /// All circuits together over the bottleneck's payload rate.
+    #[serde(rename = "utilization")]
     pub utilisation: f64,
 }
 

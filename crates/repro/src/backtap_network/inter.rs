@@ -113,6 +113,7 @@ pub struct InterRun {
     /// `tcp_rate / (tcp_rate + tor_rate)`.
     pub tcp_share: f64,
     /// Bytes on the wire into the relay over the link's capacity.
+    #[serde(rename = "link_utilization")]
     pub link_util: f64,
     /// Packets dropped at the switch's port towards the relay.
     pub drops: u64,
@@ -136,6 +137,7 @@ pub struct InterRow {
     pub tcp_rate: f64,
     #[serde(rename = "tor_Bps")]
     pub tor_rate: f64,
+    #[serde(rename = "link_utilization")]
     pub link_util: f64,
     pub drops: f64,
 }

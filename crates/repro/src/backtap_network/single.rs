@@ -90,6 +90,7 @@ pub struct SingleRow {
     /// The delay the cells held at the middle add at the circuit's rate (ms),
     /// for comparison with `vegas_rtt_excess_ms`.
     pub bottleneck_queue_ms: f64,
+    #[serde(rename = "duration_s")]
     pub secs: u64,
     pub fit_from_s: u64,
     pub events: u64,
