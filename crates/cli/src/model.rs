@@ -26,26 +26,26 @@ pub enum ModelCmd {
 )]
 pub struct PendulumArgs {
     /// Downlink capacity C_d, e.g. `2.4Mbit`.
-    #[arg(long, allow_hyphen_values = true, value_name = "RATE")]
+    #[arg(long, allow_negative_numbers = true, value_name = "RATE")]
     pub down_rate: String,
     /// Uplink capacity C_u, e.g. `196kbit`.
-    #[arg(long, allow_hyphen_values = true, value_name = "RATE")]
+    #[arg(long, allow_negative_numbers = true, value_name = "RATE")]
     pub up_rate: String,
     /// Round-trip propagation delay without queueing (the paper's 2·Tp), e.g. `200ms`; at most 120 s.
-    #[arg(long, allow_hyphen_values = true, value_name = "DURATION")]
+    #[arg(long, allow_negative_numbers = true, value_name = "DURATION")]
     pub rtt: String,
     /// Downlink (drop-tail) buffer B_d in bytes, e.g. `30000B` or `30kB`.
-    #[arg(long, allow_hyphen_values = true, value_name = "BYTES")]
+    #[arg(long, allow_negative_numbers = true, value_name = "BYTES")]
     pub down_buffer: String,
     /// Uplink buffer B_u in bytes (to compute r). Give this or --target-r.
-    #[arg(long, allow_hyphen_values = true, value_name = "BYTES")]
+    #[arg(long, allow_negative_numbers = true, value_name = "BYTES")]
     pub up_buffer: Option<String>,
     /// Size the uplink buffer for this ratio r = Xd/Xu (a number, or `k` for
     /// the capacity ratio C_d/C_u, at which both links are full), solving
     /// Eq. 6-10. Give this or --up-buffer.
     #[arg(
         long,
-        allow_hyphen_values = true,
+        allow_negative_numbers = true,
         value_name = "R",
         conflicts_with = "up_buffer"
     )]
@@ -59,7 +59,7 @@ pub struct PendulumArgs {
     /// Wire size of a pure ACK (52 B with timestamps; SACK blocks add 8 B each).
     #[arg(
         long,
-        allow_hyphen_values = true,
+        allow_negative_numbers = true,
         value_name = "BYTES",
         default_value = "52B"
     )]
@@ -67,7 +67,7 @@ pub struct PendulumArgs {
     /// Wire size of a full data segment.
     #[arg(
         long,
-        allow_hyphen_values = true,
+        allow_negative_numbers = true,
         value_name = "BYTES",
         default_value = "1500B"
     )]
@@ -75,7 +75,7 @@ pub struct PendulumArgs {
     /// B_TCP, the smaller of the TCP send and receive buffers (hopwise's default 4 MiB).
     #[arg(
         long,
-        allow_hyphen_values = true,
+        allow_negative_numbers = true,
         value_name = "BYTES",
         default_value = "4MiB"
     )]

@@ -117,9 +117,11 @@ fn clap_names_the_alternatives_and_conflicts() {
     );
 }
 
-/// A negative value given as its own word, with or without a unit, reaches
-/// the model's checks (clap would otherwise take it for a flag:
-/// "unexpected argument '-1'").
+/// A negative number given as its own word reaches the model's checks
+/// (clap would otherwise take it for a flag: "unexpected argument '-1'").
+/// A negative value with a unit must be attached (`--rtt=-5ms`): taking
+/// any word that starts with `-` as a value would also take the next flag
+/// (`--rtt --down-rate 2Mbit`) and make clap's messages worse.
 #[test]
 fn a_negative_number_gets_the_model_s_message() {
     let out = pendulum(&[
@@ -136,14 +138,7 @@ fn a_negative_number_gets_the_model_s_message() {
         err.contains("--target-r: `-1` is not a positive number"),
         "{err}"
     );
-    let out = pendulum(&[
-        "--rtt",
-        "-5ms",
-        "--down-buffer",
-        "60kB",
-        "--up-buffer",
-        "30kB",
-    ]);
+    let out = pendulum(&["--rtt=-5ms", "--down-buffer", "60kB", "--up-buffer", "30kB"]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
     assert!(err.contains("--rtt: `-5ms` is negative"), "{err}");

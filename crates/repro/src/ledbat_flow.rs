@@ -351,14 +351,17 @@ fn ledbat_target(ms: f64) -> CcConfig {
     cc("ledbat", &[("target", t.as_str())])
 }
 
-/// A window in packets with two significant digits below 10 (`0.021`,
-/// `2.4`, `37`).
+/// A window in packets, whole from 10 up and with two significant digits
+/// below (`37`, `2.4`, `0.021`); `n/a` for no samples.
 fn pkts(x: f64) -> String {
-    match x {
-        x if x >= 10.0 => format!("{x:.0}"),
-        x if x >= 1.0 => format!("{x:.1}"),
-        x => format!("{x:.2}"),
+    if !x.is_finite() {
+        return "n/a".into();
     }
+    if x >= 10.0 || x <= 0.0 {
+        return format!("{x:.0}");
+    }
+    let decimals = (1.0 - x.log10().floor()).max(0.0) as usize;
+    format!("{x:.decimals$}")
 }
 
 /// Mean of the finite values.
@@ -1696,4 +1699,19 @@ pub fn run_with(opts: &ReproOpts, p: &Params, progress: &dyn Progress) -> anyhow
         files,
         data: Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pkts;
+
+    #[test]
+    fn windows_keep_two_significant_digits_below_ten() {
+        assert_eq!(pkts(37.4), "37");
+        assert_eq!(pkts(2.43), "2.4");
+        assert_eq!(pkts(0.0213), "0.021");
+        assert_eq!(pkts(0.0041), "0.0041");
+        assert_eq!(pkts(0.0), "0");
+        assert_eq!(pkts(f64::NAN), "n/a");
+    }
 }
