@@ -545,9 +545,22 @@ mod tests {
             q.unreachable_rule(),
             Some((0, Unreachable::PrivateRejected(_)))
         ));
-        // A shorter IPv6 prefix stays an IPv6 network.
-        let r = Rule::parse("reject [::]/64:*").unwrap();
-        assert!(matches!(r.addr, AddrPattern::V6 { bits: 64, .. }));
+        // The whole mapped range is every IPv4 address; a wider IPv6
+        // network stays IPv6 (and so never matches an IPv4 destination).
+        let r = Rule::parse("reject [::ffff:0:0]/96:*").unwrap();
+        assert_eq!(r.to_string(), "reject 0.0.0.0/0:*");
+        assert!(!ExitPolicy {
+            rules: vec![r],
+            ..ExitPolicy::default()
+        }
+        .allows(ip("8.8.8.8"), 80));
+        let wide = Rule::parse("reject [::]/0:*").unwrap();
+        assert!(matches!(wide.addr, AddrPattern::V6 { bits: 0, .. }));
+        assert!(ExitPolicy {
+            rules: vec![wide],
+            ..ExitPolicy::default()
+        }
+        .allows(ip("::ffff:8.8.8.8"), 80));
     }
 
     #[test]
