@@ -97,11 +97,21 @@ capture = ["h1-r:ab"]
         .unwrap();
     assert!(again.status.success());
     let note = String::from_utf8_lossy(&again.stderr);
-    let lines: Vec<&str> = note.lines().filter(|l| l.contains("earlier run")).collect();
+    let lines: Vec<&str> = note.lines().filter(|l| l.starts_with("removed")).collect();
     assert_eq!(lines.len(), 1, "{note}");
     assert!(
         lines[0].starts_with("removed 1 capture file of an earlier run from ")
             && lines[0].ends_with(": capture-bottleneck-ab.pcap"),
+        "{note}"
+    );
+    // The files kept are named as not this run's, in a line of their own.
+    let kept: Vec<&str> = note.lines().filter(|l| l.starts_with("note:")).collect();
+    assert_eq!(kept.len(), 1, "{note}");
+    assert!(
+        kept[0].ends_with(
+            "also holds 4 files this run did not write (from an earlier run?): \
+             capture-eth0-ab.pcap, capture-notes.pcap, capture-x-ab.pcapng, notes.txt"
+        ),
         "{note}"
     );
     assert!(!d.join("out/capture-bottleneck-ab.pcap").exists());
