@@ -89,6 +89,10 @@ fn parse_buffer(s: &str) -> Result<Buffer, String> {
 }
 
 pub fn run(cmd: LabCmd) -> Result<()> {
+    if !matches!(cmd, LabCmd::Check | LabCmd::Clean) {
+        // Before any thread starts (see the function).
+        hopwise_lab::netns::clean_up_on_interrupt(hopwise_lab::topology::PREFIX)?;
+    }
     match cmd {
         LabCmd::Check => {
             let items = hopwise_lab::check();
@@ -108,11 +112,28 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             Ok(())
         }
         LabCmd::Clean => {
-            let gone = hopwise_lab::netns::clean(hopwise_lab::topology::PREFIX)?;
+            let prefix = hopwise_lab::topology::PREFIX;
+            let gone = hopwise_lab::netns::clean(prefix)?;
+            let live = hopwise_lab::netns::live(prefix)?;
             if gone.is_empty() {
-                println!("no lab namespaces found");
+                println!("no lab namespaces left by an earlier run");
             } else {
                 println!("deleted {}", gone.join(", "));
+            }
+            let mut pids: Vec<&str> = live.iter().map(|(_, p)| p.as_str()).collect();
+            pids.sort_unstable();
+            pids.dedup();
+            if !live.is_empty() {
+                println!(
+                    "left alone: {} of running lab process{} {} ({})",
+                    hopwise_repro::plural(live.len(), "namespace"),
+                    if pids.len() == 1 { "" } else { "es" },
+                    pids.join(", "),
+                    live.iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
             Ok(())
         }

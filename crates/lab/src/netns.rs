@@ -129,6 +129,72 @@ pub fn clean(prefix: &str) -> Result<Vec<String>> {
     Ok(gone)
 }
 
+/// Deletes this process's own namespaces that start with `prefix` (after
+/// killing what runs inside them), for a run that is interrupted; returns
+/// their names.
+pub fn clean_own(prefix: &str) -> Result<Vec<String>> {
+    let mine = format!("{prefix}{}-", std::process::id());
+    let mut gone = Vec::new();
+    for n in list(prefix)? {
+        if n.starts_with(&mine) {
+            kill_inside(&n);
+            run("ip", &args(&["netns", "del", &n]))?;
+            gone.push(n);
+        }
+    }
+    Ok(gone)
+}
+
+/// The namespaces starting with `prefix` that belong to a process still
+/// running (which [`clean`] leaves alone), with that process's PID.
+pub fn live(prefix: &str) -> Result<Vec<(String, String)>> {
+    Ok(list(prefix)?
+        .into_iter()
+        .filter(|n| owner_alive(&n[prefix.len()..]))
+        .map(|n| {
+            let pid = n[prefix.len()..]
+                .split('-')
+                .next()
+                .unwrap_or("")
+                .to_string();
+            (n, pid)
+        })
+        .collect())
+}
+
+/// Makes Ctrl-C (SIGINT) or SIGTERM during a lab run delete this process's
+/// namespaces and the relays in them, say so, and exit with 130 or 143,
+/// instead of leaving them for `hopwise lab clean`. Call it before any
+/// thread starts: it blocks both signals in the calling thread, which
+/// every thread started later inherits (programs it starts do not: the
+/// standard library clears the mask in a child), and waits for them on a
+/// thread of its own.
+pub fn clean_up_on_interrupt(prefix: &'static str) -> Result<()> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGINT);
+    set.add(Signal::SIGTERM);
+    set.thread_block()
+        .map_err(|e| anyhow::anyhow!("blocking SIGINT and SIGTERM: {e}"))?;
+    std::thread::spawn(move || {
+        let Ok(sig) = set.wait() else {
+            return;
+        };
+        let gone = clean_own(prefix).unwrap_or_default();
+        eprintln!(
+            "\ninterrupted ({}): removed {} of this run",
+            sig.as_str(),
+            if gone.len() == 1 {
+                "1 namespace".to_string()
+            } else {
+                format!("{} namespaces", gone.len())
+            }
+        );
+        std::process::exit(if sig == Signal::SIGINT { 130 } else { 143 });
+    });
+    Ok(())
+}
+
 /// Whether the PID at the start of `rest` ("PID-inet") is a running process.
 fn owner_alive(rest: &str) -> bool {
     let pid = rest.split('-').next().unwrap_or("");
