@@ -67,8 +67,8 @@ pub enum LabCmd {
         /// Output directory (the relays' keys, configs and logs go into DIR/overlay).
         #[arg(long, default_value = "out/lab-backtap")]
         out: PathBuf,
-        /// The bottleneck's rate in bit/s.
-        #[arg(long, default_value_t = 10_000_000)]
+        /// The bottleneck's rate: `10Mbit`, `1.25MB/s`, or bit/s as a plain number.
+        #[arg(long, default_value = "10Mbit", value_parser = parse_lab_rate)]
         rate: u64,
         /// The bottleneck's buffer: bytes (250kB) or packets (100pkt).
         #[arg(long, default_value = "250kB", value_parser = parse_buffer)]
@@ -82,6 +82,16 @@ pub enum LabCmd {
     },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
+}
+
+/// A rate with a unit (`10Mbit`), or a plain number of bit/s (`10000000`).
+fn parse_lab_rate(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(n);
+    }
+    hopwise_proto::units::parse_rate(s)
+        .map(|r| r.bps())
+        .map_err(|e| e.to_string())
 }
 
 fn parse_buffer(s: &str) -> Result<Buffer, String> {
@@ -149,7 +159,6 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             if rate < 100_000 {
                 bail!("--rate {rate}: at least 100000 bit/s");
             }
-            crate::run::prepare_out(&out)?;
             let exe = std::env::current_exe()
                 .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
             let opts = backtap::Options {
@@ -163,6 +172,8 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             };
             let about = "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck";
             opts.check()?;
+            // Only a run that can start makes its output directory.
+            crate::run::prepare_out(&out)?;
             eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
             let command = crate::run::command_line();
             let t0 = Instant::now();
@@ -192,7 +203,6 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             cc,
             no_sim,
         } => {
-            crate::run::prepare_out(&out)?;
             let opts = acks::Options {
                 out: out.clone(),
                 cc,
@@ -201,6 +211,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             };
             let about = "seed 004, Fig. 3 and 4 on kernel TCP: ACK compression on a symmetric link, without and with delayed ACKs";
             opts.check()?;
+            crate::run::prepare_out(&out)?;
             eprintln!("lab ack-compression: {about} ({} s per case)", opts.secs);
             let command = crate::run::command_line();
             let t0 = Instant::now();
@@ -236,6 +247,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             up_buffer,
             sim_seeds,
         } => {
+            hopwise_lab::traffic::check_cc(&cc)?;
             crate::run::prepare_out(&out)?;
             let opts = Options {
                 quick,

@@ -139,7 +139,7 @@ impl Phases {
 pub struct QueueStats {
     pub queue: String,
     pub buffer: String,
-    /// Packets dropped by the buffer.
+    /// Packets dropped by the buffer over the whole run.
     pub drops: u64,
     /// Mean occupancy in the three windows, bytes.
     pub mean_bytes: [f64; 3],
@@ -483,7 +483,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         "§3, kernel TCP",
         "data pendulum: while uploads run the uplink queue stays full and the downlink queue is often empty",
         format!(
-            "one upload: uplink {:.0} B on average (empty {:.0} % of samples), downlink {:.0} B (empty {:.0} %); drops: uplink {}, downlink {}",
+            "one upload: uplink {:.0} B on average (empty {:.0} % of samples), downlink {:.0} B (empty {:.0} %); drops over the whole run: uplink {}, downlink {}",
             up.mean_bytes[1],
             up.empty_share[1] * 100.0,
             down.mean_bytes[1],

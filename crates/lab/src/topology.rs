@@ -56,12 +56,20 @@ impl Buffer {
     /// Parses "30000B", "30kB", "64KiB" or "50pkt".
     pub fn parse(s: &str) -> Result<Buffer> {
         let t = s.trim();
+        if t.starts_with('-') {
+            bail!("buffer {s:?}: must be above zero");
+        }
         let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
         let (num, unit) = t.split_at(split);
-        let n: u64 = num.parse().with_context(|| {
-            format!("buffer {s:?}: expected a number and a unit, e.g. 30000B, 30kB or 50pkt")
+        let n: u64 = num.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "buffer {s:?}: expected a whole number and a unit, e.g. 30000B, 30kB or 50pkt"
+            )
         })?;
         let b = match unit.trim() {
+            "" => bail!(
+                "buffer {s:?}: needs a unit: {n}B for bytes, {n}kB, {n}KiB or {n}pkt for packets"
+            ),
             "B" => Buffer::Bytes(n),
             "kB" => Buffer::Bytes(n * 1000),
             "KiB" => Buffer::Bytes(n * 1024),
@@ -461,9 +469,20 @@ mod tests {
         assert_eq!(Buffer::parse("30kB").unwrap(), Buffer::Bytes(30_000));
         assert_eq!(Buffer::parse("64KiB").unwrap(), Buffer::Bytes(65_536));
         assert_eq!(Buffer::parse("50pkt").unwrap(), Buffer::Packets(50));
-        for bad in ["", "30", "30 MB", "0pkt", "1000B", "x10pkt"] {
+        for bad in ["", "30", "30 MB", "0pkt", "1000B", "x10pkt", "-5kB"] {
             let e = Buffer::parse(bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        // Each says what is wrong in the user's terms.
+        for (bad, why) in [
+            ("0", "needs a unit: 0B for bytes"),
+            ("30", "needs a unit: 30B for bytes"),
+            ("-5kB", "must be above zero"),
+            ("x10pkt", "expected a whole number and a unit"),
+            ("0B", "must be above zero"),
+        ] {
+            let e = Buffer::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(why), "{bad}: {e}");
         }
     }
 }

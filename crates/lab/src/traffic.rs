@@ -401,8 +401,15 @@ pub fn check_cc(cc: &str) -> Result<()> {
     s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
         let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
             .unwrap_or_default();
+        // ENOENT is the kernel's "no such module": say it in words.
+        let why = if e.kind() == std::io::ErrorKind::NotFound {
+            String::new()
+        } else {
+            format!("{e}; ")
+        };
         anyhow::anyhow!(
-            "congestion control {cc:?} is not available ({e}; the kernel offers: {})",
+            "--cc {cc:?}: the kernel has no such TCP congestion control ({why}it offers: {}; \
+             `modprobe tcp_<name>` loads another)",
             avail.trim()
         )
     })
