@@ -170,7 +170,11 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 circuits,
                 ..backtap::Options::new(exe)
             };
-            let about = "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck";
+            let about = if circuits == 1 {
+                "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck"
+            } else {
+                "seed 002 on real UDP: BackTap circuits (hopwise relay) against kernel TCP at one bottleneck"
+            };
             opts.check()?;
             // Only a run that can start makes its output directory.
             crate::run::prepare_out(&out)?;

@@ -433,7 +433,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         if n == 1 { "circuit" } else { "circuits" },
         mbit(both.backtap_bps),
         mbit(both.tcp_bps),
-        share.map_or("-".into(), |s| format!("{s:.2}")),
+        share.map_or("-".into(), |s| format!("{:.2} %", 100.0 * s)),
         both.queue_mean_bytes / 1e3,
         both.drops
     );
