@@ -48,7 +48,8 @@ fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
         "delay.svg",
         "cases.csv",
         "report.html",
-        "overlay/proxy1.log",
+        "overlay/proxy1-backtap-circuit.log",
+        "overlay/relay1-both.log",
     ] {
         assert!(out.join(f).is_file(), "{f}");
     }

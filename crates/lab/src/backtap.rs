@@ -166,6 +166,11 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[i.min(sorted.len() - 1)] as f64
 }
 
+/// A case's name in file names: `BackTap circuit` → `backtap-circuit`.
+fn case_slug(name: &str) -> String {
+    name.to_lowercase().replace(' ', "-")
+}
+
 fn run_case(
     opts: &Options,
     (name, tcp, circuit): (&str, bool, bool),
@@ -189,7 +194,7 @@ fn run_case(
         o.exit_policy = vec!["accept 10.202.0.0/24:*".into()];
         let files = write_lab(&o).map_err(|e| anyhow::anyhow!("{e}"))?;
         for (i, f) in files.relays.iter().enumerate() {
-            let log = dir.join(format!("relay{}.log", i + 1));
+            let log = dir.join(format!("relay{}-{}.log", i + 1, case_slug(name)));
             ov.start(
                 i + 1,
                 &opts.exe,
@@ -218,7 +223,7 @@ fn run_case(
                 CLIENT,
                 &opts.exe,
                 &["proxy".into(), "--config".into(), f.display().to_string()],
-                &dir.join(format!("proxy{}.log", k + 1)),
+                &dir.join(format!("proxy{}-{}.log", k + 1, case_slug(name))),
             )?;
         }
     }
