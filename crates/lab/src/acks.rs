@@ -360,13 +360,13 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let mut claims = vec![
         Claim::new(
             "Fig. 3, kernel TCP",
-            "equal delays, no delayed ACKs: ACKs leave the buffers in bursts of 10 to 20 (median ≥ 5)",
+            "equal delays, no delayed ACKs: ACKs leave the buffers in bursts of 10 to 20 (median ≥ 5), as in the paper's simulation (a real stack need not reproduce it: the paper calls it fragile)",
             format!("{}{}", bursts(k0), sim_of(0, &bursts)),
             k0.median_burst.is_some_and(|m| m >= 5),
         ),
         Claim::new(
             "Fig. 3.2, kernel TCP",
-            "equal delays, no delayed ACKs: the two queues grow and shrink in phase",
+            "equal delays, no delayed ACKs: the two queues grow and shrink in phase, as in the paper's simulation",
             format!("{}{}", corr(k0), sim_of(0, &corr)),
             k0.queue_correlation.is_some_and(|c| c > 0.0),
         ),

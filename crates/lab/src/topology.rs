@@ -45,11 +45,18 @@ const RTR_HOME: &str = "10.201.2.254";
 /// Prefix of every namespace the lab creates (`hopwise lab clean` removes them).
 pub const PREFIX: &str = "hwlab-";
 
-/// A bottleneck buffer, counted in bytes (`bfifo`) or packets (`pfifo`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// A bottleneck buffer, counted in bytes (`bfifo`) or packets (`pfifo`);
+/// in summary.json as it prints (`"30000 B"`, `"50 packets"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Buffer {
     Bytes(u64),
     Packets(u64),
+}
+
+impl Serialize for Buffer {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 impl Buffer {
