@@ -166,9 +166,10 @@ pub fn live(prefix: &str) -> Result<Vec<(String, String)>> {
 /// namespaces and the relays in them, say so, and exit with 130 or 143,
 /// instead of leaving them for `hopwise lab clean`. Call it before any
 /// thread starts: it blocks both signals in the calling thread, which
-/// every thread started later inherits (programs it starts do not: the
-/// standard library clears the mask in a child), and waits for them on a
-/// thread of its own.
+/// every thread started later inherits, and waits for them on a thread of
+/// its own. Programs started meanwhile inherit the mask too: the daemons
+/// are started with it lifted (`Overlay::start`); `ip` and `tc` finish on
+/// their own.
 pub fn clean_up_on_interrupt(prefix: &'static str) -> Result<()> {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();

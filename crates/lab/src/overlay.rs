@@ -207,7 +207,23 @@ impl Overlay {
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
-        let child = cmd.spawn().with_context(|| {
+        // A child inherits the signal mask, and a run that cleans up on
+        // Ctrl-C blocks SIGINT and SIGTERM in its threads
+        // (`netns::clean_up_on_interrupt`): unblock them for the spawn, so
+        // that the daemon stops on them as it would anywhere else.
+        let stop = {
+            use nix::sys::signal::{SigSet, Signal};
+            let mut s = SigSet::empty();
+            s.add(Signal::SIGINT);
+            s.add(Signal::SIGTERM);
+            s
+        };
+        let before = stop.thread_swap_mask(nix::sys::signal::SigmaskHow::SIG_UNBLOCK);
+        let spawned = cmd.spawn();
+        if let Ok(mask) = before {
+            let _ = mask.thread_set_mask();
+        }
+        let child = spawned.with_context(|| {
             format!(
                 "cannot start {} {} in {}",
                 exe.display(),
