@@ -219,7 +219,7 @@ fn run_one(
     if quick {
         println!("{caveat}");
     }
-    if let Some(note) = leftovers(&out, &outcome.files) {
+    if let Some(note) = crate::run::leftovers(&out, &outcome.files) {
         eprintln!("{note}");
     }
     Ok(IndexRow {
@@ -231,36 +231,6 @@ fn run_one(
         wall_s: wall,
         error: None,
     })
-}
-
-/// A note naming the files in `out` that this run did not write (an
-/// earlier run's, perhaps of another reproduction), which report.html does
-/// not show; `None` if there are none. Nothing is deleted: they may be the
-/// user's.
-pub(crate) fn leftovers(out: &std::path::Path, written: &[String]) -> Option<String> {
-    let mut other: Vec<String> = std::fs::read_dir(out)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "report.html" && !written.contains(n))
-        .collect();
-    if other.is_empty() {
-        return None;
-    }
-    other.sort();
-    let n = other.len();
-    let shown = other.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
-    Some(format!(
-        "note: {} also holds {} this run did not write (from an earlier run?): {shown}{}",
-        out.display(),
-        hopwise_repro::plural(n, "file"),
-        if n > 5 {
-            format!(" and {} more", n - 5)
-        } else {
-            String::new()
-        }
-    ))
 }
 
 /// Prints the claims table, writes `report.html` into `out` and prints the

@@ -197,7 +197,7 @@ pub fn sim(
     if !ifaces.is_empty() {
         files.push("capture-hosts".into());
     }
-    if let Some(note) = crate::reproduce::leftovers(out, &files) {
+    if let Some(note) = leftovers(out, &files) {
         eprintln!("{note}");
     }
     Ok(())
@@ -349,6 +349,36 @@ pub fn prepare_out(out: &Path) -> Result<()> {
         .with_context(|| format!("--out {shown}: cannot write into the directory"))?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
+}
+
+/// A note naming the files in `out` that this run did not write (an
+/// earlier run's, perhaps of another reproduction), which report.html does
+/// not show; `None` if there are none. Nothing is deleted: they may be the
+/// user's.
+pub(crate) fn leftovers(out: &std::path::Path, written: &[String]) -> Option<String> {
+    let mut other: Vec<String> = std::fs::read_dir(out)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "report.html" && !written.contains(n))
+        .collect();
+    if other.is_empty() {
+        return None;
+    }
+    other.sort();
+    let n = other.len();
+    let shown = other.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "note: {} also holds {} this run did not write (from an earlier run?): {shown}{}",
+        out.display(),
+        hopwise_repro::plural(n, "file"),
+        if n > 5 {
+            format!(" and {} more", n - 5)
+        } else {
+            String::new()
+        }
+    ))
 }
 
 /// Opens a pcap file in `out` for each link direction in `ifaces` (from

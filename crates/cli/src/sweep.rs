@@ -917,7 +917,7 @@ pub fn sweep(
         out.join("summary.json").display(),
         out.join("report.html").display()
     );
-    if let Some(note) = crate::reproduce::leftovers(out, &files) {
+    if let Some(note) = crate::run::leftovers(out, &files) {
         eprintln!("{note}");
     }
     Ok(())
