@@ -158,12 +158,18 @@ enum Cmd {
         /// Print the relay's public key (creating the key file if needed) and exit.
         #[arg(long)]
         show_key: bool,
+        /// Shut down when the parent process is gone (used by `hopwise lab`).
+        #[arg(long, hide = true)]
+        exit_with_parent: bool,
     },
     /// Run a SOCKS5 proxy that sends each connection through a circuit of relays.
     Proxy {
         /// Proxy configuration file (TOML).
         #[arg(long)]
         config: PathBuf,
+        /// Shut down when the parent process is gone (used by `hopwise lab`).
+        #[arg(long, hide = true)]
+        exit_with_parent: bool,
     },
     /// Start three relays and a proxy on loopback, with generated keys and a directory.
     Quickstart {
@@ -244,13 +250,20 @@ fn main() -> ExitCode {
             out.as_deref(),
         ),
         Cmd::Bench { sets, repeat, .. } => run::bench(&sets, repeat),
-        Cmd::Relay { config, show_key } => {
+        Cmd::Relay {
+            config,
+            show_key,
+            exit_with_parent,
+        } => {
             net::init_logging();
-            net::relay(&config, show_key)
+            net::relay(&config, show_key, exit_with_parent)
         }
-        Cmd::Proxy { config } => {
+        Cmd::Proxy {
+            config,
+            exit_with_parent,
+        } => {
             net::init_logging();
-            net::proxy(&config)
+            net::proxy(&config, exit_with_parent)
         }
         Cmd::Quickstart {
             dir,

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use hopwise_net::config::{ProxyConfig, RelayConfig};
-use hopwise_net::daemon::wait_for_shutdown_signal;
+use hopwise_net::daemon::{wait_for_shutdown, wait_for_shutdown_signal};
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use hopwise_net::{spawn_proxy, spawn_relay};
 use hopwise_proto::link::hex;
@@ -24,7 +24,7 @@ pub fn init_logging() {
         .try_init();
 }
 
-pub fn relay(config: &Path, show_key: bool) -> Result<()> {
+pub fn relay(config: &Path, show_key: bool, exit_with_parent: bool) -> Result<()> {
     if show_key {
         // Only the key file: the directory may not exist yet.
         let key_file = RelayConfig::load_key_file(config)?;
@@ -37,17 +37,17 @@ pub fn relay(config: &Path, show_key: bool) -> Result<()> {
     if let Some(m) = h.metrics {
         tracing::info!("metrics on http://{m}/metrics");
     }
-    wait_for_shutdown_signal();
+    wait_for_shutdown(exit_with_parent);
     h.shutdown();
     Ok(())
 }
 
-pub fn proxy(config: &Path) -> Result<()> {
+pub fn proxy(config: &Path, exit_with_parent: bool) -> Result<()> {
     let cfg = ProxyConfig::load(config)?;
     let h = spawn_proxy(cfg)?;
     let socks = h.socks.expect("a proxy has a SOCKS address");
     tracing::info!("SOCKS5 proxy on {socks}");
-    wait_for_shutdown_signal();
+    wait_for_shutdown(exit_with_parent);
     h.shutdown();
     Ok(())
 }

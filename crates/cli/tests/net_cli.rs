@@ -411,3 +411,56 @@ fn a_guard_that_takes_no_clients_warns_at_start() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A relay started with `--exit-with-parent` (as `hopwise lab` starts its
+/// daemons) shuts down once its parent is gone, even if that parent was
+/// killed and could not stop it; without the flag it would run on.
+#[test]
+fn a_relay_started_with_exit_with_parent_stops_with_its_parent() {
+    let d = tempfile_dir("orphan");
+    std::fs::create_dir_all(&d).unwrap();
+    let cfg = d.join("relay.toml");
+    std::fs::write(
+        &cfg,
+        "name = \"o\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"o.key\"\ndirectory = \"directory.toml\"\n",
+    )
+    .unwrap();
+    let key = show_key(&cfg);
+    std::fs::write(
+        d.join("directory.toml"),
+        format!("[[relay]]\nname = \"o\"\naddress = \"127.0.0.1:9\"\nkey = \"{key}\"\n"),
+    )
+    .unwrap();
+    let log = d.join("relay.log");
+    // A shell starts the relay, prints its PID and exits: the relay is
+    // orphaned.
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" relay --config \"$1\" --exit-with-parent >\"$2\" 2>&1 & echo $!; sleep 0.5")
+        .arg(env!("CARGO_BIN_EXE_hopwise"))
+        .arg(&cfg)
+        .arg(&log)
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{pid}"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // A zombie has no cmdline left (whoever adopted the relay may not reap
+    // it at once).
+    let running = || std::fs::read(proc_dir.join("cmdline")).is_ok_and(|c| !c.is_empty());
+    while running() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    if running() {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+        panic!("the relay outlived its parent by 10 s: {text}");
+    }
+    assert!(text.contains("the parent process is gone"), "{text}");
+    assert!(text.contains("shutting down"), "{text}");
+    let _ = std::fs::remove_dir_all(&d);
+}

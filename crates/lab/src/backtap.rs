@@ -198,7 +198,13 @@ fn run_case(
             ov.start(
                 i + 1,
                 &opts.exe,
-                &["relay".into(), "--config".into(), f.display().to_string()],
+                &[
+                    "relay".into(),
+                    "--config".into(),
+                    f.display().to_string(),
+                    // Stop with the lab, even if it is killed outright.
+                    "--exit-with-parent".into(),
+                ],
                 &log,
             )?;
         }
@@ -222,7 +228,12 @@ fn run_case(
             ov.start(
                 CLIENT,
                 &opts.exe,
-                &["proxy".into(), "--config".into(), f.display().to_string()],
+                &[
+                    "proxy".into(),
+                    "--config".into(),
+                    f.display().to_string(),
+                    "--exit-with-parent".into(),
+                ],
                 &dir.join(format!("proxy{}-{}.log", k + 1, case_slug(name))),
             )?;
         }

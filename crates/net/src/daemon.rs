@@ -399,6 +399,14 @@ pub fn colours(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
 
 /// Blocks until SIGINT (Ctrl-C) or SIGTERM.
 pub fn wait_for_shutdown_signal() {
+    wait_for_shutdown(false)
+}
+
+/// [`wait_for_shutdown_signal`], and with `orphaned` also returns once this
+/// process's parent is gone (it is then adopted by another process): a
+/// daemon that a lab run started stops with it, even when the run is
+/// killed outright.
+pub fn wait_for_shutdown(orphaned: bool) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -408,9 +416,21 @@ pub fn wait_for_shutdown_signal() {
         {
             use tokio::signal::unix::{signal, SignalKind};
             let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            let parent = std::os::unix::process::parent_id();
+            let adopted = async {
+                if !orphaned {
+                    return std::future::pending::<()>().await;
+                }
+                let mut tick = tokio::time::interval(std::time::Duration::from_millis(200));
+                while std::os::unix::process::parent_id() == parent {
+                    tick.tick().await;
+                }
+                tracing::info!(parent, "the parent process is gone");
+            };
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
+                _ = adopted => {}
             }
         }
         #[cfg(not(unix))]
