@@ -64,12 +64,7 @@ impl Options {
     /// The options' own errors (not the machine's), named by their flags;
     /// `run` checks them too, so a caller may check before printing.
     pub fn check(&self) -> Result<()> {
-        crate::traffic::check_cc(&self.cc)?;
-        anyhow::ensure!(
-            self.secs as f64 > WARM_S + 1.0,
-            "--secs {}: each case must run longer than the {WARM_S} s warm-up plus a second",
-            self.secs
-        );
+        crate::traffic::check_cc_and_secs(&self.cc, self.secs, WARM_S)?;
         anyhow::ensure!(
             (1..=50).contains(&self.circuits),
             "--circuits {}: 1 to 50 (one proxy process each)",

@@ -117,16 +117,7 @@ pub fn parse_list(out: &str) -> Vec<String> {
 /// owner (`PREFIXPID-…`) is no longer running, after killing the processes
 /// left inside it; returns their names.
 pub fn clean(prefix: &str) -> Result<Vec<String>> {
-    let mut gone = Vec::new();
-    for n in list(prefix)? {
-        if owner_alive(&n[prefix.len()..]) {
-            continue;
-        }
-        kill_inside(&n);
-        run("ip", &args(&["netns", "del", &n]))?;
-        gone.push(n);
-    }
-    Ok(gone)
+    delete_where(prefix, |n| !owner_alive(&n[prefix.len()..]))
 }
 
 /// Deletes this process's own namespaces that start with `prefix` (after
@@ -134,9 +125,15 @@ pub fn clean(prefix: &str) -> Result<Vec<String>> {
 /// their names.
 pub fn clean_own(prefix: &str) -> Result<Vec<String>> {
     let mine = format!("{prefix}{}-", std::process::id());
+    delete_where(prefix, |n| n.starts_with(&mine))
+}
+
+/// Deletes the namespaces starting with `prefix` that `pick` chooses,
+/// after killing the processes left inside them; returns their names.
+fn delete_where(prefix: &str, pick: impl Fn(&str) -> bool) -> Result<Vec<String>> {
     let mut gone = Vec::new();
     for n in list(prefix)? {
-        if n.starts_with(&mine) {
+        if pick(&n) {
             kill_inside(&n);
             run("ip", &args(&["netns", "del", &n]))?;
             gone.push(n);

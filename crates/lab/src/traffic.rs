@@ -393,6 +393,18 @@ pub fn socks5_connect(s: &mut TcpStream, to: SocketAddr) -> Result<()> {
     Ok(())
 }
 
+/// The checks every lab experiment makes of its options: `--cc` is a
+/// congestion control the kernel has, and each case of `secs` runs longer
+/// than the `warm_s` warm-up plus a second.
+pub fn check_cc_and_secs(cc: &str, secs: u64, warm_s: f64) -> Result<()> {
+    check_cc(cc)?;
+    anyhow::ensure!(
+        secs as f64 > warm_s + 1.0,
+        "--secs {secs}: each case must run longer than the {warm_s} s warm-up plus a second"
+    );
+    Ok(())
+}
+
 /// Fails unless a TCP socket can use congestion control `cc` (checked on
 /// a scratch socket before an experiment starts).
 pub fn check_cc(cc: &str) -> Result<()> {

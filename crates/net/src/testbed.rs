@@ -41,7 +41,7 @@ pub struct LabOptions {
     /// Exit-policy rules, e.g. `"accept 10.0.0.0/8:*"`. If one of them (or
     /// `allow_loopback_exit`) accepts private addresses, the exit's file
     /// turns `reject_private` off and puts the rules for private ranges
-    /// first, then `reject private:*`, then the others (`guard_private`),
+    /// first, then `reject private:*`, then the others (`private_first`),
     /// so that those rules reach those addresses and nothing else does.
     pub exit_policy: Vec<String>,
 }
@@ -91,36 +91,31 @@ fn emulation_toml(e: &Emulation) -> String {
     s
 }
 
-/// Whether one of `rules` accepts only private addresses, so that it needs
-/// `reject_private = false`.
-fn accepts_private(rules: &[String]) -> Result<bool, StartError> {
-    let mut any = false;
-    for r in rules {
-        let r = Rule::parse(r).map_err(|e| StartError(format!("exit policy: {e}")))?;
-        any |= r.verdict == Verdict::Accept && r.addr.private_range().is_some();
-    }
-    Ok(any)
-}
-
-/// `rules` for a policy with `reject_private` off that means what they mean
-/// with it on, except that the rules for private ranges decide the private
-/// addresses: those rules first (in their order), then `reject private:*`,
-/// then the other rules (in their order), which so reach only public
-/// addresses, as with `reject_private` on.
-fn guard_private(rules: &[String]) -> Result<Vec<String>, StartError> {
+/// `None` if no rule of `rules` accepts a private range (`reject_private`
+/// can stay on). Otherwise the rules for a policy with `reject_private`
+/// off that means what they mean with it on, except that the rules for
+/// private ranges decide the private addresses: those rules first (in their
+/// order), then `reject private:*`, then the other rules (in their order),
+/// which so reach only public addresses, as with `reject_private` on.
+fn private_first(rules: &[String]) -> Result<Option<Vec<String>>, StartError> {
+    let mut accepts = false;
     let mut private = Vec::new();
     let mut public = Vec::new();
     for text in rules {
         let r = Rule::parse(text).map_err(|e| StartError(format!("exit policy: {e}")))?;
         if r.addr.private_range().is_some() {
+            accepts |= r.verdict == Verdict::Accept;
             private.push(text.clone());
         } else {
             public.push(text.clone());
         }
     }
+    if !accepts {
+        return Ok(None);
+    }
     private.push("reject private:*".to_string());
     private.extend(public);
-    Ok(private)
+    Ok(Some(private))
 }
 
 /// Writes keys, the directory and the config files of three relays (the
@@ -170,7 +165,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
                 rules.push("accept 127.0.0.1/32:*".to_string());
             }
             rules.extend(o.exit_policy.iter().cloned());
-            if accepts_private(&rules)? {
+            if let Some(reordered) = private_first(&rules)? {
                 // reject_private would refuse private addresses before the
                 // rules; other rules must not reach them instead.
                 s.push_str(
@@ -178,7 +173,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
                      # so it is off: the rules for private ranges come first, then `reject private:*`.\n\
                      reject_private = false\n",
                 );
-                rules = guard_private(&rules)?;
+                rules = reordered;
             }
             if !rules.is_empty() {
                 let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();

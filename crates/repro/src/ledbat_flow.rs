@@ -364,16 +364,20 @@ fn pkts(x: f64) -> String {
     format!("{x:.decimals$}")
 }
 
+/// Mean and sample standard deviation of the finite values.
+fn finite_mean_sd(xs: &[f64]) -> (f64, f64) {
+    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+    mean_sd(&v)
+}
+
 /// Mean of the finite values.
 fn finite_mean(xs: &[f64]) -> f64 {
-    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    mean_sd(&v).0
+    finite_mean_sd(xs).0
 }
 
 /// Coefficient of variation of the finite values.
 fn cv(xs: &[f64]) -> f64 {
-    let v: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    let (m, sd) = mean_sd(&v);
+    let (m, sd) = finite_mean_sd(xs);
     if m > 0.0 {
         sd / m
     } else {
