@@ -4,13 +4,13 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use hopwise_lab::pendulum::{self, Options};
 use hopwise_lab::Buffer;
-use hopwise_lab::{acks, backtap};
+use hopwise_lab::{acks, backtap, overlay_ack};
 use std::path::PathBuf;
 use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
-    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, GSO off, bridge, packet sockets, HTB and FIFO qdiscs.
+    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, GSO off, bridge, packet sockets, HTB and FIFO qdiscs, the u32 classifier.
     Check,
     /// Seed 004's Fig. 1 on kernel TCP: a download on a 2.4 Mbit/s / 196 kbit/s link while uploads run,
     /// beside the simulator and the model (real time: 100 s, 40 s with --quick; needs root).
@@ -54,6 +54,36 @@ pub enum LabCmd {
         #[arg(long)]
         no_sim: bool,
     },
+    /// Seed 000 on kernel TCP: an overlay node's ACKs stuck behind its own data, ACK prioritisation and one
+    /// connection per direction, with hosts A, B and C behind access devices on a 10 Mbit/s switch, beside the
+    /// simulator (real time: 6 modes × 150 s, 4 × 60 s with --quick; needs root).
+    OverlayAck {
+        /// 60 s per mode and the modes plain, ackprio, bidir-ackprio and split-ackprio.
+        #[arg(long)]
+        quick: bool,
+        /// Seconds per mode (the paper's 300 s timeline scaled to it; at least 60; overrides --quick).
+        #[arg(long)]
+        secs: Option<u64>,
+        /// Modes to run, comma-separated: plain, ackprio, ackprio-len64, bidir, bidir-ackprio, split-ackprio
+        /// (default: all six; with --quick four).
+        #[arg(long, value_parser = parse_modes)]
+        modes: Option<ModeList>,
+        /// Output directory.
+        #[arg(long, default_value = "out/lab-overlay-ack")]
+        out: PathBuf,
+        /// The hosts' congestion control (TCP_CONGESTION per socket); the simulator comparison runs only with cubic.
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+        /// Each host's uplink queue in its access device: packets (1000pkt, Linux's txqueuelen) or bytes.
+        #[arg(long, default_value = "1000pkt", value_parser = parse_buffer)]
+        host_queue: Buffer,
+        /// Each switch port's buffer (the simulator's calibrated 64000B).
+        #[arg(long, default_value = "64000B", value_parser = parse_buffer)]
+        switch_buffer: Buffer,
+        /// Simulator runs per mode on the same timeline (0: no simulator).
+        #[arg(long, default_value_t = 3)]
+        sim_runs: u32,
+    },
     /// Seed 002 on real UDP: a BackTap circuit of three `hopwise relay` processes and `hopwise proxy`, against
     /// kernel TCP, at one shaped bottleneck in network namespaces: goodput, the bottleneck's queue, sharing
     /// (real time: 3 × 31.5 s, 3 × 16.5 s with --quick; needs root).
@@ -92,6 +122,16 @@ fn parse_lab_rate(s: &str) -> Result<u64, String> {
     hopwise_proto::units::parse_rate(s)
         .map(|r| r.bps())
         .map_err(|e| e.to_string())
+}
+
+/// `--modes`: the lab's overlay-ack modes, in the order given.
+#[derive(Clone, Debug)]
+pub struct ModeList(Vec<hopwise_repro::overlay_ack::Mode>);
+
+fn parse_modes(s: &str) -> Result<ModeList, String> {
+    overlay_ack::parse_modes(s)
+        .map(ModeList)
+        .map_err(|e| format!("{e:#}"))
 }
 
 fn parse_buffer(s: &str) -> Result<Buffer, String> {
@@ -198,6 +238,64 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 ),
             ];
             crate::reproduce::present(&out, "hopwise lab backtap", about, &facts, &outcome, wall)?;
+            Ok(())
+        }
+        LabCmd::OverlayAck {
+            quick,
+            secs,
+            modes,
+            out,
+            cc,
+            host_queue,
+            switch_buffer,
+            sim_runs,
+        } => {
+            let defaults = overlay_ack::Options::new(quick);
+            let opts = overlay_ack::Options {
+                out: out.clone(),
+                secs: secs.unwrap_or(defaults.secs),
+                modes: modes.map_or(defaults.modes, |m| m.0),
+                cc,
+                host_queue,
+                switch_buffer,
+                sim_runs,
+            };
+            let about = "seed 000 on kernel TCP: ACKs stuck behind data at an overlay node, ACK prioritisation, one connection per direction";
+            opts.check()?;
+            crate::run::prepare_out(&out)?;
+            eprintln!(
+                "lab overlay-ack: {about} ({} × {} s)",
+                hopwise_repro::plural(opts.modes.len(), "mode"),
+                opts.secs
+            );
+            let command = crate::run::command_line();
+            let t0 = Instant::now();
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = overlay_ack::run(&opts, Some(&command), &bars)?;
+            hopwise_repro::Progress::finish(&bars);
+            let wall = t0.elapsed().as_secs_f64();
+            let modes: Vec<&str> = opts.modes.iter().map(|m| m.name()).collect();
+            let facts = [
+                format!("command: {command}"),
+                format!(
+                    "kernel TCP ({}) in network namespaces, Linux {}; modes {}; {} s per mode (the paper's 300 s timeline scaled); host queues {}, switch ports {}; {wall:.1} s wall; hopwise {}",
+                    opts.cc,
+                    pendulum::kernel_release(),
+                    modes.join(", "),
+                    opts.secs,
+                    opts.host_queue,
+                    opts.switch_buffer,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ];
+            crate::reproduce::present(
+                &out,
+                "hopwise lab overlay-ack",
+                about,
+                &facts,
+                &outcome,
+                wall,
+            )?;
             Ok(())
         }
         LabCmd::AckCompression {

@@ -142,6 +142,11 @@ fn lab_flags_are_checked_before_the_banner() {
     for (args, msg) in [
         (vec!["lab", "ack-compression", "--secs", "0"], "--secs 0:"),
         (vec!["lab", "backtap", "--circuits", "0"], "--circuits 0:"),
+        (vec!["lab", "overlay-ack", "--secs", "10"], "--secs 10:"),
+        (
+            vec!["lab", "overlay-ack", "--modes", "plain,split-dynamic"],
+            "split-dynamic needs the overlay's connection policy",
+        ),
     ] {
         let o = hopwise(&args);
         assert!(!o.status.success());

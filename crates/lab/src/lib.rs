@@ -33,6 +33,8 @@
 //! * [`acks`]: the Fig. 3 and 4 experiment;
 //! * [`overlay`]: five hosts on a switch with one shaped port, running the
 //!   daemon (`hopwise relay`, `hopwise proxy`) as processes;
+//! * [`overlay_ack`]: seed 000's overlay node (hosts A, B, C behind access
+//!   devices on a switch), with and without ACK prioritisation;
 //! * [`backtap`]: a BackTap circuit over real UDP against kernel TCP at
 //!   that bottleneck (seed 002).
 
@@ -42,6 +44,7 @@ pub mod capture;
 pub mod cmd;
 pub mod netns;
 pub mod overlay;
+pub mod overlay_ack;
 pub mod pendulum;
 pub mod tc;
 pub mod topology;

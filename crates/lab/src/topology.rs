@@ -93,7 +93,7 @@ impl Buffer {
     }
 
     /// The leaf qdisc's arguments: `bfifo limit N` or `pfifo limit N`.
-    fn qdisc(self) -> [String; 3] {
+    pub(crate) fn qdisc(self) -> [String; 3] {
         match self {
             Buffer::Bytes(b) => ["bfifo".into(), "limit".into(), b.to_string()],
             Buffer::Packets(p) => ["pfifo".into(), "limit".into(), p.to_string()],
@@ -265,8 +265,8 @@ pub struct CheckItem {
     pub detail: String,
 }
 
-/// Probes what the lab needs: root, `ip` and `tc`, namespaces, veth, and
-/// the HTB, bfifo and pfifo qdiscs, plus the congestion control modules
+/// Probes what the lab needs: root, `ip`, `tc` and `ss`, namespaces, veth,
+/// the HTB, bfifo and pfifo qdiscs and the u32 classifier, plus the congestion control modules
 /// the kernel offers. Builds and removes a scratch namespace.
 pub fn check() -> Vec<CheckItem> {
     let mut out = Vec::new();
@@ -304,6 +304,10 @@ pub fn check() -> Vec<CheckItem> {
     item(
         "iproute2 tc",
         run("tc", &args(&["-V"])).map(|s| s.trim().to_string()),
+    );
+    item(
+        "iproute2 ss",
+        run("ss", &args(&["-V"])).map(|s| s.trim().to_string()),
     );
     item(
         "congestion control modules",
@@ -380,6 +384,14 @@ pub fn check() -> Vec<CheckItem> {
                 ])
             })
             .map(|_| "buffers in packets".into()),
+        );
+        item(
+            "u32 classifier",
+            ns.tc(&[
+                "filter", "add", "dev", "chk0", "parent", "1:", "protocol", "ip", "prio", "1",
+                "u32", "match", "u16", "0", "0xffc0", "at", "2", "flowid", "1:2",
+            ])
+            .map(|_| "ACKs into a class of their own (`lab overlay-ack`)".into()),
         );
     }
     item(

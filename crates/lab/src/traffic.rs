@@ -444,19 +444,96 @@ pub fn spawn_sender(
         .name(what.clone())
         .spawn(move || -> Result<()> {
             enter(&ns, &what)?;
-            clock.sleep_until(start_s);
-            let mut stream = loop {
-                match TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
-                    Ok(s) => break s,
-                    Err(e) if clock.now_s() < start_s + 2.0 => {
-                        let _ = e;
-                        clock.sleep_until(clock.now_s() + 0.05);
-                    }
-                    Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
-                }
-            };
+            let mut stream = connect_at(to, clock, start_s, &what)?;
             set_cc(&stream, &cc, &what)?;
             write_until(&mut stream, clock, stop_s, &what)
+        })?)
+}
+
+/// Connects to `to` at `start_s`, retrying for 2 s (the listener may not
+/// be up yet).
+fn connect_at(to: SocketAddr, clock: Clock, start_s: f64, what: &str) -> Result<TcpStream> {
+    clock.sleep_until(start_s);
+    loop {
+        match TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
+            Ok(s) => return Ok(s),
+            Err(_) if clock.now_s() < start_s + 2.0 => clock.sleep_until(clock.now_s() + 0.05),
+            Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
+        }
+    }
+}
+
+/// Carries data both ways on `stream` until `stop_s`: a second thread
+/// writes as fast as the socket takes data while this one counts what
+/// arrives in [`BIN_S`] bins; then the connection is reset (zero linger),
+/// as [`spawn_sender`]'s is.
+fn duplex(stream: TcpStream, clock: Clock, stop_s: f64, what: &str) -> Result<Vec<u64>> {
+    let mut w = stream
+        .try_clone()
+        .with_context(|| format!("{what}: cannot clone the socket for writing"))?;
+    let wwhat = what.to_string();
+    let writer = std::thread::Builder::new()
+        .name(format!("{what}, writing"))
+        .spawn(move || write_until(&mut w, clock, stop_s, &wwhat))?;
+    let mut r = stream;
+    let read = read_bins(&mut r, clock, stop_s, what);
+    let wrote = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("{what}: the writing thread panicked"))?;
+    // A read error usually explains the write's, so it comes first.
+    let bins = read?;
+    wrote?;
+    Ok(bins)
+}
+
+/// The accepting end of a connection that carries data both ways (seed
+/// 000's bidirectional overlay links): listens on `addr:port` inside `ns`,
+/// accepts one connection, sends with congestion control `cc` and counts
+/// what arrives until `stop_s`. Returns once the socket is bound; the
+/// thread returns the arriving direction's [`BIN_S`] bins.
+pub fn spawn_duplex_server(
+    ns: File,
+    addr: Ipv4Addr,
+    port: u16,
+    cc: String,
+    clock: Clock,
+    stop_s: f64,
+    name: String,
+) -> Result<JoinHandle<Result<Vec<u64>>>> {
+    let what = format!("two-way server {name}");
+    let w = what.clone();
+    spawn_ready(
+        what,
+        move || listen_in(&ns, addr, port, &w).map(|l| (l, w)),
+        move |(listener, what)| {
+            let Some(stream) = accept_until(&listener, clock, stop_s, &what)? else {
+                bail!("{what}: nobody connected before {stop_s} s");
+            };
+            set_cc(&stream, &cc, &what)?;
+            duplex(stream, clock, stop_s, &what)
+        },
+    )
+}
+
+/// The connecting end of [`spawn_duplex_server`]'s connection: from inside
+/// `ns`, connects to `to` at `start_s`, then sends and counts what arrives
+/// until `stop_s`.
+pub fn spawn_duplex_client(
+    ns: File,
+    to: SocketAddr,
+    cc: String,
+    clock: Clock,
+    (start_s, stop_s): (f64, f64),
+    name: String,
+) -> Result<JoinHandle<Result<Vec<u64>>>> {
+    let what = format!("two-way client {name}");
+    Ok(std::thread::Builder::new()
+        .name(what.clone())
+        .spawn(move || -> Result<Vec<u64>> {
+            enter(&ns, &what)?;
+            let stream = connect_at(to, clock, start_s, &what)?;
+            set_cc(&stream, &cc, &what)?;
+            duplex(stream, clock, stop_s, &what)
         })?)
 }
 

@@ -118,3 +118,70 @@ fn ack_compression_capture_agrees_with_the_qdiscs() {
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+#[ignore = "needs root and network namespaces; 2 × 60 s of real time"]
+fn overlay_ack_prioritising_acks_at_b_keeps_a_to_b_going() {
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    use hopwise_lab::overlay_ack::{self, Options};
+    use hopwise_repro::overlay_ack::Mode;
+    topology::require().expect("the lab can run here");
+    let out = std::env::temp_dir().join(format!("hopwise-lab-oa-{}", std::process::id()));
+    let opts = Options {
+        out: out.clone(),
+        secs: 60,
+        modes: vec![Mode::Plain, Mode::AckPrio],
+        sim_runs: 1,
+        ..Options::new(true)
+    };
+    overlay_ack::run(&opts, None, &Silent).expect("lab run");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let modes = summary["modes"].as_array().unwrap();
+    assert_eq!(modes.len(), 2);
+    let get = |m: &str, k: &str| {
+        modes.iter().find(|x| x["mode"] == m).unwrap()[k]
+            .as_f64()
+            .unwrap()
+    };
+    // Alone, A→B fills its 10 Mbit/s link either way.
+    for m in ["plain", "ackprio"] {
+        assert!(
+            get(m, "ab_phase1_bps") > 8e6,
+            "{m}: {}",
+            get(m, "ab_phase1_bps")
+        );
+    }
+    // Once B→C fills B's uplink, A→B's ACKs wait behind its data in the
+    // plain FIFO, not with ACKs first: A→B's RTT and goodput show it.
+    assert!(
+        get("plain", "ab_srtt_phase2_ms") > 2.0 * get("ackprio", "ab_srtt_phase2_ms"),
+        "{summary}"
+    );
+    assert!(
+        get("plain", "ab_phase2_bps") < 0.9 * get("ackprio", "ab_phase2_bps"),
+        "{summary}"
+    );
+    // B→C kept B's uplink busy in both.
+    for m in ["plain", "ackprio"] {
+        assert!(get(m, "bc_phase2_bps") > 7e6, "{m}: {summary}");
+    }
+    assert_eq!(summary["simulator"].as_array().unwrap().len(), 2);
+    for f in [
+        "goodput.svg",
+        "rtt.svg",
+        "modes.svg",
+        "goodput.csv",
+        "queues.csv",
+        "rtt.csv",
+        "modes.csv",
+    ] {
+        assert!(
+            out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false),
+            "{f}"
+        );
+    }
+    let own = format!("{PREFIX}{}-", std::process::id());
+    assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&out);
+}

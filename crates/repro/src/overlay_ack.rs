@@ -221,7 +221,10 @@ fn var_ratio(results: &[RunResult], tl: &Timeline) -> Option<VarRatio> {
     })
 }
 
-fn analyse(mode: Mode, runs: &[&RunResult], base: &Setup) -> ModeStats {
+/// The statistics of one mode over `runs` (the same seeds' runs of `base`'s
+/// timeline), as the reproduction reports them; `hopwise lab overlay-ack`
+/// uses it for kernel TCP too.
+pub fn analyse(mode: Mode, runs: &[&RunResult], base: &Setup) -> ModeStats {
     let tl = &base.timeline;
     let (p1, p2, vw) = (tl.phase1(), tl.phase2(), tl.var_window());
     let per = |f: &dyn Fn(&RunResult) -> f64| -> Vec<f64> {
