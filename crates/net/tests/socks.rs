@@ -371,3 +371,61 @@ fn requests_waiting_for_a_hopeless_path_fail_at_once() {
         r.shutdown();
     }
 }
+
+/// A client that goes away (with a reset) while its CONNECT is still being
+/// opened: the proxy's reply then fails, and the stream, by now open at the
+/// exit, is reset there, so the destination sees its connection close
+/// instead of holding it as long as the relays run.
+#[test]
+fn a_client_gone_before_its_reply_has_its_stream_reset_at_the_exit() {
+    let d = tempfile::tempdir().unwrap();
+    let mut o = LabOptions::new(d.path());
+    o.allow_loopback_exit = true;
+    let lab = Lab::start(&o).unwrap();
+    let socks = lab.socks();
+    let rt = common::runtime();
+    rt.block_on(async {
+        lab.wait_ready(Duration::from_secs(30)).await.unwrap();
+        // A destination whose accept queue is full (backlog 0 holds one
+        // connection, which a filler takes), so the exit's SYN is dropped
+        // and its connect completes only on the SYN's retransmission, about
+        // a second later: time for the SOCKS client to leave first.
+        let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        l.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        l.listen(0).unwrap();
+        let std_l: std::net::TcpListener = l.into();
+        std_l.set_nonblocking(true).unwrap();
+        let port = std_l.local_addr().unwrap().port();
+        let dest = tokio::net::TcpListener::from_std(std_l).unwrap();
+        let filler = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+
+        let mut c = TcpStream::connect(socks).await.unwrap();
+        c.write_all(&[5, 1, 0]).await.unwrap();
+        let mut m = [0u8; 2];
+        c.read_exact(&mut m).await.unwrap();
+        c.write_all(&connect("127.0.0.1", port)).await.unwrap();
+        // The request is in and the exit is connecting; the client resets.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        socket2::SockRef::from(&c)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(c);
+
+        // Free the queue; the exit's retransmitted SYN gets in.
+        let (first, _) = dest.accept().await.unwrap();
+        drop((first, filler));
+        let (mut conn, _) = tokio::time::timeout(Duration::from_secs(10), dest.accept())
+            .await
+            .expect("the exit connects once the queue has room")
+            .unwrap();
+        // The proxy's reply to the vanished client fails, and the stream is
+        // reset at the exit: the destination's connection closes.
+        assert_eq!(
+            closed_within(&mut conn, Duration::from_secs(10)).await,
+            Ok(true),
+            "the exit kept the stream of a client that had gone"
+        );
+    });
+    lab.shutdown();
+}
