@@ -10,7 +10,7 @@ use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
-    /// Check that this machine can run the lab: root, iproute2, namespaces, veth, GSO off, bridge, packet sockets, HTB and FIFO qdiscs, the u32 classifier.
+    /// Check that this machine can run the lab: root, iproute2 (ip, tc, ss), namespaces, veth, GSO off, bridge, packet sockets, HTB and FIFO qdiscs, the u32 classifier.
     Check,
     /// Seed 004's Fig. 1 on kernel TCP: a download on a 2.4 Mbit/s / 196 kbit/s link while uploads run,
     /// beside the simulator and the model (real time: 100 s, 40 s with --quick; needs root).
@@ -74,7 +74,7 @@ pub enum LabCmd {
         /// The hosts' congestion control (TCP_CONGESTION per socket); the simulator comparison runs only with cubic.
         #[arg(long, default_value = "cubic")]
         cc: String,
-        /// Each host's uplink queue in its access device: packets (1000pkt, Linux's txqueuelen) or bytes.
+        /// Each host's uplink queue in its access device, and each of the two "ACKs first" classes' queues at B: packets (1000pkt, Linux's txqueuelen) or bytes.
         #[arg(long, default_value = "1000pkt", value_parser = parse_buffer)]
         host_queue: Buffer,
         /// Each switch port's buffer (the simulator's calibrated 64000B).

@@ -184,6 +184,12 @@ impl Options {
         if self.modes.is_empty() {
             bail!("--modes: name at least one mode");
         }
+        if let Some(m) = self.modes.iter().find(|m| !MODES.contains(m)) {
+            bail!(
+                "--modes: {} needs the overlay's connection policy, which runs only in the simulator",
+                m.name()
+            );
+        }
         crate::traffic::check_cc(&self.cc)
     }
 
@@ -669,6 +675,9 @@ pub struct Stats {
     pub ab_phase2_cov: f64,
     pub bc_phase2_bps: f64,
     pub towards_b_phase2_bps: f64,
+    /// C→B's and B→A's phase-2 goodput (modes with data both ways).
+    pub cb_phase2_bps: f64,
+    pub ba_phase2_bps: f64,
     pub var_10s: f64,
     pub var_10s_within: f64,
     pub ab_srtt_phase1_ms: f64,
@@ -691,6 +700,8 @@ impl Stats {
             ab_phase2_cov: m.ab_phase2_cov,
             bc_phase2_bps: m.bc_phase2_bps,
             towards_b_phase2_bps: m.towards_b_phase2_bps,
+            cb_phase2_bps: m.cb_phase2_bps,
+            ba_phase2_bps: m.ba_phase2_bps,
             var_10s: m.var_10s,
             var_10s_within: m.var_10s_within,
             ab_srtt_phase1_ms: m.ab_srtt_phase1_ms,
@@ -771,12 +782,23 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
             "Fig. 2b, kernel TCP",
             "A→B's RTT exceeds 500 ms while B→C runs (median SRTT in phase 2, from ss)",
             format!(
-                "median SRTT {:.0} ms in phase 2 ({:.0} % of samples above 500 ms), {:.0} ms in phase 1{}",
+                "median SRTT {:.0} ms in phase 2 ({:.0} % of samples above 500 ms); {}{}{}",
                 p.ab_srtt_phase2_ms,
                 100.0 * p.ab_srtt_phase2_over_500ms,
-                p.ab_srtt_phase1_ms,
+                if p.ab_srtt_phase1_ms >= p.ab_srtt_phase2_ms {
+                    format!(
+                        "it does not rise: phase 1 is at {:.0} ms already (CUBIC fills A's own 1000-packet queue)",
+                        p.ab_srtt_phase1_ms
+                    )
+                } else {
+                    format!("phase 1: {:.0} ms", p.ab_srtt_phase1_ms)
+                },
+                k(Mode::AckPrio).map_or(String::new(), |a| format!(
+                    "; with ACKs first {:.0} ms in phase 2",
+                    a.ab_srtt_phase2_ms
+                )),
                 beside(Mode::Plain, &|x| format!(
-                    "{:.0} ms and {:.0} ms",
+                    "{:.0} ms in phase 2, {:.0} ms in phase 1",
                     x.ab_srtt_phase2_ms, x.ab_srtt_phase1_ms
                 ))
             ),
@@ -837,8 +859,10 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
                 mbps(fair)
             ),
             format!(
-                "towards B {} per flow = {:.0} % of the fair share{}",
+                "towards B {} per flow (A→B {}, C→B {}) = {:.0} % of the fair share{}",
                 mbps(b.towards_b_phase2_bps),
+                mbps(b.ab_phase2_bps),
+                mbps(b.cb_phase2_bps),
                 100.0 * b.towards_b_phase2_bps / fair,
                 beside(Mode::Bidir, &|x| mbps(x.towards_b_phase2_bps))
             ),
@@ -853,10 +877,19 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
                 mbps(fair)
             ),
             format!(
-                "towards B {} per flow = {:.0} %{}",
+                "towards B {} per flow (A→B {}, C→B {}) = {:.0} %; away from B: B→A {}, B→C {}{}",
                 mbps(ba.towards_b_phase2_bps),
+                mbps(ba.ab_phase2_bps),
+                mbps(ba.cb_phase2_bps),
                 100.0 * ba.towards_b_phase2_bps / fair,
-                beside(Mode::BidirAckPrio, &|x| mbps(x.towards_b_phase2_bps))
+                mbps(ba.ba_phase2_bps),
+                mbps(ba.bc_phase2_bps),
+                beside(Mode::BidirAckPrio, &|x| format!(
+                    "{} (A→B {}, C→B {})",
+                    mbps(x.towards_b_phase2_bps),
+                    mbps(x.ab_phase2_bps),
+                    mbps(x.cb_phase2_bps)
+                ))
             ),
             ba.towards_b_phase2_bps >= 0.8 * fair,
         ));
@@ -889,7 +922,7 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
 
 /// Runs the experiment and writes its outputs into `opts.out`.
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
-    crate::topology::require()?;
+    crate::topology::require_for("overlay-ack")?;
     opts.check()?;
     let tl = opts.timeline();
     let secs = tl.duration.ceil() as usize;
@@ -1052,6 +1085,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
                 f(s.ab_phase2_cov),
                 format!("{:.0}", s.bc_phase2_bps),
                 format!("{:.0}", s.towards_b_phase2_bps),
+                format!("{:.0}", s.cb_phase2_bps),
+                format!("{:.0}", s.ba_phase2_bps),
                 f(s.var_10s),
                 f(s.var_10s_within),
                 f(s.ab_srtt_phase1_ms),
@@ -1073,6 +1108,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             "ab_phase2_cov",
             "bc_phase2_bps",
             "towards_b_phase2_bps",
+            "cb_phase2_bps",
+            "ba_phase2_bps",
             "var_10s",
             "var_10s_within",
             "ab_srtt_phase1_ms",
@@ -1291,6 +1328,10 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--secs 59: at least 60"));
+        o.secs = 60;
+        o.modes.push(Mode::SplitDynamic);
+        let e = o.check().unwrap_err().to_string();
+        assert!(e.contains("split-dynamic needs"), "{e}");
     }
 
     #[test]

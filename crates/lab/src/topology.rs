@@ -257,6 +257,20 @@ impl AccessLab {
     }
 }
 
+/// The failed checks that keep `experiment` from running, as lines.
+fn blocking(items: &[CheckItem], experiment: &str) -> Vec<String> {
+    items
+        .iter()
+        .filter(|c| {
+            !c.ok
+                && ONLY_FOR
+                    .iter()
+                    .all(|&(what, only)| what != c.what || only == experiment)
+        })
+        .map(|c| format!("{}: {}", c.what, c.detail))
+        .collect()
+}
+
 /// One line of [`check`]'s report.
 #[derive(Clone, Debug, Serialize)]
 pub struct CheckItem {
@@ -403,13 +417,22 @@ pub fn check() -> Vec<CheckItem> {
     out
 }
 
-/// Fails with every failed check if the lab cannot run here.
+/// Checks that only one experiment needs: (the check's `what`, the experiment).
+const ONLY_FOR: [(&str, &str); 2] = [
+    ("iproute2 ss", "overlay-ack"),
+    ("u32 classifier", "overlay-ack"),
+];
+
+/// Fails with every failed check if the lab cannot run here; checks that
+/// only another experiment needs (`ss`, the u32 classifier) are left out.
 pub fn require() -> Result<()> {
-    let failed: Vec<String> = check()
-        .into_iter()
-        .filter(|c| !c.ok)
-        .map(|c| format!("{}: {}", c.what, c.detail))
-        .collect();
+    require_for("")
+}
+
+/// [`require`] for `experiment` (e.g. "overlay-ack"), with the checks that
+/// only it needs.
+pub fn require_for(experiment: &str) -> Result<()> {
+    let failed = blocking(&check(), experiment);
     if failed.is_empty() {
         Ok(())
     } else {
@@ -423,6 +446,28 @@ pub fn require() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_only_overlay_ack_needs_blocks_only_overlay_ack() {
+        let item = |what: &str, ok: bool| CheckItem {
+            what: what.into(),
+            ok,
+            detail: "why".into(),
+        };
+        let items = [
+            item("root", true),
+            item("u32 classifier", false),
+            item("iproute2 ss", false),
+        ];
+        assert!(blocking(&items, "").is_empty());
+        assert!(blocking(&items, "pendulum").is_empty());
+        assert_eq!(
+            blocking(&items, "overlay-ack"),
+            vec!["u32 classifier: why", "iproute2 ss: why"]
+        );
+        let items = [item("qdisc htb", false), item("u32 classifier", true)];
+        assert_eq!(blocking(&items, ""), vec!["qdisc htb: why"]);
+    }
 
     fn spec() -> AccessSpec {
         AccessSpec {

@@ -450,14 +450,17 @@ pub fn spawn_sender(
         })?)
 }
 
-/// Connects to `to` at `start_s`, retrying for 2 s (the listener may not
-/// be up yet).
+/// Connects to `to` at `start_s`, retrying for 10 s: the listener may not
+/// be up yet, and a SYN that meets a full bottleneck queue (a second and
+/// more of queueing in `lab overlay-ack`) is dropped and sent again only
+/// after the kernel's 1 s and 3 s retransmission timers, which each
+/// attempt's 5 s allows.
 fn connect_at(to: SocketAddr, clock: Clock, start_s: f64, what: &str) -> Result<TcpStream> {
     clock.sleep_until(start_s);
     loop {
-        match TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
+        match TcpStream::connect_timeout(&to, Duration::from_secs(5)) {
             Ok(s) => return Ok(s),
-            Err(_) if clock.now_s() < start_s + 2.0 => clock.sleep_until(clock.now_s() + 0.05),
+            Err(_) if clock.now_s() < start_s + 10.0 => clock.sleep_until(clock.now_s() + 0.05),
             Err(e) => return Err(e).context(format!("{what}: cannot connect to {to}")),
         }
     }
