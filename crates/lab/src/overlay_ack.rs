@@ -744,6 +744,8 @@ struct Summary<'a> {
     kernel: String,
     setup: SetupOut<'a>,
     modes: &'a [Stats],
+    /// Modes asked for that did not run, because an earlier one failed.
+    modes_not_run: &'a [&'a str],
     simulator: &'a [Stats],
     simulator_runs: u32,
     claims: &'a [Claim],
@@ -928,10 +930,19 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let secs = tl.duration.ceil() as usize;
     let mut kernel = Vec::new();
     let mut runs = Vec::new();
+    // A mode that fails ends the kernel runs, but the modes already run
+    // (minutes of real time each) are still analysed and written.
+    let mut failure: Option<anyhow::Error> = None;
     for &mode in &opts.modes {
-        let lab = Lab::build(&Names::new_instance(), mode, opts)?;
-        let kr = run_kernel(&lab, mode, opts, &tl, progress)?;
-        drop(lab);
+        let kr = match Lab::build(&Names::new_instance(), mode, opts)
+            .and_then(|lab| run_kernel(&lab, mode, opts, &tl, progress))
+        {
+            Ok(kr) => kr,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
         let series = |i: usize| per_second(&kr.bins[i], secs);
         let rr = RunResult {
             mode,
@@ -957,6 +968,22 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         runs.push((rr, kr));
     }
 
+    let done: Vec<Mode> = runs
+        .iter()
+        .map(|(rr, _): &(RunResult, _)| rr.mode)
+        .collect();
+    if done.is_empty() {
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let not_run: Vec<&str> = opts
+        .modes
+        .iter()
+        .filter(|m| !done.contains(m))
+        .map(|m| m.name())
+        .collect();
+
     // The simulator on the same timeline (its TCP is the paper's Linux 2.6.26).
     let sim_runs = if opts.cc == "cubic" { opts.sim_runs } else { 0 };
     if sim_runs < opts.sim_runs {
@@ -968,8 +995,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     let mut sim = Vec::new();
     let mut sim_first: Vec<RunResult> = Vec::new();
     if sim_runs > 0 {
-        progress.start("simulator", opts.modes.len() as u64 * sim_runs as u64);
-        for &mode in &opts.modes {
+        progress.start("simulator", done.len() as u64 * sim_runs as u64);
+        for &mode in &done {
             let mut rs = Vec::new();
             for seed in 1..=sim_runs as u64 {
                 rs.push(sim_setup(mode, &tl, opts, seed).run()?);
@@ -1215,12 +1242,22 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
                 },
             },
             modes: &kernel,
+            modes_not_run: &not_run,
             simulator: &sim,
             simulator_runs: sim_runs,
             claims: &claims,
         },
     )?;
     files.insert(0, "summary.json".to_string());
+    if let Some(e) = failure {
+        let names: Vec<&str> = done.iter().map(|m| m.name()).collect();
+        return Err(e.context(format!(
+            "lab overlay-ack stopped at {}; the results of {} are in {} (summary.json, CSVs, figures; no report.html)",
+            not_run[0],
+            names.join(", "),
+            dir.display()
+        )));
+    }
     Ok(Outcome {
         claims,
         files,
