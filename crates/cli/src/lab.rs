@@ -278,7 +278,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             let facts = [
                 format!("command: {command}"),
                 format!(
-                    "kernel TCP ({}) in network namespaces, Linux {}; modes {}; {} s per mode (the paper's 300 s timeline scaled); host queues {}, switch ports {}; {wall:.1} s wall; hopwise {}",
+                    "kernel TCP ({}) in network namespaces, Linux {}, one run per mode; modes {}; {} s per mode (the paper's 300 s timeline scaled); host queues {}, switch ports {}; {wall:.1} s wall; hopwise {}",
                     opts.cc,
                     pendulum::kernel_release(),
                     modes.join(", "),
@@ -286,6 +286,10 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                     opts.host_queue,
                     opts.switch_buffer,
                     env!("CARGO_PKG_VERSION")
+                ),
+                format!(
+                    "\"simulator\": hopwise's own TCP model on the same timeline, set up as the paper's Linux 2.6.26 (initial window 3, 1.5 MiB receive window, CUBIC β 0.8), {} runs per mode with 1 s start jitter",
+                    opts.sim_runs
                 ),
             ];
             crate::reproduce::present(

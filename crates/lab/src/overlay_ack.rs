@@ -744,7 +744,8 @@ struct Summary<'a> {
     kernel: String,
     setup: SetupOut<'a>,
     modes: &'a [Stats],
-    /// Modes asked for that did not run, because an earlier one failed.
+    /// Modes asked for that have not run: not yet (the outputs are written
+    /// after each mode) or not at all, because an earlier one failed.
     modes_not_run: &'a [&'a str],
     simulator: &'a [Stats],
     simulator_runs: u32,
@@ -757,14 +758,19 @@ fn mbps(x: f64) -> String {
 
 /// The reproduction's criteria, judged on kernel TCP, with the simulator's
 /// value beside each.
-fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
+fn claims(kernel: &[Stats], sim: &[Stats], tl: &Timeline) -> Vec<Claim> {
     let k = |m: Mode| kernel.iter().find(|s| s.mode == m.name());
     let s = |m: Mode| sim.iter().find(|s| s.mode == m.name());
     let beside = |m: Mode, f: &dyn Fn(&Stats) -> String| {
         s(m).map_or(String::new(), |x| {
-            format!("; simulator ({} runs): {}", x.runs, f(x))
+            format!(
+                "; simulator (hopwise's TCP set up as Linux 2.6.26, {} runs): {}",
+                x.runs,
+                f(x)
+            )
         })
     };
+    let (p1, p2) = (tl.phase1(), tl.phase2());
     let fair = KERNEL_CAPACITY_BPS / 2.0;
     let mut c = Vec::new();
     if let Some(p) = k(Mode::Plain) {
@@ -772,9 +778,13 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
             "Fig. 3, kernel TCP",
             "without prioritisation A→B's phase-2 goodput is ≤ 0.8 × its phase-1 goodput",
             format!(
-                "A→B {} alone, {} shared: ratio {:.2}{}",
+                "A→B {} alone ({:.0}–{:.0} s), {} shared ({:.0}–{:.0} s): ratio {:.2} (kernel: one run){}",
                 mbps(p.ab_phase1_bps),
+                p1.0,
+                p1.1,
                 mbps(p.ab_phase2_bps),
+                p2.0,
+                p2.1,
                 p.ab_ratio(),
                 beside(Mode::Plain, &|x| format!("ratio {:.2}", x.ab_ratio()))
             ),
@@ -838,13 +848,20 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
     if let Some(l) = k(Mode::AckPrioLen64) {
         c.push(Claim::info(
             "§IV filter, kernel TCP",
-            "the paper's filter (IP total length < 64 B) misses ACKs that carry SACK blocks",
+            "the paper's filter (IP total length < 64 B) against the no-payload filter: an ACK that carries a SACK block (with timestamps) is 64 B or longer and counts as data",
             format!(
-                "ackprio-len64: A→B ratio {:.2}{}{}",
+                "ackprio-len64: A→B ratio {:.2}, SRTT {:.0} ms while shared{}{}{}",
                 l.ab_ratio(),
+                l.ab_srtt_phase2_ms,
                 k(Mode::AckPrio).map_or(String::new(), |a| format!(
-                    " (no-payload filter: {:.2})",
-                    a.ab_ratio()
+                    "; no-payload filter {:.2}, {:.0} ms",
+                    a.ab_ratio(),
+                    a.ab_srtt_phase2_ms
+                )),
+                k(Mode::Plain).map_or(String::new(), |a| format!(
+                    "; plain {:.2}, {:.0} ms",
+                    a.ab_ratio(),
+                    a.ab_srtt_phase2_ms
                 )),
                 beside(Mode::AckPrioLen64, &|x| format!(
                     "ratio {:.2}",
@@ -922,98 +939,35 @@ fn claims(kernel: &[Stats], sim: &[Stats]) -> Vec<Claim> {
     c
 }
 
-/// Runs the experiment and writes its outputs into `opts.out`.
-pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
-    crate::topology::require_for("overlay-ack")?;
-    opts.check()?;
-    let tl = opts.timeline();
-    let secs = tl.duration.ceil() as usize;
-    let mut kernel = Vec::new();
-    let mut runs = Vec::new();
-    // A mode that fails ends the kernel runs, but the modes already run
-    // (minutes of real time each) are still analysed and written.
-    let mut failure: Option<anyhow::Error> = None;
-    for &mode in &opts.modes {
-        let kr = match Lab::build(&Names::new_instance(), mode, opts)
-            .and_then(|lab| run_kernel(&lab, mode, opts, &tl, progress))
-        {
-            Ok(kr) => kr,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        };
-        let series = |i: usize| per_second(&kr.bins[i], secs);
-        let rr = RunResult {
-            mode,
-            seed: 0,
-            ab: series(0),
-            ba: series(1),
-            bc: series(2),
-            cb: series(3),
-            ab_srtt: kr.srtt.clone(),
-            ab_timeouts: 0,
-            ab_recoveries: 0,
-            drops: [0, 0, kr.drops[0], kr.drops[1], 0, 0],
-            corrupt: 0,
-            events: Vec::new(),
-            probe: Vec::new(),
-            seen: Vec::new(),
-            sim_events: 0,
-            b_pure_acks: 0,
-            b_rx_segments: 0,
-        };
-        let base = sim_setup(mode, &tl, opts, 1);
-        kernel.push(Stats::from("kernel", &analyse(mode, &[&rr], &base)));
-        runs.push((rr, kr));
-    }
+/// What a run has measured so far: the kernel's modes, and the simulator's
+/// (once it has run).
+struct Results<'a> {
+    opts: &'a Options,
+    tl: &'a Timeline,
+    command: Option<&'a str>,
+    kernel: Vec<Stats>,
+    runs: Vec<(RunResult, KernelRun)>,
+    sim: Vec<Stats>,
+    sim_first: Vec<RunResult>,
+    sim_runs: u32,
+}
 
-    let done: Vec<Mode> = runs
-        .iter()
-        .map(|(rr, _): &(RunResult, _)| rr.mode)
-        .collect();
-    if done.is_empty() {
-        if let Some(e) = failure {
-            return Err(e);
-        }
-    }
-    let not_run: Vec<&str> = opts
-        .modes
-        .iter()
-        .filter(|m| !done.contains(m))
-        .map(|m| m.name())
-        .collect();
-
-    // The simulator on the same timeline (its TCP is the paper's Linux 2.6.26).
-    let sim_runs = if opts.cc == "cubic" { opts.sim_runs } else { 0 };
-    if sim_runs < opts.sim_runs {
-        progress.note(&format!(
-            "the simulator's comparison runs CUBIC; skipped for --cc {}",
-            opts.cc
-        ));
-    }
-    let mut sim = Vec::new();
-    let mut sim_first: Vec<RunResult> = Vec::new();
-    if sim_runs > 0 {
-        progress.start("simulator", done.len() as u64 * sim_runs as u64);
-        for &mode in &done {
-            let mut rs = Vec::new();
-            for seed in 1..=sim_runs as u64 {
-                rs.push(sim_setup(mode, &tl, opts, seed).run()?);
-                progress.inc();
-            }
-            let refs: Vec<&RunResult> = rs.iter().collect();
-            sim.push(Stats::from(
-                "simulator",
-                &analyse(mode, &refs, &sim_setup(mode, &tl, opts, 1)),
-            ));
-            sim_first.push(rs.swap_remove(0));
-        }
-        progress.finish();
-    }
-    let claims = claims(&kernel, &sim);
-
-    // Outputs.
+/// Writes every output but report.html for the results so far (called
+/// after each kernel mode, so that a run stopped later keeps them, and at
+/// the end); returns the claims and the files written.
+fn write_outputs(r: &Results, not_run: &[&str]) -> Result<(Vec<Claim>, Vec<String>)> {
+    let Results {
+        opts,
+        tl,
+        command,
+        kernel,
+        runs,
+        sim,
+        sim_first,
+        sim_runs,
+    } = r;
+    let (opts, tl, sim_runs) = (*opts, *tl, *sim_runs);
+    let claims = claims(kernel, sim, tl);
     let dir = &opts.out;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut files = Vec::new();
@@ -1032,10 +986,10 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             }
         }
     };
-    for (rr, _) in &runs {
+    for (rr, _) in runs.iter() {
         push_series("kernel", rr);
     }
-    for rr in &sim_first {
+    for rr in sim_first.iter() {
         push_series("simulator", rr);
     }
     write_csv(
@@ -1045,7 +999,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     )?;
     files.push("goodput.csv".to_string());
     let mut rows = Vec::new();
-    for (rr, kr) in &runs {
+    for (rr, kr) in runs.iter() {
         for &(t, up, port) in &kr.queues {
             for (q, b) in [("b_uplink", up), ("switch_to_b", port)] {
                 rows.push(vec![
@@ -1119,8 +1073,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
                 f(s.ab_srtt_phase1_ms),
                 f(s.ab_srtt_phase2_ms),
                 f(s.breakdowns),
-                f(s.drops_b_uplink),
-                f(s.drops_switch_to_b),
+                format!("{:.1}", s.drops_b_uplink),
+                format!("{:.1}", s.drops_switch_to_b),
             ]
         })
         .collect();
@@ -1169,11 +1123,21 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         ),
         2,
     );
-    for (rr, _) in &runs {
+    // One y range for every panel, so that modes compare at a glance
+    // (bins above the link rate: bytes released at once when a
+    // retransmission fills a hole).
+    let top = runs
+        .iter()
+        .flat_map(|(rr, _)| [&rr.ab, &rr.ba, &rr.bc, &rr.cb])
+        .flat_map(|s| s.iter())
+        .fold(10e6_f64, |a, &b| a.max(b))
+        / 1e6;
+    for (rr, _) in runs.iter() {
         let mut c = Chart::new(rr.mode.name())
             .x_label("time (s)")
             .y_label("goodput (Mbit/s)")
-            .x_range(0.0, tl.duration);
+            .x_range(0.0, tl.duration)
+            .y_range(0.0, top.ceil());
         for (name, s) in flow_names.iter().zip([&rr.ab, &rr.ba, &rr.bc, &rr.cb]) {
             if s.iter().any(|&v| v > 0.0) {
                 c.push_series(Series::line(name.to_string(), mbit(s)));
@@ -1185,17 +1149,20 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     files.insert(0, "goodput.svg".to_string());
     let mut rtt = Chart::new("A→B's smoothed RTT (kernel, from ss)")
         .x_label("time (s)")
-        .y_label("SRTT (ms)")
+        .y_label("SRTT (s)")
         .x_range(0.0, tl.duration);
-    let mut queue = Chart::new("B's uplink queue (kernel)")
+    let mut queue = Chart::new("B's uplink queue (kernel; both classes' with ACKs first)")
         .x_label("time (s)")
-        .y_label("occupancy (kB)")
+        .y_label("occupancy (MB)")
         .x_range(0.0, tl.duration);
-    for (rr, kr) in &runs {
-        rtt.push_series(Series::line(rr.mode.name(), rr.ab_srtt.clone()));
+    for (rr, kr) in runs.iter() {
+        rtt.push_series(Series::line(
+            rr.mode.name(),
+            rr.ab_srtt.iter().map(|&(t, ms)| (t, ms / 1e3)).collect(),
+        ));
         queue.push_series(Series::line(
             rr.mode.name(),
-            kr.queues.iter().map(|q| (q.0, q.1 as f64 / 1e3)).collect(),
+            kr.queues.iter().map(|q| (q.0, q.1 as f64 / 1e6)).collect(),
         ));
     }
     Figure::new("A→B's RTT and B's uplink queue, per mode", 1)
@@ -1203,7 +1170,12 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         .panel(queue)
         .write_svg(dir.join("rtt.svg"))?;
     files.insert(1, "rtt.svg".to_string());
-    let mut bars = BarChart::new("Phase 2: mean goodput per flow towards B")
+    let mut bars = BarChart::new(format!(
+        "Mean goodput per flow towards B, {:.0}–{:.0} s (kernel: one run per mode; simulator: {} runs)",
+        tl.phase2().0,
+        tl.phase2().1,
+        sim_runs
+    ))
         .y_label("goodput (Mbit/s)")
         .x_label("mode");
     for src in [&kernel, &sim] {
@@ -1224,7 +1196,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         dir,
         &Summary {
             experiment: "lab overlay-ack (seed 000, kernel TCP)",
-            command,
+            command: *command,
             kernel: kernel_release(),
             setup: SetupOut {
                 link_rate_bps: LINK_BPS,
@@ -1241,14 +1213,148 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
                     var_window_s: vw,
                 },
             },
-            modes: &kernel,
-            modes_not_run: &not_run,
-            simulator: &sim,
+            modes: kernel,
+            modes_not_run: not_run,
+            simulator: sim,
             simulator_runs: sim_runs,
             claims: &claims,
         },
     )?;
     files.insert(0, "summary.json".to_string());
+    Ok((claims, files))
+}
+
+/// Runs the experiment and writes its outputs into `opts.out`: after each
+/// kernel mode the outputs so far (so that a run stopped later keeps the
+/// modes it finished), and at the end everything with the simulator's.
+pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
+    crate::topology::require_for("overlay-ack")?;
+    opts.check()?;
+    let tl = opts.timeline();
+    let secs = tl.duration.ceil() as usize;
+    let dir = &opts.out;
+    let mut r = Results {
+        opts,
+        tl: &tl,
+        command,
+        kernel: Vec::new(),
+        runs: Vec::new(),
+        sim: Vec::new(),
+        sim_first: Vec::new(),
+        sim_runs: 0,
+    };
+    let (p1, p2) = (tl.phase1(), tl.phase2());
+    // A mode that fails ends the kernel runs; the modes already run
+    // (minutes of real time each) are still simulated and written.
+    let mut failure: Option<anyhow::Error> = None;
+    for (i, &mode) in opts.modes.iter().enumerate() {
+        progress.note(&format!(
+            "mode {} of {}: {} ({} s of real time; A→B alone {:.0}–{:.0} s, shared {:.0}–{:.0} s)",
+            i + 1,
+            opts.modes.len(),
+            mode.name(),
+            opts.secs,
+            p1.0,
+            p1.1,
+            p2.0,
+            p2.1
+        ));
+        let kr = match Lab::build(&Names::new_instance(), mode, opts)
+            .and_then(|lab| run_kernel(&lab, mode, opts, &tl, progress))
+        {
+            Ok(kr) => kr,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        // Flows the mode does not have (B→A and C→B in the one-way modes)
+        // stay empty; a flow that ran and delivered nothing is all zeros.
+        let series = |i: usize| {
+            if i == 0 || i == 2 || mode.two_way() {
+                per_second(&kr.bins[i], secs)
+            } else {
+                Vec::new()
+            }
+        };
+        let rr = RunResult {
+            mode,
+            seed: 0,
+            ab: series(0),
+            ba: series(1),
+            bc: series(2),
+            cb: series(3),
+            ab_srtt: kr.srtt.clone(),
+            ab_timeouts: 0,
+            ab_recoveries: 0,
+            drops: [0, 0, kr.drops[0], kr.drops[1], 0, 0],
+            corrupt: 0,
+            events: Vec::new(),
+            probe: Vec::new(),
+            seen: Vec::new(),
+            sim_events: 0,
+            b_pure_acks: 0,
+            b_rx_segments: 0,
+        };
+        let base = sim_setup(mode, &tl, opts, 1);
+        let st = Stats::from("kernel", &analyse(mode, &[&rr], &base));
+        progress.note(&format!(
+            "  {}: A→B {} alone, {} shared (ratio {:.2}); B→C {}; towards B {} per flow; A→B's SRTT {:.0} ms while shared",
+            mode.name(),
+            mbps(st.ab_phase1_bps),
+            mbps(st.ab_phase2_bps),
+            st.ab_ratio(),
+            mbps(st.bc_phase2_bps),
+            mbps(st.towards_b_phase2_bps),
+            st.ab_srtt_phase2_ms
+        ));
+        r.kernel.push(st);
+        r.runs.push((rr, kr));
+        let rest: Vec<&str> = opts.modes[i + 1..].iter().map(|m| m.name()).collect();
+        write_outputs(&r, &rest)?;
+    }
+    let done: Vec<Mode> = r.runs.iter().map(|(rr, _)| rr.mode).collect();
+    if done.is_empty() {
+        if let Some(e) = failure {
+            return Err(e);
+        }
+    }
+    let not_run: Vec<&str> = opts
+        .modes
+        .iter()
+        .filter(|m| !done.contains(m))
+        .map(|m| m.name())
+        .collect();
+
+    // The simulator on the same timeline (its TCP is the paper's Linux 2.6.26).
+    r.sim_runs = if opts.cc == "cubic" { opts.sim_runs } else { 0 };
+    if r.sim_runs < opts.sim_runs {
+        progress.note(&format!(
+            "the simulator's comparison runs CUBIC; skipped for --cc {}",
+            opts.cc
+        ));
+    }
+    if r.sim_runs > 0 {
+        progress.start(
+            "simulator (hopwise's TCP set up as Linux 2.6.26)",
+            done.len() as u64 * r.sim_runs as u64,
+        );
+        for &mode in &done {
+            let mut rs = Vec::new();
+            for seed in 1..=r.sim_runs as u64 {
+                rs.push(sim_setup(mode, &tl, opts, seed).run()?);
+                progress.inc();
+            }
+            let refs: Vec<&RunResult> = rs.iter().collect();
+            r.sim.push(Stats::from(
+                "simulator",
+                &analyse(mode, &refs, &sim_setup(mode, &tl, opts, 1)),
+            ));
+            r.sim_first.push(rs.swap_remove(0));
+        }
+        progress.finish();
+    }
+    let (claims, files) = write_outputs(&r, &not_run)?;
     if let Some(e) = failure {
         let names: Vec<&str> = done.iter().map(|m| m.name()).collect();
         return Err(e.context(format!(

@@ -360,7 +360,7 @@ pub fn check() -> Vec<CheckItem> {
     item(
         "bridge",
         ns.ip(&["link", "add", "chkbr", "type", "bridge"])
-            .map(|_| "a Linux bridge, the switch of `lab backtap`".into()),
+            .map(|_| "a Linux bridge, the switch of `lab backtap` and `lab overlay-ack`".into()),
     );
     item(
         "packet socket",
