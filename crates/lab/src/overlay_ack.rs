@@ -1151,7 +1151,7 @@ fn write_outputs(r: &Results, not_run: &[&str]) -> Result<(Vec<Claim>, Vec<Strin
         .x_label("time (s)")
         .y_label("SRTT (s)")
         .x_range(0.0, tl.duration);
-    let mut queue = Chart::new("B's uplink queue (kernel; both classes' with ACKs first)")
+    let mut queue = Chart::new("B's uplink queue (kernel; with ACKs first, both classes together)")
         .x_label("time (s)")
         .y_label("occupancy (MB)")
         .x_range(0.0, tl.duration);
@@ -1171,13 +1171,17 @@ fn write_outputs(r: &Results, not_run: &[&str]) -> Result<(Vec<Claim>, Vec<Strin
         .write_svg(dir.join("rtt.svg"))?;
     files.insert(1, "rtt.svg".to_string());
     let mut bars = BarChart::new(format!(
-        "Mean goodput per flow towards B, {:.0}–{:.0} s (kernel: one run per mode; simulator: {} runs)",
+        "Mean goodput per flow towards B, {:.0}–{:.0} s (kernel: one run per mode{})",
         tl.phase2().0,
         tl.phase2().1,
-        sim_runs
+        if sim.is_empty() {
+            String::new()
+        } else {
+            format!("; simulator: {sim_runs} runs")
+        }
     ))
-        .y_label("goodput (Mbit/s)")
-        .x_label("mode");
+    .y_label("goodput (Mbit/s)")
+    .x_label("mode");
     for src in [&kernel, &sim] {
         if let Some(first) = src.first() {
             bars = bars.group(
