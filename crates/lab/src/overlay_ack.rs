@@ -37,13 +37,13 @@ use crate::pendulum::kernel_release;
 use crate::tc::{self, QdiscStats};
 use crate::topology::{Buffer, LEAF, PREFIX};
 use crate::traffic::{
-    join_all, spawn_duplex_client, spawn_duplex_server, spawn_receiver, spawn_sender, Clock, BIN_S,
+    join_all, per_second, spawn_duplex_client, spawn_duplex_server, spawn_receiver, spawn_sender,
+    Clock, BIN_S,
 };
 use anyhow::{bail, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_repro::overlay_ack::{analyse, Mode, ModeStats, RunResult, Setup, Timeline};
 use hopwise_repro::{write_csv, write_summary, Claim, Outcome, Progress};
-use hopwise_sim::spec::Limit;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -529,41 +529,35 @@ fn run_kernel(
     };
     if mode.two_way() && mode != Mode::SplitAckPrio {
         // One connection per pair, data both ways: the server's bins are
-        // what the client sends.
-        flows[0] = Some(spawn_duplex_server(
-            lab.hosts[B].open()?,
-            addr(B),
-            PORT_AB,
-            cc.clone(),
-            clock,
-            tl.ab.1,
-            "A↔B at B".into(),
-        )?);
-        flows[1] = Some(spawn_duplex_client(
-            lab.hosts[A].open()?,
-            sock(B, PORT_AB),
-            cc.clone(),
-            clock,
-            tl.ab,
-            "A↔B at A".into(),
-        )?);
-        flows[2] = Some(spawn_duplex_server(
-            lab.hosts[C].open()?,
-            addr(C),
-            PORT_BC,
-            cc.clone(),
-            clock,
-            tl.bc.1,
-            "B↔C at C".into(),
-        )?);
-        flows[3] = Some(spawn_duplex_client(
-            lab.hosts[B].open()?,
-            sock(C, PORT_BC),
-            cc.clone(),
-            clock,
-            tl.bc,
-            "B↔C at B".into(),
-        )?);
+        // what the client sends (A→B at B, B→A at A; B→C at C, C→B at B).
+        let two_way = |(client, server): (usize, usize),
+                       port: u16,
+                       window: (f64, f64),
+                       pair: &str|
+         -> Result<[Flow; 2]> {
+            Ok([
+                spawn_duplex_server(
+                    lab.hosts[server].open()?,
+                    addr(server),
+                    port,
+                    cc.clone(),
+                    clock,
+                    window.1,
+                    format!("{pair} at {}", HOSTS[server].to_uppercase()),
+                )?,
+                spawn_duplex_client(
+                    lab.hosts[client].open()?,
+                    sock(server, port),
+                    cc.clone(),
+                    clock,
+                    window,
+                    format!("{pair} at {}", HOSTS[client].to_uppercase()),
+                )?,
+            ])
+        };
+        let [ab, ba] = two_way((A, B), PORT_AB, tl.ab, "A↔B")?;
+        let [bc, cb] = two_way((B, C), PORT_BC, tl.bc, "B↔C")?;
+        flows = [Some(ab), Some(ba), Some(bc), Some(cb)];
     } else {
         one_way(&mut flows, &mut senders, 0, (A, B), PORT_AB, tl.ab, "A→B")?;
         one_way(&mut flows, &mut senders, 2, (B, C), PORT_BC, tl.bc, "B→C")?;
@@ -635,30 +629,13 @@ fn run_kernel(
     })
 }
 
-/// 100 ms bins as a 1 s goodput series in bit/s, `secs` long.
-fn per_second(bins: &[u64], secs: usize) -> Vec<f64> {
-    let per = (1.0 / BIN_S).round() as usize;
-    (0..secs)
-        .map(|s| {
-            let bytes: u64 = (s * per..(s + 1) * per)
-                .map(|i| bins.get(i).copied().unwrap_or(0))
-                .sum();
-            bytes as f64 * 8.0
-        })
-        .collect()
-}
-
 /// The simulator's setup of `mode` on this timeline and these buffers.
 fn sim_setup(mode: Mode, tl: &Timeline, opts: &Options, seed: u64) -> Setup {
-    let lim = |b: Buffer| match b {
-        Buffer::Bytes(n) => Limit::Bytes(n),
-        Buffer::Packets(n) => Limit::Packets(n),
-    };
     let mut s = Setup::paper(mode, seed);
     s.timeline = tl.clone();
-    s.host_queue = lim(opts.host_queue);
-    s.switch_queue = lim(opts.switch_buffer);
-    s.ack_first.limit = lim(opts.host_queue);
+    s.host_queue = opts.host_queue.limit();
+    s.switch_queue = opts.switch_buffer.limit();
+    s.ack_first.limit = opts.host_queue.limit();
     s
 }
 
@@ -1479,12 +1456,5 @@ mod tests {
         o.modes.push(Mode::SplitDynamic);
         let e = o.check().unwrap_err().to_string();
         assert!(e.contains("split-dynamic needs"), "{e}");
-    }
-
-    #[test]
-    fn per_second_sums_ten_bins() {
-        let bins = vec![125u64; 25];
-        let s = per_second(&bins, 3);
-        assert_eq!(s, vec![10_000.0, 10_000.0, 5_000.0]);
     }
 }

@@ -14,14 +14,15 @@ use crate::tc;
 use crate::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, DOWN_DEV, HOME_ADDR, INET_ADDR, LEAF, UP_DEV,
 };
-use crate::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock, BIN_S};
+use crate::traffic::{
+    goodput_bps, join_all, per_second, spawn_receiver, spawn_sender, Clock, BIN_S,
+};
 use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_proto::tcp::RttEstimatorKind;
 use hopwise_proto::time::Dur;
 use hopwise_repro::pendulum as simp;
 use hopwise_repro::{write_csv, write_summary, Claim, Outcome, Progress};
-use hopwise_sim::spec::Limit;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -167,13 +168,6 @@ struct Summary<'a> {
     claims: &'a [Claim],
 }
 
-fn limit(b: Buffer) -> Limit {
-    match b {
-        Buffer::Bytes(n) => Limit::Bytes(n),
-        Buffer::Packets(n) => Limit::Packets(n),
-    }
-}
-
 /// The simulator's setup for this timeline and these buffers.
 fn sim_setup(
     tl: &Timeline,
@@ -190,8 +184,8 @@ fn sim_setup(
         .map(|&(a, b)| (d(a), Some(d(b))))
         .collect();
     s.duration = d(tl.end_s);
-    s.down_buffer = limit(opts.down_buffer);
-    s.up_buffer = limit(opts.up_buffer);
+    s.down_buffer = opts.down_buffer.limit();
+    s.up_buffer = opts.up_buffer.limit();
     s.min_rto = min_rto;
     s.rtt_estimator = est;
     s
@@ -501,19 +495,13 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         .chain((1..=tl.uploads.len()).map(|i| format!("upload {i}")))
         .collect();
     // Kernel goodput in 1 s bins, as the simulator's.
-    let per_s = 1.0 / BIN_S;
     let kernel_series: Vec<Vec<(f64, f64)>> = bins
         .iter()
         .map(|b| {
-            let secs = tl.end_s.ceil() as usize;
-            (0..secs)
-                .map(|s| {
-                    let start = (s as f64 * per_s).round() as usize;
-                    let bytes: u64 = (start..start + per_s.round() as usize)
-                        .map(|i| b.get(i).copied().unwrap_or(0))
-                        .sum();
-                    (s as f64, bytes as f64 * 8.0)
-                })
+            per_second(b, tl.end_s.ceil() as usize)
+                .into_iter()
+                .enumerate()
+                .map(|(s, v)| (s as f64, v))
                 .collect()
         })
         .collect();

@@ -92,6 +92,15 @@ impl Buffer {
         }
     }
 
+    /// The same buffer as the simulator's queue limit.
+    pub fn limit(self) -> hopwise_sim::spec::Limit {
+        use hopwise_sim::spec::Limit;
+        match self {
+            Buffer::Bytes(n) => Limit::Bytes(n),
+            Buffer::Packets(n) => Limit::Packets(n),
+        }
+    }
+
     /// The leaf qdisc's arguments: `bfifo limit N` or `pfifo limit N`.
     pub(crate) fn qdisc(self) -> [String; 3] {
         match self {

@@ -86,6 +86,20 @@ pub fn goodput_bps(bins: &[u64], t0: f64, t1: f64) -> f64 {
     bytes as f64 * 8.0 / ((i1 - i0) as f64 * BIN_S)
 }
 
+/// 100 ms bins as a 1 s goodput series in bit/s, `secs` long (bins past
+/// the end count as empty).
+pub fn per_second(bins: &[u64], secs: usize) -> Vec<f64> {
+    let per = (1.0 / BIN_S).round() as usize;
+    (0..secs)
+        .map(|s| {
+            let bytes: u64 = (s * per..(s + 1) * per)
+                .map(|i| bins.get(i).copied().unwrap_or(0))
+                .sum();
+            bytes as f64 * 8.0
+        })
+        .collect()
+}
+
 /// Listens on `addr:port` inside `ns`, accepts one connection and counts
 /// what arrives until `end_s`, in bytes per [`BIN_S`] bin since the clock's
 /// start. Returns once the socket is bound, so a sender started afterwards
@@ -552,5 +566,12 @@ mod tests {
         // Half the window lies past the data.
         assert!((goodput_bps(&bins, 0.5, 1.5) - 50_000.0).abs() < 1e-6);
         assert_eq!(goodput_bps(&bins, 1.0, 1.0), 0.0);
+    }
+
+    #[test]
+    fn per_second_sums_ten_bins() {
+        let bins = vec![125u64; 25];
+        let s = per_second(&bins, 3);
+        assert_eq!(s, vec![10_000.0, 10_000.0, 5_000.0]);
     }
 }
