@@ -121,6 +121,41 @@ fn vanilla_backlog_is_bounded_by_the_window_and_plateaus_near_350_kb() {
 }
 
 #[test]
+fn tor_vegas_is_measured_after_its_ramp_and_its_queue_is_counted_at_the_middle() {
+    // At 683 ms Tor Vegas needs about 16 s to reach the payload rate; its
+    // runs are lengthened by 80 RTTs so the fit starts after that.
+    let plan = tiny_plan();
+    let v = variant("tor-vegas");
+    let (dur, from) = fig5::lengths(&v, Dur::from_millis(683), &plan);
+    let extra = (fig5::END_TO_END_RAMP_RTTS * 0.683).ceil() as u64;
+    assert_eq!(from, Dur::from_secs(plan.vanilla_fit_from + extra));
+    assert_eq!(dur, Dur::from_secs(plan.vanilla_secs + extra));
+    let (r, _) = fig5::run_point(&v, 683, 1, &plan, false).unwrap();
+    assert_eq!(r.corrupt, 0);
+    assert!(
+        r.ramp_s + r.start_s <= r.fit_from_s,
+        "ramp {:.1} s ends after the fit starts at {} s",
+        r.ramp_s,
+        r.fit_from_s
+    );
+    let payload = payload_rate(VANILLA_CELL);
+    assert!(r.rate >= 0.95 * payload, "rate {:.0}", r.rate);
+    // Its backlog waits in the middle's TCP buffers, not in a circuit
+    // queue; what the middle holds must account for the delay above RTT/2.
+    let waiting = (r.delay_ms - 683.0 / 2.0) / 1e3 * r.rate / 498.0;
+    assert!(
+        waiting >= 20.0,
+        "delay {:.1} ms: no standing queue",
+        r.delay_ms
+    );
+    assert!(
+        (r.bottleneck_queue_cells - waiting).abs() <= 0.15 * waiting,
+        "middle holds {:.1} cells, delay over RTT/2 worth {waiting:.1} cells",
+        r.bottleneck_queue_cells
+    );
+}
+
+#[test]
 fn multiplexing_vanilla_is_unfair_backtap_is_fair() {
     let cfgs = mux::configs();
     let get = |k: &str| cfgs.iter().find(|c| c.key == k).unwrap().clone();

@@ -30,6 +30,9 @@ pub struct Variant {
     /// The window grows per hop by one cell per round (BackTap's linear
     /// start-up): runs are made long enough to ramp up (see [`lengths`]).
     pub per_hop_ramp: bool,
+    /// An end-to-end window that ramps up over many RTTs (Tor Vegas): runs
+    /// get [`END_TO_END_RAMP_RTTS`] more round trips (see [`lengths`]).
+    pub end_to_end_ramp: bool,
     /// A curve of the paper's figure (else a refill variant, `fig5_refill.svg`).
     pub main: bool,
 }
@@ -73,6 +76,7 @@ impl Variant {
             config,
             cell_bytes: if backtap { BACKTAP_CELL } else { VANILLA_CELL },
             per_hop_ramp: backtap,
+            end_to_end_ramp: transport == "tor-vegas",
             main,
         }
     }
@@ -178,8 +182,18 @@ pub fn ramp_estimate(rtt: Dur, cell_bytes: f64) -> f64 {
     C as f64 / cell_bytes * h * h
 }
 
+/// Round trips Tor Vegas gets before its fit, on top of vanilla's lengths.
+/// After slow start (which ends by 600 cells, `cc_sscap_exit`) its window
+/// grows by 31 cells per RTT (`cc_cwnd_inc` 1, 31 updates per window), so
+/// from 600 cells to the ≈ 2640-cell BDP of the 900 ms circuit takes
+/// about 66 RTTs; with vanilla's 30 s alone it reached 0.66 of the payload
+/// rate there and its fit window covered the ramp.
+pub const END_TO_END_RAMP_RTTS: f64 = 80.0;
+
 /// Run length and start of the fit for a variant at an RTT: vanilla runs
-/// `plan.vanilla_secs` and fits after `plan.vanilla_fit_from`; per-hop
+/// `plan.vanilla_secs` and fits after `plan.vanilla_fit_from`; Tor Vegas
+/// runs [`END_TO_END_RAMP_RTTS`] round trips longer and fits that much
+/// later; per-hop
 /// windows fit after 1.3 × the estimated ramp-up plus 30 s (the initial
 /// bucket burst of one second at the middle must drain too) and measure
 /// `plan.backtap_measure_secs` more.
@@ -191,9 +205,14 @@ pub fn lengths(v: &Variant, rtt: Dur, plan: &Plan) -> (Dur, Dur) {
             Dur::from_secs(from),
         )
     } else {
+        let extra = if v.end_to_end_ramp {
+            (END_TO_END_RAMP_RTTS * rtt.as_secs_f64()).ceil() as u64
+        } else {
+            0
+        };
         (
-            Dur::from_secs(plan.vanilla_secs),
-            Dur::from_secs(plan.vanilla_fit_from),
+            Dur::from_secs(plan.vanilla_secs + extra),
+            Dur::from_secs(plan.vanilla_fit_from + extra),
         )
     }
 }
@@ -256,8 +275,8 @@ pub struct Fig5Run {
     /// Largest R(t) − W(t) of the run.
     #[serde(rename = "max_backlog_B")]
     pub max_backlog: u64,
-    /// Mean cells in the middle's circuit (fused) queue towards the client
-    /// over the fit window.
+    /// Mean cells the middle holds for the circuit towards the client over
+    /// the fit window ([`middle_held_cells`]; BackTap: its fused queue).
     pub bottleneck_queue_cells: f64,
     /// Mean send window of the exit's hop (BackTap) over the fit window.
     pub exit_swnd: f64,
@@ -308,6 +327,53 @@ pub fn hop_mean(
     s.iter().map(f).sum::<f64>() / s.len() as f64
 }
 
+/// What the middle relay holds for the circuit in the download direction,
+/// in cells, averaged over the queue samples from `from` seconds on: its
+/// circuit (BackTap: fused) queue, for TCP transports plus the cells written
+/// towards the guard but not yet on the wire, plus the bytes in its kernel
+/// receive buffers that it has not read, in 512-byte cells (its read bucket
+/// is what limits; with one circuit they are all this circuit's). Returns
+/// (everything, the circuit queue alone, the unread part).
+pub fn middle_held_cells(res: &hopwise_tor::TorResults, from: f64) -> (f64, f64, f64) {
+    let c = &res.circuits[0];
+    let b = Dir::Backward.index();
+    let qdt = res.queue_interval.map_or(0.01, |d| d.as_secs_f64());
+    let held = hop_mean(c, "middle", qdt, from, |s| s.held(b) as f64);
+    let circuit_queue = hop_mean(c, "middle", qdt, from, |s| s.queued[b] as f64);
+    let unread = res
+        .nodes
+        .iter()
+        .find(|n| n.name == "middle")
+        .map_or(0.0, |n| {
+            let i0 = ((from / qdt).ceil() as usize).min(n.samples.len());
+            let s = &n.samples[i0..];
+            s.iter().map(|x| x.unread_bytes as f64).sum::<f64>()
+                / s.len().max(1) as f64
+                / VANILLA_CELL
+        });
+    (held + unread, circuit_queue, unread)
+}
+
+/// Names the points whose fit window began before the circuit reached 95 %
+/// of the payload rate (their rate and queue are not the steady state's).
+/// `ramp_s` counts from the circuit's start, at most 1 s into the run
+/// ([`start_offset`]); NaN (never reached) counts as ramping.
+fn ramping_note(rows: &[&Fig5Row]) -> String {
+    let ramping: Vec<String> = rows
+        .iter()
+        .filter(|r| r.ramp_s.is_nan() || r.ramp_s + 1.0 > r.fit_from_s)
+        .map(|r| format!("{} ms", r.rtt_ms))
+        .collect();
+    if ramping.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (still ramping up when the fit began at {}: not steady state)",
+            ramping.join(", ")
+        )
+    }
+}
+
 /// Runs one point; `keep` also returns the time series.
 pub fn run_point(
     v: &Variant,
@@ -342,9 +408,7 @@ pub fn run_point(
         backlog: f.backlog,
         delay_ms: f.delay * 1e3,
         max_backlog: c.max_backlog(),
-        bottleneck_queue_cells: hop_mean(c, "middle", qdt, from.as_secs_f64(), |s| {
-            s.queued[b] as f64
-        }),
+        bottleneck_queue_cells: middle_held_cells(&res, from.as_secs_f64()).0,
         exit_swnd: hop_mean(c, "exit", qdt, from.as_secs_f64(), |s| s.swnd[b] as f64),
         ramp_s: ramp_time(c, start.as_secs_f64(), 0.95 * v.payload_rate()),
         corrupt: c.corrupt,
@@ -1075,16 +1139,11 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             "Fig. 5 (Tor Vegas)",
             "Tor Vegas (proposal 324, 100 ms refill) keeps the rate under high RTT but holds a standing queue of 100+ cells, where BackTap holds a few",
             format!(
-                "{refill_runs}. rate/payload: {}; standing queue (delay − RTT/2)·rate/498, cells: {}; BackTap: {}",
+                "{refill_runs}. rate/payload: {}; mean cells the middle holds (circuit queue, unsent and unread): {}; BackTap: {}{}",
                 list(&tv, |r| f3(r.rate / pv)),
-                list(&tv, |r| format!(
-                    "{:.0}",
-                    (r.delay_ms - r.rtt_ms as f64 / 2.0) / 1e3 * r.rate / CELL_DATA
-                )),
-                list(&bt, |r| format!(
-                    "{:.0}",
-                    (r.delay_ms - r.rtt_ms as f64 / 2.0) / 1e3 * r.rate / CELL_DATA
-                )),
+                list(&tv, |r| format!("{:.0}", r.bottleneck_queue_cells)),
+                list(&bt, |r| format!("{:.0}", r.bottleneck_queue_cells)),
+                ramping_note(&tv),
             ),
         ));
     }

@@ -26,7 +26,7 @@ use super::fairness::FairnessOut;
 use super::Plan;
 use crate::backtap_circuit::fig5::{self, hop_mean, Variant};
 use crate::backtap_circuit::RefillMode;
-use crate::backtap_circuit::{start_offset, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL};
+use crate::backtap_circuit::{start_offset, BACKTAP_CELL, BETA, C, CELL_DATA};
 use crate::plural;
 use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_proto::time::Dur;
@@ -161,19 +161,7 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
     let b = Dir::Backward.index();
     let qdt = res.queue_interval.map_or(0.01, |d| d.as_secs_f64());
     let from_s = from.as_secs_f64();
-    let held = hop_mean(c, "middle", qdt, from_s, |s| s.held(b) as f64);
-    let circuit_queue = hop_mean(c, "middle", qdt, from_s, |s| s.queued[b] as f64);
-    let unread = res
-        .nodes
-        .iter()
-        .find(|n| n.name == "middle")
-        .map_or(0.0, |n| {
-            let i0 = ((from_s / qdt).ceil() as usize).min(n.samples.len());
-            let s = &n.samples[i0..];
-            s.iter().map(|x| x.unread_bytes as f64).sum::<f64>()
-                / s.len().max(1) as f64
-                / VANILLA_CELL
-        });
+    let (held, circuit_queue, unread) = fig5::middle_held_cells(&res, from_s);
     let window = hop_mean(c, "exit", qdt, from_s, |s| {
         if s.cwnd[b] > 0 {
             s.cwnd[b] as f64
@@ -194,7 +182,7 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
         refill: v.refill.label(),
         rtt_ms,
         rate_frac: f.rate / v.payload_rate(),
-        bottleneck_queue_cells: held + unread,
+        bottleneck_queue_cells: held,
         rate: f.rate,
         middle_circuit_queue_cells: circuit_queue,
         middle_unread_cells: unread,
@@ -205,7 +193,7 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
         vegas_inflight_cells: vegas_inflight,
         vegas_queue_use_cells: vegas_queue_use,
         vegas_rtt_excess_ms: vegas_rtt_excess,
-        bottleneck_queue_ms: (held + unread) * CELL_DATA / f.rate * 1e3,
+        bottleneck_queue_ms: held * CELL_DATA / f.rate * 1e3,
         secs,
         fit_from_s: fit_from,
         events: res.events,
