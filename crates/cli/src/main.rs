@@ -8,6 +8,7 @@
 mod lab;
 mod model;
 mod net;
+mod otcp;
 mod reproduce;
 mod run;
 mod sweep;
@@ -171,6 +172,12 @@ enum Cmd {
         #[arg(long, hide = true)]
         exit_with_parent: bool,
     },
+    /// oTCP over real TCP: `relay` splices a connection to the next hop of its route header,
+    /// `forward` sends local connections through relays (docs/otcp-daemon.md).
+    Otcp {
+        #[command(subcommand)]
+        otcp: otcp::OtcpCmd,
+    },
     /// Start three relays and a proxy on loopback, with generated keys and a directory.
     Quickstart {
         /// Where keys, the directory and config files go (default: a folder in the temp directory).
@@ -275,6 +282,7 @@ fn main() -> ExitCode {
             net::quickstart(dir, socks, self_test, &size)
         }
         Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
+        Cmd::Otcp { otcp } => otcp::run(otcp),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),
         Cmd::Sweep {

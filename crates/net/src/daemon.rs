@@ -72,7 +72,7 @@ fn bind_udp(addr: SocketAddr, size: usize, origin: &str, key: &str) -> Result<Ud
     })
 }
 
-fn bind_tcp(
+pub(crate) fn bind_tcp(
     addr: SocketAddr,
     origin: &str,
     key: &str,

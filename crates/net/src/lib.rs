@@ -23,6 +23,7 @@ pub mod daemon;
 pub mod emu;
 pub mod keys;
 pub mod metrics;
+pub mod otcp;
 pub mod socks;
 mod stream;
 pub mod testbed;

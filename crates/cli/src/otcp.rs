@@ -1,0 +1,185 @@
+//! `hopwise otcp relay` and `hopwise otcp forward`: oTCP (seed 001) over
+//! real TCP, thin wrappers around `hopwise_net::otcp` (docs/otcp-daemon.md).
+
+use anyhow::{anyhow, bail, Result};
+use clap::Subcommand;
+use hopwise_net::daemon::wait_for_shutdown;
+use hopwise_net::otcp::{
+    spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, OtcpHandle, RelayOptions, MIN_SPLICE,
+};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
+use hopwise_proto::units::{parse_bytes, parse_duration};
+use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
+use std::time::Duration;
+
+#[derive(Subcommand)]
+pub enum OtcpCmd {
+    /// Relay oTCP connections: read each one's route header, connect to the next hop, copy both ways.
+    Relay {
+        /// TCP address to listen on.
+        #[arg(long, default_value = "0.0.0.0:7000")]
+        listen: SocketAddr,
+        /// An exit-policy rule for next hops, e.g. `reject *:25` or `accept 192.0.2.0/24:*`
+        /// (repeatable; first match wins; the rest is accepted; docs/relay.md, "Exit policy").
+        #[arg(long = "policy", value_name = "RULE")]
+        policy: Vec<String>,
+        /// Also connect to private, loopback and link-local addresses (refused by default).
+        #[arg(long)]
+        allow_private: bool,
+        /// Bytes each direction of a connection may hold at the relay.
+        #[arg(long, default_value = "256KiB")]
+        buffer: String,
+        /// How long a new connection may take to send its route header.
+        #[arg(long, default_value = "10s")]
+        header_timeout: String,
+        /// How long connecting to the next hop may take.
+        #[arg(long, default_value = "10s")]
+        connect_timeout: String,
+        /// Connections served at once; more are closed when accepted.
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
+        /// Shut down when the parent process is gone.
+        #[arg(long, hide = true)]
+        exit_with_parent: bool,
+    },
+    /// Accept local TCP connections and send each through oTCP relays to one destination.
+    Forward {
+        /// TCP address to listen on.
+        #[arg(long, default_value = "127.0.0.1:7001")]
+        listen: SocketAddr,
+        /// The relays, in order (comma-separated HOST:PORT; none: connect directly).
+        #[arg(long, value_delimiter = ',', value_name = "RELAYS")]
+        via: Vec<String>,
+        /// The destination, HOST:PORT (an IPv4 address, or a name with one).
+        #[arg(long)]
+        to: String,
+        /// Bytes each direction of a connection may hold at the forwarder.
+        #[arg(long, default_value = "256KiB")]
+        buffer: String,
+        /// How long connecting to the first hop may take.
+        #[arg(long, default_value = "10s")]
+        connect_timeout: String,
+        /// Connections served at once; more are closed when accepted.
+        #[arg(long, default_value_t = 1024)]
+        max_connections: usize,
+        /// Shut down when the parent process is gone.
+        #[arg(long, hide = true)]
+        exit_with_parent: bool,
+    },
+}
+
+fn buffer(flag: &str, s: &str) -> Result<usize> {
+    let b = parse_bytes(s).map_err(|e| anyhow!("--{flag}: {e}"))?;
+    if b.0 < MIN_SPLICE as u64 || b.0 > (1 << 30) {
+        bail!("--{flag}: `{s}`: must be {MIN_SPLICE} B to 1 GiB");
+    }
+    Ok(b.0 as usize)
+}
+
+fn timeout(flag: &str, s: &str) -> Result<Duration> {
+    let d = parse_duration(s).map_err(|e| anyhow!("--{flag}: {e}"))?;
+    if d.as_nanos() < 1_000_000 || d.as_nanos() > 3_600 * 1_000_000_000 {
+        bail!("--{flag}: `{s}`: must be 1ms to 1h");
+    }
+    Ok(Duration::from_nanos(d.as_nanos()))
+}
+
+/// HOST:PORT to an IPv4 socket address (routes carry IPv4 addresses).
+pub fn ipv4(flag: &str, s: &str) -> Result<SocketAddrV4> {
+    let addrs: Vec<SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| anyhow!("--{flag}: `{s}`: {e} (expected HOST:PORT)"))?
+        .collect();
+    addrs
+        .iter()
+        .find_map(|a| match a {
+            SocketAddr::V4(v) => Some(*v),
+            SocketAddr::V6(_) => None,
+        })
+        .ok_or_else(|| {
+            anyhow!("--{flag}: `{s}`: no IPv4 address (oTCP routes carry IPv4 addresses)")
+        })
+}
+
+pub fn policy(rules: &[String], allow_private: bool) -> Result<ExitPolicy> {
+    let rules = rules
+        .iter()
+        .map(|r| Rule::parse(r).map_err(|e| anyhow!("--policy `{r}`: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(ExitPolicy {
+        reject_private: !allow_private,
+        rules,
+        ..ExitPolicy::default()
+    })
+}
+
+fn serve(h: OtcpHandle, exit_with_parent: bool) {
+    wait_for_shutdown(exit_with_parent);
+    let s = h.stats();
+    tracing::info!(
+        connections = s.spliced,
+        forward_bytes = s.bytes_forward,
+        back_bytes = s.bytes_back,
+        bad_headers = s.bad_header + s.header_timeout,
+        refused = s.refused,
+        unreachable = s.connect_failed,
+        "stopping"
+    );
+    h.shutdown();
+}
+
+pub fn run(cmd: OtcpCmd) -> Result<()> {
+    match cmd {
+        OtcpCmd::Relay {
+            listen,
+            policy: rules,
+            allow_private,
+            buffer: b,
+            header_timeout,
+            connect_timeout,
+            max_connections,
+            exit_with_parent,
+        } => {
+            let mut o = RelayOptions::new(listen);
+            o.policy = policy(&rules, allow_private)?;
+            o.splice_bytes = buffer("buffer", &b)?;
+            o.header_timeout = timeout("header-timeout", &header_timeout)?;
+            o.connect_timeout = timeout("connect-timeout", &connect_timeout)?;
+            o.max_connections = max_connections;
+            crate::net::init_logging();
+            let h = spawn_otcp_relay(o)?;
+            serve(h, exit_with_parent);
+        }
+        OtcpCmd::Forward {
+            listen,
+            via,
+            to,
+            buffer: b,
+            connect_timeout,
+            max_connections,
+            exit_with_parent,
+        } => {
+            let relays = via
+                .iter()
+                .filter(|v| !v.is_empty())
+                .map(|v| ipv4("via", v))
+                .collect::<Result<Vec<_>>>()?;
+            let mut o = ForwardOptions::new(listen, relays, ipv4("to", &to)?);
+            o.splice_bytes = buffer("buffer", &b)?;
+            o.connect_timeout = timeout("connect-timeout", &connect_timeout)?;
+            o.max_connections = max_connections;
+            crate::net::init_logging();
+            let route = o
+                .relays
+                .iter()
+                .map(|r| r.to_string())
+                .chain(std::iter::once(o.destination.to_string()))
+                .collect::<Vec<_>>()
+                .join(" → ");
+            let h = spawn_otcp_forward(o)?;
+            tracing::info!("forwarding {} → {route}", h.addr);
+            serve(h, exit_with_parent);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,548 @@
+//! `hopwise otcp relay` and `hopwise otcp forward`: oTCP (seed 001) over the
+//! kernel's TCP. tokio moves the bytes; the protocol is `hopwise_proto::otcp`
+//! (the route header and the bounded [`Splice`]), the same code the
+//! simulator's oTCP relays run.
+//!
+//! * A **relay** accepts a TCP connection, reads the route header (within
+//!   `header_timeout`), checks the next hop against its exit policy,
+//!   connects to it, sends it the rest of the route, and copies bytes both
+//!   ways through two splices of `splice_bytes` each. When the rest of the
+//!   route is empty the next hop is the destination, an ordinary TCP server,
+//!   and gets no header (in the simulator the destination reads an empty
+//!   header instead).
+//! * A **forwarder** is the client side: every connection it accepts goes
+//!   through a fixed list of relays to one destination.
+//!
+//! Each hop is a TCP connection of its own with its own congestion control,
+//! which is the point of oTCP. A splice reads from one side only while it
+//! has room, so a slow hop closes the previous hop's receive window instead
+//! of filling the relay's memory. Half-closes are passed on (a FIN is sent
+//! onwards once every byte before it has been written); an error on either
+//! side resets both.
+
+use crate::accept::{serve_capped, Gate};
+use crate::daemon::StartError;
+use bytes::BytesMut;
+use hopwise_proto::circuit::policy::ExitPolicy;
+use hopwise_proto::otcp::{Hop, Route, RouteError, Splice};
+use std::io;
+use std::net::{IpAddr, Shutdown, SocketAddr, SocketAddrV4};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// The smallest splice: the bytes read with the header must fit.
+pub const MIN_SPLICE: usize = 4096;
+/// Bytes read at a time while the header is incomplete.
+const HEADER_READ: usize = 512;
+/// Bytes read at a time from a connection.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// `hopwise otcp relay`.
+#[derive(Clone, Debug)]
+pub struct RelayOptions {
+    pub listen: SocketAddr,
+    /// Which next hops (relays or destinations) it connects to.
+    pub policy: ExitPolicy,
+    /// Bytes each direction of a connection may hold at the relay, besides
+    /// the sockets' buffers.
+    pub splice_bytes: usize,
+    pub header_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl RelayOptions {
+    pub fn new(listen: SocketAddr) -> RelayOptions {
+        RelayOptions {
+            listen,
+            policy: ExitPolicy::default(),
+            splice_bytes: 256 * 1024,
+            header_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+        }
+    }
+}
+
+/// `hopwise otcp forward`.
+#[derive(Clone, Debug)]
+pub struct ForwardOptions {
+    pub listen: SocketAddr,
+    /// The relays, in order; empty: straight to the destination.
+    pub relays: Vec<SocketAddrV4>,
+    pub destination: SocketAddrV4,
+    pub splice_bytes: usize,
+    pub connect_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl ForwardOptions {
+    pub fn new(
+        listen: SocketAddr,
+        relays: Vec<SocketAddrV4>,
+        destination: SocketAddrV4,
+    ) -> ForwardOptions {
+        ForwardOptions {
+            listen,
+            relays,
+            destination,
+            splice_bytes: 256 * 1024,
+            connect_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+        }
+    }
+
+    /// The header the first relay gets: the relays after it, then the
+    /// destination. `None` without relays.
+    pub fn header(&self) -> Result<Option<Vec<u8>>, RouteError> {
+        if self.relays.is_empty() {
+            return Ok(None);
+        }
+        let hops = self.relays[1..]
+            .iter()
+            .chain(std::iter::once(&self.destination))
+            .map(|a| hop(*a))
+            .collect();
+        Route::new(hops).encode().map(Some)
+    }
+}
+
+fn hop(a: SocketAddrV4) -> Hop {
+    Hop {
+        addr: u32::from(*a.ip()),
+        port: a.port(),
+    }
+}
+
+/// Counters of a relay or forwarder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Connections accepted (within the cap).
+    pub accepted: u64,
+    /// Connections closed at once because `max_connections` were open.
+    pub over_cap: u64,
+    /// Connections open now.
+    pub open: usize,
+    /// Connections that reached their next hop and were spliced.
+    pub spliced: u64,
+    /// Headers refused (wrong magic or version, too many hops, empty route).
+    pub bad_header: u64,
+    /// Connections closed because the header did not arrive in time.
+    pub header_timeout: u64,
+    /// Next hops the exit policy refused.
+    pub refused: u64,
+    /// Next hops that could not be reached (refused, unreachable, timed out).
+    pub connect_failed: u64,
+    /// Spliced connections that ended with an error (both sides reset).
+    pub reset: u64,
+    /// Bytes copied towards the destination and back.
+    pub bytes_forward: u64,
+    pub bytes_back: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    accepted: AtomicU64,
+    spliced: AtomicU64,
+    bad_header: AtomicU64,
+    header_timeout: AtomicU64,
+    refused: AtomicU64,
+    connect_failed: AtomicU64,
+    reset: AtomicU64,
+    bytes_forward: AtomicU64,
+    bytes_back: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) -> u64 {
+    c.fetch_add(1, Ordering::Relaxed) + 1
+}
+
+/// A running relay or forwarder; dropping it stops it.
+pub struct OtcpHandle {
+    /// The TCP address it listens on.
+    pub addr: SocketAddr,
+    counters: Arc<Counters>,
+    gate: Arc<Gate>,
+    stop: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for OtcpHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OtcpHandle")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OtcpHandle {
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Stats {
+            accepted: l(&c.accepted),
+            over_cap: self.gate.refused(),
+            open: self.gate.open(),
+            spliced: l(&c.spliced),
+            bad_header: l(&c.bad_header),
+            header_timeout: l(&c.header_timeout),
+            refused: l(&c.refused),
+            connect_failed: l(&c.connect_failed),
+            reset: l(&c.reset),
+            bytes_forward: l(&c.bytes_forward),
+            bytes_back: l(&c.bytes_back),
+        }
+    }
+
+    /// Stops accepting, closes every connection and waits for the thread.
+    pub fn shutdown(mut self) {
+        self.stop_and_join();
+    }
+
+    fn stop_and_join(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for OtcpHandle {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+fn check_splice(bytes: usize, what: &str) -> Result<(), StartError> {
+    if bytes < MIN_SPLICE {
+        return Err(StartError(format!(
+            "{what}: --buffer: {bytes} B is below the minimum of {MIN_SPLICE} B"
+        )));
+    }
+    Ok(())
+}
+
+/// Starts a relay on a thread of its own.
+pub fn spawn_otcp_relay(o: RelayOptions) -> Result<OtcpHandle, StartError> {
+    check_splice(o.splice_bytes, "otcp relay")?;
+    let o = Arc::new(o);
+    start(
+        o.listen,
+        o.max_connections,
+        "otcp relay",
+        move |s, peer, c| relay_conn(s, peer, o.clone(), c),
+    )
+}
+
+/// Starts a forwarder on a thread of its own.
+pub fn spawn_otcp_forward(o: ForwardOptions) -> Result<OtcpHandle, StartError> {
+    check_splice(o.splice_bytes, "otcp forward")?;
+    let header = o
+        .header()
+        .map_err(|e| StartError(format!("otcp forward: --via: {e}")))?;
+    let o = Arc::new((o, header));
+    start(
+        o.0.listen,
+        o.0.max_connections,
+        "otcp forward",
+        move |s, peer, c| forward_conn(s, peer, o.clone(), c),
+    )
+}
+
+fn start<F, Fut>(
+    listen: SocketAddr,
+    max: usize,
+    what: &'static str,
+    serve: F,
+) -> Result<OtcpHandle, StartError>
+where
+    F: Fn(TcpStream, SocketAddr, Arc<Counters>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    if max == 0 {
+        return Err(StartError(format!(
+            "{what}: --max-connections: must be at least 1"
+        )));
+    }
+    let l = crate::daemon::bind_tcp(listen, what, "--listen")?;
+    let addr = l
+        .local_addr()
+        .map_err(|e| StartError(format!("{what}: {e}")))?;
+    let counters = Arc::new(Counters::default());
+    let gate = Gate::new(max);
+    let (stop, mut stopped) = watch::channel(false);
+    let (c, g) = (counters.clone(), gate.clone());
+    let thread = std::thread::Builder::new()
+        .name(what.replace(' ', "-"))
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(l).expect("a listener in the runtime");
+                let serve = serve_capped(l, g, what, move |s, peer| serve(s, peer, c.clone()));
+                tokio::select! {
+                    _ = serve => {}
+                    _ = stopped.wait_for(|s| *s) => {}
+                }
+            });
+        })
+        .map_err(|e| StartError(format!("{what}: cannot start a thread: {e}")))?;
+    tracing::info!("{what} listening on {addr}");
+    Ok(OtcpHandle {
+        addr,
+        counters,
+        gate,
+        stop,
+        thread: Some(thread),
+    })
+}
+
+/// Why a connection ended before its splice.
+#[derive(Debug)]
+enum HeaderError {
+    Closed,
+    Io(io::Error),
+    Route(RouteError),
+    Empty,
+}
+
+/// Reads the route header; returns it and the payload bytes read with it.
+async fn read_header(s: &TcpStream) -> Result<(Route, Vec<u8>), HeaderError> {
+    let mut buf = Vec::with_capacity(HEADER_READ);
+    loop {
+        s.readable().await.map_err(HeaderError::Io)?;
+        let mut chunk = [0u8; HEADER_READ];
+        match s.try_read(&mut chunk) {
+            Ok(0) => return Err(HeaderError::Closed),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+            Err(e) => return Err(HeaderError::Io(e)),
+        }
+        match Route::decode(&buf) {
+            Err(e) => return Err(HeaderError::Route(e)),
+            Ok(None) => continue,
+            Ok(Some((route, _))) if route.hops.is_empty() => return Err(HeaderError::Empty),
+            Ok(Some((route, n))) => return Ok((route, buf.split_off(n))),
+        }
+    }
+}
+
+async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Arc<Counters>) {
+    bump(&c.accepted);
+    let (route, early) = match tokio::time::timeout(o.header_timeout, read_header(&up)).await {
+        Err(_) => {
+            bump(&c.header_timeout);
+            tracing::debug!(%peer, "otcp relay: no route header within {:?}", o.header_timeout);
+            return reset(&up);
+        }
+        Ok(Err(HeaderError::Closed)) => return,
+        Ok(Err(HeaderError::Io(e))) => {
+            tracing::debug!(%peer, error = %e, "otcp relay: reading the route header");
+            return;
+        }
+        Ok(Err(e)) => {
+            let n = bump(&c.bad_header);
+            let why = match e {
+                HeaderError::Route(e) => e.to_string(),
+                _ => "oTCP header field `hops`: the route is empty (nothing to relay to)".into(),
+            };
+            if n.is_power_of_two() {
+                tracing::warn!(%peer, refused = n, "otcp relay: {why}");
+            }
+            return reset(&up);
+        }
+        Ok(Ok(x)) => x,
+    };
+    let (next, onward) = route.next().expect("a non-empty route");
+    let to = SocketAddrV4::new(next.addr.into(), next.port);
+    if !o.policy.allows(IpAddr::V4(*to.ip()), to.port()) {
+        let n = bump(&c.refused);
+        if n.is_power_of_two() {
+            tracing::warn!(%peer, next = %to, refused = n, "otcp relay: the exit policy refuses the next hop");
+        }
+        return reset(&up);
+    }
+    let header = if onward.hops.is_empty() {
+        None
+    } else {
+        Some(onward.encode().expect("a shorter route encodes"))
+    };
+    let Some(down) = connect(to, o.connect_timeout, header.as_deref(), &c).await else {
+        return reset(&up);
+    };
+    tracing::debug!(%peer, next = %to, ahead = onward.hops.len(), "otcp relay: spliced");
+    splice(up, down, early, o.splice_bytes, &c).await;
+}
+
+async fn forward_conn(
+    up: TcpStream,
+    peer: SocketAddr,
+    o: Arc<(ForwardOptions, Option<Vec<u8>>)>,
+    c: Arc<Counters>,
+) {
+    bump(&c.accepted);
+    let (o, header) = &*o;
+    let first = o.relays.first().copied().unwrap_or(o.destination);
+    let Some(down) = connect(first, o.connect_timeout, header.as_deref(), &c).await else {
+        return reset(&up);
+    };
+    tracing::debug!(%peer, first = %first, "otcp forward: spliced");
+    splice(up, down, Vec::new(), o.splice_bytes, &c).await;
+}
+
+/// Connects to the next hop and writes `header`; `None` (counted) on failure.
+async fn connect(
+    to: SocketAddrV4,
+    timeout: Duration,
+    header: Option<&[u8]>,
+    c: &Counters,
+) -> Option<TcpStream> {
+    let r = tokio::time::timeout(timeout, async {
+        let mut s = TcpStream::connect(to).await?;
+        if let Some(h) = header {
+            s.write_all(h).await?;
+        }
+        Ok::<_, io::Error>(s)
+    })
+    .await;
+    match r {
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Some(s)
+        }
+        Ok(Err(e)) => {
+            let n = bump(&c.connect_failed);
+            if n.is_power_of_two() {
+                tracing::warn!(next = %to, error = %e, failed = n, "otcp: cannot reach the next hop");
+            }
+            None
+        }
+        Err(_) => {
+            let n = bump(&c.connect_failed);
+            if n.is_power_of_two() {
+                tracing::warn!(next = %to, failed = n, "otcp: the next hop did not answer within {timeout:?}");
+            }
+            None
+        }
+    }
+}
+
+/// Closes with a reset, so the peer sees an error rather than an end.
+fn reset(s: &TcpStream) {
+    let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
+}
+
+/// One direction of a splice.
+struct Lane {
+    splice: Splice,
+    /// The reading side sent FIN.
+    eof: bool,
+    /// FIN sent on the writing side.
+    shut: bool,
+}
+
+impl Lane {
+    fn new(bytes: usize) -> Lane {
+        Lane {
+            splice: Splice::new(bytes),
+            eof: false,
+            shut: false,
+        }
+    }
+    fn wants_read(&self) -> bool {
+        !self.eof && self.splice.want() > 0
+    }
+}
+
+/// Reads what `from` has into `lane` (at most its room).
+fn read_into(from: &TcpStream, lane: &mut Lane) -> io::Result<()> {
+    let mut buf = BytesMut::with_capacity(lane.splice.want().min(READ_CHUNK));
+    match from.try_read_buf(&mut buf) {
+        Ok(0) => {
+            lane.eof = true;
+            lane.splice.upstream_closed();
+            Ok(())
+        }
+        Ok(_) => {
+            lane.splice.push(buf.freeze());
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Writes what `lane` holds to `to`; returns the bytes written.
+fn write_from(lane: &mut Lane, to: &TcpStream) -> io::Result<usize> {
+    let Some(front) = lane.splice.front() else {
+        return Ok(0);
+    };
+    match to.try_write(front) {
+        Ok(n) => {
+            lane.splice.consumed(n);
+            Ok(n)
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
+        Err(e) => Err(e),
+    }
+}
+
+/// Passes FIN on once the lane is drained.
+fn shut_if_done(lane: &mut Lane, to: &TcpStream) -> io::Result<()> {
+    if !lane.shut && lane.splice.should_close_downstream() {
+        lane.shut = true;
+        socket2::SockRef::from(to).shutdown(Shutdown::Write)?;
+    }
+    Ok(())
+}
+
+/// Copies `up` → `down` and `down` → `up` until both directions have ended;
+/// `early` is payload read with the header.
+async fn splice(up: TcpStream, down: TcpStream, early: Vec<u8>, bytes: usize, c: &Counters) {
+    bump(&c.spliced);
+    let mut fwd = Lane::new(bytes);
+    let mut back = Lane::new(bytes);
+    if !early.is_empty() {
+        fwd.splice.push(early.into());
+    }
+    let r: io::Result<()> = async {
+        loop {
+            shut_if_done(&mut fwd, &down)?;
+            shut_if_done(&mut back, &up)?;
+            if fwd.shut && back.shut {
+                return Ok(());
+            }
+            tokio::select! {
+                r = up.readable(), if fwd.wants_read() => { r?; read_into(&up, &mut fwd)?; }
+                r = down.readable(), if back.wants_read() => { r?; read_into(&down, &mut back)?; }
+                r = down.writable(), if !fwd.splice.is_empty() => {
+                    r?;
+                    let n = write_from(&mut fwd, &down)?;
+                    c.bytes_forward.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                r = up.writable(), if !back.splice.is_empty() => {
+                    r?;
+                    let n = write_from(&mut back, &up)?;
+                    c.bytes_back.fetch_add(n as u64, Ordering::Relaxed);
+                }
+                // Unreachable: a lane that can neither read nor write has
+                // ended and been shut, and both shut returns above.
+                else => return Ok(()),
+            }
+        }
+    }
+    .await;
+    if let Err(e) = r {
+        bump(&c.reset);
+        tracing::debug!(error = %e, "otcp: connection reset");
+        reset(&up);
+        reset(&down);
+    }
+}

@@ -1,0 +1,225 @@
+//! `hopwise otcp relay` and `forward` on loopback: bytes cross two relays
+//! both ways, byte-exact, with half-closes passed on; refused next hops,
+//! bad headers and missing headers end the connection and are counted,
+//! and the relay goes on serving.
+
+// Tests of a real-time daemon: they sleep and read the wall clock.
+#![allow(clippy::disallowed_methods)]
+
+use hopwise_net::otcp::{spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, RelayOptions};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(_) => panic!("IPv4 expected"),
+    }
+}
+
+/// An echo server: every connection gets its bytes back, and a FIN after
+/// the client's.
+fn echo_server() -> SocketAddrV4 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = v4(l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let mut w = s.try_clone().unwrap();
+                let _ = std::io::copy(&mut s, &mut w);
+                let _ = w.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    a
+}
+
+/// Loopback relays must be allowed to connect to loopback.
+fn open_relay() -> RelayOptions {
+    let mut o = RelayOptions::new("127.0.0.1:0".parse().unwrap());
+    o.policy = ExitPolicy {
+        reject_private: false,
+        ..ExitPolicy::default()
+    };
+    o
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    let mut x: u32 = 0x9e37_79b9;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+fn client(to: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(to).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// Waits until `f` holds (the relays count on their own thread).
+fn eventually(what: &str, f: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{what}: not within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn bytes_cross_two_relays_both_ways_byte_exact() {
+    let echo = echo_server();
+    let r1 = spawn_otcp_relay(open_relay()).unwrap();
+    let mut o2 = open_relay();
+    // A small splice: the copy must work through many refills of it.
+    o2.splice_bytes = 4096;
+    let r2 = spawn_otcp_relay(o2).unwrap();
+    let fw = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r1.addr), v4(r2.addr)],
+        echo,
+    ))
+    .unwrap();
+
+    let data = pattern(4 << 20);
+    let mut s = client(fw.addr);
+    let mut w = s.try_clone().unwrap();
+    let sent = data.clone();
+    let writer = std::thread::spawn(move || {
+        w.write_all(&sent).unwrap();
+        // Our FIN must reach the echo server through both relays, and its
+        // FIN come back, or the read below never ends.
+        w.shutdown(std::net::Shutdown::Write).unwrap();
+    });
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).unwrap();
+    writer.join().unwrap();
+    assert_eq!(back.len(), data.len());
+    assert!(back == data, "the echo differs from what was sent");
+
+    for (name, h) in [("r1", &r1), ("r2", &r2), ("forward", &fw)] {
+        eventually(name, || h.stats().open == 0);
+        let st = h.stats();
+        assert_eq!(st.spliced, 1, "{name}: {st:?}");
+        assert_eq!(st.bytes_forward, data.len() as u64, "{name}: {st:?}");
+        assert_eq!(st.bytes_back, data.len() as u64, "{name}: {st:?}");
+        assert_eq!(st.reset + st.bad_header + st.refused, 0, "{name}: {st:?}");
+    }
+}
+
+/// Reads until the relay closes; true if it sent no byte.
+fn closed_without_data(mut s: TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::ConnectionAborted
+        ),
+    }
+}
+
+#[test]
+fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
+    let echo = echo_server();
+    let mut o = open_relay();
+    o.policy.rules = vec![Rule::parse(&format!("reject 127.0.0.1:{}", echo.port())).unwrap()];
+    o.header_timeout = Duration::from_millis(300);
+    let r = spawn_otcp_relay(o).unwrap();
+
+    // The policy refuses the echo server as the next hop.
+    let fw = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r.addr)],
+        echo,
+    ))
+    .unwrap();
+    let mut s = client(fw.addr);
+    s.write_all(b"hello").unwrap();
+    assert!(closed_without_data(s));
+    eventually("refused", || r.stats().refused == 1);
+
+    // Not an oTCP header.
+    let mut s = client(r.addr);
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    assert!(closed_without_data(s));
+    eventually("bad header", || r.stats().bad_header == 1);
+
+    // A header with an empty route: nowhere to go.
+    let mut s = client(r.addr);
+    s.write_all(b"oT\x01\x00").unwrap();
+    assert!(closed_without_data(s));
+    eventually("empty route", || r.stats().bad_header == 2);
+
+    // Half a header, then silence: closed after the header timeout.
+    let mut s = client(r.addr);
+    s.write_all(b"oT\x01").unwrap();
+    assert!(closed_without_data(s));
+    eventually("header timeout", || r.stats().header_timeout == 1);
+
+    // A next hop nobody listens on.
+    let dead = v4(TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap());
+    let fw_dead = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r.addr)],
+        dead,
+    ))
+    .unwrap();
+    let mut s = client(fw_dead.addr);
+    s.write_all(b"hello").unwrap();
+    assert!(closed_without_data(s));
+    eventually("connect failed", || r.stats().connect_failed == 1);
+
+    // Still serving: a second relay behind it reaches the echo server
+    // (the policy refuses only the echo server itself as r's next hop).
+    let r2 = spawn_otcp_relay(open_relay()).unwrap();
+    let fw_ok = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r.addr), v4(r2.addr)],
+        echo,
+    ))
+    .unwrap();
+    let mut s = client(fw_ok.addr);
+    s.write_all(b"still here").unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut back = Vec::new();
+    s.read_to_end(&mut back).unwrap();
+    assert_eq!(back, b"still here");
+    let st = r.stats();
+    assert_eq!((st.spliced, st.reset), (1, 0), "{st:?}");
+}
+
+#[test]
+fn bad_options_are_refused_at_start() {
+    let mut o = open_relay();
+    o.splice_bytes = 100;
+    let e = spawn_otcp_relay(o).unwrap_err();
+    assert!(e.0.contains("--buffer") && e.0.contains("4096"), "{e}");
+    let mut o = open_relay();
+    o.max_connections = 0;
+    let e = spawn_otcp_relay(o).unwrap_err();
+    assert!(e.0.contains("--max-connections"), "{e}");
+    let relays = vec![v4("127.0.0.1:1".parse().unwrap()); 17];
+    let e = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        relays,
+        v4("127.0.0.1:2".parse().unwrap()),
+    ))
+    .unwrap_err();
+    assert!(e.0.contains("--via"), "{e}");
+}
