@@ -5,9 +5,11 @@ use anyhow::{anyhow, bail, Result};
 use clap::Subcommand;
 use hopwise_net::daemon::wait_for_shutdown;
 use hopwise_net::otcp::{
-    spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, OtcpHandle, RelayOptions, MIN_SPLICE,
+    select_relay, spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, OtcpHandle, RelayOptions,
+    Selection, MIN_SPLICE,
 };
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
+use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration};
 use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
 use std::time::Duration;
@@ -48,8 +50,20 @@ pub enum OtcpCmd {
         #[arg(long, default_value = "127.0.0.1:7001")]
         listen: SocketAddr,
         /// The relays, in order (comma-separated HOST:PORT; none: connect directly).
-        #[arg(long, value_delimiter = ',', value_name = "RELAYS")]
+        #[arg(
+            long,
+            value_delimiter = ',',
+            value_name = "RELAYS",
+            conflicts_with = "candidates"
+        )]
         via: Vec<String>,
+        /// Choose the route by RTT: probe these relays (comma-separated HOST:PORT) and go
+        /// through the one with the lowest path RTT, or directly if that is as fast.
+        #[arg(long, value_delimiter = ',', value_name = "RELAYS")]
+        candidates: Vec<String>,
+        /// With --candidates: measurements per RTT (the smallest is kept).
+        #[arg(long, default_value_t = 3, requires = "candidates")]
+        probes: usize,
         /// The destination, HOST:PORT (an IPv4 address, or a name with one).
         #[arg(long)]
         to: String,
@@ -113,6 +127,39 @@ pub fn policy(rules: &[String], allow_private: bool) -> Result<ExitPolicy> {
     })
 }
 
+fn ms(r: &Result<Dur, String>) -> String {
+    match r {
+        Ok(d) => format!("{:.3} ms", d.as_secs_f64() * 1e3),
+        Err(e) => e.clone(),
+    }
+}
+
+/// The probe results and the choice, one line per path.
+fn print_selection(sel: &Selection, dest: SocketAddrV4) {
+    println!("handshake RTTs (smallest of each set of probes):");
+    println!("  direct to {dest}: {}", ms(&sel.direct));
+    for c in &sel.candidates {
+        let path = match (&c.to_relay, &c.to_destination) {
+            (Ok(a), Ok(b)) => format!("; path RTT {:.3} ms", (*a).max(*b).as_secs_f64() * 1e3),
+            _ => String::new(),
+        };
+        println!(
+            "  via {}: here → relay {}, relay → destination {}{path}",
+            c.relay,
+            ms(&c.to_relay),
+            ms(&c.to_destination)
+        );
+    }
+    let how = match sel.chosen {
+        Some(r) => format!("via {r}"),
+        None => "direct".into(),
+    };
+    println!(
+        "chosen: {how} (path RTT {:.3} ms: the largest hop RTT, seed 001 §2)",
+        sel.path_rtt.as_secs_f64() * 1e3
+    );
+}
+
 fn serve(h: OtcpHandle, exit_with_parent: bool) {
     wait_for_shutdown(exit_with_parent);
     let s = h.stats();
@@ -153,22 +200,38 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
         OtcpCmd::Forward {
             listen,
             via,
+            candidates,
+            probes,
             to,
             buffer: b,
             connect_timeout,
             max_connections,
             exit_with_parent,
         } => {
-            let relays = via
-                .iter()
-                .filter(|v| !v.is_empty())
-                .map(|v| ipv4("via", v))
-                .collect::<Result<Vec<_>>>()?;
-            let mut o = ForwardOptions::new(listen, relays, ipv4("to", &to)?);
-            o.splice_bytes = buffer("buffer", &b)?;
-            o.connect_timeout = timeout("connect-timeout", &connect_timeout)?;
-            o.max_connections = max_connections;
+            let addrs = |flag: &str, v: &[String]| {
+                v.iter()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| ipv4(flag, v))
+                    .collect::<Result<Vec<_>>>()
+            };
+            let mut relays = addrs("via", &via)?;
+            let candidates = addrs("candidates", &candidates)?;
+            let dest = ipv4("to", &to)?;
+            let splice_bytes = buffer("buffer", &b)?;
+            let connect_timeout = timeout("connect-timeout", &connect_timeout)?;
+            if !(1..=100).contains(&probes) {
+                bail!("--probes: {probes}: must be 1 to 100");
+            }
             crate::net::init_logging();
+            if !candidates.is_empty() {
+                let sel = select_relay(&candidates, dest, connect_timeout, probes)?;
+                print_selection(&sel, dest);
+                relays = sel.chosen.into_iter().collect();
+            }
+            let mut o = ForwardOptions::new(listen, relays, dest);
+            o.splice_bytes = splice_bytes;
+            o.connect_timeout = connect_timeout;
+            o.max_connections = max_connections;
             let route = o
                 .relays
                 .iter()

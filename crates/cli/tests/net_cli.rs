@@ -464,3 +464,54 @@ fn a_relay_started_with_exit_with_parent_stops_with_its_parent() {
     assert!(text.contains("shutting down"), "{text}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `hopwise otcp`'s bad flags end with an error that names the flag, before
+/// anything listens.
+#[test]
+fn otcp_flag_errors_name_the_flag() {
+    for (args, msg) in [
+        (
+            vec!["relay", "--buffer", "1KiB"],
+            "--buffer: `1KiB`: must be 4096 B",
+        ),
+        (
+            vec!["relay", "--header-timeout", "0s"],
+            "--header-timeout: `0s`",
+        ),
+        (
+            vec!["relay", "--policy", "reject foo"],
+            "--policy `reject foo`",
+        ),
+        (
+            vec!["relay", "--max-connections", "0"],
+            "--max-connections: must be at least 1",
+        ),
+        (
+            vec!["forward", "--to", "[::1]:80"],
+            "--to: `[::1]:80`: no IPv4 address",
+        ),
+        (vec!["forward", "--to", "127.0.0.1"], "--to: `127.0.0.1`"),
+        (
+            vec![
+                "forward",
+                "--to",
+                "127.0.0.1:80",
+                "--candidates",
+                "127.0.0.1:1",
+                "--probes",
+                "0",
+            ],
+            "--probes: 0: must be 1 to 100",
+        ),
+    ] {
+        let o = hopwise()
+            .arg("otcp")
+            .args(&args)
+            .args(["--listen", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+    }
+}

@@ -1,13 +1,15 @@
 //! # hopwise-net
 //!
-//! The daemons behind `hopwise relay`, `hopwise proxy` and `hopwise
-//! quickstart`: tokio drives the sans-IO protocol code of `hopwise-proto`
+//! The daemons behind `hopwise relay`, `hopwise proxy`, `hopwise
+//! quickstart` and `hopwise otcp`: tokio drives the sans-IO protocol code of `hopwise-proto`
 //! over real sockets. This crate holds no protocol logic of its own:
 //!
 //! * `hopwise_proto::overlay::Host` (Noise links, circuits, streams, BackTap)
 //!   gets every UDP datagram and timer; what it wants sent goes to the socket;
 //! * TCP connections (SOCKS clients at the proxy, destinations at the exit)
 //!   live in tasks that move bytes to and from the host's streams;
+//! * [`otcp`]: `hopwise otcp relay` and `forward`, oTCP (seed 001) over the
+//!   kernel's TCP, with `hopwise_proto::otcp`'s header, probe and splice;
 //! * around that: configuration files ([`config`]), key files ([`keys`]), the
 //!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), and a local
 //!   three-relay overlay for the quick start and the tests ([`testbed`]).

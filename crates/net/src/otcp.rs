@@ -24,14 +24,16 @@ use crate::accept::{serve_capped, Gate};
 use crate::daemon::StartError;
 use bytes::BytesMut;
 use hopwise_proto::circuit::policy::ExitPolicy;
-use hopwise_proto::otcp::{Hop, Route, RouteError, Splice};
+use hopwise_proto::otcp::select::{best_via, RttMatrix};
+use hopwise_proto::otcp::{Hop, Opening, ProbeReply, Route, RouteError, Splice, REPLY_LEN};
+use hopwise_proto::time::Dur;
 use std::io;
 use std::net::{IpAddr, Shutdown, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
@@ -140,6 +142,8 @@ pub struct Stats {
     pub connect_failed: u64,
     /// Spliced connections that ended with an error (both sides reset).
     pub reset: u64,
+    /// RTT probes answered.
+    pub probes: u64,
     /// Bytes copied towards the destination and back.
     pub bytes_forward: u64,
     pub bytes_back: u64,
@@ -154,6 +158,7 @@ struct Counters {
     refused: AtomicU64,
     connect_failed: AtomicU64,
     reset: AtomicU64,
+    probes: AtomicU64,
     bytes_forward: AtomicU64,
     bytes_back: AtomicU64,
 }
@@ -194,6 +199,7 @@ impl OtcpHandle {
             refused: l(&c.refused),
             connect_failed: l(&c.connect_failed),
             reset: l(&c.reset),
+            probes: l(&c.probes),
             bytes_forward: l(&c.bytes_forward),
             bytes_back: l(&c.bytes_back),
         }
@@ -313,8 +319,9 @@ enum HeaderError {
     Empty,
 }
 
-/// Reads the route header; returns it and the payload bytes read with it.
-async fn read_header(s: &TcpStream) -> Result<(Route, Vec<u8>), HeaderError> {
+/// Reads the route header or probe; returns it and the payload bytes read
+/// with it.
+async fn read_opening(s: &TcpStream) -> Result<(Opening, Vec<u8>), HeaderError> {
     let mut buf = Vec::with_capacity(HEADER_READ);
     loop {
         s.readable().await.map_err(HeaderError::Io)?;
@@ -325,18 +332,20 @@ async fn read_header(s: &TcpStream) -> Result<(Route, Vec<u8>), HeaderError> {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
             Err(e) => return Err(HeaderError::Io(e)),
         }
-        match Route::decode(&buf) {
+        match Opening::decode(&buf) {
             Err(e) => return Err(HeaderError::Route(e)),
             Ok(None) => continue,
-            Ok(Some((route, _))) if route.hops.is_empty() => return Err(HeaderError::Empty),
-            Ok(Some((route, n))) => return Ok((route, buf.split_off(n))),
+            Ok(Some((Opening::Route(r), _))) if r.hops.is_empty() => {
+                return Err(HeaderError::Empty)
+            }
+            Ok(Some((o, n))) => return Ok((o, buf.split_off(n))),
         }
     }
 }
 
 async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Arc<Counters>) {
     bump(&c.accepted);
-    let (route, early) = match tokio::time::timeout(o.header_timeout, read_header(&up)).await {
+    let (opening, early) = match tokio::time::timeout(o.header_timeout, read_opening(&up)).await {
         Err(_) => {
             bump(&c.header_timeout);
             tracing::debug!(%peer, "otcp relay: no route header within {:?}", o.header_timeout);
@@ -359,6 +368,10 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
             return reset(&up);
         }
         Ok(Ok(x)) => x,
+    };
+    let route = match opening {
+        Opening::Route(r) => r,
+        Opening::Probe(hop) => return probe(up, peer, hop, &o, &c).await,
     };
     let (next, onward) = route.next().expect("a non-empty route");
     let to = SocketAddrV4::new(next.addr.into(), next.port);
@@ -395,6 +408,194 @@ async fn forward_conn(
     };
     tracing::debug!(%peer, first = %first, "otcp forward: spliced");
     splice(up, down, Vec::new(), o.splice_bytes, &c).await;
+}
+
+/// Answers an RTT probe: times a TCP handshake with `hop` (if the exit
+/// policy allows it), closes that connection, and replies.
+async fn probe(mut up: TcpStream, peer: SocketAddr, hop: Hop, o: &RelayOptions, c: &Counters) {
+    bump(&c.probes);
+    let to = SocketAddrV4::new(hop.addr.into(), hop.port);
+    let reply = if o.policy.allows(IpAddr::V4(*to.ip()), to.port()) {
+        match handshake_rtt(to, o.connect_timeout).await {
+            Some(d) => ProbeReply::Rtt(d),
+            None => ProbeReply::Unreachable,
+        }
+    } else {
+        ProbeReply::Refused
+    };
+    tracing::debug!(%peer, %to, ?reply, "otcp relay: probe");
+    let _ = up.write_all(&reply.encode()).await;
+    let _ = up.shutdown().await;
+}
+
+/// How long a TCP handshake with `to` takes (`connect` returns when the
+/// SYN-ACK arrives: one RTT); `None` if it fails or times out.
+async fn handshake_rtt(to: SocketAddrV4, timeout: Duration) -> Option<Dur> {
+    let clock = crate::clock::Clock::new();
+    let t0 = clock.now();
+    match tokio::time::timeout(timeout, TcpStream::connect(to)).await {
+        Ok(Ok(s)) => {
+            let d = clock.now().since(t0);
+            drop(s);
+            Some(d)
+        }
+        _ => None,
+    }
+}
+
+/// Asks `relay` for its handshake RTT to `to`.
+async fn ask_probe(
+    relay: SocketAddrV4,
+    to: SocketAddrV4,
+    timeout: Duration,
+) -> Result<Dur, String> {
+    let r = tokio::time::timeout(timeout * 2, async {
+        let mut s = TcpStream::connect(relay).await?;
+        let req = Opening::Probe(hop(to)).encode().expect("a probe encodes");
+        s.write_all(&req).await?;
+        let mut b = [0u8; REPLY_LEN];
+        s.read_exact(&mut b).await?;
+        Ok::<_, io::Error>(b)
+    })
+    .await;
+    match r {
+        Err(_) => Err("no reply in time".into()),
+        Ok(Err(e)) => Err(format!("probe failed: {e}")),
+        Ok(Ok(b)) => match ProbeReply::decode(&b) {
+            Ok(ProbeReply::Rtt(d)) => Ok(d),
+            Ok(ProbeReply::Refused) => Err("its exit policy refuses the destination".into()),
+            Ok(ProbeReply::Unreachable) => Err("it cannot reach the destination".into()),
+            Err(e) => Err(e.to_string()),
+        },
+    }
+}
+
+/// The smallest of `n` measurements (the one least inflated by queueing),
+/// or the last error if none succeeded.
+async fn min_of<F, Fut>(n: usize, f: F) -> Result<Dur, String>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Dur, String>>,
+{
+    let mut best: Result<Dur, String> = Err("not measured".into());
+    for _ in 0..n.max(1) {
+        match (f().await, &best) {
+            (Ok(d), Ok(b)) if d >= *b => {}
+            (Ok(d), _) => best = Ok(d),
+            (Err(e), Err(_)) => best = Err(e),
+            (Err(_), Ok(_)) => {}
+        }
+    }
+    best
+}
+
+/// One candidate relay, as measured by [`select_relay`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    pub relay: SocketAddrV4,
+    /// Handshake RTT from here to the relay.
+    pub to_relay: Result<Dur, String>,
+    /// The relay's handshake RTT to the destination (its probe answer).
+    pub to_destination: Result<Dur, String>,
+}
+
+/// What [`select_relay`] measured and chose.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// Handshake RTT from here to the destination.
+    pub direct: Result<Dur, String>,
+    pub candidates: Vec<Candidate>,
+    /// The relay to go through; `None`: straight to the destination.
+    pub chosen: Option<SocketAddrV4>,
+    /// The chosen path's largest hop RTT (seed 001 §2).
+    pub path_rtt: Dur,
+}
+
+/// Stands in for a hop that could not be measured: longer than any RTT, so
+/// no path through it is chosen while another exists.
+const UNMEASURED: Dur = Dur::from_secs(24 * 3600);
+
+/// Measures the handshake RTT from here to `dest` and to every candidate,
+/// asks every candidate for its RTT to `dest` (`samples` times each, keeping
+/// the smallest), and chooses the path with the lowest path RTT: direct, or
+/// through one candidate (`hopwise_proto::otcp::select::best_via`; ties go
+/// to the direct path). An error if nothing reaches the destination.
+pub fn select_relay(
+    candidates: &[SocketAddrV4],
+    dest: SocketAddrV4,
+    timeout: Duration,
+    samples: usize,
+) -> Result<Selection, StartError> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| StartError(format!("otcp forward: a runtime: {e}")))?;
+    let (direct, measured) = rt.block_on(async {
+        let direct = min_of(samples, || async {
+            handshake_rtt(dest, timeout)
+                .await
+                .ok_or_else(|| "unreachable".to_string())
+        });
+        // One measurement at a time: concurrent handshakes from one host
+        // would share its access link and inflate each other's samples.
+        let d = direct.await;
+        let mut out = Vec::with_capacity(candidates.len());
+        for &r in candidates {
+            let to_relay = min_of(samples, || async move {
+                handshake_rtt(r, timeout)
+                    .await
+                    .ok_or_else(|| "unreachable".to_string())
+            })
+            .await;
+            let to_destination = match &to_relay {
+                Ok(_) => min_of(samples, || ask_probe(r, dest, timeout)).await,
+                Err(_) => Err("not asked (unreachable)".into()),
+            };
+            out.push(Candidate {
+                relay: r,
+                to_relay,
+                to_destination,
+            });
+        }
+        (d, out)
+    });
+    let Some((chosen, path_rtt)) = choose(&direct, &measured) else {
+        return Err(StartError(format!(
+            "otcp forward: {dest} is reachable neither directly ({}) nor through any candidate",
+            direct.as_ref().err().map_or("?", |e| e.as_str())
+        )));
+    };
+    Ok(Selection {
+        direct,
+        candidates: measured,
+        chosen,
+        path_rtt,
+    })
+}
+
+/// The path with the lowest path RTT from measured RTTs: `Some((None, rtt))`
+/// for the direct path, `Some((Some(relay), rtt))` through a relay, `None`
+/// if no path was measured end to end. Ties go to the direct path, then to
+/// the earlier candidate.
+pub fn choose(
+    direct: &Result<Dur, String>,
+    candidates: &[Candidate],
+) -> Option<(Option<SocketAddrV4>, Dur)> {
+    let val = |r: &Result<Dur, String>| *r.as_ref().unwrap_or(&UNMEASURED);
+    // Nodes: 0 here, 1 the destination, 2.. the candidates.
+    let m = RttMatrix::from_fn(2 + candidates.len(), |u, v| match (u, v) {
+        (0, 1) => val(direct),
+        (0, c) => val(&candidates[c - 2].to_relay),
+        (1, c) => val(&candidates[c - 2].to_destination),
+        _ => UNMEASURED,
+    });
+    let ids: Vec<usize> = (2..2 + candidates.len()).collect();
+    let best = best_via(&m, 0, 1, &ids);
+    if best.path_rtt >= UNMEASURED {
+        return None;
+    }
+    let relay = best.relays().first().map(|&i| candidates[i - 2].relay);
+    Some((relay, best.path_rtt))
 }
 
 /// Connects to the next hop and writes `header`; `None` (counted) on failure.

@@ -6,8 +6,12 @@
 // Tests of a real-time daemon: they sleep and read the wall clock.
 #![allow(clippy::disallowed_methods)]
 
-use hopwise_net::otcp::{spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, RelayOptions};
+use hopwise_net::otcp::{
+    choose, select_relay, spawn_otcp_forward, spawn_otcp_relay, Candidate, ForwardOptions,
+    RelayOptions,
+};
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
+use hopwise_proto::time::Dur;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::time::{Duration, Instant};
@@ -222,4 +226,91 @@ fn bad_options_are_refused_at_start() {
     ))
     .unwrap_err();
     assert!(e.0.contains("--via"), "{e}");
+}
+
+#[test]
+fn probes_measure_what_a_relay_reaches_and_selection_uses_them() {
+    let echo = echo_server();
+    let ok = spawn_otcp_relay(open_relay()).unwrap();
+    // Default policy: refuses loopback destinations.
+    let strict = spawn_otcp_relay(RelayOptions::new("127.0.0.1:0".parse().unwrap())).unwrap();
+    let dead = v4(TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap());
+    let sel = select_relay(
+        &[dead, v4(strict.addr), v4(ok.addr)],
+        echo,
+        Duration::from_secs(2),
+        3,
+    )
+    .unwrap();
+    assert!(sel.direct.is_ok(), "{sel:?}");
+    let c = &sel.candidates;
+    assert!(
+        c[0].to_relay.is_err() && c[0].to_destination.is_err(),
+        "{c:?}"
+    );
+    assert!(c[1].to_relay.is_ok(), "{c:?}");
+    assert!(
+        c[1].to_destination
+            .as_ref()
+            .is_err_and(|e| e.contains("refuses")),
+        "{c:?}"
+    );
+    assert!(
+        c[2].to_relay.is_ok() && c[2].to_destination.is_ok(),
+        "{c:?}"
+    );
+    // Loopback RTTs are all alike: the choice is direct or the open relay,
+    // and its path RTT is that path's largest hop.
+    let expect = match sel.chosen {
+        None => *sel.direct.as_ref().unwrap(),
+        Some(r) if r == v4(ok.addr) => {
+            let (a, b) = (&c[2].to_relay, &c[2].to_destination);
+            (*a.as_ref().unwrap()).max(*b.as_ref().unwrap())
+        }
+        Some(r) => panic!("chose {r}, which cannot reach the destination"),
+    };
+    assert_eq!(sel.path_rtt, expect);
+    assert!(sel.path_rtt < Dur::from_secs(1), "{sel:?}");
+    // Each probe is counted where it was answered: three per reachable relay.
+    eventually("probes", || {
+        ok.stats().probes == 3 && strict.stats().probes == 3
+    });
+    assert_eq!(ok.stats().spliced, 0);
+
+    // Nothing reaches a dead destination.
+    let e = select_relay(&[v4(ok.addr)], dead, Duration::from_secs(2), 1).unwrap_err();
+    assert!(e.0.contains("reachable neither"), "{e}");
+}
+
+#[test]
+fn the_path_with_the_lowest_largest_hop_rtt_is_chosen() {
+    let ms = |x: u64| Ok(Dur::from_millis(x));
+    let cand = |port: u16, a: Result<Dur, String>, b: Result<Dur, String>| Candidate {
+        relay: SocketAddrV4::new([192, 0, 2, 1].into(), port),
+        to_relay: a,
+        to_destination: b,
+    };
+    // Direct 200 ms; through A 120 + 90 = 210 ms in all but a path RTT of
+    // 120 ms (seed 001 §2: the slowest hop sets the rate); B is faster per
+    // hop but cannot reach the destination.
+    let cs = vec![
+        cand(1, ms(120), ms(90)),
+        cand(2, ms(10), Err("unreachable".into())),
+        cand(3, ms(150), ms(100)),
+    ];
+    assert_eq!(
+        choose(&ms(200), &cs),
+        Some((Some(cs[0].relay), Dur::from_millis(120)))
+    );
+    // A direct path as good as the best relay wins the tie.
+    assert_eq!(choose(&ms(120), &cs), Some((None, Dur::from_millis(120))));
+    // Unreachable directly: the relay path is the only one.
+    assert_eq!(
+        choose(&Err("unreachable".into()), &cs[2..]),
+        Some((Some(cs[2].relay), Dur::from_millis(150)))
+    );
+    assert_eq!(choose(&Err("unreachable".into()), &cs[1..2]), None);
 }

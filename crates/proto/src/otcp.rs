@@ -20,6 +20,12 @@
 //!   once the downstream send buffer and the splice are full, a slow hop
 //!   closes the receive window of the hop before it (backpressure) instead
 //!   of filling the relay's memory.
+//! * [`Opening`], [`ProbeReply`]: a relay's other request, an RTT probe
+//!   (`"oP"`, version, one hop). The relay opens a TCP connection to the hop,
+//!   times the handshake, closes it, and answers with a status and the RTT.
+//!   It lets a client learn the relay → destination RTTs that [`select`]
+//!   needs; the paper's prototype measured them by other means it does not
+//!   describe, so this format is ours too.
 //! * [`select`]: choosing relays from measured RTTs: the path with the lowest
 //!   path RTT under a relay budget, the best relay among candidates a client
 //!   probed, and one candidate per geographic cluster (the paper's §3).
@@ -39,6 +45,12 @@ pub const MAX_HOPS: usize = 16;
 pub const HOP_LEN: usize = 6;
 /// Bytes before the hops: magic, version, hop count.
 pub const FIXED_LEN: usize = 4;
+/// A probe's first two bytes.
+pub const PROBE_MAGIC: [u8; 2] = *b"oP";
+/// A probe on the wire: magic, version, one hop.
+pub const PROBE_LEN: usize = 3 + HOP_LEN;
+/// A probe's reply: a status byte and the RTT in microseconds (u32, big-endian).
+pub const REPLY_LEN: usize = 5;
 
 /// One hop of a route: where the next connection goes. `addr` is an IPv4
 /// address in a real deployment and a node id in the simulator.
@@ -66,6 +78,8 @@ pub enum RouteError {
     TooManyHops(u8),
     /// Encoding a route longer than [`MAX_HOPS`].
     RouteTooLong(usize),
+    /// A probe reply's `status` is not one this code knows.
+    ProbeStatus(u8),
 }
 
 impl fmt::Display for RouteError {
@@ -88,6 +102,10 @@ impl fmt::Display for RouteError {
             RouteError::RouteTooLong(n) => {
                 write!(f, "oTCP route of {n} hops: at most {MAX_HOPS} allowed")
             }
+            RouteError::ProbeStatus(s) => write!(
+                f,
+                "oTCP probe reply field `status`: {s} is not 0 (RTT), 1 (refused) or 2 (unreachable)"
+            ),
         }
     }
 }
@@ -158,6 +176,88 @@ impl Route {
     pub fn next(&self) -> Option<(Hop, Route)> {
         let (first, rest) = self.hops.split_first()?;
         Some((*first, Route::new(rest.to_vec())))
+    }
+}
+
+/// What a connection to a relay starts with: a route to relay along, or an
+/// RTT probe of one hop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opening {
+    Route(Route),
+    Probe(Hop),
+}
+
+impl Opening {
+    /// Reads a route header or a probe from the start of `buf`, like
+    /// [`Route::decode`]: `Ok(None)` until all of it has arrived.
+    pub fn decode(buf: &[u8]) -> Result<Option<(Opening, usize)>, RouteError> {
+        if buf.len() < 2 || buf[..2] != PROBE_MAGIC {
+            return Ok(Route::decode(buf)?.map(|(r, n)| (Opening::Route(r), n)));
+        }
+        if buf.len() >= 3 && buf[2] != VERSION {
+            return Err(RouteError::Version(buf[2]));
+        }
+        if buf.len() < PROBE_LEN {
+            return Ok(None);
+        }
+        let c = &buf[3..PROBE_LEN];
+        let hop = Hop {
+            addr: u32::from_be_bytes([c[0], c[1], c[2], c[3]]),
+            port: u16::from_be_bytes([c[4], c[5]]),
+        };
+        Ok(Some((Opening::Probe(hop), PROBE_LEN)))
+    }
+
+    /// The bytes [`Opening::decode`] reads back.
+    pub fn encode(&self) -> Result<Vec<u8>, RouteError> {
+        match self {
+            Opening::Route(r) => r.encode(),
+            Opening::Probe(h) => {
+                let mut out = Vec::with_capacity(PROBE_LEN);
+                out.extend_from_slice(&PROBE_MAGIC);
+                out.push(VERSION);
+                out.extend_from_slice(&h.addr.to_be_bytes());
+                out.extend_from_slice(&h.port.to_be_bytes());
+                Ok(out)
+            }
+        }
+    }
+}
+
+/// A relay's answer to a probe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeReply {
+    /// The handshake took this long (saturating at `u32::MAX` µs, 71 min).
+    Rtt(crate::time::Dur),
+    /// The relay's exit policy refuses the hop.
+    Refused,
+    /// No connection within the relay's connect timeout.
+    Unreachable,
+}
+
+impl ProbeReply {
+    pub fn encode(&self) -> [u8; REPLY_LEN] {
+        let (status, us) = match self {
+            ProbeReply::Rtt(d) => (0u8, u32::try_from(d.as_micros()).unwrap_or(u32::MAX)),
+            ProbeReply::Refused => (1, 0),
+            ProbeReply::Unreachable => (2, 0),
+        };
+        let mut out = [0u8; REPLY_LEN];
+        out[0] = status;
+        out[1..].copy_from_slice(&us.to_be_bytes());
+        out
+    }
+
+    pub fn decode(b: &[u8; REPLY_LEN]) -> Result<ProbeReply, RouteError> {
+        let us = u32::from_be_bytes([b[1], b[2], b[3], b[4]]);
+        match b[0] {
+            0 => Ok(ProbeReply::Rtt(crate::time::Dur::from_micros(u64::from(
+                us,
+            )))),
+            1 => Ok(ProbeReply::Refused),
+            2 => Ok(ProbeReply::Unreachable),
+            s => Err(RouteError::ProbeStatus(s)),
+        }
     }
 }
 
@@ -258,6 +358,26 @@ mod tests {
     }
 
     #[test]
+    fn probe_errors_name_the_field() {
+        assert_eq!(
+            Opening::decode(b"oP\x02").unwrap_err(),
+            RouteError::Version(2)
+        );
+        let e = ProbeReply::decode(&[7, 0, 0, 0, 1]).unwrap_err();
+        assert!(e.to_string().contains("`status`: 7"), "{e}");
+        // A route is still a route.
+        let r = Route::new(vec![Hop { addr: 1, port: 2 }]);
+        let w = r.encode().unwrap();
+        assert_eq!(
+            Opening::decode(&w).unwrap(),
+            Some((Opening::Route(r), w.len()))
+        );
+        // A reply beyond u32 microseconds saturates.
+        let long = ProbeReply::Rtt(crate::time::Dur::from_secs(5000));
+        assert_eq!(&long.encode()[1..], &u32::MAX.to_be_bytes());
+    }
+
+    #[test]
     fn header_round_trips_and_arrives_in_pieces() {
         let r = route(3);
         let mut wire = r.encode().unwrap();
@@ -330,6 +450,38 @@ mod tests {
             let r = Route::new(hops.into_iter().map(|(addr, port)| Hop { addr, port }).collect());
             let w = r.encode().unwrap();
             prop_assert_eq!(Route::decode(&w).unwrap(), Some((r, w.len())));
+        }
+
+        /// A relay's opening bytes (route or probe) never panic the parser,
+        /// and whatever it accepts encodes back to the bytes it read. Half
+        /// the inputs start with the probe's magic and version.
+        #[test]
+        fn opening_decode_never_panics(probe in any::<bool>(), bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let mut b = if probe { vec![b'o', b'P', VERSION] } else { Vec::new() };
+            b.extend_from_slice(&bytes);
+            if let Ok(Some((o, n))) = Opening::decode(&b) {
+                prop_assert!(n <= b.len());
+                prop_assert_eq!(o.encode().unwrap(), b[..n].to_vec());
+            }
+        }
+
+        /// Every probe and every reply round-trips; any reply bytes either
+        /// decode to one that encodes back, or name the status.
+        #[test]
+        fn probes_and_replies_round_trip(addr in any::<u32>(), port in any::<u16>(), us in any::<u32>(), raw in any::<[u8; REPLY_LEN]>()) {
+            let o = Opening::Probe(Hop { addr, port });
+            let w = o.encode().unwrap();
+            prop_assert_eq!(w.len(), PROBE_LEN);
+            for cut in 0..w.len() {
+                prop_assert_eq!(Opening::decode(&w[..cut]).unwrap(), None);
+            }
+            prop_assert_eq!(Opening::decode(&w).unwrap(), Some((o, PROBE_LEN)));
+            let r = ProbeReply::Rtt(crate::time::Dur::from_micros(u64::from(us)));
+            prop_assert_eq!(ProbeReply::decode(&r.encode()).unwrap(), r);
+            match ProbeReply::decode(&raw) {
+                Ok(r) => prop_assert_eq!(r.encode()[0], raw[0]),
+                Err(e) => prop_assert_eq!(e, RouteError::ProbeStatus(raw[0])),
+            }
         }
 
         /// Bytes pushed come out in order, whatever the read and write sizes.
