@@ -66,7 +66,7 @@ pub(super) fn write(
                     .map(|r| (r.buffer_pkts as f64, r.mean_s))
                     .collect(),
             )
-            .with_error_bars(rs.iter().map(|r| (r.ci90_s, r.ci90_s)).collect()),
+            .with_error_bars(rs.iter().map(|r| error_bar(r.mean_s, r.ci90_s)).collect()),
         );
     }
     c.write_svg(dir.join("fig9b.svg"))?;
@@ -85,7 +85,8 @@ pub(super) fn write(
     let bar = |r: Option<&Row>| r.map_or(f64::NAN, |r| r.mean_s);
     let err = |r: Option<&Row>| {
         r.map_or((f64::NAN, f64::NAN), |r| {
-            (r.mean_s - r.ci90_s, r.mean_s + r.ci90_s)
+            let (down, up) = error_bar(r.mean_s, r.ci90_s);
+            (r.mean_s - down, r.mean_s + up)
         })
     };
     let mut homo = Vec::new();
@@ -163,7 +164,7 @@ pub(super) fn write(
         pts.sort_by(|a, b| ratio_of(a).total_cmp(&ratio_of(b)));
         ct.push_series(
             Series::line_points(label, pts.iter().map(|r| (ratio_of(r), r.mean_s)).collect())
-                .with_error_bars(pts.iter().map(|r| (r.ci90_s, r.ci90_s)).collect()),
+                .with_error_bars(pts.iter().map(|r| error_bar(r.mean_s, r.ci90_s)).collect()),
         );
         cq.push_series(Series::line_points(
             label,
@@ -196,5 +197,25 @@ impl PolicyName for String {
     /// Whether a case label names policy `p`.
     fn ends_with_policy(&self, p: Policy) -> bool {
         self.split(" / ").nth(3) == Some(p.name())
+    }
+}
+
+/// A download time's 90 % error bar (below, above). The t-interval is
+/// symmetric and, with few runs, reaches below zero, where no download time
+/// lies; the bar stops at zero (the CSVs keep the interval's half-width).
+fn error_bar(mean: f64, ci90: f64) -> (f64, f64) {
+    // Not `min`, which would turn a missing (NaN) interval into a bar.
+    let floor = mean.max(0.0);
+    (if ci90 > floor { floor } else { ci90 }, ci90)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn error_bars_stop_at_zero() {
+        assert_eq!(super::error_bar(2.0, 5.0), (2.0, 5.0));
+        assert_eq!(super::error_bar(10.0, 3.0), (3.0, 3.0));
+        let (d, u) = super::error_bar(4.0, f64::NAN);
+        assert!(d.is_nan() && u.is_nan());
     }
 }
