@@ -8,7 +8,7 @@ use hopwise_net::otcp::{
     select_relay, spawn_otcp_forward, spawn_otcp_relay, ForwardOptions, OtcpHandle, RelayOptions,
     Selection, MIN_SPLICE,
 };
-use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Unreachable};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::{parse_bytes, parse_duration};
 use std::net::{SocketAddr, SocketAddrV4, ToSocketAddrs};
@@ -37,6 +37,9 @@ pub enum OtcpCmd {
         /// How long connecting to the next hop may take.
         #[arg(long, default_value = "10s")]
         connect_timeout: String,
+        /// Reset a connection that moves no byte either way for this long.
+        #[arg(long, default_value = "10min")]
+        idle_timeout: String,
         /// Connections served at once; more are closed when accepted.
         #[arg(long, default_value_t = 1024)]
         max_connections: usize,
@@ -73,6 +76,9 @@ pub enum OtcpCmd {
         /// How long connecting to the first hop may take.
         #[arg(long, default_value = "10s")]
         connect_timeout: String,
+        /// Reset a connection that moves no byte either way for this long.
+        #[arg(long, default_value = "10min")]
+        idle_timeout: String,
         /// Connections served at once; more are closed when accepted.
         #[arg(long, default_value_t = 1024)]
         max_connections: usize,
@@ -102,7 +108,13 @@ fn timeout(flag: &str, s: &str) -> Result<Duration> {
 pub fn ipv4(flag: &str, s: &str) -> Result<SocketAddrV4> {
     let addrs: Vec<SocketAddr> = s
         .to_socket_addrs()
-        .map_err(|e| anyhow!("--{flag}: `{s}`: {e} (expected HOST:PORT)"))?
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                anyhow!("--{flag}: `{s}`: {e} (expected HOST:PORT)")
+            } else {
+                anyhow!("--{flag}: `{s}`: cannot resolve the name: {e}")
+            }
+        })?
         .collect();
     addrs
         .iter()
@@ -118,12 +130,27 @@ pub fn ipv4(flag: &str, s: &str) -> Result<SocketAddrV4> {
 pub fn policy(rules: &[String], allow_private: bool) -> Result<ExitPolicy> {
     let rules = rules
         .iter()
-        .map(|r| Rule::parse(r).map_err(|e| anyhow!("--policy `{r}`: {e}")))
+        .map(|r| Rule::parse(r).map_err(|e| anyhow!("--policy: {e}")))
         .collect::<Result<Vec<_>>>()?;
     Ok(ExitPolicy {
         reject_private: !allow_private,
         rules,
         ..ExitPolicy::default()
+    })
+}
+
+/// A rule that can never match, said at start.
+fn policy_warning(p: &ExitPolicy) -> Option<String> {
+    let (i, why) = p.unreachable_rule()?;
+    let rule = &p.rules[i];
+    Some(match why {
+        Unreachable::AfterCatchAll(j) => format!(
+            "--policy `{rule}` can never match: `{}` before it matches every address and port",
+            p.rules[j]
+        ),
+        Unreachable::PrivateRejected(_) => format!(
+            "--policy `{rule}` can never match: private, loopback and link-local addresses are refused before the rules (add --allow-private)"
+        ),
     })
 }
 
@@ -164,13 +191,22 @@ fn serve(h: OtcpHandle, exit_with_parent: bool) {
     wait_for_shutdown(exit_with_parent);
     let s = h.stats();
     tracing::info!(
-        connections = s.spliced,
+        spliced = s.spliced,
+        cut = s.open,
         forward_bytes = s.bytes_forward,
         back_bytes = s.bytes_back,
-        bad_headers = s.bad_header + s.header_timeout,
+        bad_headers = s.bad_header,
+        header_timeouts = s.header_timeout,
         refused = s.refused,
         unreachable = s.connect_failed,
-        "stopping"
+        idle = s.idle,
+        over_cap = s.over_cap,
+        "stopping{}",
+        match s.open {
+            0 => String::new(),
+            1 => ": the connection still open is reset".into(),
+            n => format!(": the {n} connections still open are reset"),
+        }
     );
     h.shutdown();
 }
@@ -184,6 +220,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             buffer: b,
             header_timeout,
             connect_timeout,
+            idle_timeout,
             max_connections,
             exit_with_parent,
         } => {
@@ -192,8 +229,12 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             o.splice_bytes = buffer("buffer", &b)?;
             o.header_timeout = timeout("header-timeout", &header_timeout)?;
             o.connect_timeout = timeout("connect-timeout", &connect_timeout)?;
+            o.idle_timeout = timeout("idle-timeout", &idle_timeout)?;
             o.max_connections = max_connections;
             crate::net::init_logging();
+            if let Some(w) = policy_warning(&o.policy) {
+                tracing::warn!("{w}");
+            }
             let h = spawn_otcp_relay(o)?;
             serve(h, exit_with_parent);
         }
@@ -205,13 +246,18 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             to,
             buffer: b,
             connect_timeout,
+            idle_timeout,
             max_connections,
             exit_with_parent,
         } => {
             let addrs = |flag: &str, v: &[String]| {
                 v.iter()
-                    .filter(|v| !v.is_empty())
-                    .map(|v| ipv4(flag, v))
+                    .map(|v| {
+                        if v.trim().is_empty() {
+                            bail!("--{flag}: an empty entry (give HOST:PORT, comma-separated)");
+                        }
+                        ipv4(flag, v)
+                    })
                     .collect::<Result<Vec<_>>>()
             };
             let mut relays = addrs("via", &via)?;
@@ -219,6 +265,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             let dest = ipv4("to", &to)?;
             let splice_bytes = buffer("buffer", &b)?;
             let connect_timeout = timeout("connect-timeout", &connect_timeout)?;
+            let idle_timeout = timeout("idle-timeout", &idle_timeout)?;
             if !(1..=100).contains(&probes) {
                 bail!("--probes: {probes}: must be 1 to 100");
             }
@@ -231,6 +278,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             let mut o = ForwardOptions::new(listen, relays, dest);
             o.splice_bytes = splice_bytes;
             o.connect_timeout = connect_timeout;
+            o.idle_timeout = idle_timeout;
             o.max_connections = max_connections;
             let route = o
                 .relays

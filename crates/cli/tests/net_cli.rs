@@ -480,7 +480,7 @@ fn otcp_flag_errors_name_the_flag() {
         ),
         (
             vec!["relay", "--policy", "reject foo"],
-            "--policy `reject foo`",
+            "--policy: `reject foo`: missing `:PORTS`",
         ),
         (
             vec!["relay", "--max-connections", "0"],
@@ -491,6 +491,14 @@ fn otcp_flag_errors_name_the_flag() {
             "--to: `[::1]:80`: no IPv4 address",
         ),
         (vec!["forward", "--to", "127.0.0.1"], "--to: `127.0.0.1`"),
+        (
+            vec!["forward", "--to", "127.0.0.1:80", "--via", "127.0.0.1:1,"],
+            "--via: an empty entry",
+        ),
+        (
+            vec!["relay", "--idle-timeout", "0s"],
+            "--idle-timeout: `0s`",
+        ),
         (
             vec![
                 "forward",

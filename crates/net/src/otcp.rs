@@ -23,7 +23,7 @@
 use crate::accept::{serve_capped, Gate};
 use crate::daemon::StartError;
 use bytes::BytesMut;
-use hopwise_proto::circuit::policy::ExitPolicy;
+use hopwise_proto::circuit::policy::{is_private, ExitPolicy};
 use hopwise_proto::otcp::select::{best_via, RttMatrix};
 use hopwise_proto::otcp::{Hop, Opening, ProbeReply, Route, RouteError, Splice, REPLY_LEN};
 use hopwise_proto::time::Dur;
@@ -55,8 +55,14 @@ pub struct RelayOptions {
     pub splice_bytes: usize,
     pub header_timeout: Duration,
     pub connect_timeout: Duration,
+    /// A spliced connection that moves no byte either way for this long is
+    /// reset (a peer that went away without a FIN or RST).
+    pub idle_timeout: Duration,
     pub max_connections: usize,
 }
+
+/// Default of `idle_timeout`.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 impl RelayOptions {
     pub fn new(listen: SocketAddr) -> RelayOptions {
@@ -66,6 +72,7 @@ impl RelayOptions {
             splice_bytes: 256 * 1024,
             header_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(10),
+            idle_timeout: IDLE_TIMEOUT,
             max_connections: 1024,
         }
     }
@@ -80,6 +87,7 @@ pub struct ForwardOptions {
     pub destination: SocketAddrV4,
     pub splice_bytes: usize,
     pub connect_timeout: Duration,
+    pub idle_timeout: Duration,
     pub max_connections: usize,
 }
 
@@ -95,6 +103,7 @@ impl ForwardOptions {
             destination,
             splice_bytes: 256 * 1024,
             connect_timeout: Duration::from_secs(10),
+            idle_timeout: IDLE_TIMEOUT,
             max_connections: 1024,
         }
     }
@@ -136,12 +145,14 @@ pub struct Stats {
     pub bad_header: u64,
     /// Connections closed because the header did not arrive in time.
     pub header_timeout: u64,
-    /// Next hops the exit policy refused.
+    /// Next hops (and probed hops) the exit policy refused.
     pub refused: u64,
     /// Next hops that could not be reached (refused, unreachable, timed out).
     pub connect_failed: u64,
     /// Spliced connections that ended with an error (both sides reset).
     pub reset: u64,
+    /// Spliced connections reset after `idle_timeout` without a byte.
+    pub idle: u64,
     /// RTT probes answered.
     pub probes: u64,
     /// Bytes copied towards the destination and back.
@@ -158,6 +169,7 @@ struct Counters {
     refused: AtomicU64,
     connect_failed: AtomicU64,
     reset: AtomicU64,
+    idle: AtomicU64,
     probes: AtomicU64,
     bytes_forward: AtomicU64,
     bytes_back: AtomicU64,
@@ -199,6 +211,7 @@ impl OtcpHandle {
             refused: l(&c.refused),
             connect_failed: l(&c.connect_failed),
             reset: l(&c.reset),
+            idle: l(&c.idle),
             probes: l(&c.probes),
             bytes_forward: l(&c.bytes_forward),
             bytes_back: l(&c.bytes_back),
@@ -347,8 +360,10 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
     bump(&c.accepted);
     let (opening, early) = match tokio::time::timeout(o.header_timeout, read_opening(&up)).await {
         Err(_) => {
-            bump(&c.header_timeout);
-            tracing::debug!(%peer, "otcp relay: no route header within {:?}", o.header_timeout);
+            let n = bump(&c.header_timeout);
+            if n.is_power_of_two() {
+                tracing::warn!(%peer, header_timeouts = n, "otcp relay: no complete route header within {:?}", o.header_timeout);
+            }
             return reset(&up);
         }
         Ok(Err(HeaderError::Closed)) => return,
@@ -363,7 +378,7 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
                 _ => "oTCP header field `hops`: the route is empty (nothing to relay to)".into(),
             };
             if n.is_power_of_two() {
-                tracing::warn!(%peer, refused = n, "otcp relay: {why}");
+                tracing::warn!(%peer, bad_headers = n, "otcp relay: {why}");
             }
             return reset(&up);
         }
@@ -375,11 +390,7 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
     };
     let (next, onward) = route.next().expect("a non-empty route");
     let to = SocketAddrV4::new(next.addr.into(), next.port);
-    if !o.policy.allows(IpAddr::V4(*to.ip()), to.port()) {
-        let n = bump(&c.refused);
-        if n.is_power_of_two() {
-            tracing::warn!(%peer, next = %to, refused = n, "otcp relay: the exit policy refuses the next hop");
-        }
+    if !permitted(&o.policy, to, "the next hop", peer, &c) {
         return reset(&up);
     }
     let header = if onward.hops.is_empty() {
@@ -391,7 +402,7 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
         return reset(&up);
     };
     tracing::debug!(%peer, next = %to, ahead = onward.hops.len(), "otcp relay: spliced");
-    splice(up, down, early, o.splice_bytes, &c).await;
+    splice(up, down, early, o.splice_bytes, o.idle_timeout, &c).await;
 }
 
 async fn forward_conn(
@@ -407,7 +418,35 @@ async fn forward_conn(
         return reset(&up);
     };
     tracing::debug!(%peer, first = %first, "otcp forward: spliced");
-    splice(up, down, Vec::new(), o.splice_bytes, &c).await;
+    splice(up, down, Vec::new(), o.splice_bytes, o.idle_timeout, &c).await;
+}
+
+/// Whether the exit policy lets the relay connect to `to`; a refusal is
+/// counted and logged (at its 1st, 2nd, 4th … occurrence) with its reason.
+fn permitted(
+    policy: &ExitPolicy,
+    to: SocketAddrV4,
+    what: &str,
+    peer: SocketAddr,
+    c: &Counters,
+) -> bool {
+    let ip = IpAddr::V4(*to.ip());
+    if policy.allows(ip, to.port()) {
+        return true;
+    }
+    let n = bump(&c.refused);
+    if n.is_power_of_two() {
+        let why = if policy.reject_private && is_private(ip) {
+            "a private, loopback or link-local address (--allow-private allows them)".to_string()
+        } else {
+            match policy.rules.iter().find(|r| r.matches(ip, to.port())) {
+                Some(r) => format!("--policy `{r}`"),
+                None => "the policy".into(),
+            }
+        };
+        tracing::warn!(%peer, hop = %to, refused = n, "otcp relay: {what} is refused: {why}");
+    }
+    false
 }
 
 /// Answers an RTT probe: times a TCP handshake with `hop` (if the exit
@@ -415,7 +454,7 @@ async fn forward_conn(
 async fn probe(mut up: TcpStream, peer: SocketAddr, hop: Hop, o: &RelayOptions, c: &Counters) {
     bump(&c.probes);
     let to = SocketAddrV4::new(hop.addr.into(), hop.port);
-    let reply = if o.policy.allows(IpAddr::V4(*to.ip()), to.port()) {
+    let reply = if permitted(&o.policy, to, "a probed hop", peer, c) {
         match handshake_rtt(to, o.connect_timeout).await {
             Some(d) => ProbeReply::Rtt(d),
             None => ProbeReply::Unreachable,
@@ -549,7 +588,7 @@ pub fn select_relay(
             .await;
             let to_destination = match &to_relay {
                 Ok(_) => min_of(samples, || ask_probe(r, dest, timeout)).await,
-                Err(_) => Err("not asked (unreachable)".into()),
+                Err(_) => Err("not asked".into()),
             };
             out.push(Candidate {
                 relay: r,
@@ -662,20 +701,21 @@ impl Lane {
     }
 }
 
-/// Reads what `from` has into `lane` (at most its room).
-fn read_into(from: &TcpStream, lane: &mut Lane) -> io::Result<()> {
+/// Reads what `from` has into `lane` (at most its room); true if anything
+/// happened (bytes or the end).
+fn read_into(from: &TcpStream, lane: &mut Lane) -> io::Result<bool> {
     let mut buf = BytesMut::with_capacity(lane.splice.want().min(READ_CHUNK));
     match from.try_read_buf(&mut buf) {
         Ok(0) => {
             lane.eof = true;
             lane.splice.upstream_closed();
-            Ok(())
+            Ok(true)
         }
         Ok(_) => {
             lane.splice.push(buf.freeze());
-            Ok(())
+            Ok(true)
         }
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
         Err(e) => Err(e),
     }
 }
@@ -704,15 +744,46 @@ fn shut_if_done(lane: &mut Lane, to: &TcpStream) -> io::Result<()> {
     Ok(())
 }
 
+/// Resets both connections when dropped armed: a splice cut short (the
+/// relay stopping mid-transfer drops its tasks) must not look like a clean
+/// end to the peers, which a FIN would.
+struct ResetOnDrop<'a> {
+    socks: [&'a TcpStream; 2],
+    armed: bool,
+}
+
+impl Drop for ResetOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            for s in self.socks {
+                reset(s);
+            }
+        }
+    }
+}
+
 /// Copies `up` → `down` and `down` → `up` until both directions have ended;
-/// `early` is payload read with the header.
-async fn splice(up: TcpStream, down: TcpStream, early: Vec<u8>, bytes: usize, c: &Counters) {
+/// `early` is payload read with the header. An error, `idle` without a byte
+/// either way, or being dropped (the relay stopping) resets both sides.
+async fn splice(
+    up: TcpStream,
+    down: TcpStream,
+    early: Vec<u8>,
+    bytes: usize,
+    idle: Duration,
+    c: &Counters,
+) {
     bump(&c.spliced);
+    let mut guard = ResetOnDrop {
+        socks: [&up, &down],
+        armed: true,
+    };
     let mut fwd = Lane::new(bytes);
     let mut back = Lane::new(bytes);
     if !early.is_empty() {
         fwd.splice.push(early.into());
     }
+    let mut quiet_until = tokio::time::Instant::now() + idle;
     let r: io::Result<()> = async {
         loop {
             shut_if_done(&mut fwd, &down)?;
@@ -720,30 +791,40 @@ async fn splice(up: TcpStream, down: TcpStream, early: Vec<u8>, bytes: usize, c:
             if fwd.shut && back.shut {
                 return Ok(());
             }
-            tokio::select! {
-                r = up.readable(), if fwd.wants_read() => { r?; read_into(&up, &mut fwd)?; }
-                r = down.readable(), if back.wants_read() => { r?; read_into(&down, &mut back)?; }
+            let moved = tokio::select! {
+                r = up.readable(), if fwd.wants_read() => { r?; read_into(&up, &mut fwd)? }
+                r = down.readable(), if back.wants_read() => { r?; read_into(&down, &mut back)? }
                 r = down.writable(), if !fwd.splice.is_empty() => {
                     r?;
                     let n = write_from(&mut fwd, &down)?;
                     c.bytes_forward.fetch_add(n as u64, Ordering::Relaxed);
+                    n > 0
                 }
                 r = up.writable(), if !back.splice.is_empty() => {
                     r?;
                     let n = write_from(&mut back, &up)?;
                     c.bytes_back.fetch_add(n as u64, Ordering::Relaxed);
+                    n > 0
                 }
-                // Unreachable: a lane that can neither read nor write has
-                // ended and been shut, and both shut returns above.
-                else => return Ok(()),
+                _ = tokio::time::sleep_until(quiet_until) => {
+                    bump(&c.idle);
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("no byte either way for {idle:?}"),
+                    ));
+                }
+            };
+            if moved {
+                quiet_until = tokio::time::Instant::now() + idle;
             }
         }
     }
     .await;
-    if let Err(e) = r {
-        bump(&c.reset);
-        tracing::debug!(error = %e, "otcp: connection reset");
-        reset(&up);
-        reset(&down);
+    match r {
+        Ok(()) => guard.armed = false,
+        Err(e) => {
+            bump(&c.reset);
+            tracing::debug!(error = %e, "otcp: connection reset");
+        }
     }
 }

@@ -314,3 +314,83 @@ fn the_path_with_the_lowest_largest_hop_rtt_is_chosen() {
     );
     assert_eq!(choose(&Err("unreachable".into()), &cs[1..2]), None);
 }
+
+/// A server that accepts and then sends `n` bytes (forever if `None`),
+/// never reading.
+fn source_server(n: Option<usize>) -> SocketAddrV4 {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = v4(l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(mut s) = s else { continue };
+            std::thread::spawn(move || {
+                let chunk = vec![7u8; 64 * 1024];
+                let mut left = n.unwrap_or(usize::MAX);
+                while left > 0 {
+                    let k = left.min(chunk.len());
+                    if s.write_all(&chunk[..k]).is_err() {
+                        return;
+                    }
+                    left -= k;
+                }
+                // Then hold the connection open, silent.
+                std::thread::sleep(Duration::from_secs(30));
+            });
+        }
+    });
+    a
+}
+
+/// Reads until the end; Ok(bytes) on a FIN, Err on a reset.
+fn read_until_end(mut s: TcpStream) -> std::io::Result<usize> {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0;
+    loop {
+        match s.read(&mut buf)? {
+            0 => return Ok(total),
+            n => total += n,
+        }
+    }
+}
+
+#[test]
+fn a_relay_stopped_mid_transfer_resets_rather_than_ends_the_stream() {
+    let src = source_server(None);
+    let r = spawn_otcp_relay(open_relay()).unwrap();
+    let fw = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r.addr)],
+        src,
+    ))
+    .unwrap();
+    let mut s = client(fw.addr);
+    let mut buf = vec![0u8; 1 << 20];
+    s.read_exact(&mut buf).unwrap();
+    eventually("spliced", || r.stats().open == 1);
+    r.shutdown();
+    // A FIN here would make a stream without its own framing look complete.
+    let end = read_until_end(s);
+    assert!(end.is_err(), "the client saw a clean end: {end:?}");
+    eventually("forwarder counted the reset", || fw.stats().reset == 1);
+}
+
+#[test]
+fn a_connection_silent_both_ways_is_reset_after_the_idle_timeout() {
+    // The source sends 1 MiB, then holds the connection open without a byte.
+    let src = source_server(Some(1 << 20));
+    let mut o = open_relay();
+    o.idle_timeout = Duration::from_millis(300);
+    let r = spawn_otcp_relay(o).unwrap();
+    let fw = spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        vec![v4(r.addr)],
+        src,
+    ))
+    .unwrap();
+    let s = client(fw.addr);
+    let end = read_until_end(s);
+    assert!(end.is_err(), "expected a reset, got {end:?}");
+    let st = r.stats();
+    assert_eq!((st.idle, st.reset), (1, 1), "{st:?}");
+    assert_eq!(st.bytes_back, 1 << 20, "{st:?}");
+}

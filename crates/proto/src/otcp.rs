@@ -87,9 +87,8 @@ impl fmt::Display for RouteError {
         match self {
             RouteError::Magic(m) => write!(
                 f,
-                "oTCP header field `magic`: expected {:?}, got {:02x?}",
-                std::str::from_utf8(&MAGIC).unwrap_or("oT"),
-                m
+                "oTCP header field `magic`: expected \"oT\" (or \"oP\" for a probe), got \"{}\"",
+                m.escape_ascii()
             ),
             RouteError::Version(v) => write!(
                 f,
