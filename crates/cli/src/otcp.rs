@@ -191,6 +191,7 @@ fn serve(h: OtcpHandle, exit_with_parent: bool) {
     wait_for_shutdown(exit_with_parent);
     let s = h.stats();
     tracing::info!(
+        accepted = s.accepted,
         spliced = s.spliced,
         cut = s.open,
         forward_bytes = s.bytes_forward,
@@ -200,6 +201,8 @@ fn serve(h: OtcpHandle, exit_with_parent: bool) {
         refused = s.refused,
         unreachable = s.connect_failed,
         idle = s.idle,
+        reset = s.reset,
+        probes = s.probes,
         over_cap = s.over_cap,
         "stopping{}",
         match s.open {

@@ -358,6 +358,13 @@ async fn read_opening(s: &TcpStream) -> Result<(Opening, Vec<u8>), HeaderError> 
 
 async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Arc<Counters>) {
     bump(&c.accepted);
+    let _ = up.set_nodelay(true);
+    // Until the splice takes over: stopping during the header, the probe or
+    // the connect resets the client too.
+    let guard = ResetOnDrop {
+        socks: vec![&up],
+        armed: true,
+    };
     let (opening, early) = match tokio::time::timeout(o.header_timeout, read_opening(&up)).await {
         Err(_) => {
             let n = bump(&c.header_timeout);
@@ -386,7 +393,10 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
     };
     let route = match opening {
         Opening::Route(r) => r,
-        Opening::Probe(hop) => return probe(up, peer, hop, &o, &c).await,
+        Opening::Probe(hop) => {
+            guard.disarm();
+            return probe(up, peer, hop, &o, &c).await;
+        }
     };
     let (next, onward) = route.next().expect("a non-empty route");
     let to = SocketAddrV4::new(next.addr.into(), next.port);
@@ -402,6 +412,7 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
         return reset(&up);
     };
     tracing::debug!(%peer, next = %to, ahead = onward.hops.len(), "otcp relay: spliced");
+    guard.disarm();
     splice(up, down, early, o.splice_bytes, o.idle_timeout, &c).await;
 }
 
@@ -412,12 +423,18 @@ async fn forward_conn(
     c: Arc<Counters>,
 ) {
     bump(&c.accepted);
+    let _ = up.set_nodelay(true);
+    let guard = ResetOnDrop {
+        socks: vec![&up],
+        armed: true,
+    };
     let (o, header) = &*o;
     let first = o.relays.first().copied().unwrap_or(o.destination);
     let Some(down) = connect(first, o.connect_timeout, header.as_deref(), &c).await else {
         return reset(&up);
     };
     tracing::debug!(%peer, first = %first, "otcp forward: spliced");
+    guard.disarm();
     splice(up, down, Vec::new(), o.splice_bytes, o.idle_timeout, &c).await;
 }
 
@@ -679,9 +696,21 @@ fn reset(s: &TcpStream) {
     let _ = socket2::SockRef::from(s).set_linger(Some(Duration::ZERO));
 }
 
+/// Reads smaller than this wait in a lane's staging buffer while its splice
+/// is busy, so that many tiny reads (a peer trickling bytes at a stalled
+/// next hop) become few chunks rather than one allocation each.
+const COALESCE: usize = 16 * 1024;
+
 /// One direction of a splice.
+///
+/// Reads go into `pending` and move to the [`Splice`] at once when it is
+/// empty (no added latency), or in chunks of [`COALESCE`] bytes while it
+/// still has bytes the next hop has not taken. `pending` counts against the
+/// splice's room, so a lane holds at most the splice's capacity in bytes,
+/// in at most capacity / `COALESCE` + 2 chunks.
 struct Lane {
     splice: Splice,
+    pending: BytesMut,
     /// The reading side sent FIN.
     eof: bool,
     /// FIN sent on the writing side.
@@ -692,27 +721,45 @@ impl Lane {
     fn new(bytes: usize) -> Lane {
         Lane {
             splice: Splice::new(bytes),
+            pending: BytesMut::new(),
             eof: false,
             shut: false,
         }
     }
+    /// Bytes that may be read now.
+    fn room(&self) -> usize {
+        self.splice.want().saturating_sub(self.pending.len())
+    }
     fn wants_read(&self) -> bool {
-        !self.eof && self.splice.want() > 0
+        !self.eof && self.room() > 0
+    }
+    /// Moves `pending` into the splice when it is empty, `pending` is large
+    /// enough, or `force`.
+    fn flush(&mut self, force: bool) {
+        let n = self.pending.len();
+        if n > 0 && (force || self.splice.is_empty() || n >= COALESCE) {
+            let took = self.splice.push(self.pending.split().freeze());
+            debug_assert_eq!(took, n, "pending never exceeds the splice's room");
+        }
     }
 }
 
 /// Reads what `from` has into `lane` (at most its room); true if anything
 /// happened (bytes or the end).
 fn read_into(from: &TcpStream, lane: &mut Lane) -> io::Result<bool> {
-    let mut buf = BytesMut::with_capacity(lane.splice.want().min(READ_CHUNK));
-    match from.try_read_buf(&mut buf) {
+    use bytes::BufMut;
+    let room = lane.room().min(READ_CHUNK);
+    lane.pending.reserve(room);
+    let mut limited = (&mut lane.pending).limit(room);
+    match from.try_read_buf(&mut limited) {
         Ok(0) => {
             lane.eof = true;
+            lane.flush(true);
             lane.splice.upstream_closed();
             Ok(true)
         }
         Ok(_) => {
-            lane.splice.push(buf.freeze());
+            lane.flush(false);
             Ok(true)
         }
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
@@ -728,6 +775,7 @@ fn write_from(lane: &mut Lane, to: &TcpStream) -> io::Result<usize> {
     match to.try_write(front) {
         Ok(n) => {
             lane.splice.consumed(n);
+            lane.flush(false);
             Ok(n)
         }
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(0),
@@ -748,14 +796,21 @@ fn shut_if_done(lane: &mut Lane, to: &TcpStream) -> io::Result<()> {
 /// relay stopping mid-transfer drops its tasks) must not look like a clean
 /// end to the peers, which a FIN would.
 struct ResetOnDrop<'a> {
-    socks: [&'a TcpStream; 2],
+    socks: Vec<&'a TcpStream>,
     armed: bool,
+}
+
+impl ResetOnDrop<'_> {
+    /// The connections end normally from here on.
+    fn disarm(mut self) {
+        self.armed = false;
+    }
 }
 
 impl Drop for ResetOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            for s in self.socks {
+            for s in &self.socks {
                 reset(s);
             }
         }
@@ -774,14 +829,19 @@ async fn splice(
     c: &Counters,
 ) {
     bump(&c.spliced);
-    let mut guard = ResetOnDrop {
-        socks: [&up, &down],
+    let guard = ResetOnDrop {
+        socks: vec![&up, &down],
         armed: true,
     };
     let mut fwd = Lane::new(bytes);
     let mut back = Lane::new(bytes);
     if !early.is_empty() {
-        fwd.splice.push(early.into());
+        let n = early.len();
+        let took = fwd.splice.push(early.into());
+        debug_assert_eq!(
+            took, n,
+            "early bytes fit: at most a header read, below MIN_SPLICE"
+        );
     }
     let mut quiet_until = tokio::time::Instant::now() + idle;
     let r: io::Result<()> = async {
@@ -821,10 +881,43 @@ async fn splice(
     }
     .await;
     match r {
-        Ok(()) => guard.armed = false,
+        Ok(()) => guard.disarm(),
         Err(e) => {
             bump(&c.reset);
             tracing::debug!(error = %e, "otcp: connection reset");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tiny reads while the splice is busy are staged and moved in
+    /// `COALESCE`-sized chunks; the lane's room counts them.
+    #[test]
+    fn tiny_reads_are_coalesced_while_the_splice_is_busy() {
+        let mut lane = Lane::new(64 * 1024);
+        lane.pending.extend_from_slice(b"a");
+        lane.flush(false);
+        // Into the empty splice at once: no added latency.
+        assert_eq!((lane.splice.len(), lane.pending.len()), (1, 0));
+        for _ in 0..COALESCE - 1 {
+            lane.pending.extend_from_slice(b"b");
+            lane.flush(false);
+        }
+        // The splice still holds the first byte; the rest waits, one chunk.
+        assert_eq!((lane.splice.len(), lane.pending.len()), (1, COALESCE - 1));
+        assert_eq!(lane.room(), 64 * 1024 - 1 - (COALESCE - 1));
+        lane.pending.extend_from_slice(b"c");
+        lane.flush(false);
+        assert_eq!((lane.splice.len(), lane.pending.len()), (1 + COALESCE, 0));
+        // The next hop takes the first byte: the front is then the chunk.
+        lane.splice.consumed(1);
+        assert_eq!(lane.splice.front().map(|b| b.len()), Some(COALESCE));
+        // The end moves what is left at once.
+        lane.pending.extend_from_slice(b"d");
+        lane.flush(true);
+        assert_eq!(lane.pending.len(), 0);
     }
 }

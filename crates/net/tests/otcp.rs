@@ -41,6 +41,17 @@ fn echo_server() -> SocketAddrV4 {
     a
 }
 
+/// A port that refuses connections for as long as the socket is kept: bound
+/// but not listening, so no other test can take it meanwhile.
+fn dead_port() -> (socket2::Socket, SocketAddrV4) {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    let a = s.local_addr().unwrap().as_socket().unwrap();
+    (s, v4(a))
+}
+
 /// Loopback relays must be allowed to connect to loopback.
 fn open_relay() -> RelayOptions {
     let mut o = RelayOptions::new("127.0.0.1:0".parse().unwrap());
@@ -140,8 +151,11 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
     let echo = echo_server();
     let mut o = open_relay();
     o.policy.rules = vec![Rule::parse(&format!("reject 127.0.0.1:{}", echo.port())).unwrap()];
+    let r = spawn_otcp_relay(o.clone()).unwrap();
+    // The header timeout on a relay of its own, so that it cannot cut the
+    // other cases short on a slow machine.
     o.header_timeout = Duration::from_millis(300);
-    let r = spawn_otcp_relay(o).unwrap();
+    let r_quick = spawn_otcp_relay(o).unwrap();
 
     // The policy refuses the echo server as the next hop.
     let fw = spawn_otcp_forward(ForwardOptions::new(
@@ -168,16 +182,13 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
     eventually("empty route", || r.stats().bad_header == 2);
 
     // Half a header, then silence: closed after the header timeout.
-    let mut s = client(r.addr);
+    let mut s = client(r_quick.addr);
     s.write_all(b"oT\x01").unwrap();
     assert!(closed_without_data(s));
-    eventually("header timeout", || r.stats().header_timeout == 1);
+    eventually("header timeout", || r_quick.stats().header_timeout == 1);
 
     // A next hop nobody listens on.
-    let dead = v4(TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap());
+    let (_hold, dead) = dead_port();
     let fw_dead = spawn_otcp_forward(ForwardOptions::new(
         "127.0.0.1:0".parse().unwrap(),
         vec![v4(r.addr)],
@@ -234,10 +245,7 @@ fn probes_measure_what_a_relay_reaches_and_selection_uses_them() {
     let ok = spawn_otcp_relay(open_relay()).unwrap();
     // Default policy: refuses loopback destinations.
     let strict = spawn_otcp_relay(RelayOptions::new("127.0.0.1:0".parse().unwrap())).unwrap();
-    let dead = v4(TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap());
+    let (_hold, dead) = dead_port();
     let sel = select_relay(
         &[dead, v4(strict.addr), v4(ok.addr)],
         echo,
@@ -379,7 +387,8 @@ fn a_connection_silent_both_ways_is_reset_after_the_idle_timeout() {
     // The source sends 1 MiB, then holds the connection open without a byte.
     let src = source_server(Some(1 << 20));
     let mut o = open_relay();
-    o.idle_timeout = Duration::from_millis(300);
+    // Long enough that the 1 MiB never pauses this long on a slow machine.
+    o.idle_timeout = Duration::from_secs(2);
     let r = spawn_otcp_relay(o).unwrap();
     let fw = spawn_otcp_forward(ForwardOptions::new(
         "127.0.0.1:0".parse().unwrap(),
