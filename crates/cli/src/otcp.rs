@@ -28,24 +28,11 @@ pub enum OtcpCmd {
         /// Also connect to private, loopback and link-local addresses (refused by default).
         #[arg(long)]
         allow_private: bool,
-        /// Bytes each direction of a connection may hold at the relay.
-        #[arg(long, default_value = "256KiB")]
-        buffer: String,
         /// How long a new connection may take to send its route header.
         #[arg(long, default_value = "10s")]
         header_timeout: String,
-        /// How long connecting to the next hop may take.
-        #[arg(long, default_value = "10s")]
-        connect_timeout: String,
-        /// Reset a connection that moves no byte either way for this long.
-        #[arg(long, default_value = "10min")]
-        idle_timeout: String,
-        /// Connections served at once; more are closed when accepted.
-        #[arg(long, default_value_t = 1024)]
-        max_connections: usize,
-        /// Shut down when the parent process is gone.
-        #[arg(long, hide = true)]
-        exit_with_parent: bool,
+        #[command(flatten)]
+        common: Common,
     },
     /// Accept local TCP connections and send each through oTCP relays to one destination.
     Forward {
@@ -70,22 +57,50 @@ pub enum OtcpCmd {
         /// The destination, HOST:PORT (an IPv4 address, or a name with one).
         #[arg(long)]
         to: String,
-        /// Bytes each direction of a connection may hold at the forwarder.
-        #[arg(long, default_value = "256KiB")]
-        buffer: String,
-        /// How long connecting to the first hop may take.
-        #[arg(long, default_value = "10s")]
-        connect_timeout: String,
-        /// Reset a connection that moves no byte either way for this long.
-        #[arg(long, default_value = "10min")]
-        idle_timeout: String,
-        /// Connections served at once; more are closed when accepted.
-        #[arg(long, default_value_t = 1024)]
-        max_connections: usize,
-        /// Shut down when the parent process is gone.
-        #[arg(long, hide = true)]
-        exit_with_parent: bool,
+        #[command(flatten)]
+        common: Common,
     },
+}
+
+/// The flags both commands take.
+#[derive(clap::Args)]
+pub struct Common {
+    /// Bytes each direction of a connection may hold here.
+    #[arg(long, default_value = "256KiB")]
+    buffer: String,
+    /// How long connecting to the next hop may take.
+    #[arg(long, default_value = "10s")]
+    connect_timeout: String,
+    /// Reset a connection that moves no byte either way for this long.
+    #[arg(long, default_value = "10min")]
+    idle_timeout: String,
+    /// Connections served at once; more are closed when accepted.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+    /// Shut down when the parent process is gone.
+    #[arg(long, hide = true)]
+    exit_with_parent: bool,
+}
+
+/// [`Common`], checked.
+struct Checked {
+    splice_bytes: usize,
+    connect_timeout: Duration,
+    idle_timeout: Duration,
+    max_connections: usize,
+    exit_with_parent: bool,
+}
+
+impl Common {
+    fn check(&self) -> Result<Checked> {
+        Ok(Checked {
+            splice_bytes: buffer("buffer", &self.buffer)?,
+            connect_timeout: timeout("connect-timeout", &self.connect_timeout)?,
+            idle_timeout: timeout("idle-timeout", &self.idle_timeout)?,
+            max_connections: self.max_connections,
+            exit_with_parent: self.exit_with_parent,
+        })
+    }
 }
 
 fn buffer(flag: &str, s: &str) -> Result<usize> {
@@ -220,26 +235,23 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             listen,
             policy: rules,
             allow_private,
-            buffer: b,
             header_timeout,
-            connect_timeout,
-            idle_timeout,
-            max_connections,
-            exit_with_parent,
+            common,
         } => {
+            let c = common.check()?;
             let mut o = RelayOptions::new(listen);
             o.policy = policy(&rules, allow_private)?;
-            o.splice_bytes = buffer("buffer", &b)?;
             o.header_timeout = timeout("header-timeout", &header_timeout)?;
-            o.connect_timeout = timeout("connect-timeout", &connect_timeout)?;
-            o.idle_timeout = timeout("idle-timeout", &idle_timeout)?;
-            o.max_connections = max_connections;
+            o.splice_bytes = c.splice_bytes;
+            o.connect_timeout = c.connect_timeout;
+            o.idle_timeout = c.idle_timeout;
+            o.max_connections = c.max_connections;
             crate::net::init_logging();
             if let Some(w) = policy_warning(&o.policy) {
                 tracing::warn!("{w}");
             }
             let h = spawn_otcp_relay(o)?;
-            serve(h, exit_with_parent);
+            serve(h, c.exit_with_parent);
         }
         OtcpCmd::Forward {
             listen,
@@ -247,11 +259,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             candidates,
             probes,
             to,
-            buffer: b,
-            connect_timeout,
-            idle_timeout,
-            max_connections,
-            exit_with_parent,
+            common,
         } => {
             let addrs = |flag: &str, v: &[String]| {
                 v.iter()
@@ -266,23 +274,21 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             let mut relays = addrs("via", &via)?;
             let candidates = addrs("candidates", &candidates)?;
             let dest = ipv4("to", &to)?;
-            let splice_bytes = buffer("buffer", &b)?;
-            let connect_timeout = timeout("connect-timeout", &connect_timeout)?;
-            let idle_timeout = timeout("idle-timeout", &idle_timeout)?;
+            let c = common.check()?;
             if !(1..=100).contains(&probes) {
                 bail!("--probes: {probes}: must be 1 to 100");
             }
             crate::net::init_logging();
             if !candidates.is_empty() {
-                let sel = select_relay(&candidates, dest, connect_timeout, probes)?;
+                let sel = select_relay(&candidates, dest, c.connect_timeout, probes)?;
                 print_selection(&sel, dest);
                 relays = sel.chosen.into_iter().collect();
             }
             let mut o = ForwardOptions::new(listen, relays, dest);
-            o.splice_bytes = splice_bytes;
-            o.connect_timeout = connect_timeout;
-            o.idle_timeout = idle_timeout;
-            o.max_connections = max_connections;
+            o.splice_bytes = c.splice_bytes;
+            o.connect_timeout = c.connect_timeout;
+            o.idle_timeout = c.idle_timeout;
+            o.max_connections = c.max_connections;
             let route = o
                 .relays
                 .iter()
@@ -292,7 +298,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
                 .join(" → ");
             let h = spawn_otcp_forward(o)?;
             tracing::info!("forwarding {} → {route}", h.addr);
-            serve(h, exit_with_parent);
+            serve(h, c.exit_with_parent);
         }
     }
     Ok(())

@@ -8,7 +8,7 @@
 
 use hopwise_net::otcp::{
     choose, select_relay, spawn_otcp_forward, spawn_otcp_relay, Candidate, ForwardOptions,
-    RelayOptions,
+    OtcpHandle, RelayOptions,
 };
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule};
 use hopwise_proto::time::Dur;
@@ -50,6 +50,16 @@ fn dead_port() -> (socket2::Socket, SocketAddrV4) {
         .unwrap();
     let a = s.local_addr().unwrap().as_socket().unwrap();
     (s, v4(a))
+}
+
+/// A forwarder on a free loopback port through `relays` to `to`.
+fn forward(relays: Vec<SocketAddrV4>, to: SocketAddrV4) -> OtcpHandle {
+    spawn_otcp_forward(ForwardOptions::new(
+        "127.0.0.1:0".parse().unwrap(),
+        relays,
+        to,
+    ))
+    .unwrap()
 }
 
 /// Loopback relays must be allowed to connect to loopback.
@@ -100,12 +110,7 @@ fn bytes_cross_two_relays_both_ways_byte_exact() {
     // A small splice: the copy must work through many refills of it.
     o2.splice_bytes = 4096;
     let r2 = spawn_otcp_relay(o2).unwrap();
-    let fw = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r1.addr), v4(r2.addr)],
-        echo,
-    ))
-    .unwrap();
+    let fw = forward(vec![v4(r1.addr), v4(r2.addr)], echo);
 
     let data = pattern(4 << 20);
     let mut s = client(fw.addr);
@@ -158,12 +163,7 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
     let r_quick = spawn_otcp_relay(o).unwrap();
 
     // The policy refuses the echo server as the next hop.
-    let fw = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r.addr)],
-        echo,
-    ))
-    .unwrap();
+    let fw = forward(vec![v4(r.addr)], echo);
     let mut s = client(fw.addr);
     s.write_all(b"hello").unwrap();
     assert!(closed_without_data(s));
@@ -189,12 +189,7 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
 
     // A next hop nobody listens on.
     let (_hold, dead) = dead_port();
-    let fw_dead = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r.addr)],
-        dead,
-    ))
-    .unwrap();
+    let fw_dead = forward(vec![v4(r.addr)], dead);
     let mut s = client(fw_dead.addr);
     s.write_all(b"hello").unwrap();
     assert!(closed_without_data(s));
@@ -203,12 +198,7 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
     // Still serving: a second relay behind it reaches the echo server
     // (the policy refuses only the echo server itself as r's next hop).
     let r2 = spawn_otcp_relay(open_relay()).unwrap();
-    let fw_ok = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r.addr), v4(r2.addr)],
-        echo,
-    ))
-    .unwrap();
+    let fw_ok = forward(vec![v4(r.addr), v4(r2.addr)], echo);
     let mut s = client(fw_ok.addr);
     s.write_all(b"still here").unwrap();
     s.shutdown(std::net::Shutdown::Write).unwrap();
@@ -365,12 +355,7 @@ fn read_until_end(mut s: TcpStream) -> std::io::Result<usize> {
 fn a_relay_stopped_mid_transfer_resets_rather_than_ends_the_stream() {
     let src = source_server(None);
     let r = spawn_otcp_relay(open_relay()).unwrap();
-    let fw = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r.addr)],
-        src,
-    ))
-    .unwrap();
+    let fw = forward(vec![v4(r.addr)], src);
     let mut s = client(fw.addr);
     let mut buf = vec![0u8; 1 << 20];
     s.read_exact(&mut buf).unwrap();
@@ -390,12 +375,7 @@ fn a_connection_silent_both_ways_is_reset_after_the_idle_timeout() {
     // Long enough that the 1 MiB never pauses this long on a slow machine.
     o.idle_timeout = Duration::from_secs(2);
     let r = spawn_otcp_relay(o).unwrap();
-    let fw = spawn_otcp_forward(ForwardOptions::new(
-        "127.0.0.1:0".parse().unwrap(),
-        vec![v4(r.addr)],
-        src,
-    ))
-    .unwrap();
+    let fw = forward(vec![v4(r.addr)], src);
     let s = client(fw.addr);
     let end = read_until_end(s);
     assert!(end.is_err(), "expected a reset, got {end:?}");
