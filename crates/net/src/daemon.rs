@@ -135,9 +135,39 @@ pub struct Handle {
     pub socks: Option<SocketAddr>,
     /// The metrics endpoint.
     pub metrics: Option<SocketAddr>,
+    /// First, so that dropping a handle stops the node before anything else
+    /// of it goes (fields drop in order).
+    thread: NodeThread,
     cmd: mpsc::UnboundedSender<Cmd>,
+}
+
+/// A node's thread and its stop signal; stopping sends the signal and waits
+/// for the thread, and dropping stops.
+pub(crate) struct NodeThread {
     stop: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
+}
+
+impl NodeThread {
+    pub(crate) fn new(stop: watch::Sender<bool>, thread: JoinHandle<()>) -> NodeThread {
+        NodeThread {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    pub(crate) fn stop_and_join(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for NodeThread {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
 }
 
 impl fmt::Debug for Handle {
@@ -166,20 +196,7 @@ impl Handle {
 
     /// Tears the circuits down, stops the node and waits for its thread.
     pub fn shutdown(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        let _ = self.stop.send(true);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.stop_and_join();
+        self.thread.stop_and_join();
     }
 }
 
@@ -252,8 +269,7 @@ fn start(p: Parts) -> Result<Handle, StartError> {
         socks: socks_addr,
         metrics: metrics_addr,
         cmd: cmd_tx,
-        stop: stop_tx,
-        thread: Some(thread),
+        thread: NodeThread::new(stop_tx, thread),
     })
 }
 

@@ -21,7 +21,7 @@
 //! side resets both.
 
 use crate::accept::{serve_capped, Gate};
-use crate::daemon::StartError;
+use crate::daemon::{NodeThread, StartError};
 use bytes::BytesMut;
 use hopwise_proto::circuit::policy::{is_private, ExitPolicy};
 use hopwise_proto::otcp::select::{best_via, RttMatrix};
@@ -31,7 +31,6 @@ use std::io;
 use std::net::{IpAddr, Shutdown, SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -185,8 +184,7 @@ pub struct OtcpHandle {
     pub addr: SocketAddr,
     counters: Arc<Counters>,
     gate: Arc<Gate>,
-    stop: watch::Sender<bool>,
-    thread: Option<JoinHandle<()>>,
+    thread: NodeThread,
 }
 
 impl std::fmt::Debug for OtcpHandle {
@@ -220,20 +218,7 @@ impl OtcpHandle {
 
     /// Stops accepting, closes every connection and waits for the thread.
     pub fn shutdown(mut self) {
-        self.stop_and_join();
-    }
-
-    fn stop_and_join(&mut self) {
-        let _ = self.stop.send(true);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-impl Drop for OtcpHandle {
-    fn drop(&mut self) {
-        self.stop_and_join();
+        self.thread.stop_and_join();
     }
 }
 
@@ -318,8 +303,7 @@ where
         addr,
         counters,
         gate,
-        stop,
-        thread: Some(thread),
+        thread: NodeThread::new(stop, thread),
     })
 }
 

@@ -151,6 +151,14 @@ fn closed_without_data(mut s: TcpStream) -> bool {
     }
 }
 
+/// Connects to `to`, sends `bytes`, and reads until the relay closes; true
+/// if it sent nothing back.
+fn closed_after(to: SocketAddr, bytes: &[u8]) -> bool {
+    let mut s = client(to);
+    s.write_all(bytes).unwrap();
+    closed_without_data(s)
+}
+
 #[test]
 fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
     let echo = echo_server();
@@ -164,35 +172,25 @@ fn refused_hops_and_bad_headers_end_the_connection_and_the_relay_goes_on() {
 
     // The policy refuses the echo server as the next hop.
     let fw = forward(vec![v4(r.addr)], echo);
-    let mut s = client(fw.addr);
-    s.write_all(b"hello").unwrap();
-    assert!(closed_without_data(s));
+    assert!(closed_after(fw.addr, b"hello"));
     eventually("refused", || r.stats().refused == 1);
 
     // Not an oTCP header.
-    let mut s = client(r.addr);
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
-    assert!(closed_without_data(s));
+    assert!(closed_after(r.addr, b"GET / HTTP/1.1\r\n\r\n"));
     eventually("bad header", || r.stats().bad_header == 1);
 
     // A header with an empty route: nowhere to go.
-    let mut s = client(r.addr);
-    s.write_all(b"oT\x01\x00").unwrap();
-    assert!(closed_without_data(s));
+    assert!(closed_after(r.addr, b"oT\x01\x00"));
     eventually("empty route", || r.stats().bad_header == 2);
 
     // Half a header, then silence: closed after the header timeout.
-    let mut s = client(r_quick.addr);
-    s.write_all(b"oT\x01").unwrap();
-    assert!(closed_without_data(s));
+    assert!(closed_after(r_quick.addr, b"oT\x01"));
     eventually("header timeout", || r_quick.stats().header_timeout == 1);
 
     // A next hop nobody listens on.
     let (_hold, dead) = dead_port();
     let fw_dead = forward(vec![v4(r.addr)], dead);
-    let mut s = client(fw_dead.addr);
-    s.write_all(b"hello").unwrap();
-    assert!(closed_without_data(s));
+    assert!(closed_after(fw_dead.addr, b"hello"));
     eventually("connect failed", || r.stats().connect_failed == 1);
 
     // Still serving: a second relay behind it reaches the echo server
