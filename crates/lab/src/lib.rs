@@ -14,9 +14,10 @@
 //! Requirements: Linux, root (or `CAP_NET_ADMIN` and `CAP_SYS_ADMIN`, and
 //! `CAP_NET_RAW` for [`capture`]),
 //! iproute2's `ip` and `tc`, and the `sch_htb`, `sch_fifo` qdiscs. No netem
-//! is needed: the experiments here depend on queueing delay, not on
-//! propagation delay. [`check`] probes all of this and says what is
-//! missing.
+//! is needed: the access-link experiments depend on queueing delay, not on
+//! propagation delay, and where a link needs propagation delay or random
+//! loss a user-space [`delay`] line provides it. [`check`]
+//! probes all of this and says what is missing.
 //!
 //! Layout:
 //! * [`cmd`]: running `ip`, `tc` and `sysctl`, with errors that name the
@@ -36,12 +37,16 @@
 //! * [`overlay_ack`]: seed 000's overlay node (hosts A, B, C behind access
 //!   devices on a switch), with and without ACK prioritisation;
 //! * [`backtap`]: a BackTap circuit over real UDP against kernel TCP at
-//!   that bottleneck (seed 002).
+//!   that bottleneck (seed 002);
+//! * [`delay`]: a delay line in user space: propagation delay and random
+//!   loss between two interfaces, with packet sockets;
+//! * [`wan`]: hosts joined by point-to-point links through that delay line.
 
 pub mod acks;
 pub mod backtap;
 pub mod capture;
 pub mod cmd;
+pub mod delay;
 pub mod netns;
 pub mod overlay;
 pub mod overlay_ack;
@@ -49,5 +54,6 @@ pub mod pendulum;
 pub mod tc;
 pub mod topology;
 pub mod traffic;
+pub mod wan;
 
 pub use topology::{check, Buffer};

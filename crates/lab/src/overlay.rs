@@ -195,13 +195,41 @@ impl Overlay {
     /// Runs `exe args…` in host `i`'s namespace (`ip netns exec`), with its
     /// output in `log`. It is stopped when the overlay is dropped.
     pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<()> {
+        let d = Daemon::spawn(&self.hosts[i], HOSTS[i], exe, a, log)?;
+        self.daemons.push(d);
+        Ok(())
+    }
+
+    /// Fails, naming the process and the end of its log, if a daemon has exited.
+    pub fn check_daemons(&mut self) -> Result<()> {
+        self.daemons.iter_mut().try_for_each(Daemon::check)
+    }
+}
+
+/// A child process in a namespace, killed when dropped.
+pub(crate) struct Daemon {
+    child: Child,
+    what: String,
+    log: PathBuf,
+}
+
+impl Daemon {
+    /// Runs `exe args…` in `ns` (`ip netns exec`), with its output in
+    /// `log`; `host` names the namespace's host in errors.
+    pub(crate) fn spawn(
+        ns: &Netns,
+        host: &str,
+        exe: &Path,
+        a: &[String],
+        log: &Path,
+    ) -> Result<Daemon> {
         let out = std::fs::File::create(log)
             .with_context(|| format!("cannot create {}", log.display()))?;
         let err = out
             .try_clone()
             .with_context(|| format!("cannot reopen {}", log.display()))?;
         let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", self.hosts[i].name()])
+        cmd.args(["netns", "exec", ns.name()])
             .arg(exe)
             .args(a)
             .stdin(Stdio::null())
@@ -228,41 +256,36 @@ impl Overlay {
                 "cannot start {} {} in {}",
                 exe.display(),
                 a.join(" "),
-                self.hosts[i].name()
+                ns.name()
             )
         })?;
-        self.daemons.push(Daemon {
+        Ok(Daemon {
             child,
-            what: format!("{} ({})", a.first().map_or("", |s| s.as_str()), HOSTS[i]),
+            what: format!("{} ({host})", a.first().map_or("", |s| s.as_str())),
             log: log.to_path_buf(),
-        });
-        Ok(())
+        })
     }
 
-    /// Fails, naming the process and the end of its log, if a daemon has exited.
-    pub fn check_daemons(&mut self) -> Result<()> {
-        for d in &mut self.daemons {
-            if let Ok(Some(st)) = d.child.try_wait() {
-                let log = std::fs::read_to_string(&d.log).unwrap_or_default();
-                let tail: Vec<&str> = log.lines().rev().take(5).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
-                anyhow::bail!(
-                    "{} exited ({st}); the end of {}:\n  {}",
-                    d.what,
-                    d.log.display(),
-                    tail.join("\n  ")
-                );
-            }
+    /// Fails, naming the process and the end of its log, if it has exited.
+    pub(crate) fn check(&mut self) -> Result<()> {
+        if let Ok(Some(st)) = self.child.try_wait() {
+            let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(5).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            anyhow::bail!(
+                "{} exited ({st}); the end of {}:\n  {}",
+                self.what,
+                self.log.display(),
+                tail.join("\n  ")
+            );
         }
         Ok(())
     }
-}
 
-/// A child process, killed when dropped.
-struct Daemon {
-    child: Child,
-    what: String,
-    log: PathBuf,
+    /// The daemon's log so far.
+    pub(crate) fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
 }
 
 impl Drop for Daemon {

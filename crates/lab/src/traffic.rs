@@ -52,6 +52,10 @@ impl Clock {
     pub fn now_s(&self) -> f64 {
         self.t0.elapsed().as_secs_f64()
     }
+    /// Nanoseconds since the start.
+    pub fn now_ns(&self) -> u64 {
+        self.t0.elapsed().as_nanos() as u64
+    }
     /// Sleeps until `t_s` seconds after the start (returns at once if past).
     pub fn sleep_until(&self, t_s: f64) {
         let d = t_s - self.now_s();

@@ -185,3 +185,90 @@ fn overlay_ack_prioritising_acks_at_b_keeps_a_to_b_going() {
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+#[ignore = "needs root and network namespaces; a few seconds of real time"]
+fn the_delay_line_delays_both_ways_and_loses_nothing_at_zero_loss() {
+    use hopwise_lab::traffic::Clock;
+    use hopwise_lab::wan::{link_addr, Wan, WanLink, WanNames, WanSpec};
+    use std::time::Duration;
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    topology::require().expect("the lab can run here");
+    let spec = WanSpec {
+        hosts: vec!["a".into(), "b".into()],
+        links: vec![WanLink {
+            a: 0,
+            b: 1,
+            rtt: Duration::from_millis(60),
+            loss: 0.0,
+        }],
+        initcwnd: None,
+        sysctls: vec![],
+    };
+    let clock = Clock::start();
+    let wan = Wan::build(&WanNames::new_instance(&spec), &spec, 1, clock).unwrap();
+    // A TCP handshake from a to b takes one round trip; the first also
+    // waits for ARP across the line (one more).
+    let enter = |ns: &hopwise_lab::netns::Netns| {
+        let f = ns.open().unwrap();
+        nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+    };
+    let (bns, ans) = (wan.hosts[1].open().unwrap(), wan.hosts[0].open().unwrap());
+    let listener = std::thread::spawn(move || {
+        nix::sched::setns(bns, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let l = std::net::TcpListener::bind((link_addr(0, true), 5000)).unwrap();
+        let mut kept = Vec::new();
+        for _ in 0..6 {
+            kept.push(l.accept().unwrap().0);
+        }
+    });
+    let _ = enter;
+    let rtts = std::thread::spawn(move || {
+        nix::sched::setns(ans, nix::sched::CloneFlags::CLONE_NEWNET).unwrap();
+        let to = std::net::SocketAddr::from((link_addr(0, true), 5000));
+        let mut rtts = Vec::new();
+        for _ in 0..6 {
+            let t = clock.now_s();
+            let mut tries = 0;
+            let s = loop {
+                match std::net::TcpStream::connect_timeout(&to, Duration::from_secs(3)) {
+                    Ok(s) => break s,
+                    // The listener may not be bound yet.
+                    Err(_) if tries < 20 => {
+                        tries += 1;
+                        clock.sleep_until(clock.now_s() + 0.05);
+                    }
+                    Err(e) => panic!("connect: {e}"),
+                }
+            };
+            rtts.push((clock.now_s() - t) * 1e3);
+            drop(s);
+        }
+        rtts
+    })
+    .join()
+    .unwrap();
+    listener.join().unwrap();
+    let stats = wan.finish().unwrap();
+    let l = &stats[0];
+    eprintln!("handshakes (ms): {rtts:.2?}\n{:?}\n{:?}", l.ab, l.ba);
+    // After the first (ARP), each handshake takes the 60 ms round trip.
+    for r in &rtts[1..] {
+        assert!(
+            (59.9..62.0).contains(r),
+            "handshake {r:.2} ms on a 60 ms link: {rtts:?}"
+        );
+    }
+    assert!(
+        rtts[0] > 119.0,
+        "the first handshake also resolves ARP: {rtts:?}"
+    );
+    for s in [&l.ab, &l.ba] {
+        assert!(
+            s.frames >= 12 && s.sent + s.in_flight_at_stop == s.frames,
+            "{s:?}"
+        );
+        assert_eq!(s.lost + s.overflow + s.send_errors, 0);
+        assert!(s.late_max_us < 1000.0, "{s:?}");
+    }
+}

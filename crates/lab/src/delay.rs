@@ -1,0 +1,614 @@
+//! A delay line: propagation delay and random loss for lab links, in user
+//! space (the lab needs no netem; this machine's kernel has none).
+//!
+//! A delayed link between namespaces A and B is cut in two at a `wan`
+//! namespace:
+//!
+//! ```text
+//!   A ── dev ═ wLa ─┐ wan: a thread copies frames ┌─ wLb ═ dev ── B
+//!                   └──── after `delay`, losing ──┘
+//!                         each with probability `loss`
+//! ```
+//!
+//! In `wan`, a packet socket (`AF_PACKET`, `SOCK_RAW`) bound to each of the
+//! two interfaces reads every Ethernet frame that arrives there, and the
+//! same thread writes it to the other interface once the direction's
+//! one-way delay has passed. Every frame of a direction waits the same
+//! time, so a direction is a FIFO and never reorders. Loss is per frame and
+//! direction, from its own xoshiro256++ stream seeded by the run's seed and
+//! the link's name, as the simulator's links draw theirs. The interfaces
+//! carry no address, so `wan`'s own stack ignores the frames; a packet
+//! socket does not receive what it sends itself, and frames the kernel
+//! sends out of these interfaces (`PACKET_OUTGOING`) are skipped.
+//!
+//! Not modelled: a rate or a queue (the line holds what is in flight, up to
+//! [`MAX_LANE_BYTES`] per direction; use `tc` on the hosts' interfaces for
+//! a bottleneck), jitter, reordering, corruption. The thread asks for
+//! real-time priority (`chrt -f 20`, best effort) and a 1 ns timer slack,
+//! so that it wakes on time; frames due together are then written one by
+//! one, and each write runs the receiving host's stack, so the last of a
+//! burst leaves later (by up to a few milliseconds after a slow-start
+//! burst of hundreds of frames). How late frames leave is measured and
+//! reported ([`LaneStats::late_mean_us`], [`LaneStats::late_max_us`]). Veth checksum offload leaves TCP and
+//! UDP checksums to the receiver, so the line fills them in
+//! ([`fill_l4_checksum`]). The
+//! hosts' veths must segment before sending (`gso_max_segs 1`), since one
+//! frame read is one frame written and a frame above the MTU cannot be.
+
+use crate::traffic::{enter, spawn_ready, Clock};
+use anyhow::{bail, Context, Result};
+use hopwise_sim::rng::Rng;
+use nix::errno::Errno;
+use nix::poll::{ppoll, PollFd, PollFlags};
+use nix::sys::socket::{
+    bind, recvfrom, send, setsockopt, socket, sockopt, AddressFamily, LinkAddr, MsgFlags, SockFlag,
+    SockProtocol, SockType,
+};
+use nix::sys::time::TimeSpec;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Most bytes one direction holds in flight (64 MiB: 5 s at 100 Mbit/s);
+/// a frame beyond it is dropped and counted as `overflow`.
+pub const MAX_LANE_BYTES: usize = 64 << 20;
+/// `PACKET_OUTGOING` (linux/if_packet.h): a frame this host sent.
+const PACKET_OUTGOING: u8 = 4;
+/// How often the thread looks at its stop flag when nothing is due.
+const IDLE_WAKE: Duration = Duration::from_millis(20);
+/// How long to wait before writing to a socket that was full.
+const BLOCKED_RETRY: Duration = Duration::from_micros(200);
+
+/// One direction of a delayed link.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Dir {
+    /// One-way delay.
+    #[serde(serialize_with = "ser_ms", rename = "delay_ms")]
+    pub delay: Duration,
+    /// Probability that a frame is lost, 0 ≤ loss < 1.
+    pub loss: f64,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+/// A link to delay: the two interfaces in the `wan` namespace that face
+/// its ends, and each direction's delay and loss.
+#[derive(Clone, Debug, Serialize)]
+pub struct Link {
+    pub name: String,
+    /// Interface towards end A, and towards end B.
+    pub a_dev: String,
+    pub b_dev: String,
+    /// A → B and B → A.
+    pub ab: Dir,
+    pub ba: Dir,
+}
+
+/// What one direction did.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LaneStats {
+    /// Frames that arrived, and their bytes.
+    pub frames: u64,
+    pub bytes: u64,
+    /// Frames dropped at random (`loss`).
+    pub lost: u64,
+    /// Frames dropped because the line held [`MAX_LANE_BYTES`] already.
+    pub overflow: u64,
+    /// Frames the other interface would not take (`send` failed).
+    pub send_errors: u64,
+    /// Most bytes held at once.
+    pub max_held_bytes: u64,
+    /// Frames written, and how late the latest of them left, µs.
+    pub sent: u64,
+    pub late_max_us: f64,
+    /// Mean lateness over the frames written, µs.
+    pub late_mean_us: f64,
+    /// Frames still on the line when it stopped.
+    pub in_flight_at_stop: u64,
+}
+
+/// One direction's frames in flight, in arrival order (every frame waits
+/// the same delay, so that is also their order of departure). Pure: the
+/// caller gives the time, in nanoseconds on any monotonic clock.
+#[derive(Debug)]
+pub struct Lane {
+    delay_ns: u64,
+    loss: f64,
+    rng: Rng,
+    queue: VecDeque<(u64, Vec<u8>)>,
+    held: usize,
+    late_sum_us: f64,
+    pub stats: LaneStats,
+}
+
+impl Lane {
+    pub fn new(dir: Dir, rng: Rng) -> Lane {
+        Lane {
+            delay_ns: dir.delay.as_nanos() as u64,
+            loss: dir.loss,
+            rng,
+            queue: VecDeque::new(),
+            held: 0,
+            late_sum_us: 0.0,
+            stats: LaneStats::default(),
+        }
+    }
+
+    /// A frame arrived at `now_ns`. It is lost with probability `loss`,
+    /// dropped if the line is full, and otherwise held until its delay has
+    /// passed. Returns whether it was kept.
+    pub fn arrive(&mut self, now_ns: u64, frame: Vec<u8>) -> bool {
+        self.stats.frames += 1;
+        self.stats.bytes += frame.len() as u64;
+        if self.loss > 0.0 && self.rng.chance(self.loss) {
+            self.stats.lost += 1;
+            return false;
+        }
+        if self.held + frame.len() > MAX_LANE_BYTES {
+            self.stats.overflow += 1;
+            return false;
+        }
+        self.held += frame.len();
+        self.stats.max_held_bytes = self.stats.max_held_bytes.max(self.held as u64);
+        self.queue.push_back((now_ns + self.delay_ns, frame));
+        true
+    }
+
+    /// When the first frame held is due, if any.
+    pub fn next_due(&self) -> Option<u64> {
+        self.queue.front().map(|(t, _)| *t)
+    }
+
+    /// The first frame held, if it is due at `now_ns`.
+    pub fn peek_due(&self, now_ns: u64) -> Option<&[u8]> {
+        self.queue
+            .front()
+            .filter(|(t, _)| *t <= now_ns)
+            .map(|(_, f)| f.as_slice())
+    }
+
+    /// Removes the first frame held, once written (`sent`) or given up on,
+    /// and records how late it left.
+    pub fn depart(&mut self, now_ns: u64, sent: bool) {
+        if let Some((due, f)) = self.queue.pop_front() {
+            self.held -= f.len();
+            if sent {
+                let late_us = now_ns.saturating_sub(due) as f64 / 1e3;
+                self.stats.sent += 1;
+                self.late_sum_us += late_us;
+                self.stats.late_max_us = self.stats.late_max_us.max(late_us);
+                self.stats.late_mean_us = self.late_sum_us / self.stats.sent as f64;
+            } else {
+                self.stats.send_errors += 1;
+            }
+        }
+    }
+}
+
+/// Both directions of a link, once the line has stopped.
+#[derive(Clone, Debug, Serialize)]
+pub struct LinkStats {
+    pub link: Link,
+    pub ab: LaneStats,
+    pub ba: LaneStats,
+}
+
+/// The running delay line of one `wan` namespace. Dropping it stops the
+/// thread; [`DelayLine::stop`] also returns what each link did.
+pub struct DelayLine {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<Vec<LinkStats>>>>,
+}
+
+impl DelayLine {
+    /// Enters `ns` (the `wan` namespace), opens a packet socket on each
+    /// link's two interfaces and starts copying. Returns once the sockets
+    /// are bound; an interface that does not exist is an error that names it.
+    pub fn spawn(ns: File, links: Vec<Link>, seed: u64, clock: Clock) -> Result<DelayLine> {
+        for l in &links {
+            for d in [l.ab, l.ba] {
+                if !(0.0..1.0).contains(&d.loss) {
+                    bail!("delay line {}: loss {} is not in [0, 1)", l.name, d.loss);
+                }
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = spawn_ready(
+            "delay line".into(),
+            move || {
+                enter(&ns, "delay line")?;
+                // Wake on time: the default slack lets timers fire 50 µs late.
+                let _ = nix::sys::prctl::set_timerslack(1);
+                // And first: at real-time priority (`chrt`, best effort),
+                // the line is not kept waiting behind the hosts' processes.
+                let tid = nix::unistd::gettid().to_string();
+                let _ = std::process::Command::new("chrt")
+                    .args(["-f", "-p", "20", &tid])
+                    .output();
+                let mut socks = Vec::new();
+                for l in &links {
+                    socks.push(open_bound(&l.a_dev)?);
+                    socks.push(open_bound(&l.b_dev)?);
+                }
+                Ok((links, socks))
+            },
+            move |(links, socks)| copy_frames(links, socks, seed, clock, &flag),
+        )?;
+        Ok(DelayLine {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the thread and returns each link's counters.
+    pub fn stop(mut self) -> Result<Vec<LinkStats>> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => bail!("the delay line's thread panicked"),
+            None => bail!("the delay line was already stopped"),
+        }
+    }
+}
+
+impl Drop for DelayLine {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A non-blocking packet socket for every protocol, bound to `dev` in the
+/// calling thread's namespace, with large buffers.
+fn open_bound(dev: &str) -> Result<OwnedFd> {
+    let what = format!("delay line: interface {dev}");
+    let fd = socket(
+        AddressFamily::Packet,
+        SockType::Raw,
+        SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC,
+        SockProtocol::EthAll,
+    )
+    .with_context(|| format!("{what}: cannot open a packet socket (CAP_NET_RAW needed)"))?;
+    // The interface's link-layer address (its ifindex) from getifaddrs; a
+    // zero protocol in it keeps the socket's ETH_P_ALL when binding.
+    let addr = nix::ifaddrs::getifaddrs()
+        .with_context(|| format!("{what}: getifaddrs"))?
+        .filter(|a| a.interface_name == dev)
+        .find_map(|a| a.address.and_then(|s| s.as_link_addr().copied()))
+        .with_context(|| format!("{what}: no such interface in the wan namespace"))?;
+    bind_link(&fd, &addr).with_context(|| format!("{what}: cannot bind a packet socket"))?;
+    // Best effort: the kernel caps them at rmem_max / wmem_max.
+    let _ = setsockopt(&fd, sockopt::RcvBuf, &(8 << 20));
+    let _ = setsockopt(&fd, sockopt::SndBuf, &(8 << 20));
+    Ok(fd)
+}
+
+fn bind_link(fd: &OwnedFd, addr: &LinkAddr) -> nix::Result<()> {
+    use std::os::fd::AsRawFd;
+    bind(fd.as_raw_fd(), addr)
+}
+
+/// The thread's loop: read what arrived on every interface, write what is
+/// due, sleep until the next frame is due or something arrives.
+fn copy_frames(
+    links: Vec<Link>,
+    socks: Vec<OwnedFd>,
+    seed: u64,
+    clock: Clock,
+    stop: &AtomicBool,
+) -> Result<Vec<LinkStats>> {
+    // Lane i carries what arrives on socks[i] out of socks[i ^ 1].
+    let mut lanes: Vec<Lane> = Vec::new();
+    for l in &links {
+        lanes.push(Lane::new(
+            l.ab,
+            Rng::for_component(seed, &format!("delay/{}/ab", l.name)),
+        ));
+        lanes.push(Lane::new(
+            l.ba,
+            Rng::for_component(seed, &format!("delay/{}/ba", l.name)),
+        ));
+    }
+    let mut buf = vec![0u8; 65_536];
+    while !stop.load(Ordering::Relaxed) {
+        let now = clock.now_ns();
+        // Write what is due.
+        let mut blocked = false;
+        for (i, lane) in lanes.iter_mut().enumerate() {
+            while let Some(frame) = lane.peek_due(now) {
+                match send(as_raw(&socks[i ^ 1]), frame, MsgFlags::empty()) {
+                    Ok(_) => lane.depart(clock.now_ns(), true),
+                    // The socket's buffer is full: try again shortly.
+                    Err(Errno::EAGAIN | Errno::ENOBUFS | Errno::EINTR) => {
+                        blocked = true;
+                        break;
+                    }
+                    // The interface went down (the lab is being torn down), or
+                    // the frame cannot go out: drop it, counted.
+                    Err(_) => lane.depart(now, false),
+                }
+            }
+        }
+        let now = clock.now_ns();
+        let next = lanes.iter().filter_map(Lane::next_due).min();
+        let wait = match next {
+            // A blocked socket is retried after BLOCKED_RETRY, not at once:
+            // the thread may run at real-time priority and must not spin.
+            Some(_) if blocked => BLOCKED_RETRY,
+            Some(t) => Duration::from_nanos(t.saturating_sub(now)).min(IDLE_WAKE),
+            None => IDLE_WAKE,
+        };
+        let mut fds: Vec<PollFd> = socks
+            .iter()
+            .map(|s| PollFd::new(s.as_fd(), PollFlags::POLLIN))
+            .collect();
+        match ppoll(&mut fds, Some(TimeSpec::from_duration(wait)), None) {
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(e) => return Err(e).context("delay line: ppoll"),
+        }
+        let ready: Vec<bool> = fds
+            .iter()
+            .map(|f| f.revents().is_some_and(|r| r.contains(PollFlags::POLLIN)))
+            .collect();
+        drop(fds);
+        for (i, r) in ready.into_iter().enumerate() {
+            if !r {
+                continue;
+            }
+            loop {
+                match recvfrom::<LinkAddr>(as_raw(&socks[i]), &mut buf) {
+                    Ok((n, from)) => {
+                        if from.is_some_and(|a| a.pkttype() == PACKET_OUTGOING) {
+                            continue;
+                        }
+                        let mut frame = buf[..n].to_vec();
+                        fill_l4_checksum(&mut frame);
+                        lanes[i].arrive(clock.now_ns(), frame);
+                    }
+                    Err(Errno::EAGAIN) => break,
+                    Err(Errno::EINTR) => {}
+                    Err(e) => {
+                        return Err(e).with_context(|| {
+                            format!("delay line: reading interface {}", {
+                                let l = &links[i / 2];
+                                if i % 2 == 0 {
+                                    &l.a_dev
+                                } else {
+                                    &l.b_dev
+                                }
+                            })
+                        })
+                    }
+                }
+            }
+        }
+    }
+    for l in &mut lanes {
+        l.stats.in_flight_at_stop = l.queue.len() as u64;
+    }
+    let mut lanes = lanes.into_iter();
+    Ok(links
+        .into_iter()
+        .map(|link| LinkStats {
+            link,
+            ab: lanes.next().map(|l| l.stats).unwrap_or_default(),
+            ba: lanes.next().map(|l| l.stats).unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// Writes the TCP or UDP checksum of an IPv4 frame. A veth leaves it to
+/// the receiver (checksum offload: the skb says "not computed yet", and a
+/// packet socket reads the bytes as they are), so a frame copied to another
+/// interface would arrive with a wrong one and be dropped. Recomputing it
+/// leaves a correct checksum as it was. Frames that are not IPv4 TCP or UDP,
+/// fragments, and truncated frames are left alone; never panics.
+pub fn fill_l4_checksum(frame: &mut [u8]) {
+    const ETH: usize = 14;
+    if frame.len() < ETH + 20 || frame[12..14] != [0x08, 0x00] {
+        return;
+    }
+    let ip = &frame[ETH..];
+    let ihl = (ip[0] & 0x0f) as usize * 4;
+    let total = u16::from_be_bytes([ip[2], ip[3]]) as usize;
+    let proto = ip[9];
+    let fragment = u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff != 0;
+    if ip[0] >> 4 != 4 || ihl < 20 || total < ihl || total > ip.len() || fragment {
+        return;
+    }
+    let at = match proto {
+        6 if total >= ihl + 20 => 16,
+        17 if total >= ihl + 8 => 6,
+        _ => return,
+    };
+    let (src, dst) = (
+        [ip[12], ip[13], ip[14], ip[15]],
+        [ip[16], ip[17], ip[18], ip[19]],
+    );
+    let seg = &mut frame[ETH + ihl..ETH + total];
+    seg[at] = 0;
+    seg[at + 1] = 0;
+    let mut sum: u32 = 0;
+    let mut add = |b: &[u8]| {
+        for c in b.chunks(2) {
+            sum += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+        }
+    };
+    add(&src);
+    add(&dst);
+    add(&[0, proto]);
+    add(&(seg.len() as u16).to_be_bytes());
+    add(seg);
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let mut c = !(sum as u16);
+    if proto == 17 && c == 0 {
+        c = 0xffff; // RFC 768: a computed zero is sent as all ones
+    }
+    seg[at..at + 2].copy_from_slice(&c.to_be_bytes());
+}
+
+fn as_raw(fd: &OwnedFd) -> std::os::fd::RawFd {
+    use std::os::fd::AsRawFd;
+    fd.as_raw_fd()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(ms: u64, loss: f64) -> Dir {
+        Dir {
+            delay: Duration::from_millis(ms),
+            loss,
+        }
+    }
+
+    #[test]
+    fn frames_leave_in_order_after_exactly_their_delay() {
+        let mut l = Lane::new(dir(10, 0.0), Rng::from_seed(1));
+        assert!(l.next_due().is_none());
+        assert!(l.arrive(1_000, vec![1; 100]));
+        assert!(l.arrive(2_000, vec![2; 60]));
+        assert_eq!(l.next_due(), Some(10_001_000));
+        assert!(l.peek_due(10_000_999).is_none(), "not before its delay");
+        assert_eq!(l.peek_due(10_001_000), Some(&[1u8; 100][..]));
+        l.depart(10_001_500, true);
+        assert_eq!(l.next_due(), Some(10_002_000));
+        assert_eq!(l.peek_due(20_000_000).map(|f| f[0]), Some(2));
+        l.depart(10_002_000, true);
+        assert!(l.peek_due(u64::MAX).is_none());
+        let s = &l.stats;
+        assert_eq!((s.frames, s.bytes, s.sent, s.lost), (2, 160, 2, 0));
+        assert_eq!(s.max_held_bytes, 160);
+        assert!((s.late_max_us - 0.5).abs() < 1e-9);
+        assert!((s.late_mean_us - 0.25).abs() < 1e-9);
+    }
+
+    #[test]
+    fn loss_is_drawn_per_frame_at_the_configured_rate_and_repeats_with_the_seed() {
+        let run = |seed| {
+            let mut l = Lane::new(dir(1, 0.1), Rng::from_seed(seed));
+            let kept: Vec<bool> = (0..20_000).map(|i| l.arrive(i, vec![0; 10])).collect();
+            (kept, l.stats.lost)
+        };
+        let (a, lost) = run(7);
+        assert!(
+            (1_800..2_200).contains(&lost),
+            "lost {lost} of 20000 at 10 %"
+        );
+        assert_eq!(a, run(7).0, "the same seed loses the same frames");
+        assert_ne!(a, run(8).0);
+        let mut none = Lane::new(dir(1, 0.0), Rng::from_seed(7));
+        assert!((0..1000).all(|i| none.arrive(i, vec![0; 10])));
+    }
+
+    /// An Ethernet frame with an IPv4 TCP segment (checksum as given).
+    fn tcp_frame(payload: &[u8], csum: [u8; 2]) -> Vec<u8> {
+        let mut f = vec![0u8; 12];
+        f.extend([0x08, 0x00]);
+        let total = (20 + 20 + payload.len()) as u16;
+        f.extend([
+            0x45,
+            0,
+            (total >> 8) as u8,
+            total as u8,
+            0,
+            1,
+            0x40,
+            0,
+            64,
+            6,
+            0,
+            0,
+        ]);
+        f.extend([10, 0, 0, 1, 10, 0, 0, 2]);
+        f.extend([
+            0x13, 0x88, 0xc3, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff,
+        ]);
+        f.extend(csum);
+        f.extend([0, 0]);
+        f.extend(payload);
+        f
+    }
+
+    /// The Internet checksum over the pseudo-header and segment: zero when
+    /// the checksum field is right (RFC 1071).
+    fn verify(f: &[u8]) -> u16 {
+        let seg = &f[34..];
+        let mut sum: u32 = 0;
+        let mut words = |b: &[u8]| {
+            for c in b.chunks(2) {
+                sum += u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]) as u32;
+            }
+        };
+        words(&f[26..34]);
+        words(&[0, 6]);
+        words(&(seg.len() as u16).to_be_bytes());
+        words(seg);
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    #[test]
+    fn tcp_checksums_left_to_the_receiver_are_filled_in_and_good_ones_kept() {
+        for payload in [&b""[..], b"odd", b"even"] {
+            let mut f = tcp_frame(payload, [0xde, 0xad]);
+            assert_ne!(verify(&f), 0);
+            fill_l4_checksum(&mut f);
+            assert_eq!(verify(&f), 0, "payload {payload:?}");
+            let good = f.clone();
+            fill_l4_checksum(&mut f);
+            assert_eq!(f, good, "a right checksum is kept");
+        }
+        // Not IPv4, or cut short: left alone.
+        let mut arp = tcp_frame(b"x", [1, 2]);
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let before = arp.clone();
+        fill_l4_checksum(&mut arp);
+        assert_eq!(arp, before);
+        let mut short = tcp_frame(b"xyz", [1, 2]);
+        short.truncate(50);
+        let before = short.clone();
+        fill_l4_checksum(&mut short);
+        assert_eq!(short, before);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_checksum_filler_never_panics(mut b in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            if b.len() > 14 {
+                b[12] = 0x08;
+                b[13] = 0x00;
+            }
+            fill_l4_checksum(&mut b);
+        }
+    }
+
+    #[test]
+    fn a_full_line_drops_and_counts_instead_of_growing() {
+        let mut l = Lane::new(dir(1000, 0.0), Rng::from_seed(1));
+        let big = MAX_LANE_BYTES / 4;
+        for i in 0..4 {
+            assert!(l.arrive(i, vec![0; big]));
+        }
+        assert!(!l.arrive(5, vec![0; 1]));
+        assert_eq!(l.stats.overflow, 1);
+        l.depart(2_000_000_000, false);
+        assert_eq!(l.stats.send_errors, 1);
+        assert!(l.arrive(6, vec![0; 1]), "room again once a frame has left");
+    }
+}

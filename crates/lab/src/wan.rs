@@ -1,0 +1,344 @@
+//! Hosts joined by point-to-point wide-area links, each with its own
+//! propagation delay and random loss ([`crate::delay`]).
+//!
+//! ```text
+//!   host A ── lL ═ wLa ─┐                  ┌─ wLb ═ lL ── host B
+//!   10.203.L.1/24       └─ wan: delay line ┘      10.203.L.2/24
+//! ```
+//!
+//! Link `L` (0, 1, …) is a subnet of its own, 10.203.L.0/24: end A has
+//! .1 and end B .2, both on an interface named `lL`. A host reaches the
+//! other end of each of its links directly; there is no routing, so a
+//! path through several hosts exists only where a program relays it (an
+//! oTCP relay). The hosts' veths segment before sending
+//! (`gso_max_segs 1`), as the delay line requires. Each host gets the
+//! sysctls asked for (for instance its default congestion control or its
+//! receive buffers) and, if asked, an initial congestion window on its
+//! links' routes.
+
+use crate::cmd::{args, display, run};
+use crate::delay::{DelayLine, Dir, Link, LinkStats};
+use crate::netns::Netns;
+use crate::overlay::Daemon;
+use crate::topology::PREFIX;
+use crate::traffic::Clock;
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::Duration;
+
+/// A link between hosts `a` and `b` (indices into [`WanSpec::hosts`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct WanLink {
+    pub a: usize,
+    pub b: usize,
+    /// Round-trip propagation delay: each direction gets half.
+    #[serde(serialize_with = "ser_ms", rename = "rtt_ms")]
+    pub rtt: Duration,
+    /// Loss probability per frame, in each direction.
+    pub loss: f64,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1e3)
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct WanSpec {
+    /// Host names, short (`client`, `relay1`); namespaces add a prefix.
+    pub hosts: Vec<String>,
+    pub links: Vec<WanLink>,
+    /// `initcwnd` on every link's route (Linux's default is 10).
+    pub initcwnd: Option<u32>,
+    /// `key=value` sysctls set in every host's namespace.
+    pub sysctls: Vec<String>,
+}
+
+impl WanSpec {
+    /// The spec's own errors: unknown hosts, a link to itself, too many links, bad loss.
+    pub fn check(&self) -> Result<()> {
+        if self.links.len() > MAX_LINKS {
+            bail!("{} links: at most {MAX_LINKS}", self.links.len());
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            if l.a >= self.hosts.len() || l.b >= self.hosts.len() || l.a == l.b {
+                bail!(
+                    "link {i}: hosts {} and {} ({} hosts)",
+                    l.a,
+                    l.b,
+                    self.hosts.len()
+                );
+            }
+            if !(0.0..1.0).contains(&l.loss) {
+                bail!("link {i}: loss {} is not in [0, 1)", l.loss);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Links are numbered into the third octet of 10.203.L.0/24.
+pub const MAX_LINKS: usize = 250;
+
+/// End `b_end` (false: A, true: B) of link `l`.
+pub fn link_addr(l: usize, b_end: bool) -> Ipv4Addr {
+    Ipv4Addr::new(10, 203, l as u8, if b_end { 2 } else { 1 })
+}
+
+/// The hosts' interface on link `l`.
+pub fn host_dev(l: usize) -> String {
+    format!("l{l}")
+}
+
+/// The `wan` namespace's interfaces facing link `l`'s ends A and B.
+pub fn wan_devs(l: usize) -> (String, String) {
+    (format!("w{l}a"), format!("w{l}b"))
+}
+
+/// Namespace names of a new instance: `hwlab-PID-N-wan` and one per host.
+#[derive(Clone, Debug)]
+pub struct WanNames {
+    pub wan: String,
+    pub hosts: Vec<String>,
+}
+
+impl WanNames {
+    pub fn new_instance(spec: &WanSpec) -> WanNames {
+        let p = crate::netns::instance_prefix(PREFIX);
+        WanNames {
+            wan: format!("{p}-wan"),
+            hosts: spec.hosts.iter().map(|h| format!("{p}-{h}")).collect(),
+        }
+    }
+}
+
+/// The commands that wire up the existing namespaces. Pure, for tests.
+pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
+    let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for (l, link) in spec.links.iter().enumerate() {
+        let dev = host_dev(l);
+        let (wa, wb) = wan_devs(l);
+        for (host, wdev, b_end) in [(link.a, &wa, false), (link.b, &wb, true)] {
+            let ns = &n.hosts[host];
+            p.push((
+                "ip",
+                args(&[
+                    "link", "add", &dev, "netns", ns, "type", "veth", "peer", "name", wdev,
+                    "netns", &n.wan,
+                ]),
+            ));
+            let a = format!("{}/24", link_addr(l, b_end));
+            p.push(("ip", args(&["-n", ns, "addr", "add", &a, "dev", &dev])));
+            // One MSS per skb: the delay line copies frames one by one.
+            for (ns, d) in [(ns, &dev), (&n.wan, wdev)] {
+                p.push((
+                    "ip",
+                    args(&["-n", ns, "link", "set", d, "up", "gso_max_segs", "1"]),
+                ));
+            }
+            if let Some(w) = spec.initcwnd {
+                let net = format!("{}/24", Ipv4Addr::new(10, 203, l as u8, 0));
+                p.push((
+                    "ip",
+                    args(&[
+                        "-n",
+                        ns,
+                        "route",
+                        "replace",
+                        &net,
+                        "dev",
+                        &dev,
+                        "src",
+                        &link_addr(l, b_end).to_string(),
+                        "initcwnd",
+                        &w.to_string(),
+                    ]),
+                ));
+            }
+        }
+    }
+    for ns in &n.hosts {
+        for s in &spec.sysctls {
+            p.push(("ip", args(&["netns", "exec", ns, "sysctl", "-qw", s])));
+        }
+    }
+    p
+}
+
+/// A built wide-area lab: the namespaces, the delay line and the processes
+/// started in the hosts. Dropping it stops the processes and the delay
+/// line, then deletes the namespaces.
+pub struct Wan {
+    pub spec: WanSpec,
+    /// Declared first, so that they are dropped first.
+    daemons: Vec<Daemon>,
+    delay: Option<DelayLine>,
+    pub wan: Netns,
+    pub hosts: Vec<Netns>,
+}
+
+impl Wan {
+    /// Creates the namespaces, runs [`plan`] and starts the delay line.
+    pub fn build(names: &WanNames, spec: &WanSpec, seed: u64, clock: Clock) -> Result<Wan> {
+        spec.check()?;
+        let wan = Netns::create(&names.wan)?;
+        let mut hosts = Vec::new();
+        for h in &names.hosts {
+            hosts.push(Netns::create(h)?);
+        }
+        let mut w = Wan {
+            spec: spec.clone(),
+            daemons: Vec::new(),
+            delay: None,
+            wan,
+            hosts,
+        };
+        for (prog, a) in plan(names, spec) {
+            run(prog, &a).with_context(|| format!("building the wan: {}", display(prog, &a)))?;
+        }
+        let links = spec
+            .links
+            .iter()
+            .enumerate()
+            .map(|(l, k)| {
+                let (a_dev, b_dev) = wan_devs(l);
+                let dir = Dir {
+                    delay: k.rtt / 2,
+                    loss: k.loss,
+                };
+                Link {
+                    name: format!("{}-{}", spec.hosts[k.a], spec.hosts[k.b]),
+                    a_dev,
+                    b_dev,
+                    ab: dir,
+                    ba: dir,
+                }
+            })
+            .collect();
+        w.delay = Some(DelayLine::spawn(w.wan.open()?, links, seed, clock)?);
+        Ok(w)
+    }
+
+    /// Index of host `name`.
+    pub fn host(&self, name: &str) -> Result<usize> {
+        self.spec
+            .hosts
+            .iter()
+            .position(|h| h == name)
+            .with_context(|| format!("no host {name:?} in the wan"))
+    }
+
+    /// Runs `exe args…` in host `i`'s namespace, with its output in `log`,
+    /// until the wan is dropped.
+    pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<()> {
+        let d = Daemon::spawn(&self.hosts[i], &self.spec.hosts[i], exe, a, log)?;
+        self.daemons.push(d);
+        Ok(())
+    }
+
+    /// Fails, naming the process and the end of its log, if one has exited.
+    pub fn check_daemons(&mut self) -> Result<()> {
+        self.daemons.iter_mut().try_for_each(Daemon::check)
+    }
+
+    /// Waits until every process started has written `line` to its log
+    /// (for instance that it listens), or fails after `within`.
+    pub fn wait_for_logs(&mut self, line: &str, within: Duration, clock: Clock) -> Result<()> {
+        let end = clock.now_s() + within.as_secs_f64();
+        loop {
+            self.check_daemons()?;
+            if self.daemons.iter().all(|d| d.log_text().contains(line)) {
+                return Ok(());
+            }
+            if clock.now_s() > end {
+                bail!(
+                    "the processes did not all log {line:?} within {} s",
+                    within.as_secs()
+                );
+            }
+            clock.sleep_until(clock.now_s() + 0.02);
+        }
+    }
+
+    /// Stops the processes and the delay line; returns what each link did.
+    pub fn finish(mut self) -> Result<Vec<LinkStats>> {
+        self.daemons.clear();
+        match self.delay.take() {
+            Some(d) => d.stop(),
+            None => Ok(Vec::new()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> WanSpec {
+        WanSpec {
+            hosts: vec!["client".into(), "relay".into(), "server".into()],
+            links: vec![
+                WanLink {
+                    a: 0,
+                    b: 2,
+                    rtt: Duration::from_millis(80),
+                    loss: 0.0,
+                },
+                WanLink {
+                    a: 0,
+                    b: 1,
+                    rtt: Duration::from_millis(40),
+                    loss: 0.01,
+                },
+                WanLink {
+                    a: 1,
+                    b: 2,
+                    rtt: Duration::from_millis(40),
+                    loss: 0.01,
+                },
+            ],
+            initcwnd: Some(3),
+            sysctls: vec!["net.ipv4.tcp_congestion_control=reno".into()],
+        }
+    }
+
+    #[test]
+    fn plan_gives_each_link_two_veths_into_the_wan_and_its_own_subnet() {
+        let s = spec();
+        let n = WanNames::new_instance(&s);
+        let lines: Vec<String> = plan(&n, &s).iter().map(|(p, a)| display(p, a)).collect();
+        let count = |x: &str| lines.iter().filter(|l| l.contains(x)).count();
+        assert_eq!(count("type veth"), 6);
+        assert_eq!(count("gso_max_segs 1"), 12);
+        assert_eq!(count("initcwnd 3"), 6);
+        assert_eq!(count("tcp_congestion_control=reno"), 3);
+        let relay = &n.hosts[1];
+        assert!(lines.iter().any(|l| l.contains(&format!(
+            "link add l1 netns {relay} type veth peer name w1b netns {}",
+            n.wan
+        ))));
+        assert!(lines
+            .iter()
+            .any(|l| l.ends_with(&format!("-n {relay} addr add 10.203.2.1/24 dev l2"))));
+        assert_eq!(link_addr(2, true), Ipv4Addr::new(10, 203, 2, 2));
+        s.check().unwrap();
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_the_link_named() {
+        let mut s = spec();
+        s.links[1].b = 0;
+        assert!(s.check().unwrap_err().to_string().starts_with("link 1:"));
+        let mut s = spec();
+        s.links[2].loss = 1.0;
+        assert!(s
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("link 2: loss 1"));
+        let mut s = spec();
+        s.links = vec![s.links[0].clone(); MAX_LINKS + 1];
+        assert!(s.check().is_err());
+    }
+}
