@@ -109,7 +109,11 @@ fn bench_tor_flags_are_checked_before_anything_happens() {
 /// panic.
 #[test]
 fn a_closed_stdout_pipe_is_not_a_panic() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hopwise"))
+    // The reader is gone before the child starts: closing it after the
+    // spawn raced with a child fast enough to write first (exit 0).
+    let (reader, closed) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = Command::new(env!("CARGO_BIN_EXE_hopwise"))
         .args([
             "model",
             "pendulum",
@@ -124,11 +128,10 @@ fn a_closed_stdout_pipe_is_not_a_panic() {
             "--up-buffer",
             "9kB",
         ])
-        .stdout(std::process::Stdio::piped())
+        .stdout(closed)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!err.contains("panicked"), "{err}");
@@ -147,6 +150,17 @@ fn lab_flags_are_checked_before_the_banner() {
             vec!["lab", "overlay-ack", "--modes", "plain,split-dynamic"],
             "split-dynamic needs the overlay's connection policy",
         ),
+        (vec!["lab", "otcp", "--runs", "0"], "--runs 0: 1 to 50"),
+        (vec!["lab", "otcp", "--size", "10kB"], "--size 10000: 100000 B to 1 GB"),
+        (
+            vec!["lab", "otcp", "--regimes", "window,lossy"],
+            "unknown regime \"lossy\" (loss, loss-rtt or window)",
+        ),
+        (
+            vec!["lab", "otcp", "--regimes", "loss,loss"],
+            "regime \"loss\" given twice",
+        ),
+        (vec!["lab", "otcp", "--size", "4 parsecs"], "--size"),
     ] {
         let o = hopwise(&args);
         assert!(!o.status.success());
