@@ -13,10 +13,14 @@
 //! In `wan`, a packet socket (`AF_PACKET`, `SOCK_RAW`) bound to each of the
 //! two interfaces reads every Ethernet frame that arrives there, and the
 //! same thread writes it to the other interface once the direction's
-//! one-way delay has passed. Every frame of a direction waits the same
-//! time, so a direction is a FIFO and never reorders. Loss is per frame and
-//! direction, from its own xoshiro256++ stream seeded by the run's seed and
-//! the link's name, as the simulator's links draw theirs. The interfaces
+//! one-way delay has passed since the kernel stamped its arrival
+//! (`SO_TIMESTAMPNS`). Every frame of a direction waits the same time, so
+//! a direction is a FIFO and never reorders. Loss is per IPv4 frame (ARP
+//! passes, as the simulator has none) and direction, from its own
+//! xoshiro256++ stream seeded by the run's seed and the link's name, as the
+//! simulator's links draw theirs. The seed fixes that stream, not the
+//! frames it meets: which frames a run sends depends on the kernel's
+//! timing, so two runs with one seed are not the same frame by frame. The interfaces
 //! carry no address, so `wan`'s own stack ignores the frames; a packet
 //! socket does not receive what it sends itself, and frames the kernel
 //! sends out of these interfaces (`PACKET_OUTGOING`) are skipped.
@@ -34,6 +38,8 @@
 //! ([`fill_l4_checksum`]). The
 //! hosts' veths must segment before sending (`gso_max_segs 1`), since one
 //! frame read is one frame written and a frame above the MTU cannot be.
+//! Frames lost before the line sees them (a full socket buffer; the line
+//! forces 8 MiB) and frames too big to copy are counted, not hidden.
 
 use crate::traffic::{enter, spawn_ready, Clock};
 use anyhow::{bail, Context, Result};
@@ -41,13 +47,14 @@ use hopwise_sim::rng::Rng;
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{
-    bind, recvfrom, send, setsockopt, socket, sockopt, AddressFamily, LinkAddr, MsgFlags, SockFlag,
-    SockProtocol, SockType,
+    bind, recvmsg, send, setsockopt, socket, sockopt, AddressFamily, ControlMessageOwned, LinkAddr,
+    MsgFlags, SockFlag, SockProtocol, SockType,
 };
 use nix::sys::time::TimeSpec;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::fs::File;
+use std::io::IoSliceMut;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -112,6 +119,11 @@ pub struct LaneStats {
     pub late_mean_us: f64,
     /// Frames still on the line when it stopped.
     pub in_flight_at_stop: u64,
+    /// Frames the packet socket had no room for (lost before the line saw
+    /// them; SO_RXQ_OVFL).
+    pub socket_drops: u64,
+    /// Frames longer than 65 536 bytes (GRO on the wan's veths), dropped.
+    pub too_big: u64,
 }
 
 /// One direction's frames in flight, in arrival order (every frame waits
@@ -147,7 +159,8 @@ impl Lane {
     pub fn arrive(&mut self, now_ns: u64, frame: Vec<u8>) -> bool {
         self.stats.frames += 1;
         self.stats.bytes += frame.len() as u64;
-        if self.loss > 0.0 && self.rng.chance(self.loss) {
+        // Only IP frames are lost, as in the simulator, which has no ARP.
+        if self.loss > 0.0 && is_ipv4(&frame) && self.rng.chance(self.loss) {
             self.stats.lost += 1;
             return false;
         }
@@ -248,6 +261,18 @@ impl DelayLine {
         })
     }
 
+    /// Fails, with the thread's error, if the line has stopped by itself.
+    pub fn check(&mut self) -> Result<()> {
+        if self.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            return match self.thread.take().map(|t| t.join()) {
+                Some(Ok(Err(e))) => Err(e.context("the delay line stopped")),
+                Some(Err(_)) => bail!("the delay line's thread panicked"),
+                _ => bail!("the delay line stopped"),
+            };
+        }
+        Ok(())
+    }
+
     /// Stops the thread and returns each link's counters.
     pub fn stop(mut self) -> Result<Vec<LinkStats>> {
         self.stop.store(true, Ordering::Relaxed);
@@ -287,9 +312,15 @@ fn open_bound(dev: &str) -> Result<OwnedFd> {
         .find_map(|a| a.address.and_then(|s| s.as_link_addr().copied()))
         .with_context(|| format!("{what}: no such interface in the wan namespace"))?;
     bind_link(&fd, &addr).with_context(|| format!("{what}: cannot bind a packet socket"))?;
-    // Best effort: the kernel caps them at rmem_max / wmem_max.
-    let _ = setsockopt(&fd, sockopt::RcvBuf, &(8 << 20));
-    let _ = setsockopt(&fd, sockopt::SndBuf, &(8 << 20));
+    // Room for a slow-start burst while the thread writes the other way
+    // (beyond rmem_max: the lab has CAP_NET_ADMIN); frames the socket
+    // still has no room for are counted (SO_RXQ_OVFL).
+    setsockopt(&fd, sockopt::RcvBufForce, &(8 << 20))
+        .with_context(|| format!("{what}: SO_RCVBUFFORCE"))?;
+    let _ = setsockopt(&fd, sockopt::SndBufForce, &(8 << 20));
+    setsockopt(&fd, sockopt::RxqOvfl, &1).with_context(|| format!("{what}: SO_RXQ_OVFL"))?;
+    setsockopt(&fd, sockopt::ReceiveTimestampns, &true)
+        .with_context(|| format!("{what}: SO_TIMESTAMPNS"))?;
     Ok(fd)
 }
 
@@ -320,6 +351,7 @@ fn copy_frames(
         ));
     }
     let mut buf = vec![0u8; 65_536];
+    let mut cmsg = nix::cmsg_space!(nix::sys::time::TimeSpec, u32);
     while !stop.load(Ordering::Relaxed) {
         let now = clock.now_ns();
         // Write what is due.
@@ -356,40 +388,73 @@ fn copy_frames(
             Ok(_) | Err(Errno::EINTR) => {}
             Err(e) => return Err(e).context("delay line: ppoll"),
         }
-        let ready: Vec<bool> = fds
+        let revents: Vec<PollFlags> = fds
             .iter()
-            .map(|f| f.revents().is_some_and(|r| r.contains(PollFlags::POLLIN)))
+            .map(|f| f.revents().unwrap_or(PollFlags::empty()))
             .collect();
         drop(fds);
-        for (i, r) in ready.into_iter().enumerate() {
-            if !r {
+        let dev = |i: usize| {
+            let l = &links[i / 2];
+            [&l.a_dev, &l.b_dev][i % 2].clone()
+        };
+        for (i, r) in revents.into_iter().enumerate() {
+            if !r.contains(PollFlags::POLLIN)
+                && r.intersects(PollFlags::POLLERR | PollFlags::POLLHUP | PollFlags::POLLNVAL)
+            {
+                // Reported at once instead of waking the thread forever.
+                bail!("delay line: interface {}: socket error ({r:?})", dev(i));
+            }
+            if !r.contains(PollFlags::POLLIN) {
                 continue;
             }
             loop {
-                match recvfrom::<LinkAddr>(as_raw(&socks[i]), &mut buf) {
-                    Ok((n, from)) => {
-                        if from.is_some_and(|a| a.pkttype() == PACKET_OUTGOING) {
-                            continue;
-                        }
-                        let mut frame = buf[..n].to_vec();
-                        fill_l4_checksum(&mut frame);
-                        lanes[i].arrive(clock.now_ns(), frame);
-                    }
+                let mut iov = [IoSliceMut::new(&mut buf)];
+                let msg = match recvmsg::<LinkAddr>(
+                    as_raw(&socks[i]),
+                    &mut iov,
+                    Some(&mut cmsg),
+                    MsgFlags::MSG_TRUNC,
+                ) {
+                    Ok(m) => m,
                     Err(Errno::EAGAIN) => break,
-                    Err(Errno::EINTR) => {}
+                    Err(Errno::EINTR) => continue,
                     Err(e) => {
-                        return Err(e).with_context(|| {
-                            format!("delay line: reading interface {}", {
-                                let l = &links[i / 2];
-                                if i % 2 == 0 {
-                                    &l.a_dev
-                                } else {
-                                    &l.b_dev
-                                }
-                            })
-                        })
+                        return Err(e)
+                            .with_context(|| format!("delay line: reading interface {}", dev(i)))
+                    }
+                };
+                let (n, from) = (msg.bytes, msg.address);
+                let (mut stamp, mut dropped) = (None, None);
+                for c in msg.cmsgs().into_iter().flatten() {
+                    match c {
+                        ControlMessageOwned::ScmTimestampns(ts) => {
+                            stamp = Some(ts.tv_sec() as f64 + ts.tv_nsec() as f64 * 1e-9)
+                        }
+                        ControlMessageOwned::RxqOvfl(d) => dropped = Some(d),
+                        _ => {}
                     }
                 }
+                let lane = &mut lanes[i];
+                if let Some(d) = dropped {
+                    // The socket's count of frames it had no room for.
+                    lane.stats.socket_drops = lane.stats.socket_drops.max(d as u64);
+                }
+                if from.is_some_and(|a| a.pkttype() == PACKET_OUTGOING) {
+                    continue;
+                }
+                if n > buf.len() {
+                    lane.stats.too_big += 1;
+                    continue;
+                }
+                // The delay runs from the frame's arrival, stamped by the
+                // kernel, not from when this thread got to read it.
+                let arrived = stamp.map_or_else(
+                    || clock.now_ns(),
+                    |u| (clock.from_unix(u).max(0.0) * 1e9) as u64,
+                );
+                let mut frame = buf[..n].to_vec();
+                fill_l4_checksum(&mut frame);
+                lane.arrive(arrived, frame);
             }
         }
     }
@@ -405,6 +470,11 @@ fn copy_frames(
             ba: lanes.next().map(|l| l.stats).unwrap_or_default(),
         })
         .collect())
+}
+
+/// Whether an Ethernet frame carries IPv4.
+fn is_ipv4(frame: &[u8]) -> bool {
+    frame.get(12..14) == Some(&[0x08, 0x00][..])
 }
 
 /// Writes the TCP or UDP checksum of an IPv4 frame. A veth leaves it to
@@ -497,10 +567,11 @@ mod tests {
     }
 
     #[test]
-    fn loss_is_drawn_per_frame_at_the_configured_rate_and_repeats_with_the_seed() {
+    fn loss_is_drawn_per_ip_frame_at_the_configured_rate_and_repeats_with_the_seed() {
+        let ip = tcp_frame(b"", [0, 0]);
         let run = |seed| {
             let mut l = Lane::new(dir(1, 0.1), Rng::from_seed(seed));
-            let kept: Vec<bool> = (0..20_000).map(|i| l.arrive(i, vec![0; 10])).collect();
+            let kept: Vec<bool> = (0..20_000).map(|i| l.arrive(i, ip.clone())).collect();
             (kept, l.stats.lost)
         };
         let (a, lost) = run(7);
@@ -511,7 +582,13 @@ mod tests {
         assert_eq!(a, run(7).0, "the same seed loses the same frames");
         assert_ne!(a, run(8).0);
         let mut none = Lane::new(dir(1, 0.0), Rng::from_seed(7));
-        assert!((0..1000).all(|i| none.arrive(i, vec![0; 10])));
+        assert!((0..1000).all(|i| none.arrive(i, ip.clone())));
+        // ARP (and anything else that is not IP) is never lost.
+        let mut arp = ip.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let mut l = Lane::new(dir(1, 0.5), Rng::from_seed(7));
+        assert!((0..1000).all(|i| l.arrive(i, arp.clone())));
+        assert_eq!(l.stats.lost, 0);
     }
 
     /// An Ethernet frame with an IPv4 TCP segment (checksum as given).

@@ -116,6 +116,24 @@ impl WanNames {
 /// The commands that wire up the existing namespaces. Pure, for tests.
 pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
     let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
+    // No IPv6 on the links (before they exist): its neighbour discovery
+    // and multicast would only add frames to the line (`-e`: a kernel
+    // without IPv6 has no such keys).
+    for ns in n.hosts.iter().chain([&n.wan]) {
+        for key in ["all", "default"] {
+            p.push((
+                "ip",
+                args(&[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qew",
+                    &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
+                ]),
+            ));
+        }
+    }
     for (l, link) in spec.links.iter().enumerate() {
         let dev = host_dev(l);
         let (wa, wb) = wan_devs(l);
@@ -237,9 +255,11 @@ impl Wan {
         Ok(())
     }
 
-    /// Fails, naming the process and the end of its log, if one has exited.
+    /// Fails, naming the process and the end of its log, if one has
+    /// exited, or with its error if the delay line has stopped.
     pub fn check_daemons(&mut self) -> Result<()> {
-        self.daemons.iter_mut().try_for_each(Daemon::check)
+        self.daemons.iter_mut().try_for_each(Daemon::check)?;
+        self.delay.as_mut().map_or(Ok(()), DelayLine::check)
     }
 
     /// Waits until every process started has written `line` to its log
@@ -313,6 +333,13 @@ mod tests {
         assert_eq!(count("gso_max_segs 1"), 12);
         assert_eq!(count("initcwnd 3"), 6);
         assert_eq!(count("tcp_congestion_control=reno"), 3);
+        assert_eq!(count("disable_ipv6=1"), 8, "hosts and wan, all and default");
+        let first_veth = lines.iter().position(|l| l.contains("type veth")).unwrap();
+        let last_v6 = lines
+            .iter()
+            .rposition(|l| l.contains("disable_ipv6"))
+            .unwrap();
+        assert!(last_v6 < first_veth, "IPv6 is off before the links exist");
         let relay = &n.hosts[1];
         assert!(lines.iter().any(|l| l.contains(&format!(
             "link add l1 netns {relay} type veth peer name w1b netns {}",
