@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use hopwise_lab::pendulum::{self, Options};
 use hopwise_lab::Buffer;
-use hopwise_lab::{acks, backtap, overlay_ack};
+use hopwise_lab::{acks, backtap, otcp, overlay_ack};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -110,6 +110,37 @@ pub enum LabCmd {
         #[arg(long, default_value_t = 1)]
         circuits: usize,
     },
+    /// Seed 001's Table 1 on kernel TCP: a transfer over the direct path (75.7 ms) and split into 2, 3 and 4
+    /// hops through `hopwise otcp relay` processes, over links delayed (and made lossy) in user space, beside
+    /// the simulator (real time: about 16 min, 30 s with --quick; needs root).
+    Otcp {
+        /// One run per path, the window regime only.
+        #[arg(long)]
+        quick: bool,
+        /// Regimes, comma-separated: loss (0.3 % per link), loss-rtt (loss in proportion to the RTT),
+        /// window (no loss, small receive buffers) (default: all three; with --quick window).
+        #[arg(long, value_parser = parse_regimes)]
+        regimes: Option<RegimeList>,
+        /// Transfers per path in every regime (default: 3 in window, 20 with loss, where fewer give no
+        /// verdict; 1 with --quick).
+        #[arg(long)]
+        runs: Option<u32>,
+        /// Bytes per transfer: the paper's 4MB by default.
+        #[arg(long, default_value = "4MB", value_parser = parse_size)]
+        size: u64,
+        /// Every host's congestion control (its namespace's default); the simulator runs NewReno.
+        #[arg(long, default_value = "reno")]
+        cc: String,
+        /// Simulator transfers per path for the comparison (0: no simulator; default 40, 4 with --quick).
+        #[arg(long)]
+        sim_seeds: Option<u32>,
+        /// Seed of the links' random loss.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory (the relays' and forwarders' logs go into DIR/logs).
+        #[arg(long, default_value = "out/lab-otcp")]
+        out: PathBuf,
+    },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
 }
@@ -132,6 +163,36 @@ fn parse_modes(s: &str) -> Result<ModeList, String> {
     overlay_ack::parse_modes(s)
         .map(ModeList)
         .map_err(|e| format!("{e:#}"))
+}
+
+/// `--regimes`: the oTCP regimes, in the order given.
+#[derive(Clone, Debug)]
+pub struct RegimeList(Vec<hopwise_repro::otcp::Regime>);
+
+fn parse_regimes(s: &str) -> Result<RegimeList, String> {
+    use hopwise_repro::otcp::Regime;
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let r = Regime::ALL
+            .into_iter()
+            .find(|r| r.name() == part)
+            .ok_or_else(|| format!("unknown regime {part:?} (loss, loss-rtt or window)"))?;
+        if out.contains(&r) {
+            return Err(format!("regime {part:?} given twice"));
+        }
+        out.push(r);
+    }
+    Ok(RegimeList(out))
+}
+
+/// Bytes with a unit (`4MB`, `512KiB`) or a plain number.
+fn parse_size(s: &str) -> Result<u64, String> {
+    if let Ok(n) = s.trim().parse::<u64>() {
+        return Ok(n);
+    }
+    hopwise_proto::units::parse_bytes(s)
+        .map(|b| b.get())
+        .map_err(|e| e.to_string())
 }
 
 fn parse_buffer(s: &str) -> Result<Buffer, String> {
@@ -238,6 +299,62 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 ),
             ];
             crate::reproduce::present(&out, "hopwise lab backtap", about, &facts, &outcome, wall)?;
+            Ok(())
+        }
+        LabCmd::Otcp {
+            quick,
+            regimes,
+            runs,
+            size,
+            cc,
+            sim_seeds,
+            seed,
+            out,
+        } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
+            let defaults = otcp::Options::new(exe, quick);
+            let opts = otcp::Options {
+                out: out.clone(),
+                regimes: regimes.map_or(defaults.regimes.clone(), |r| r.0),
+                runs: runs.or(defaults.runs),
+                size,
+                cc,
+                sim_seeds: sim_seeds.unwrap_or(defaults.sim_seeds),
+                seed,
+                ..defaults
+            };
+            opts.check()?;
+            crate::run::prepare_out(&out)?;
+            let about = "seed 001 on kernel TCP: Table 1's paths direct and through hopwise otcp relay processes, over delayed links";
+            let plan = opts
+                .regimes
+                .iter()
+                .map(|&r| format!("{} ×{}", r.name(), opts.runs_for(r)))
+                .collect::<Vec<_>>()
+                .join(", ");
+            eprintln!(
+                "lab otcp: {about} ({} B per transfer; runs per path: {plan})",
+                opts.size
+            );
+            let command = crate::run::command_line();
+            let t0 = Instant::now();
+            let bars = crate::reproduce::Bars::counting("transfers");
+            let outcome = otcp::run(&opts, Some(&command), &bars)?;
+            hopwise_repro::Progress::finish(&bars);
+            let wall = t0.elapsed().as_secs_f64();
+            let facts = [
+                format!("command: {command}"),
+                format!(
+                    "hopwise otcp relay and forward over kernel TCP ({}), in network namespaces, Linux {}; links delayed in user space; {} B per transfer; runs per path: {plan}; {} simulator seeds; {wall:.1} s wall; hopwise {}",
+                    opts.cc,
+                    pendulum::kernel_release(),
+                    opts.size,
+                    opts.sim_seeds,
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ];
+            crate::reproduce::present(&out, "hopwise lab otcp", about, &facts, &outcome, wall)?;
             Ok(())
         }
         LabCmd::OverlayAck {

@@ -151,7 +151,10 @@ fn lab_flags_are_checked_before_the_banner() {
             "split-dynamic needs the overlay's connection policy",
         ),
         (vec!["lab", "otcp", "--runs", "0"], "--runs 0: 1 to 50"),
-        (vec!["lab", "otcp", "--size", "10kB"], "--size 10000: 100000 B to 1 GB"),
+        (
+            vec!["lab", "otcp", "--size", "10kB"],
+            "--size 10000: 100000 B to 1 GB",
+        ),
         (
             vec!["lab", "otcp", "--regimes", "window,lossy"],
             "unknown regime \"lossy\" (loss, loss-rtt or window)",

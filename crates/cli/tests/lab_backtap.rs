@@ -2,29 +2,13 @@
 //! and `hopwise proxy` in network namespaces. Needs root and real time, so
 //! it is ignored by default: `cargo test -p hopwise --test lab_backtap -- --ignored`.
 
-use std::process::{Command, Stdio};
+mod common;
 
 #[test]
 #[ignore = "needs root and network namespaces; 3 × 11.5 s of real time"]
 fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
     let out = std::env::temp_dir().join(format!("hopwise-lab-backtap-{}", std::process::id()));
-    let child = Command::new(env!("CARGO_BIN_EXE_hopwise"))
-        .args(["lab", "backtap", "--secs", "10", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start hopwise");
-    // The lab names its namespaces after its process: hwlab-PID-….
-    let own = format!("hwlab-{}-", child.id());
-    let run = child.wait_with_output().expect("run hopwise");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let (summary, own) = common::run_lab(&["lab", "backtap", "--secs", "10"], &out);
     let cases = summary["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 3);
     let (tcp, bt) = (&cases[0], &cases[1]);
@@ -68,10 +52,6 @@ fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {
         }
     }
     // Every namespace is gone (the daemons lived in them).
-    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    assert!(
-        !String::from_utf8_lossy(&left.stdout).contains(&own),
-        "namespaces left behind"
-    );
+    common::assert_no_namespaces(&own);
     let _ = std::fs::remove_dir_all(&out);
 }

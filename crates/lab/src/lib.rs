@@ -16,7 +16,7 @@
 //! iproute2's `ip` and `tc`, and the `sch_htb`, `sch_fifo` qdiscs. No netem
 //! is needed: the access-link experiments depend on queueing delay, not on
 //! propagation delay, and where a link needs propagation delay or random
-//! loss a user-space [`delay`] line provides it. [`check`]
+//! loss ([`otcp`]) a user-space [`delay`] line provides it. [`check`]
 //! probes all of this and says what is missing.
 //!
 //! Layout:
@@ -40,7 +40,9 @@
 //!   that bottleneck (seed 002);
 //! * [`delay`]: a delay line in user space: propagation delay and random
 //!   loss between two interfaces, with packet sockets;
-//! * [`wan`]: hosts joined by point-to-point links through that delay line.
+//! * [`wan`]: hosts joined by point-to-point links through that delay line;
+//! * [`otcp`]: seed 001's Table 1, direct and through `hopwise otcp relay`
+//!   processes, on those links.
 
 pub mod acks;
 pub mod backtap;
@@ -48,6 +50,7 @@ pub mod capture;
 pub mod cmd;
 pub mod delay;
 pub mod netns;
+pub mod otcp;
 pub mod overlay;
 pub mod overlay_ack;
 pub mod pendulum;
