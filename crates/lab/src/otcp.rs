@@ -191,6 +191,9 @@ struct Summary<'a> {
     sim_seeds: u32,
     seed: u64,
     window_regime_tcp_rmem: String,
+    /// False while regimes are still to run: the outputs are rewritten after
+    /// each regime, so a run that fails later keeps what it measured.
+    complete: bool,
     points: &'a [Point],
     transfers: &'a [Transfer],
     links: &'a [RegimeLinks],
@@ -756,6 +759,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         });
         transfers.extend(t);
         links.push(RegimeLinks { regime, links: l });
+        write_outputs(opts, command, &points, &transfers, &links, &claims, false)?;
     }
     // The delay line itself: how late frames left, and what it dropped.
     let lanes: Vec<&crate::delay::LaneStats> = links
@@ -801,7 +805,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             lossy.join("; "),
         ));
     }
-    write_outputs(opts, command, &points, &transfers, &links, &claims)?;
+    write_outputs(opts, command, &points, &transfers, &links, &claims, true)?;
     Ok(Outcome {
         claims,
         files: vec![
@@ -827,6 +831,7 @@ fn write_outputs(
     transfers: &[Transfer],
     links: &[RegimeLinks],
     claims: &[Claim],
+    complete: bool,
 ) -> Result<()> {
     let dir = &opts.out;
     write_summary(
@@ -841,6 +846,7 @@ fn write_outputs(
             sim_seeds: opts.sim_seeds,
             seed: opts.seed,
             window_regime_tcp_rmem: window_rmem(),
+            complete,
             points,
             transfers,
             links,
@@ -1064,7 +1070,9 @@ mod tests {
             paper_gain: 1.0,
         };
         let with = [point(1, Some(3e6)), point(2, Some(3.5e6))];
-        write_outputs(&opts, None, &with, &[], &[], &[]).unwrap();
+        write_outputs(&opts, None, &with, &[], &[], &[], false).unwrap();
+        let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        assert!(summary.contains("\"complete\": false"), "{summary}");
         let svg = std::fs::read_to_string(dir.join("gains.svg")).unwrap();
         for s in ["paper", "simulator", "kernel", "window 1", "window 2"] {
             assert!(svg.contains(s), "{s} missing");
@@ -1073,7 +1081,9 @@ mod tests {
         assert_eq!(csv.lines().count(), 3);
         assert!(csv.starts_with("regime,hops,path_rtt_ms,runs,lab_goodput_bps"));
         // Without the simulator: no simulator series, and empty cells.
-        write_outputs(&opts, None, &[point(1, None)], &[], &[], &[]).unwrap();
+        write_outputs(&opts, None, &[point(1, None)], &[], &[], &[], true).unwrap();
+        let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        assert!(summary.contains("\"complete\": true"), "{summary}");
         let svg = std::fs::read_to_string(dir.join("goodput.svg")).unwrap();
         assert!(!svg.contains("simulator"));
         let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
