@@ -4,7 +4,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use hopwise_lab::pendulum::{self, Options};
 use hopwise_lab::Buffer;
-use hopwise_lab::{acks, backtap, otcp, overlay_ack};
+use hopwise_lab::{acks, backtap, otcp, overlay_ack, pendulum_fig10};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -33,6 +33,36 @@ pub enum LabCmd {
         /// Simulator runs per setting for the comparison (0: no simulator).
         #[arg(long, default_value_t = 3)]
         sim_seeds: u32,
+    },
+    /// Seed 004's Fig. 10 on kernel TCP: the throughput ratio r of a download and an upload against the uplink
+    /// buffer, with the bottleneck's propagation delay from the lab's delay line, beside Eq. 11 and the simulator
+    /// (real time: 4 × 300 s, 60 s with --quick; needs root).
+    PendulumFig10 {
+        /// One point (B_u = 45 kB) for 60 s with 2 simulator seeds (no verdict below 300 s).
+        #[arg(long)]
+        quick: bool,
+        /// One-way propagation delay of the bottleneck (T_p), e.g. 100ms or 0.02s (default 100ms; verdicts only at
+        /// 100ms, as in the reproduction).
+        #[arg(long, value_parser = parse_ms)]
+        tp: Option<u64>,
+        /// The router's downlink buffer, in bytes, e.g. 120000B or 60kB (default 120000B).
+        #[arg(long, value_parser = parse_bytes_buffer)]
+        down_buffer: Option<u64>,
+        /// Uplink buffers, comma-separated (default 15kB,30kB,45kB,60kB; 45kB with --quick).
+        #[arg(long, value_delimiter = ',', value_parser = parse_bytes_buffer)]
+        up_buffers: Option<Vec<u64>>,
+        /// Real time per point (default 300; 60 with --quick; verdicts need 300).
+        #[arg(long)]
+        secs: Option<u64>,
+        /// Simulator runs per point and setting (0: no simulator; default 5, 2 with --quick).
+        #[arg(long)]
+        sim_seeds: Option<u32>,
+        /// The senders' congestion control (TCP_CONGESTION per socket); the simulator runs NewReno.
+        #[arg(long, default_value = "reno")]
+        cc: String,
+        /// Output directory.
+        #[arg(long, default_value = "out/lab-pendulum-fig10")]
+        out: PathBuf,
     },
     /// Seed 004's Fig. 3 and 4 on kernel TCP: ACK compression on a symmetric 2.4/2.4 Mbit/s link without and
     /// with delayed ACKs, from a packet capture on the router, beside the simulator
@@ -197,6 +227,23 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 fn parse_buffer(s: &str) -> Result<Buffer, String> {
     Buffer::parse(s).map_err(|e| format!("{e:#}"))
+}
+
+/// A buffer counted in bytes (Fig. 10's axes are bytes).
+fn parse_bytes_buffer(s: &str) -> Result<u64, String> {
+    match parse_buffer(s)? {
+        Buffer::Bytes(b) => Ok(b),
+        Buffer::Packets(_) => Err(format!("{s:?}: give this buffer in bytes (45000B, 45kB)")),
+    }
+}
+
+/// A duration with a unit (`100ms`, `0.1s`), as whole milliseconds.
+fn parse_ms(s: &str) -> Result<u64, String> {
+    let d = hopwise_proto::units::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.as_nanos() % 1_000_000 != 0 {
+        return Err(format!("{s:?}: whole milliseconds only"));
+    }
+    Ok(d.as_nanos() / 1_000_000)
 }
 
 pub fn run(cmd: LabCmd) -> Result<()> {
@@ -455,6 +502,69 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             crate::reproduce::present(
                 &out,
                 "hopwise lab ack-compression",
+                about,
+                &facts,
+                &outcome,
+                wall,
+            )?;
+            Ok(())
+        }
+        LabCmd::PendulumFig10 {
+            quick,
+            tp,
+            down_buffer,
+            up_buffers,
+            secs,
+            sim_seeds,
+            cc,
+            out,
+        } => {
+            let d = pendulum_fig10::Options::new(quick);
+            let opts = pendulum_fig10::Options {
+                out: out.clone(),
+                cc,
+                tp_ms: tp.unwrap_or(d.tp_ms),
+                down_buffer: down_buffer.unwrap_or(d.down_buffer),
+                up_buffers: up_buffers.unwrap_or(d.up_buffers),
+                secs: secs.unwrap_or(d.secs),
+                sim_seeds: sim_seeds.unwrap_or(d.sim_seeds),
+            };
+            opts.check()?;
+            crate::run::prepare_out(&out)?;
+            let about = "seed 004, Fig. 10 on kernel TCP: the throughput ratio of a download and an upload against the uplink buffer";
+            eprintln!(
+                "lab pendulum-fig10: {about} ({} × {} s, T_p = {} ms)",
+                hopwise_repro::plural(opts.up_buffers.len(), "point"),
+                opts.secs,
+                opts.tp_ms
+            );
+            let command = crate::run::command_line();
+            let t0 = Instant::now();
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = pendulum_fig10::run(&opts, Some(&command), &bars)?;
+            hopwise_repro::Progress::finish(&bars);
+            let wall = t0.elapsed().as_secs_f64();
+            let sides = opts.side_delays();
+            let facts = [
+                format!("command: {command}"),
+                format!(
+                    "kernel TCP ({}) in network namespaces, Linux {}; {} s per point, measured after {} s; one-way delays {:.1} ms INET–router and {:.1} ms router–HOME (the delay line); {wall:.1} s wall; hopwise {}",
+                    opts.cc,
+                    pendulum::kernel_release(),
+                    opts.secs,
+                    hopwise_repro::pendulum::SWEEP_WARM,
+                    sides.inet_ms,
+                    sides.home_ms,
+                    env!("CARGO_PKG_VERSION")
+                ),
+                format!(
+                    "\"simulator\": hopwise reproduce pendulum's Fig. 10 setup for as long, {} start jitters per point and setting",
+                    opts.sim_seeds
+                ),
+            ];
+            crate::reproduce::present(
+                &out,
+                "hopwise lab pendulum-fig10",
                 about,
                 &facts,
                 &outcome,

@@ -164,6 +164,23 @@ fn lab_flags_are_checked_before_the_banner() {
             "regime \"loss\" given twice",
         ),
         (vec!["lab", "otcp", "--size", "4 parsecs"], "--size"),
+        (
+            vec!["lab", "pendulum-fig10", "--tp", "5s"],
+            "--tp 5000 ms: at most 1000 ms",
+        ),
+        (
+            vec!["lab", "pendulum-fig10", "--tp", "0.5ms"],
+            "whole milliseconds only",
+        ),
+        (
+            vec!["lab", "pendulum-fig10", "--up-buffers", "45kB,50pkt"],
+            "give this buffer in bytes",
+        ),
+        (
+            vec!["lab", "pendulum-fig10", "--up-buffers", "2000B"],
+            "--up-buffers 2000 B: 3000 B (two frames) to 10 MB",
+        ),
+        (vec!["lab", "pendulum-fig10", "--secs", "20"], "--secs 20:"),
     ] {
         let o = hopwise(&args);
         assert!(!o.status.success());

@@ -158,6 +158,7 @@ fn spec(cc: &str, delayed_acks: bool) -> AccessSpec {
         up_buffer: Buffer::Bytes(BUFFER_BYTES),
         cc: cc.into(),
         delayed_acks,
+        delay: None,
     }
 }
 

@@ -126,6 +126,30 @@ pub struct LaneStats {
     pub too_big: u64,
 }
 
+impl LaneStats {
+    /// Frames dropped other than at random: no room in the line or its
+    /// socket, a failed write, a frame too big.
+    pub fn faults(&self) -> u64 {
+        self.overflow + self.send_errors + self.socket_drops + self.too_big
+    }
+}
+
+/// For a report: how many frames `lanes` wrote, how late they left (mean
+/// and maximum), and how many were dropped other than at random.
+pub fn lateness_summary(lanes: &[&LaneStats]) -> String {
+    let sent: u64 = lanes.iter().map(|s| s.sent).sum();
+    let late_mean_us = lanes
+        .iter()
+        .map(|s| s.late_mean_us * s.sent as f64)
+        .sum::<f64>()
+        / sent.max(1) as f64;
+    let late_max_ms = lanes.iter().map(|s| s.late_max_us).fold(0.0, f64::max) / 1e3;
+    let faults: u64 = lanes.iter().map(|s| s.faults()).sum();
+    format!(
+        "{sent} frames, late by {late_mean_us:.0} µs on average and {late_max_ms:.2} ms at most; {faults} lost other than at random (no room in the line or its sockets, a failed write, a frame too big)"
+    )
+}
+
 /// One direction's frames in flight, in arrival order (every frame waits
 /// the same delay, so that is also their order of departure). Pure: the
 /// caller gives the time, in nanoseconds on any monotonic clock.

@@ -766,23 +766,10 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         .iter()
         .flat_map(|r| r.links.iter().flat_map(|l| [&l.ab, &l.ba]))
         .collect();
-    let late_ms = lanes.iter().map(|s| s.late_max_us).fold(0.0, f64::max) / 1e3;
-    let sent: u64 = lanes.iter().map(|s| s.sent).sum();
-    let late_mean_us = lanes
-        .iter()
-        .map(|s| s.late_mean_us * s.sent as f64)
-        .sum::<f64>()
-        / sent.max(1) as f64;
-    let faults: u64 = lanes
-        .iter()
-        .map(|s| s.overflow + s.send_errors + s.socket_drops + s.too_big)
-        .sum();
     claims.push(Claim::info(
         "the lab's delay line",
         "frames leave after their link's one-way delay (19.65–37.85 ms here), a little late: the last frames of a burst wait for those before them to be written",
-        format!(
-            "{sent} frames, late by {late_mean_us:.0} µs on average and {late_ms:.2} ms at most; {faults} lost other than at random (no room in the line or its sockets, a failed write, a frame too big)"
-        ),
+        crate::delay::lateness_summary(&lanes),
     ));
     let lossy: Vec<String> = links
         .iter()

@@ -213,9 +213,10 @@ const SIM_SETTINGS: &[(&str, (Dur, RttEstimatorKind))] = &[
 type QueueSamples = Vec<(f64, u64, u64)>;
 
 /// Runs the timeline on kernel TCP; returns per-flow 100 ms bins (download
-/// first), the queue samples and the final qdisc counters.
-fn run_kernel(
-    lab: &AccessLab,
+/// first), the queue samples and the final qdisc counters. Fails if the
+/// lab's delay line (if any) stops.
+pub(crate) fn run_kernel(
+    lab: &mut AccessLab,
     tl: &Timeline,
     progress: &dyn Progress,
 ) -> Result<(Vec<Vec<u64>>, QueueSamples, Vec<tc::QdiscStats>)> {
@@ -267,9 +268,15 @@ fn run_kernel(
     let mut last = Vec::new();
     let mut ticked = 0u64;
     let mut t = 0.0;
+    let mut line_failed = None;
     while t < end {
         clock.sleep_until(t);
         let now = clock.now_s();
+        if let Err(e) = lab.check_line() {
+            // The senders and receivers end at their own deadlines.
+            line_failed = Some(e);
+            break;
+        }
         let q = lab.qdiscs()?;
         let backlog = |dev| tc::find(&q, dev, LEAF).map_or(0, |s| s.backlog);
         samples.push((now, backlog(DOWN_DEV), backlog(UP_DEV)));
@@ -287,6 +294,9 @@ fn run_kernel(
     let mut errors = Vec::new();
     join_all(senders, "sender", &mut errors);
     let bins = join_all(receivers, "receiver", &mut errors);
+    if let Some(e) = line_failed {
+        return Err(e);
+    }
     if !errors.is_empty() {
         anyhow::bail!("the kernel run failed:\n  {}", errors.join("\n  "));
     }
@@ -321,9 +331,10 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         up_buffer: opts.up_buffer,
         cc: opts.cc.clone(),
         delayed_acks: true,
+        delay: None,
     };
-    let lab = AccessLab::build(&Names::new_instance(), &spec)?;
-    let (bins, samples, qstats) = run_kernel(&lab, &tl, progress)?;
+    let mut lab = AccessLab::build(&Names::new_instance(), &spec)?;
+    let (bins, samples, qstats) = run_kernel(&mut lab, &tl, progress)?;
     drop(lab);
     let kernel = Phases::from_fn("kernel", &tl.windows, &|f, w| {
         goodput_bps(&bins[f], w.0, w.1)

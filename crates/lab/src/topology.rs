@@ -1,4 +1,5 @@
-//! The access-link topology of seed 004's Fig. 2, in three namespaces:
+//! The access-link topology of seed 004's Fig. 2, in three namespaces (four
+//! with delays, below):
 //!
 //! ```text
 //!  INET (D1, U1) ── i0 ═ r-inet ── RTR ── r-home ═ h0 ── HOME (D2, U2)
@@ -13,16 +14,27 @@
 //! another box, as in the paper. GSO is off on every veth
 //! (`gso_max_segs 1`), so that the qdiscs see wire-sized packets.
 //!
-//! What the lab does not model: propagation delay (netem is not required;
-//! the veth hops take microseconds, against queueing delays of 0.1–1.2 s
-//! here) and distinct hosts for D1 and U1 (both are in INET). HTB and the
+//! Propagation delay is optional ([`AccessSpec::delay`]): without it the
+//! veth hops take microseconds, against queueing delays of 0.1–1.2 s here.
+//! With it, each host's link to the router runs through a fourth namespace,
+//! `wan`, where the [delay line](crate::delay) holds every frame for that
+//! side's one-way delay:
+//!
+//! ```text
+//!  INET ── i0 ═ w-inet ┄ WAN ┄ w-rinet ═ r-inet ── RTR ── r-home ═ w-rhome ┄ WAN ┄ w-home ═ h0 ── HOME
+//! ```
+//!
+//! Not modelled: distinct hosts for D1 and U1 (both are in INET, so the
+//! download and the upload have the same base round trip). HTB and the
 //! FIFOs count Ethernet frames (1514 B for a full segment, where the
 //! simulator counts 1500 B packets), so a 30 000 B buffer holds 19 full
 //! frames here and 20 packets there.
 
 use crate::cmd::{args, display, run};
+use crate::delay::{DelayLine, LinkStats};
 use crate::netns::Netns;
 use crate::tc::{self, QdiscStats};
+use crate::traffic::Clock;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::net::Ipv4Addr;
@@ -41,6 +53,11 @@ pub const INET_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 1, 1);
 pub const HOME_ADDR: Ipv4Addr = Ipv4Addr::new(10, 201, 2, 1);
 const RTR_INET: &str = "10.201.1.254";
 const RTR_HOME: &str = "10.201.2.254";
+
+/// The `wan` namespace's interfaces when the links are delayed: towards
+/// INET and towards the router's `r-inet`, towards the router's `r-home`
+/// and towards HOME.
+pub const WAN_DEVS: [&str; 4] = ["w-inet", "w-rinet", "w-rhome", "w-home"];
 
 /// Prefix of every namespace the lab creates (`hopwise lab clean` removes them).
 pub const PREFIX: &str = "hwlab-";
@@ -133,6 +150,52 @@ pub struct AccessSpec {
     /// Linux's delayed ACKs (the default). When off, both hosts' routes
     /// carry `quickack 1`, so that every segment is acknowledged at once.
     pub delayed_acks: bool,
+    /// One-way propagation delay between each host and the router (`None`:
+    /// plain veth pairs).
+    pub delay: Option<SideDelays>,
+}
+
+/// One-way delays of the two access hops, each direction alike, in ms.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SideDelays {
+    /// INET ↔ router.
+    pub inet_ms: f64,
+    /// Router ↔ HOME.
+    pub home_ms: f64,
+}
+
+impl SideDelays {
+    /// Both delays are finite, at least 0 and at most 10 s.
+    pub fn check(&self) -> Result<()> {
+        for (what, v) in [("INET", self.inet_ms), ("HOME", self.home_ms)] {
+            if !(0.0..=10_000.0).contains(&v) {
+                bail!("the {what} side's one-way delay {v} ms is not in 0–10 000 ms");
+            }
+        }
+        Ok(())
+    }
+
+    /// The delay line's two links: INET side, then HOME side.
+    pub fn links(&self) -> Vec<crate::delay::Link> {
+        [
+            ("INET-router", WAN_DEVS[0], WAN_DEVS[1], self.inet_ms),
+            ("router-HOME", WAN_DEVS[2], WAN_DEVS[3], self.home_ms),
+        ]
+        .map(|(name, a_dev, b_dev, ms)| {
+            let dir = crate::delay::Dir {
+                delay: std::time::Duration::from_secs_f64(ms / 1e3),
+                loss: 0.0,
+            };
+            crate::delay::Link {
+                name: name.into(),
+                a_dev: a_dev.into(),
+                b_dev: b_dev.into(),
+                ab: dir,
+                ba: dir,
+            }
+        })
+        .to_vec()
+    }
 }
 
 /// The namespaces' names for one lab instance.
@@ -141,6 +204,8 @@ pub struct Names {
     pub inet: String,
     pub rtr: String,
     pub home: String,
+    /// Created only when the links are delayed.
+    pub wan: String,
 }
 
 impl Names {
@@ -151,24 +216,57 @@ impl Names {
             inet: format!("{p}-inet"),
             rtr: format!("{p}-rtr"),
             home: format!("{p}-home"),
+            wan: format!("{p}-wan"),
         }
     }
 }
 
-/// The commands that wire up three existing namespaces: veth pairs,
+/// The commands that wire up the existing namespaces (three, or four with
+/// delays): veth pairs,
 /// addresses, routes, forwarding and the two bottleneck queues. Pure, so
 /// that tests can read it.
 pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
     let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
     let ip = |a: &[&str]| ("ip", args(a));
-    p.push(ip(&[
-        "link", "add", INET_DEV, "netns", &n.inet, "type", "veth", "peer", "name", UP_DEV, "netns",
-        &n.rtr,
-    ]));
-    p.push(ip(&[
-        "link", "add", HOME_DEV, "netns", &n.home, "type", "veth", "peer", "name", DOWN_DEV,
-        "netns", &n.rtr,
-    ]));
+    // Each host's veth pair to the router; through `wan` when delayed.
+    if spec.delay.is_some() {
+        for ns in [&n.inet, &n.rtr, &n.home, &n.wan] {
+            p.extend(crate::wan::no_ipv6(ns));
+        }
+        let [w_inet, w_rinet, w_rhome, w_home] = WAN_DEVS;
+        for (dev, ns, peer) in [
+            (INET_DEV, &n.inet, w_inet),
+            (w_rinet, &n.wan, UP_DEV),
+            (w_rhome, &n.wan, DOWN_DEV),
+            (HOME_DEV, &n.home, w_home),
+        ] {
+            let peer_ns = if ns == &n.wan { &n.rtr } else { &n.wan };
+            p.push(ip(&[
+                "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", peer, "netns",
+                peer_ns,
+            ]));
+        }
+        for dev in WAN_DEVS {
+            // One MSS per skb: the delay line copies frames one by one.
+            p.push(ip(&[
+                "-n",
+                &n.wan,
+                "link",
+                "set",
+                dev,
+                "up",
+                "gso_max_segs",
+                "1",
+            ]));
+        }
+    } else {
+        for (dev, ns, peer) in [(INET_DEV, &n.inet, UP_DEV), (HOME_DEV, &n.home, DOWN_DEV)] {
+            p.push(ip(&[
+                "link", "add", dev, "netns", ns, "type", "veth", "peer", "name", peer, "netns",
+                &n.rtr,
+            ]));
+        }
+    }
     let inet = format!("{INET_ADDR}/24");
     let home = format!("{HOME_ADDR}/24");
     let rtr_inet = format!("{RTR_INET}/24");
@@ -236,27 +334,54 @@ pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
     p
 }
 
-/// A built access-link lab. Dropping it deletes the namespaces.
+/// A built access-link lab. Dropping it stops the delay line, if any, and
+/// deletes the namespaces.
 pub struct AccessLab {
+    /// Declared first, so that it stops before its namespace goes.
+    line: Option<DelayLine>,
     pub inet: Netns,
     pub rtr: Netns,
     pub home: Netns,
+    pub wan: Option<Netns>,
     pub spec: AccessSpec,
 }
 
 impl AccessLab {
-    /// Creates the namespaces and runs [`plan`].
+    /// Creates the namespaces, runs [`plan`] and, with delays, starts the
+    /// delay line.
     pub fn build(names: &Names, spec: &AccessSpec) -> Result<AccessLab> {
-        let lab = AccessLab {
+        if let Some(d) = &spec.delay {
+            d.check()?;
+        }
+        let mut lab = AccessLab {
+            line: None,
             inet: Netns::create(&names.inet)?,
             rtr: Netns::create(&names.rtr)?,
             home: Netns::create(&names.home)?,
+            wan: match spec.delay {
+                Some(_) => Some(Netns::create(&names.wan)?),
+                None => None,
+            },
             spec: spec.clone(),
         };
         for (prog, a) in plan(names, spec) {
             run(prog, &a).with_context(|| format!("building the lab: {}", display(prog, &a)))?;
         }
+        if let (Some(d), Some(wan)) = (&spec.delay, &lab.wan) {
+            lab.line = Some(DelayLine::spawn(wan.open()?, d.links(), 0, Clock::start())?);
+        }
         Ok(lab)
+    }
+
+    /// Fails with the delay line's error if it has stopped by itself.
+    pub fn check_line(&mut self) -> Result<()> {
+        self.line.as_mut().map_or(Ok(()), DelayLine::check)
+    }
+
+    /// Stops the delay line; what its two links did (INET side first), or
+    /// nothing without delays.
+    pub fn stop_line(&mut self) -> Result<Vec<LinkStats>> {
+        self.line.take().map_or(Ok(Vec::new()), DelayLine::stop)
     }
 
     /// The router's qdisc statistics.
@@ -486,6 +611,7 @@ mod tests {
             up_buffer: Buffer::Packets(10),
             cc: "reno".into(),
             delayed_acks: true,
+            delay: None,
         }
     }
 
@@ -517,6 +643,79 @@ mod tests {
         assert!(!has("tcp_congestion_control"));
         // Delayed ACKs are the kernel's default: no route says otherwise.
         assert!(!has("quickack"));
+    }
+
+    #[test]
+    fn with_delays_both_hosts_reach_the_router_through_the_wan() {
+        let n = Names::new_instance();
+        let d = SideDelays {
+            inet_ms: 53.0,
+            home_ms: 51.0,
+        };
+        let s = AccessSpec {
+            delay: Some(d),
+            ..spec()
+        };
+        let lines: Vec<String> = plan(&n, &s)
+            .iter()
+            .map(|(prog, a)| display(prog, a))
+            .collect();
+        let (inet, rtr, home, wan) = (&n.inet, &n.rtr, &n.home, &n.wan);
+        for want in [
+            format!("ip link add i0 netns {inet} type veth peer name w-inet netns {wan}"),
+            format!("ip link add w-rinet netns {wan} type veth peer name r-inet netns {rtr}"),
+            format!("ip link add w-rhome netns {wan} type veth peer name r-home netns {rtr}"),
+            format!("ip link add h0 netns {home} type veth peer name w-home netns {wan}"),
+            format!("ip netns exec {wan} sysctl -qew net.ipv6.conf.all.disable_ipv6=1"),
+        ] {
+            assert!(lines.contains(&want), "{want} missing: {lines:#?}");
+        }
+        // No direct pair between a host and the router.
+        for host in [inet, home] {
+            assert!(
+                !lines.iter().any(|l| l.contains("link add")
+                    && l.contains(host.as_str())
+                    && l.contains(rtr.as_str())),
+                "{lines:#?}"
+            );
+        }
+        // GSO off on the four host and router ends and the four wan ends.
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| l.contains("gso_max_segs 1"))
+                .count(),
+            8
+        );
+        // The queues stay on the router.
+        assert!(lines
+            .iter()
+            .filter(|l| l.starts_with("tc "))
+            .all(|l| l.contains(rtr)));
+        // The line's links join the wan's ends pairwise, each side its delay.
+        let links = d.links();
+        assert_eq!(
+            (links[0].a_dev.as_str(), links[0].b_dev.as_str()),
+            ("w-inet", "w-rinet")
+        );
+        assert_eq!(
+            (links[1].a_dev.as_str(), links[1].b_dev.as_str()),
+            ("w-rhome", "w-home")
+        );
+        assert_eq!(links[0].ab.delay, std::time::Duration::from_millis(53));
+        assert_eq!(links[1].ba.delay, std::time::Duration::from_millis(51));
+        assert!(SideDelays {
+            inet_ms: -1.0,
+            home_ms: 0.0
+        }
+        .check()
+        .is_err());
+        assert!(SideDelays {
+            inet_ms: f64::NAN,
+            home_ms: 0.0
+        }
+        .check()
+        .is_err());
     }
 
     #[test]

@@ -113,15 +113,14 @@ impl WanNames {
     }
 }
 
-/// The commands that wire up the existing namespaces. Pure, for tests.
-pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
-    let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
-    // No IPv6 on the links (before they exist): its neighbour discovery
-    // and multicast would only add frames to the line (`-e`: a kernel
-    // without IPv6 has no such keys).
-    for ns in n.hosts.iter().chain([&n.wan]) {
-        for key in ["all", "default"] {
-            p.push((
+/// The commands that turn IPv6 off in namespace `ns`, to run before its
+/// links exist: IPv6's neighbour discovery and multicast would only add
+/// frames to a delay line (`-e`: a kernel without IPv6 has no such keys).
+pub(crate) fn no_ipv6(ns: &str) -> Vec<(&'static str, Vec<String>)> {
+    ["all", "default"]
+        .iter()
+        .map(|key| {
+            (
                 "ip",
                 args(&[
                     "netns",
@@ -131,8 +130,16 @@ pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
                     "-qew",
                     &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
                 ]),
-            ));
-        }
+            )
+        })
+        .collect()
+}
+
+/// The commands that wire up the existing namespaces. Pure, for tests.
+pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
+    let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
+    for ns in n.hosts.iter().chain([&n.wan]) {
+        p.extend(no_ipv6(ns));
     }
     for (l, link) in spec.links.iter().enumerate() {
         let dev = host_dev(l);

@@ -7,6 +7,14 @@ use hopwise_lab::topology::{self, PREFIX};
 use hopwise_repro::{Silent, Verdict};
 use std::sync::Mutex;
 
+/// Fails unless every file in `files` exists in `out` and is not empty.
+fn assert_written(out: &std::path::Path, files: &[&str]) {
+    for f in files {
+        let ok = out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false);
+        assert!(ok, "{f} missing or empty in {}", out.display());
+    }
+}
+
 /// The experiments run in real time and measure the machine: one at a time.
 static REAL_TIME: Mutex<()> = Mutex::new(());
 
@@ -46,18 +54,16 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
     assert!(up["mean_bytes"][1].as_f64().unwrap() > 10_000.0, "{up}");
     assert!(up["drops"].as_u64().unwrap() > 0, "{up}");
     assert_eq!(summary["simulator"].as_array().unwrap().len(), 3);
-    for f in [
-        "fig1.svg",
-        "phases.svg",
-        "goodput.csv",
-        "queues.csv",
-        "phases.csv",
-    ] {
-        assert!(
-            out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false),
-            "{f}"
-        );
-    }
+    assert_written(
+        &out,
+        &[
+            "fig1.svg",
+            "phases.svg",
+            "goodput.csv",
+            "queues.csv",
+            "phases.csv",
+        ],
+    );
     // Nothing is left behind.
     let own = format!("{PREFIX}{}-", std::process::id());
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
@@ -108,12 +114,7 @@ fn ack_compression_capture_agrees_with_the_qdiscs() {
         }
         assert!(c["median_burst"].as_u64().is_some(), "{c}");
     }
-    for f in ["acks.svg", "bursts.csv", "queues.csv"] {
-        assert!(
-            out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false),
-            "{f}"
-        );
-    }
+    assert_written(&out, &["acks.svg", "bursts.csv", "queues.csv"]);
     let own = format!("{PREFIX}{}-", std::process::id());
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
@@ -167,20 +168,18 @@ fn overlay_ack_prioritising_acks_at_b_keeps_a_to_b_going() {
         assert!(get(m, "bc_phase2_bps") > 7e6, "{m}: {summary}");
     }
     assert_eq!(summary["simulator"].as_array().unwrap().len(), 2);
-    for f in [
-        "goodput.svg",
-        "rtt.svg",
-        "modes.svg",
-        "goodput.csv",
-        "queues.csv",
-        "rtt.csv",
-        "modes.csv",
-    ] {
-        assert!(
-            out.join(f).metadata().map(|m| m.len() > 0).unwrap_or(false),
-            "{f}"
-        );
-    }
+    assert_written(
+        &out,
+        &[
+            "goodput.svg",
+            "rtt.svg",
+            "modes.svg",
+            "goodput.csv",
+            "queues.csv",
+            "rtt.csv",
+            "modes.csv",
+        ],
+    );
     let own = format!("{PREFIX}{}-", std::process::id());
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
@@ -274,4 +273,67 @@ fn the_delay_line_delays_both_ways_and_loses_nothing_at_zero_loss() {
         );
         assert!(s.late_max_us < 1000.0, "{s:?}");
     }
+}
+
+#[test]
+#[ignore = "needs root and network namespaces; 30 s of real time"]
+fn a_delayed_pendulum_point_runs_through_the_line_and_cleans_up() {
+    use hopwise_lab::pendulum_fig10::{self as fig10, Options};
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    topology::require().expect("the lab can run here");
+    let out = std::env::temp_dir().join(format!("hopwise-lab-fig10-test-{}", std::process::id()));
+    let opts = Options {
+        out: out.clone(),
+        secs: 30,
+        sim_seeds: 1,
+        ..Options::new(true)
+    };
+    let outcome = fig10::run(&opts, None, &Silent).expect("lab run");
+    // 30 s is too short for a verdict.
+    assert!(outcome.claims.iter().all(|c| c.verdict == Verdict::Info));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["complete"], true);
+    let p = &summary["points"][0];
+    let (xd, xu) = (
+        p["kernel"]["download_bps"].as_f64().unwrap(),
+        p["kernel"]["upload_bps"].as_f64().unwrap(),
+    );
+    // Both flows ran; the upload keeps the uplink queue occupied.
+    assert!(xd > 300e3 && xu > 50e3, "{p}");
+    assert!(
+        p["queues"]["uplink_mean_bytes"].as_f64().unwrap() > 10_000.0,
+        "{p}"
+    );
+    assert_eq!(p["simulator"].as_array().unwrap().len(), 2);
+    // The line held the download's frames for the INET side's delay
+    // (about 53 ms of a flow of at least 300 kbit/s is 2 kB and more;
+    // without delay it would hold one frame at a time), and lost none.
+    let links = p["links"].as_array().unwrap();
+    assert_eq!(links.len(), 2);
+    let held = links[0]["ab"]["max_held_bytes"].as_u64().unwrap();
+    assert!(held > 2_000, "{}", links[0]);
+    for l in links {
+        for d in ["ab", "ba"] {
+            let s = &l[d];
+            assert!(s["frames"].as_u64().unwrap() > 100, "{s}");
+            for k in ["lost", "overflow", "send_errors", "socket_drops", "too_big"] {
+                assert_eq!(s[k], 0, "{k}: {s}");
+            }
+        }
+    }
+    assert_written(
+        &out,
+        &[
+            "r.svg",
+            "series.svg",
+            "points.csv",
+            "queues.csv",
+            "goodput.csv",
+            "links.csv",
+        ],
+    );
+    let own = format!("{PREFIX}{}-", std::process::id());
+    assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
+    let _ = std::fs::remove_dir_all(&out);
 }

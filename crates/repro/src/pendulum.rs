@@ -1424,21 +1424,25 @@ fn asym_cases(
 
 // ---------------------------------------------------------------- Fig. 10
 
-/// One run of the Fig. 10 / Fig. 11 sweeps.
+/// One run of the Fig. 10 / Fig. 11 sweeps: goodputs (bit/s) and mean
+/// windows (bytes) of the download and the upload after the warm-up, and
+/// the two links' utilisation.
 #[derive(Clone, Copy, Debug)]
-struct PairRun {
-    xd: f64,
-    xu: f64,
-    cwnd_d: f64,
-    cwnd_u: f64,
-    util_d: f64,
-    util_u: f64,
+pub struct PairRun {
+    pub xd: f64,
+    pub xu: f64,
+    pub cwnd_d: f64,
+    pub cwnd_u: f64,
+    pub util_d: f64,
+    pub util_u: f64,
 }
 
-/// Warm-up skipped in the long sweeps.
-const SWEEP_WARM: f64 = 20.0;
+/// Warm-up skipped in the long sweeps, seconds.
+pub const SWEEP_WARM: f64 = 20.0;
 
-fn run_pair(s: &Setup, name: &str) -> anyhow::Result<PairRun> {
+/// Runs a download and an upload (a [`sweep_setup`]) and measures them
+/// after [`SWEEP_WARM`].
+pub fn run_pair(s: &Setup, name: &str) -> anyhow::Result<PairRun> {
     let sim = simulate(s, name)?;
     let end = secs(s.duration);
     let sum = hopwise_sim::report::Summary::of(&sim, name, 0.0);
@@ -1488,21 +1492,22 @@ pub struct Fig10Row {
 }
 
 /// Means over the runs of one point.
-struct Agg {
-    xd: f64,
-    xu: f64,
+pub struct Agg {
+    pub xd: f64,
+    pub xu: f64,
     /// Smallest and largest per-run ratio.
-    r_min: f64,
-    r_max: f64,
-    cwnd_d: f64,
-    cwnd_u: f64,
-    util_d: f64,
-    util_u: f64,
+    pub r_min: f64,
+    pub r_max: f64,
+    pub cwnd_d: f64,
+    pub cwnd_u: f64,
+    pub util_d: f64,
+    pub util_u: f64,
     /// Ratio of the mean goodputs.
-    r: f64,
+    pub r: f64,
 }
 
-fn aggregate(runs: &[PairRun]) -> Agg {
+/// Means over the runs of one point (the ratio is of the means).
+pub fn aggregate(runs: &[PairRun]) -> Agg {
     let n = runs.len() as f64;
     let m = |f: fn(&PairRun) -> f64| runs.iter().map(f).sum::<f64>() / n;
     let rs = runs.iter().map(|r| r.xd / r.xu);
