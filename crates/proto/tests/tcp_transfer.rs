@@ -72,6 +72,10 @@ struct Pipe {
     events: [Vec<Event>; 2],
     reader_paused_until: [Time; 2],
     lost: u64,
+    /// A's data segments (counted from 0, retransmissions included) to drop.
+    drop_a_data: Vec<u64>,
+    /// When A sent each data segment.
+    a_data_sent: Vec<Time>,
 }
 
 impl Pipe {
@@ -96,10 +100,20 @@ impl Pipe {
             events: [Vec::new(), Vec::new()],
             reader_paused_until: [Time::ZERO; 2],
             lost: 0,
+            drop_a_data: Vec::new(),
+            a_data_sent: Vec::new(),
         }
     }
 
     fn transmit(&mut self, from: usize, seg: Segment) {
+        if from == 0 && !seg.payload.is_empty() {
+            let i = self.a_data_sent.len() as u64;
+            self.a_data_sent.push(self.now);
+            if self.drop_a_data.contains(&i) {
+                self.lost += 1;
+                return;
+            }
+        }
         let d = &mut self.dirs[from];
         while d.queued.front().is_some_and(|&t| t <= self.now) {
             d.queued.pop_front();
@@ -303,10 +317,18 @@ fn clean_transfer_closes_both_ends() {
 #[test]
 fn byte_exact_under_loss_for_every_controller() {
     for cc in all_ccs() {
-        for (loss, sack) in [(0.01, true), (0.10, true), (0.01, false), (0.10, false)] {
+        for (loss, sack, prr) in [
+            (0.01, true, false),
+            (0.10, true, false),
+            (0.01, false, false),
+            (0.10, false, false),
+            (0.01, true, true),
+            (0.10, true, true),
+        ] {
             let mut p = Pipe::new(20_000_000, Dur::from_millis(5), loss, 11);
             let cfg = TcpConfig {
                 sack,
+                prr,
                 ..TcpConfig::default()
             };
             let n = if loss > 0.05 { 300_000 } else { 1_000_000 };
@@ -320,6 +342,55 @@ fn byte_exact_under_loss_for_every_controller() {
             );
         }
     }
+}
+
+/// PRR (RFC 6937) spreads a SACK recovery's sends over its ACKs. RFC 6675
+/// alone sets cwnd = ssthresh at once, and a sender whose pipe is twice that
+/// falls silent until the pipe has drained to it.
+#[test]
+fn prr_keeps_sending_through_a_recovery() {
+    const DROP: u64 = 300;
+    let mut gaps = Vec::new();
+    for prr in [false, true] {
+        let mut p = Pipe::new(10_000_000, Dur::from_millis(20), 0.0, 5);
+        for d in &mut p.dirs {
+            d.queue_limit = 100_000;
+        }
+        // Three segments in a row, once, well after slow start began.
+        p.drop_a_data = vec![DROP, DROP + 1, DROP + 2];
+        let cfg = TcpConfig {
+            prr,
+            delayed_ack: false,
+            ..TcpConfig::default()
+        };
+        transfer(&mut p, cfg, &CcConfig::NewReno, 4_000_000, 0, 120);
+        let st = p.ends[0].as_ref().unwrap().stats();
+        assert_eq!(
+            (st.fast_recoveries, st.timeouts),
+            (1, 0),
+            "prr {prr}: one recovery, no timeout"
+        );
+        // The longest silence between two of A's data segments from just
+        // before the losses to the end.
+        let from = p.a_data_sent[DROP as usize - 100];
+        let gap = p
+            .a_data_sent
+            .windows(2)
+            .filter(|w| w[0] >= from)
+            .map(|w| (w[1] - w[0]).as_nanos())
+            .max()
+            .unwrap();
+        gaps.push(gap);
+    }
+    // A full segment takes 1.2 ms at 10 Mbit/s; without delayed ACKs PRR
+    // sends about one per two ACKs.
+    assert!(gaps[1] < 5_000_000, "with PRR: {} ns", gaps[1]);
+    assert!(
+        gaps[0] > 20 * gaps[1],
+        "without PRR the sender pauses: {} ns against {} ns",
+        gaps[0],
+        gaps[1]
+    );
 }
 
 #[test]

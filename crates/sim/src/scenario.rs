@@ -212,6 +212,7 @@ const TCP_KEYS: &[&str] = &[
     "recv_buffer",
     "initial_window",
     "dupthresh",
+    "prr",
     "syn_retries",
     "time_wait",
 ];
@@ -1051,6 +1052,7 @@ fn apply_tcp(c: &mut TcpConfig, o: &Obj<'_>) -> R<()> {
             "recv_buffer" => c.recv_buffer = as_bytes(v, &p)?,
             "initial_window" => c.initial_window = as_int(v, &p, 0, 1_000_000)?,
             "dupthresh" => c.dupthresh = as_int(v, &p, 0, 1_000_000)?,
+            "prr" => c.prr = as_bool(v, &p)?,
             "syn_retries" => c.syn_retries = as_int(v, &p, 0, 127)? as u32,
             "time_wait" => c.time_wait = as_dur(v, &p)?,
             _ => {}

@@ -369,7 +369,7 @@ fn queue_tables_and_flow_options() {
     );
     let s = ok(&edit(
         "start = \"1s\"",
-        "start = \"1s\"\nstop = \"30s\"\nsize = \"10MB\"\nbidir = true\ntcp = { delayed_ack = false, mss = 1000, min_rto = \"1s\", rtt_estimator = \"linux\" }\ncount = 3\nstart_step = \"2s\"",
+        "start = \"1s\"\nstop = \"30s\"\nsize = \"10MB\"\nbidir = true\ntcp = { delayed_ack = false, mss = 1000, min_rto = \"1s\", rtt_estimator = \"linux\", prr = true }\ncount = 3\nstart_step = \"2s\"",
     ));
     let names: Vec<&str> = s.flows.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["f1", "f2-0", "f2-1", "f2-2"]);
@@ -383,7 +383,9 @@ fn queue_tables_and_flow_options() {
         s.flows[1].tcp.rtt_estimator,
         hopwise_proto::tcp::RttEstimatorKind::Linux
     );
+    assert!(s.flows[1].tcp.prr);
     assert!(s.flows[0].tcp.delayed_ack, "per-flow tcp does not leak");
+    assert!(!s.flows[0].tcp.prr);
     assert_eq!(
         s.flows[0].tcp.rtt_estimator,
         hopwise_proto::tcp::RttEstimatorKind::Rfc6298
@@ -549,6 +551,11 @@ fn wrong_types() {
     fails(
         &edit("start = \"1s\"", "start = \"1s\"\nbidir = \"yes\""),
         "flow \"f2\".bidir",
+        &["true or false"],
+    );
+    fails(
+        &edit("start = \"1s\"", "start = \"1s\"\ntcp = { prr = \"on\" }"),
+        "flow \"f2\".tcp.prr",
         &["true or false"],
     );
     fails(

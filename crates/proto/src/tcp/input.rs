@@ -288,6 +288,9 @@ impl Connection {
                 self.enter_recovery(now, pipe_before);
             }
         }
+        if self.prr_active() {
+            self.prr_on_ack(bytes_acked);
+        }
 
         if self.fin_sent() && self.snd_una == self.snd_nxt {
             match self.state {
@@ -318,6 +321,41 @@ impl Connection {
         // unacknowledged segment now, whatever the pipe says.
         self.board.mark_first_lost();
         self.force_retx = true;
+        // RFC 6937 §3.1, at the start of recovery.
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.prr_recover_fs = in_flight.max(1);
+        self.prr_sndcnt = 0;
+    }
+
+    /// PRR is on and governs what may be sent: SACK recovery with
+    /// [`TcpConfig::prr`](super::TcpConfig::prr).
+    pub(super) fn prr_active(&self) -> bool {
+        self.cfg.prr && self.sack_ok && self.in_recovery
+    }
+
+    /// RFC 6937 §3.1, on every ACK in recovery: `delivered` bytes newly
+    /// acknowledged or SACKed. While the pipe exceeds ssthresh, sending
+    /// follows delivery in proportion ssthresh / RecoverFS; below it,
+    /// PRR-SSRB (slow-start reduction bound) lets the pipe grow back towards
+    /// ssthresh by at most the bytes delivered plus one segment per ACK.
+    fn prr_on_ack(&mut self, delivered: u64) {
+        let ssthresh = self.cc.cwnd();
+        self.prr_delivered += delivered;
+        let pipe = self.pipe();
+        let sndcnt = if pipe > ssthresh {
+            let target = (self.prr_delivered as u128 * ssthresh as u128)
+                .div_ceil(self.prr_recover_fs as u128);
+            (target.min(u64::MAX as u128) as u64).saturating_sub(self.prr_out)
+        } else {
+            let limit = self
+                .prr_delivered
+                .saturating_sub(self.prr_out)
+                .max(delivered)
+                + self.smss;
+            (ssthresh - pipe).min(limit)
+        };
+        self.prr_sndcnt = sndcnt;
     }
 
     fn process_data(&mut self, now: Time, seq_off: u64, seg: Segment) {

@@ -28,8 +28,11 @@
 //! avoidance. Nagle (RFC 896). Timestamps (RFC 7323) for RTT and one-way-delay
 //! samples. ACKs ride on data in both directions.
 //!
+//! With SACK, Proportional Rate Reduction (RFC 6937) is an option
+//! ([`TcpConfig::prr`], off by default).
+//!
 //! Not modelled (see `crates/proto/README.md`): PAWS, simultaneous open,
-//! urgent data, RACK/TLP, F-RTO, PRR, HyStart, pacing, TSO, ECN, the RFC 7661
+//! urgent data, RACK/TLP, F-RTO, HyStart, pacing, TSO, ECN, the RFC 7661
 //! restart after idle, and zero-window probing beyond resending one byte under
 //! the retransmission timer.
 
@@ -103,6 +106,14 @@ pub struct TcpConfig {
     pub initial_window: u64,
     /// Duplicate-ACK threshold (RFC 5681: 3).
     pub dupthresh: u64,
+    /// Proportional Rate Reduction (RFC 6937, PRR-SSRB) in SACK recovery, as
+    /// Linux has done since 3.2: sends during recovery are spread over the
+    /// ACKs in proportion ssthresh / RecoverFS, instead of RFC 6675's cwnd =
+    /// ssthresh at once, which silences the sender until the pipe has drained
+    /// below the new window and then lets it follow the ACKs. Off by default
+    /// (every reproduction runs without it); ssthresh is the controller's
+    /// window after its loss response. No effect without SACK.
+    pub prr: bool,
     /// SYN retransmissions before giving up.
     pub syn_retries: u32,
     /// How long TIME-WAIT lasts (RFC 9293: 2·MSL = 4 min; Linux: 60 s).
@@ -129,6 +140,7 @@ impl Default for TcpConfig {
             recv_buffer: 4 << 20,
             initial_window: 10,
             dupthresh: 3,
+            prr: false,
             syn_retries: 6,
             time_wait: Dur::from_secs(60),
         }
@@ -247,6 +259,12 @@ pub struct Connection {
     partial_acks: u32,
     /// The first retransmission of a recovery episode goes out regardless of pipe.
     force_retx: bool,
+    /// PRR (RFC 6937 §3.1): bytes delivered and sent since recovery began,
+    /// the pipe when it began, and what the latest ACK allows to send.
+    prr_delivered: u64,
+    prr_out: u64,
+    prr_recover_fs: u64,
+    prr_sndcnt: u64,
     /// Send one byte past a zero window (persist timer fired).
     force_probe: bool,
     rto_deadline: Option<Time>,
@@ -328,6 +346,10 @@ impl Connection {
             inflation: 0,
             partial_acks: 0,
             force_retx: false,
+            prr_delivered: 0,
+            prr_out: 0,
+            prr_recover_fs: 1,
+            prr_sndcnt: 0,
             force_probe: false,
             rto_deadline: None,
             syn_pending: false,

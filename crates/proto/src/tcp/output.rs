@@ -202,13 +202,25 @@ impl Connection {
         self.snd_nxt < fin_off || (self.fin_queued && self.snd_nxt == fin_off)
     }
 
-    /// Whether the congestion window allows `len` more bytes.
+    /// Whether the congestion window (in PRR recovery: PRR's send count)
+    /// allows `len` more bytes.
     fn cwnd_allows(&self, now: Time, pipe: u64, len: u64) -> bool {
+        if self.prr_active() {
+            return len <= self.prr_sndcnt;
+        }
         let cwnd = self.cc.cwnd();
         if cwnd < self.smss && self.inflation == 0 {
             return pipe == 0 && now >= self.sub_mss_next;
         }
         pipe + len <= cwnd + self.inflation
+    }
+
+    /// PRR's bookkeeping of a transmission (RFC 6937 §3.1: prr_out).
+    fn prr_sent(&mut self, len: u64) {
+        if self.prr_active() {
+            self.prr_out += len;
+            self.prr_sndcnt = self.prr_sndcnt.saturating_sub(len);
+        }
     }
 
     fn next_data_segment(&mut self, now: Time) -> Option<Segment> {
@@ -220,6 +232,7 @@ impl Connection {
                 self.force_retx = false;
                 let (start, end) = self.board.retransmitted(i, now, self.snd_nxt);
                 self.stats.retransmits += 1;
+                self.prr_sent(end - start);
                 if start <= self.snd_una && !self.impatient_hold() {
                     // Retransmitting the head re-arms the timer, as Linux does
                     // (and RFC 6582 on partial ACKs): it must not expire before
@@ -275,6 +288,7 @@ impl Connection {
         }
         self.board.push(start, end, now);
         self.snd_nxt = end;
+        self.prr_sent(end - start);
         self.cwnd_limited = pipe + len + self.smss > self.cc.cwnd() + self.inflation;
         Some(self.data_segment(now, start, end))
     }
