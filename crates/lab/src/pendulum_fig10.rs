@@ -51,17 +51,26 @@ pub const VERDICT_SECS: u64 = 300;
 const STARTS: (f64, f64) = (0.5, 1.0);
 
 /// The simulator's settings beside the kernel: the reproduction's (1 s
-/// minimum RTO) and Linux's (200 ms, Linux's estimator).
-const SIM_SETTINGS: [(&str, Dur, RttEstimatorKind); 2] = [
+/// minimum RTO), Linux's RTO (200 ms, Linux's estimator), and that with
+/// Linux's PRR (RFC 6937) in recovery.
+const SIM_SETTINGS: [(&str, Dur, RttEstimatorKind, bool); 3] = [
     (
         "simulator, min RTO 1 s",
         simp::MIN_RTO,
         RttEstimatorKind::Rfc6298,
+        false,
     ),
     (
         "simulator, min RTO 200 ms, Linux estimator",
         Dur::from_millis(200),
         RttEstimatorKind::Linux,
+        false,
+    ),
+    (
+        "simulator, min RTO 200 ms, Linux estimator, PRR",
+        Dur::from_millis(200),
+        RttEstimatorKind::Linux,
+        true,
     ),
 ];
 
@@ -319,13 +328,14 @@ fn run_kernel(opts: &Options, up_buffer: u64, progress: &dyn Progress) -> Result
 fn run_sim(
     opts: &Options,
     up_buffer: u64,
-    (label, min_rto, est): (&str, Dur, RttEstimatorKind),
+    (label, min_rto, est, prr): (&str, Dur, RttEstimatorKind, bool),
 ) -> Result<Measured> {
     let mut runs = Vec::new();
     for seed in 1..=opts.sim_seeds as u64 {
         let mut s = opts.setup(up_buffer, seed);
         s.min_rto = min_rto;
         s.rtt_estimator = est;
+        s.prr = prr;
         runs.push(simp::run_pair(&s, "lab-pendulum-fig10")?);
     }
     let a = simp::aggregate(&runs);
@@ -705,7 +715,7 @@ fn r_chart(opts: &Options, points: &[Point]) -> Chart {
             .map(|p| (p.up_buffer_bytes as f64 / 1e3, p.kernel.r))
             .collect(),
     ));
-    for (i, (label, _, _)) in SIM_SETTINGS.iter().enumerate() {
+    for (i, (label, ..)) in SIM_SETTINGS.iter().enumerate() {
         let pts: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|p| p.simulator.get(i))

@@ -305,7 +305,7 @@ fn a_delayed_pendulum_point_runs_through_the_line_and_cleans_up() {
         p["queues"]["uplink_mean_bytes"].as_f64().unwrap() > 10_000.0,
         "{p}"
     );
-    assert_eq!(p["simulator"].as_array().unwrap().len(), 2);
+    assert_eq!(p["simulator"].as_array().unwrap().len(), 3);
     // The line held the download's frames for the INET side's delay
     // (about 53 ms of a flow of at least 300 kbit/s is 2 kB and more;
     // without delay it would hold one frame at a time), and lost none.

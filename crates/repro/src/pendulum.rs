@@ -76,6 +76,9 @@ pub struct Setup {
     pub min_rto: Dur,
     /// RFC 6298 (every reproduction run) or Linux's estimator (`hopwise lab`'s comparison).
     pub rtt_estimator: RttEstimatorKind,
+    /// PRR in SACK recovery (`TcpConfig::prr`): off in every reproduction
+    /// run, on in `hopwise lab pendulum-fig10`'s Linux-like setting.
+    pub prr: bool,
     pub duration: Dur,
     pub trace_interval: Dur,
     pub goodput_interval: Dur,
@@ -118,6 +121,7 @@ impl Setup {
             tcp_buffer: 4 << 20,
             min_rto: MIN_RTO,
             rtt_estimator: RttEstimatorKind::Rfc6298,
+            prr: false,
             duration,
             trace_interval: Dur::from_millis(10),
             goodput_interval: Dur::SECOND,
@@ -236,6 +240,7 @@ impl Setup {
             recv_buffer: self.tcp_buffer,
             min_rto: self.min_rto,
             rtt_estimator: self.rtt_estimator,
+            prr: self.prr,
             ..TcpConfig::default()
         };
         let flow =
