@@ -76,6 +76,8 @@ struct Pipe {
     drop_a_data: Vec<u64>,
     /// When A sent each data segment.
     a_data_sent: Vec<Time>,
+    /// A's (in recovery, pipe, cwnd) after each time it was served.
+    a_window: Vec<(bool, u64, u64)>,
 }
 
 impl Pipe {
@@ -102,6 +104,7 @@ impl Pipe {
             lost: 0,
             drop_a_data: Vec::new(),
             a_data_sent: Vec::new(),
+            a_window: Vec::new(),
         }
     }
 
@@ -169,6 +172,9 @@ impl Pipe {
         }
         while let Some(ev) = c.poll_event() {
             self.events[i].push(ev);
+        }
+        if i == 0 {
+            self.a_window.push((c.in_recovery(), c.pipe(), c.cwnd()));
         }
         for s in out {
             self.transmit(i, s);
@@ -381,6 +387,15 @@ fn prr_keeps_sending_through_a_recovery() {
             .max()
             .unwrap();
         gaps.push(gap);
+        // The reduction still happens: by the end of the recovery the pipe
+        // is down to the new window.
+        let last = p.a_window.iter().rev().find(|w| w.0).expect("recovered");
+        assert!(
+            last.1 <= last.2 + 2 * 1448,
+            "prr {prr}: pipe {} at the end of recovery, cwnd {}",
+            last.1,
+            last.2
+        );
     }
     // A full segment takes 1.2 ms at 10 Mbit/s; without delayed ACKs PRR
     // sends about one per two ACKs.
@@ -483,4 +498,22 @@ fn handshake_survives_lost_syn() {
         5_000,
         3600,
     );
+}
+
+/// A transfer of whole segments ends with a full segment that carries the
+/// FIN (MSS + 1 of sequence space); lost and retransmitted after a timeout,
+/// when cwnd is one segment, it must still go out.
+#[test]
+fn a_lost_full_final_segment_with_fin_is_retransmitted() {
+    for seed in 1..=20 {
+        let mut p = Pipe::new(10_000_000, Dur::from_millis(5), 0.10, seed);
+        transfer(
+            &mut p,
+            TcpConfig::default(),
+            &CcConfig::NewReno,
+            1448 * 100,
+            0,
+            3600,
+        );
+    }
 }

@@ -205,7 +205,9 @@ impl Connection {
     /// Whether the congestion window (in PRR recovery: PRR's send count)
     /// allows `len` more bytes.
     fn cwnd_allows(&self, now: Time, pipe: u64, len: u64) -> bool {
-        if self.prr_active() {
+        // PRR's count (with a target window of at least one segment; below
+        // that the sub-segment rule below paces the sends).
+        if self.prr_active() && self.cc.cwnd() >= self.smss {
             return len <= self.prr_sndcnt;
         }
         let cwnd = self.cc.cwnd();
@@ -228,7 +230,12 @@ impl Connection {
         // RFC 6675 NextSeg rule 1 (and NewReno's retransmission): lost segments first.
         if let Some(i) = self.board.next_lost() {
             let s = *self.board.get(i).expect("index from next_lost");
-            if self.force_retx || self.cwnd_allows(now, pipe, s.end - s.start) {
+            // The FIN takes sequence space but no window, as on the new-data
+            // path: a full final segment with FIN is MSS + 1 long and would
+            // never fit a one-segment window after a timeout.
+            let fin = self.fin_queued && s.end == self.fin_off() + 1;
+            let len = s.end - s.start - u64::from(fin);
+            if self.force_retx || self.cwnd_allows(now, pipe, len) {
                 self.force_retx = false;
                 let (start, end) = self.board.retransmitted(i, now, self.snd_nxt);
                 self.stats.retransmits += 1;
