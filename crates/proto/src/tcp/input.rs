@@ -244,9 +244,10 @@ impl Connection {
                 }
             }
         }
+        let mut newly_lost = 0;
         if self.sack_ok && newly_sacked > 0 {
-            self.board.mark_lost_by_sack(self.cfg.dupthresh, self.smss);
-            self.board.mark_lost_retransmissions();
+            newly_lost += self.board.mark_lost_by_sack(self.cfg.dupthresh, self.smss);
+            newly_lost += self.board.mark_lost_retransmissions();
         }
 
         let (rtt, owd) = self.delay_samples(now, seg, advanced, karn);
@@ -289,7 +290,8 @@ impl Connection {
             }
         }
         if self.prr_active() {
-            self.prr_on_ack(bytes_acked);
+            // RFC 9937's safe ACK: SND.UNA advanced and no new loss.
+            self.prr_on_ack(bytes_acked, advanced && newly_lost == 0);
         }
 
         if self.fin_sent() && self.snd_una == self.snd_nxt {
@@ -334,12 +336,18 @@ impl Connection {
         self.cfg.prr && self.sack_ok && self.in_recovery
     }
 
-    /// RFC 6937 §3.1, on every ACK in recovery: `delivered` bytes newly
-    /// acknowledged or SACKed. While the pipe exceeds ssthresh, sending
-    /// follows delivery in proportion ssthresh / RecoverFS; below it,
-    /// PRR-SSRB (slow-start reduction bound) lets the pipe grow back towards
-    /// ssthresh by at most the bytes delivered plus one segment per ACK.
-    fn prr_on_ack(&mut self, delivered: u64) {
+    /// RFC 6937 §3.1 with RFC 9937's conservative bound, as Linux since 4.2
+    /// (`tcp_cwnd_reduction`), on every ACK in recovery that delivers data:
+    /// `delivered` bytes newly acknowledged or SACKed. While the pipe
+    /// exceeds ssthresh, sending follows delivery in proportion ssthresh /
+    /// RecoverFS; below it, the pipe grows back towards ssthresh by at most
+    /// the bytes delivered, plus one segment on a `safe` ACK (one that
+    /// advances SND.UNA and marks no new loss). An ACK that delivers nothing
+    /// changes nothing.
+    fn prr_on_ack(&mut self, delivered: u64, safe: bool) {
+        if delivered == 0 {
+            return;
+        }
         let ssthresh = self.cc.cwnd();
         self.prr_delivered += delivered;
         let pipe = self.pipe();
@@ -352,7 +360,7 @@ impl Connection {
                 .prr_delivered
                 .saturating_sub(self.prr_out)
                 .max(delivered)
-                + self.smss;
+                + if safe { self.smss } else { 0 };
             (ssthresh - pipe).min(limit)
         };
         self.prr_sndcnt = sndcnt;

@@ -106,13 +106,15 @@ pub struct TcpConfig {
     pub initial_window: u64,
     /// Duplicate-ACK threshold (RFC 5681: 3).
     pub dupthresh: u64,
-    /// Proportional Rate Reduction (RFC 6937, PRR-SSRB) in SACK recovery, as
-    /// Linux has done since 3.2: sends during recovery are spread over the
-    /// ACKs in proportion ssthresh / RecoverFS, instead of RFC 6675's cwnd =
-    /// ssthresh at once, which silences the sender until the pipe has drained
-    /// below the new window and then lets it follow the ACKs. Off by default
-    /// (every reproduction runs without it); ssthresh is the controller's
-    /// window after its loss response. No effect without SACK.
+    /// Proportional Rate Reduction in SACK recovery (RFC 6937, with RFC
+    /// 9937's conservative bound, as Linux since 4.2): sends during recovery
+    /// are spread over the ACKs in proportion ssthresh / RecoverFS, instead
+    /// of RFC 6675's cwnd = ssthresh at once, which silences the sender
+    /// until the pipe has drained below the new window. RecoverFS is the
+    /// pipe when recovery began (RFC 9937's choice; RFC 6937 uses
+    /// FlightSize, Linux the previous cwnd); ssthresh is the controller's
+    /// window after its loss response. Off by default (every reproduction
+    /// runs without it). No effect without SACK.
     pub prr: bool,
     /// SYN retransmissions before giving up.
     pub syn_retries: u32,
@@ -260,7 +262,8 @@ pub struct Connection {
     /// The first retransmission of a recovery episode goes out regardless of pipe.
     force_retx: bool,
     /// PRR (RFC 6937 §3.1): bytes delivered and sent since recovery began,
-    /// the pipe when it began, and what the latest ACK allows to send.
+    /// the pipe when it began (RecoverFS), and what the latest ACK allows
+    /// to send.
     prr_delivered: u64,
     prr_out: u64,
     prr_recover_fs: u64,
