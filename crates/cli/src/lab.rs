@@ -246,6 +246,20 @@ fn parse_ms(s: &str) -> Result<u64, String> {
     Ok(d.as_nanos() / 1_000_000)
 }
 
+/// Runs a lab experiment under a progress bar counting `unit`; returns the
+/// command line (for the report), the outcome and the wall time in seconds.
+fn timed(
+    unit: &'static str,
+    run: impl FnOnce(&str, &crate::reproduce::Bars) -> Result<hopwise_repro::Outcome>,
+) -> Result<(String, hopwise_repro::Outcome, f64)> {
+    let command = crate::run::command_line();
+    let t0 = Instant::now();
+    let bars = crate::reproduce::Bars::counting(unit);
+    let outcome = run(&command, &bars)?;
+    hopwise_repro::Progress::finish(&bars);
+    Ok((command, outcome, t0.elapsed().as_secs_f64()))
+}
+
 pub fn run(cmd: LabCmd) -> Result<()> {
     if !matches!(cmd, LabCmd::Check | LabCmd::Clean) {
         // Before any thread starts (see the function).
@@ -327,12 +341,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             // Only a run that can start makes its output directory.
             crate::run::prepare_out(&out)?;
             eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = backtap::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) = timed("s", |command, bars| {
+                backtap::run(&opts, Some(command), bars)
+            })?;
             let facts = [
                 format!("command: {command}"),
                 format!(
@@ -384,12 +395,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 "lab otcp: {about} ({} B per transfer; runs per path: {plan})",
                 opts.size
             );
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("transfers");
-            let outcome = otcp::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) = timed("transfers", |command, bars| {
+                otcp::run(&opts, Some(command), bars)
+            })?;
             let facts = [
                 format!("command: {command}"),
                 format!(
@@ -432,12 +440,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 hopwise_repro::plural(opts.modes.len(), "mode"),
                 opts.secs
             );
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = overlay_ack::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) = timed("s", |command, bars| {
+                overlay_ack::run(&opts, Some(command), bars)
+            })?;
             let modes: Vec<&str> = opts.modes.iter().map(|m| m.name()).collect();
             let facts = [
                 format!("command: {command}"),
@@ -483,12 +488,8 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             opts.check()?;
             crate::run::prepare_out(&out)?;
             eprintln!("lab ack-compression: {about} ({} s per case)", opts.secs);
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = acks::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) =
+                timed("s", |command, bars| acks::run(&opts, Some(command), bars))?;
             let facts = [
                 format!("command: {command}"),
                 format!(
@@ -538,12 +539,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 opts.secs,
                 opts.tp_ms
             );
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = pendulum_fig10::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) = timed("s", |command, bars| {
+                pendulum_fig10::run(&opts, Some(command), bars)
+            })?;
             let sides = opts.side_delays();
             let facts = [
                 format!("command: {command}"),
@@ -596,12 +594,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 "lab pendulum: {about}{}",
                 if quick { " (quick: 40 s)" } else { " (100 s)" }
             );
-            let command = crate::run::command_line();
-            let t0 = Instant::now();
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = pendulum::run(&opts, Some(&command), &bars)?;
-            hopwise_repro::Progress::finish(&bars);
-            let wall = t0.elapsed().as_secs_f64();
+            let (command, outcome, wall) = timed("s", |command, bars| {
+                pendulum::run(&opts, Some(command), bars)
+            })?;
             let facts = [
                 format!("command: {command}"),
                 format!(
