@@ -903,42 +903,13 @@ fn write_outputs(
     let mut rows = Vec::new();
     for r in links {
         for l in &r.links {
-            for (dir, s) in [("ab", &l.ab), ("ba", &l.ba)] {
-                rows.push(vec![
-                    r.regime.name().into(),
-                    l.link.name.clone(),
-                    dir.into(),
-                    format!("{:.3}", l.link.ab.delay.as_secs_f64() * 1e3),
-                    l.link.ab.loss.to_string(),
-                    s.frames.to_string(),
-                    s.lost.to_string(),
-                    s.overflow.to_string(),
-                    s.send_errors.to_string(),
-                    s.max_held_bytes.to_string(),
-                    format!("{:.1}", s.late_mean_us),
-                    format!("{:.1}", s.late_max_us),
-                ]);
+            for row in l.csv_rows() {
+                rows.push([vec![r.regime.name().to_string()], row].concat());
             }
         }
     }
-    write_csv(
-        &dir.join("links.csv"),
-        &[
-            "regime",
-            "link",
-            "direction",
-            "delay_ms",
-            "loss",
-            "frames",
-            "lost",
-            "overflow",
-            "send_errors",
-            "max_held_bytes",
-            "late_mean_us",
-            "late_max_us",
-        ],
-        &rows,
-    )?;
+    let columns = [&["regime"][..], LinkStats::CSV_COLUMNS].concat();
+    write_csv(&dir.join("links.csv"), &columns, &rows)?;
     let mut gains = BarChart::new(
         "oTCP on kernel TCP: rate (bytes over mean transfer time) over the direct path's, by hops",
     )

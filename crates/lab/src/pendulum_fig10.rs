@@ -653,34 +653,13 @@ fn write_outputs(
     let mut rows = Vec::new();
     for p in points {
         for l in &p.links {
-            for (dir, s) in [("ab", &l.ab), ("ba", &l.ba)] {
-                rows.push(vec![
-                    p.up_buffer_bytes.to_string(),
-                    l.link.name.clone(),
-                    dir.into(),
-                    s.frames.to_string(),
-                    s.sent.to_string(),
-                    format!("{:.1}", s.late_mean_us),
-                    format!("{:.1}", s.late_max_us),
-                    s.faults().to_string(),
-                ]);
+            for row in l.csv_rows() {
+                rows.push([vec![p.up_buffer_bytes.to_string()], row].concat());
             }
         }
     }
-    write_csv(
-        &dir.join("links.csv"),
-        &[
-            "up_buffer_bytes",
-            "link",
-            "direction",
-            "frames",
-            "sent",
-            "late_mean_us",
-            "late_max_us",
-            "dropped",
-        ],
-        &rows,
-    )?;
+    let columns = [&["up_buffer_bytes"][..], LinkStats::CSV_COLUMNS].concat();
+    write_csv(&dir.join("links.csv"), &columns, &rows)?;
     r_chart(opts, points).write_svg(dir.join("r.svg"))?;
     series_figure(opts, points, series).write_svg(dir.join("series.svg"))?;
     Ok(())
