@@ -312,6 +312,7 @@ fn opt_f(v: Option<f64>) -> String {
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
     opts.check()?;
+    let sim_on = crate::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim);
     let mut kernel = Vec::new();
     let mut captures = Vec::new();
     let mut queues = Vec::new();
@@ -320,13 +321,6 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         kernel.push(r);
         captures.push(st);
         queues.push(q);
-    }
-    let sim_on = opts.sim && opts.cc == "reno";
-    if opts.sim && !sim_on {
-        progress.note(&format!(
-            "the simulator's comparison runs NewReno; skipped for --cc {}",
-            opts.cc
-        ));
     }
     let mut sims = Vec::new();
     if sim_on {

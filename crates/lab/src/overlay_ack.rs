@@ -118,9 +118,10 @@ pub fn parse_modes(s: &str) -> Result<Vec<Mode>> {
                 MODES.map(Mode::name).join(", ")
             );
         }
-        if !v.contains(&m) {
-            v.push(m);
+        if v.contains(&m) {
+            bail!("--modes: mode {name:?} given twice");
         }
+        v.push(m);
     }
     if v.is_empty() {
         bail!("--modes: name at least one mode");
@@ -1225,6 +1226,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         sim_runs: 0,
     };
     let (p1, p2) = (tl.phase1(), tl.phase2());
+    let sim_on = crate::traffic::sim_comparison(progress, &opts.cc, "cubic", opts.sim_runs > 0);
     // A mode that fails ends the kernel runs; the modes already run
     // (minutes of real time each) are still simulated and written.
     let mut failure: Option<anyhow::Error> = None;
@@ -1308,13 +1310,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         .collect();
 
     // The simulator on the same timeline (its TCP is the paper's Linux 2.6.26).
-    r.sim_runs = if opts.cc == "cubic" { opts.sim_runs } else { 0 };
-    if r.sim_runs < opts.sim_runs {
-        progress.note(&format!(
-            "the simulator's comparison runs CUBIC; skipped for --cc {}",
-            opts.cc
-        ));
-    }
+    r.sim_runs = if sim_on { opts.sim_runs } else { 0 };
     if r.sim_runs > 0 {
         progress.start(
             "simulator (hopwise's TCP set up as Linux 2.6.26)",
@@ -1427,9 +1423,11 @@ mod tests {
     #[test]
     fn modes_parse_and_split_dynamic_is_refused_with_the_reason() {
         assert_eq!(
-            parse_modes("plain, ackprio,plain").unwrap(),
+            parse_modes("plain, ackprio").unwrap(),
             vec![Mode::Plain, Mode::AckPrio]
         );
+        let e = parse_modes("plain,ackprio,plain").unwrap_err().to_string();
+        assert!(e.contains("\"plain\" given twice"), "{e}");
         let e = parse_modes("split-dynamic").unwrap_err().to_string();
         assert!(e.contains("only in the simulator"), "{e}");
         let e = parse_modes("fast").unwrap_err().to_string();

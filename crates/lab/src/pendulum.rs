@@ -319,6 +319,7 @@ fn kbit(bps: f64) -> String {
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
     crate::traffic::check_cc(&opts.cc)?;
+    let sim_on = crate::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
     let tl = if opts.quick {
         Timeline::quick()
     } else {
@@ -343,13 +344,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     // The simulator on the same timeline.
     let mut sims = Vec::new();
     let mut sim_series: Vec<Vec<(f64, f64)>> = Vec::new();
-    let sim_runs = if opts.cc == "reno" { opts.sim_seeds } else { 0 };
-    if sim_runs < opts.sim_seeds {
-        progress.note(&format!(
-            "the simulator's comparison runs NewReno; skipped for --cc {}",
-            opts.cc
-        ));
-    }
+    let sim_runs = if sim_on { opts.sim_seeds } else { 0 };
     if sim_runs > 0 {
         progress.start("simulator", SIM_SETTINGS.len() as u64 * sim_runs as u64);
         for &(label, rto) in SIM_SETTINGS {

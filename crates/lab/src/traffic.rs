@@ -423,6 +423,25 @@ pub fn check_cc_and_secs(cc: &str, secs: u64, warm_s: f64) -> Result<()> {
     Ok(())
 }
 
+/// Whether an experiment's simulator comparison runs: only when it was asked
+/// for (`requested`) and the kernel's `--cc` is the one the simulator models
+/// (`modelled`). Says so before the kernel runs start when it is skipped, so
+/// a user learns it up front rather than after minutes of real time.
+pub fn sim_comparison(
+    progress: &dyn hopwise_repro::Progress,
+    cc: &str,
+    modelled: &str,
+    requested: bool,
+) -> bool {
+    let on = requested && cc == modelled;
+    if requested && !on {
+        progress.note(&format!(
+            "the simulator's comparison runs {modelled} only, so it is skipped for --cc {cc}"
+        ));
+    }
+    on
+}
+
 /// Fails unless a TCP socket can use congestion control `cc` (checked on
 /// a scratch socket before an experiment starts).
 pub fn check_cc(cc: &str) -> Result<()> {
