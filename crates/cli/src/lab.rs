@@ -57,7 +57,7 @@ pub enum LabCmd {
         /// Simulator runs per point and setting (0: no simulator; default 5, 2 with --quick).
         #[arg(long)]
         sim_seeds: Option<u32>,
-        /// The senders' congestion control (TCP_CONGESTION per socket); the simulator runs NewReno.
+        /// The senders' congestion control (TCP_CONGESTION per socket); the simulator comparison runs only with reno.
         #[arg(long, default_value = "reno")]
         cc: String,
         /// Output directory.

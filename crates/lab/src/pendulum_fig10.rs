@@ -356,6 +356,7 @@ fn run_sim(
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
     opts.check()?;
+    let sim_on = crate::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     let mut points = Vec::new();
@@ -368,7 +369,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             opts.up_buffers.len()
         ));
         let k = run_kernel(opts, bu, progress)?;
-        let sims = if opts.sim_seeds == 0 {
+        let sims = if !sim_on {
             Vec::new()
         } else {
             progress.start("simulator", SIM_SETTINGS.len() as u64);
