@@ -237,6 +237,14 @@ impl Pipe {
                     self.service(i);
                 }
             }
+            // The sans-IO contract: once an end has been served, its next
+            // deadline lies ahead (a deadline at or before `now` that
+            // handle_timeout does not consume would spin a driver).
+            for c in self.ends.iter().flatten() {
+                if let Some(t) = c.poll_timeout() {
+                    assert!(t > self.now, "deadline {t:?} not after now {:?}", self.now);
+                }
+            }
             let done = self.ends.iter().all(|c| {
                 c.as_ref()
                     .is_none_or(|c| c.state() == State::Closed || c.state() == State::TimeWait)
@@ -516,4 +524,55 @@ fn a_lost_full_final_segment_with_fin_is_retransmitted() {
             3600,
         );
     }
+}
+
+#[test]
+fn a_window_below_one_segment_meets_a_zero_window_without_a_stale_deadline() {
+    // Cross traffic keeps Nice's delay signal congested, so its window falls
+    // below one segment; a 3 kB receive buffer and a reader that reads every
+    // 20 s close the peer's window while the sender is paced one segment per
+    // several round trips. The run's own check (every deadline after `now`
+    // once an end has been served) catches the pacing deadline that used to
+    // be left behind while the window was shut (6 s stale in this run).
+    let cfg = TcpConfig {
+        recv_buffer: 3_000,
+        window_scaling: false,
+        ..TcpConfig::default()
+    };
+    let cc = CcConfig::from_name("nice").unwrap();
+    let mut p = Pipe::new(1_000_000, Dur::from_millis(20), 0.0, 3);
+    let mut client = Connection::connect(cfg.clone(), &cc, 1, 2, 1);
+    let syn = client.poll_transmit(Time::ZERO).unwrap();
+    let server = Connection::accept(cfg, &CcConfig::NewReno, &syn, 9, Time::ZERO).unwrap();
+    p.ends = [Some(client), Some(server)];
+    let len = 30_000;
+    p.to_write = [pattern(len, 8), Bytes::new()];
+    p.transmit(0, syn);
+    let mut t = Time::ZERO;
+    for round in 0..4000 {
+        if p.got[1].len() >= len {
+            break;
+        }
+        // Cross traffic that outgrows the link (its queue grows by 50 ms
+        // every 500 ms) keeps Nice's delay signal congested for 100 s; the
+        // reader reads every 20 s.
+        if round < 200 {
+            let d = &mut p.dirs[0];
+            d.busy_until = d.busy_until.max(t) + Dur::from_millis(550);
+        }
+        if round % 40 == 0 {
+            p.reader_paused_until[1] = t + Dur::from_secs(20);
+        }
+        t += Dur::from_millis(500);
+        p.run(t);
+        p.now = t;
+    }
+    let smss = p.ends[0].as_ref().unwrap().smss();
+    let below = p.a_window.iter().filter(|w| w.2 < smss).count();
+    assert!(below > 0, "the sender never went below one segment");
+    assert!(
+        p.got[1] == pattern(len, 8)[..],
+        "got {} of {len} bytes",
+        p.got[1].len()
+    );
 }

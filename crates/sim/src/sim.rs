@@ -598,12 +598,12 @@ impl Sim {
         }
         let timeout = c.poll_timeout();
         if let Some(t) = timeout {
-            if ep.timer_at.is_none_or(|x| t < x) {
-                // Record the time the event is scheduled for, not a deadline
-                // already past: `Ev::Timer` clears `timer_at` only when it
-                // equals the current time, and a past value left behind would
-                // keep every later (larger) deadline from being scheduled.
-                let at = t.max(now);
+            // Record and compare the time the event is scheduled for, not a
+            // deadline already past: `Ev::Timer` clears `timer_at` only when
+            // it equals the current time, and a past value left behind would
+            // keep every later (larger) deadline from being scheduled.
+            let at = t.max(now);
+            if ep.timer_at.is_none_or(|x| at < x) {
                 ep.timer_at = Some(at);
                 self.schedule(at, Ev::Timer(e));
             }

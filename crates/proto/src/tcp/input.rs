@@ -45,6 +45,7 @@ impl Connection {
 
     /// Processes one arriving segment.
     pub fn handle_segment(&mut self, now: Time, seg: Segment) {
+        self.last_now = self.last_now.max(now);
         self.stats.segs_received += 1;
         match self.state {
             State::Closed => return,

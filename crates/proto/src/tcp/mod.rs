@@ -277,6 +277,8 @@ pub struct Connection {
     rst_pending: bool,
     /// Earliest time a segment may leave when cwnd < 1 segment.
     sub_mss_next: Time,
+    /// The latest `now` any `handle_*`/`poll_transmit` call was given.
+    last_now: Time,
     cwnd_limited: bool,
     write_blocked: bool,
     delivered: u64,
@@ -359,6 +361,7 @@ impl Connection {
             syn_sent_at: Time::ZERO,
             rst_pending: false,
             sub_mss_next: Time::ZERO,
+            last_now: Time::ZERO,
             cwnd_limited: false,
             write_blocked: false,
             delivered: 0,
@@ -621,7 +624,12 @@ impl Connection {
         take(self.rto_deadline);
         take(self.ack.deadline);
         take(self.time_wait_deadline);
-        if self.sub_mss_pending() {
+        // The pacing gate of a sub-segment window is a deadline only while
+        // it lies ahead. Once it has opened at a `poll_transmit`, a segment
+        // still waiting is held by something else (the peer's window, sender
+        // SWS avoidance, Nagle) whose own ACK or persist timer frees it; a
+        // past deadline here would never be consumed and would spin a driver.
+        if self.sub_mss_pending() && self.sub_mss_next > self.last_now {
             take(Some(self.sub_mss_next));
         }
         t
@@ -636,6 +644,7 @@ impl Connection {
 
     /// Processes every timer that has expired at `now`.
     pub fn handle_timeout(&mut self, now: Time) {
+        self.last_now = self.last_now.max(now);
         if self.time_wait_deadline.is_some_and(|d| d <= now) {
             self.time_wait_deadline = None;
             self.enter_closed(Event::Closed);

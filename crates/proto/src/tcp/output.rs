@@ -8,6 +8,7 @@ use bytes::Bytes;
 impl Connection {
     /// The next segment to put on the wire, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
+        self.last_now = self.last_now.max(now);
         if self.rst_pending {
             self.rst_pending = false;
             let mut s = self.header(now, self.snd_nxt, Flags::RST | Flags::ACK);
