@@ -573,7 +573,12 @@ fn write_outputs(
             secs_per_point: opts.secs,
             warmup_s: simp::SWEEP_WARM,
             side_delays_ms: opts.side_delays(),
-            sim_seeds: opts.sim_seeds,
+            // What ran: 0 when `--cc` skipped the simulator.
+            sim_seeds: if points.iter().any(|p| !p.simulator.is_empty()) {
+                opts.sim_seeds
+            } else {
+                0
+            },
             complete,
             points,
             claims,
