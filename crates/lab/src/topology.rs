@@ -228,6 +228,10 @@ impl Names {
 pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
     let mut p: Vec<(&'static str, Vec<String>)> = Vec::new();
     let ip = |a: &[&str]| ("ip", args(a));
+    // One MSS per skb: the qdiscs count and drop, and the delay line copies,
+    // wire-sized frames.
+    let up_one_mss =
+        |ns: &str, dev: &str| ip(&["-n", ns, "link", "set", dev, "up", "gso_max_segs", "1"]);
     // Each host's veth pair to the router; through `wan` when delayed.
     if spec.delay.is_some() {
         for ns in [&n.inet, &n.rtr, &n.home, &n.wan] {
@@ -247,17 +251,7 @@ pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
             ]));
         }
         for dev in WAN_DEVS {
-            // One MSS per skb: the delay line copies frames one by one.
-            p.push(ip(&[
-                "-n",
-                &n.wan,
-                "link",
-                "set",
-                dev,
-                "up",
-                "gso_max_segs",
-                "1",
-            ]));
+            p.push(up_one_mss(&n.wan, dev));
         }
     } else {
         for (dev, ns, peer) in [(INET_DEV, &n.inet, UP_DEV), (HOME_DEV, &n.home, DOWN_DEV)] {
@@ -278,17 +272,7 @@ pub fn plan(n: &Names, spec: &AccessSpec) -> Vec<(&'static str, Vec<String>)> {
         (&n.rtr, &rtr_home, DOWN_DEV),
     ] {
         p.push(ip(&["-n", ns, "addr", "add", addr, "dev", dev]));
-        // One MSS per skb: qdiscs then count and drop wire-sized packets.
-        p.push(ip(&[
-            "-n",
-            ns,
-            "link",
-            "set",
-            dev,
-            "up",
-            "gso_max_segs",
-            "1",
-        ]));
+        p.push(up_one_mss(ns, dev));
     }
     for (ns, via) in [(&n.inet, RTR_INET), (&n.home, RTR_HOME)] {
         let mut r = args(&["-n", ns, "route", "add", "default", "via", via]);
