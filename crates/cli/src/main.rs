@@ -116,7 +116,7 @@ enum Cmd {
         model: model::ModelCmd,
     },
     /// Run the fixed scale benchmark (scenarios/scale.toml, built in) and report simulator speed;
-    /// with `--tor`, a Tor-sized network (issue 7: 6000 relays, 20 000 circuits, 60 s).
+    /// with `--tor`, a Tor-sized network (6000 relays, 20 000 circuits, 60 s).
     Bench {
         /// Override a scenario key of the benchmark, e.g. `--set duration=10s` (not with `--tor`).
         #[arg(long = "set", value_name = "KEY=VALUE", conflicts_with = "tor")]

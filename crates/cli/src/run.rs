@@ -542,7 +542,7 @@ fn mib(b: Option<u64>) -> String {
     })
 }
 
-/// `hopwise bench --tor`: the scale benchmark of issue 7
+/// `hopwise bench --tor`: the Tor-scale benchmark
 /// (`hopwise_repro::backtap_network::scale`).
 pub fn bench_tor(
     transport: &str,

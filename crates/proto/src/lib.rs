@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod backtap;
-pub mod bt;
+pub mod bittorrent;
 pub mod bucket;
 pub mod cc;
 pub mod circuit;

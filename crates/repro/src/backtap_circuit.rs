@@ -1,4 +1,4 @@
-//! Reproduction `backtap-circuit` (issue 6): seed 002, Tschorsch and
+//! Reproduction `backtap-circuit`: seed 002, Tschorsch and
 //! Scheuermann, "Mind the Gap: Towards a Backpressure-Based Transport
 //! Protocol for the Tor Network" (NSDI 2016), §4: the single-circuit
 //! experiments.
@@ -305,7 +305,7 @@ pub struct Summary {
     pub wall_s: f64,
 }
 
-/// One line of `latecomer` (issue 6's format).
+/// One line of `latecomer` (the format of its acceptance criteria).
 #[derive(Clone, Debug, Serialize)]
 pub struct LateSummaryRow {
     pub shared_base_rtt: bool,

@@ -1,4 +1,4 @@
-//! Reproduction `backtap-network` (issue 7): seed 002, Tschorsch and
+//! Reproduction `backtap-network`: seed 002, Tschorsch and
 //! Scheuermann, "Mind the Gap: Towards a Backpressure-Based Transport
 //! Protocol for the Tor Network" (NSDI 2016), §4: the network experiments,
 //! with every baseline the paper compares (vanilla Tor, PCTCP, N23) and the
@@ -346,7 +346,7 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
     run_plan(&Plan::for_opts(opts), opts, progress)
 }
 
-/// One line of `fairness` (issue 7's format).
+/// One line of `fairness` (the format of its acceptance criteria).
 #[derive(Clone, Debug, Serialize)]
 pub struct FairnessSummary {
     pub transport: String,
@@ -372,7 +372,7 @@ pub struct Speed {
 }
 
 /// `summary.json`: `fairness`, `overhead`, `backlog`, `inter_fairness` and
-/// `dumbbell` are the keys issue 7 asks for; the rest is detail.
+/// `dumbbell` are the keys the acceptance criteria name; the rest is detail.
 #[derive(Serialize)]
 pub struct Summary {
     pub paper: &'static str,

@@ -1,4 +1,4 @@
-//! Reproduction `ledbat-flow` (issue 4): seed 003, C. Testa and D. Rossi,
+//! Reproduction `ledbat-flow`: seed 003, C. Testa and D. Rossi,
 //! "Delay-based congestion control: Flow vs. BitTorrent swarm
 //! perspectives", Computer Networks 62 (2014), §3–4, the flow perspective.
 //!

@@ -1,4 +1,4 @@
-//! Reproduction `overlay-ack` (issue 5): seed 000, Marks, Tschorsch and
+//! Reproduction `overlay-ack`: seed 000, Marks, Tschorsch and
 //! Scheuermann, "Unleashing Tor, BitTorrent & Co.: How to Relieve TCP
 //! Deficiencies in Overlays". An overlay node's inbound transfer collapses
 //! when its ACKs queue behind the node's outbound data (§III); "ACKs first"

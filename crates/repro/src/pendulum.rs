@@ -1,4 +1,4 @@
-//! Reproduction `pendulum` (issue 3): seed 004, Heusse et al., "Two-way TCP
+//! Reproduction `pendulum`: seed 004, Heusse et al., "Two-way TCP
 //! connections: old problem, new insight". Two-way TCP on symmetric and
 //! asymmetric links: the download collapse (Fig. 1), ACK compression against
 //! the data pendulum (Fig. 3–9), the throughput ratio model (Eq. 6–11,

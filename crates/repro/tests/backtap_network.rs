@@ -1,4 +1,4 @@
-//! backtap-network (issue 7): a fast check of the star experiment (Fig. 6a,
+//! backtap-network: a fast check of the star experiment (Fig. 6a,
 //! Table 1) on a small plan, and ignored explorations (`T=vanilla,backtap
 //! SECS=150 cargo test --release -p hopwise-repro --test backtap_network --
 //! --ignored --nocapture explore_star`).

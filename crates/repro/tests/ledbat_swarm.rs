@@ -1,7 +1,7 @@
 //! The BitTorrent swarm of `reproduce ledbat-swarm`: small swarms that
 //! finish in well under a second.
 
-use hopwise_proto::bt::BLOCK;
+use hopwise_proto::bittorrent::BLOCK;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;

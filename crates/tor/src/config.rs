@@ -178,7 +178,7 @@ pub struct N23Config {
 }
 
 impl N23Config {
-    /// N2 = 20, N3 = 70 (issue 7; nstor `tor-n23.h`), gated per hop.
+    /// N2 = 20, N3 = 70 (nstor `tor-n23.h`), gated per hop.
     pub const DEFAULT: N23Config = N23Config {
         n2: 20,
         n3: 70,
@@ -323,7 +323,7 @@ pub enum ResponseDelay {
     None,
     Fixed(Dur),
     /// Exponential with mean `mean`, capped at `max` (nstor: mean 20 ms, max
-    /// 200 ms, whole milliseconds; issue 7: mean 20 ms).
+    /// 200 ms, whole milliseconds; backtap-network uses a mean of 20 ms).
     Exp {
         mean: Dur,
         max: Dur,
@@ -430,7 +430,7 @@ pub enum ServerSpec {
 /// `cc_cwnd_full_per_cwnd` 1). The sources of each are in the transport
 /// table of `docs/reproductions/backtap-network.md`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct VegasConfig {
+pub struct TorVegasConfig {
     /// Cells per SENDME (`cc_sendme_inc`).
     pub sendme_inc: u32,
     /// Initial and minimum congestion window (`cc_cwnd_init`, `cc_cwnd_min`).
@@ -471,9 +471,9 @@ pub struct VegasConfig {
     pub rtt_reset_pct: u32,
 }
 
-impl Default for VegasConfig {
+impl Default for TorVegasConfig {
     fn default() -> Self {
-        VegasConfig {
+        TorVegasConfig {
             sendme_inc: 31,
             cwnd_init: 124,
             cwnd_min: 124,
@@ -518,7 +518,7 @@ pub struct TorConfig {
     pub edge_cc: CcConfig,
     /// Tor's Vegas congestion control at the circuit edges instead of the
     /// circuit window (`None`: off). Requires `circuit_window = None`.
-    pub vegas: Option<VegasConfig>,
+    pub vegas: Option<TorVegasConfig>,
 }
 
 impl TorConfig {
@@ -552,7 +552,7 @@ impl TorConfig {
         let mut cfg = TorConfig::new(TransportConfig::vanilla());
         cfg.circuit_window = None;
         cfg.stream_window = None;
-        cfg.vegas = Some(VegasConfig::default());
+        cfg.vegas = Some(TorVegasConfig::default());
         cfg
     }
 

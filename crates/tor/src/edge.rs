@@ -20,11 +20,11 @@ use crate::cell::{
     count_corrupt, decode_request, encode_request, fill_pattern, read_relay, relay, relay_data,
     write_relay, Request, RELAY_DATA_LEN, RELAY_HEADER_LEN, REQUEST_LEN,
 };
-use crate::config::{Dir, ResponseDelay, TorConfig, Traffic, VegasConfig, Window};
+use crate::config::{Dir, ResponseDelay, TorConfig, Traffic, TorVegasConfig, Window};
 use crate::plan::NodePlan;
 use crate::results::RequestRecord;
 use crate::transport::{block_on_bucket, token, Shared, Transport};
-use crate::vegas::Vegas;
+use crate::tor_vegas::TorVegas;
 use bytes::{Buf, Bytes, BytesMut};
 use hopwise_proto::time::Time;
 use hopwise_sim::rng::Rng;
@@ -109,7 +109,7 @@ struct EdgeCirc {
     dlv: Option<i64>,
     /// Tor's Vegas congestion control of the packaging direction (proposal
     /// 324), and DATA cells delivered (for its SENDMEs every `sendme_inc`).
-    vegas: Option<Vegas>,
+    vegas: Option<TorVegas>,
     dlv_cells: u64,
     streams: Vec<Stream>,
     rr: usize,
@@ -136,7 +136,7 @@ pub struct Edge {
     seed: u64,
     circuit_window: Option<Window>,
     stream_window: Option<Window>,
-    vegas: Option<VegasConfig>,
+    vegas: Option<TorVegasConfig>,
     optimistic: bool,
     response_delay: ResponseDelay,
     tcp: hopwise_proto::tcp::TcpConfig,
@@ -171,7 +171,7 @@ impl Edge {
                     },
                     pkg: cfg.circuit_window.map(|w| w.start as i64),
                     dlv: cfg.circuit_window.map(|w| w.start as i64),
-                    vegas: cfg.vegas.map(Vegas::new),
+                    vegas: cfg.vegas.map(TorVegas::new),
                     dlv_cells: 0,
                     streams: Vec::new(),
                     rr: 0,
@@ -800,7 +800,7 @@ impl Edge {
 
     /// The Vegas controller of the edge on `hop`, if any, with the direction
     /// it packages.
-    pub fn vegas(&self, hop: u32) -> Option<(Dir, &Vegas)> {
+    pub fn vegas(&self, hop: u32) -> Option<(Dir, &TorVegas)> {
         let e = *self.by_hop.get(hop as usize)?;
         let c = self.circs.get(e as usize)?;
         c.vegas.as_ref().map(|v| (c.pdir, v))
@@ -815,5 +815,5 @@ pub struct EdgeResult<'a> {
     pub corrupt: u64,
     pub requests: &'a [RequestRecord],
     /// Tor's Vegas controller of this end's packaging direction.
-    pub vegas: Option<&'a Vegas>,
+    pub vegas: Option<&'a TorVegas>,
 }

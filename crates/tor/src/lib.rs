@@ -25,12 +25,12 @@ pub mod results;
 pub mod server;
 pub mod torps;
 pub mod transport;
-pub mod vegas;
+pub mod tor_vegas;
 
 pub use config::{
     BacktapTransportConfig, BucketScope, BucketSpec, Dir, LinkSharing, N23Config, N23Gating,
     ResponseDelay, ServerSpec, TcpTransportConfig, Think, TorConfig, Traffic, TransportConfig,
-    VegasConfig, Window, WritePolicy,
+    TorVegasConfig, Window, WritePolicy,
 };
 pub use hopwise_proto::bucket::Refill;
 pub use net::{Access, CircuitSpec, Installed, TorNet, TorSim};
@@ -39,4 +39,4 @@ pub use results::{
     RequestRecord, TorResults, TransportStats,
 };
 pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};
-pub use vegas::{Vegas, VegasStats};
+pub use tor_vegas::{TorVegas, TorVegasStats};

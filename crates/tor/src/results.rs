@@ -141,7 +141,7 @@ pub struct CircuitResult {
     pub hops: Vec<HopTrace>,
     pub rw_interval: Dur,
     /// Tor Vegas: the exit's controller (download direction) at the end.
-    pub vegas: Option<crate::vegas::Vegas>,
+    pub vegas: Option<crate::tor_vegas::TorVegas>,
     /// Loss recovery summed over the circuit's hops; `None` unless the
     /// transport recovers losses per circuit (BackTap).
     pub losses: Option<HopLosses>,

@@ -1,4 +1,4 @@
-//! N23 and Tor's Vegas congestion control in the Tor model (issue 7).
+//! N23 and Tor's Vegas congestion control in the Tor model.
 
 mod common;
 use common::*;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use std::path::Path;
 
 /// One curve of Fig. 5: a transport configuration and the middle's refill.
-/// [`variants`] lists them; a new transport (Tor Vegas, issue 7) is one more
+/// [`variants`] lists them; a new transport (Tor Vegas) is one more
 /// line there.
 #[derive(Clone, Debug)]
 pub struct Variant {
@@ -116,7 +116,7 @@ pub fn variants() -> Vec<Variant> {
             backtap_linear,
             true,
         ),
-        // Tor Vegas (proposal 324, issue 7): not one of the paper's curves,
+        // Tor Vegas (proposal 324): not one of the paper's curves,
         // so it runs with the refill variants and stays out of `fig5.svg`
         // and the paper's claims.
         Variant::new(

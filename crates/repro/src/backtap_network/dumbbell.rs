@@ -654,7 +654,7 @@ fn plots(
     Ok(())
 }
 
-/// Fig. 7 and Table 2's claims (issue 7's "must show").
+/// Fig. 7 and Table 2's claims (the acceptance criteria).
 pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
     let mut cl = Vec::new();
     let ms = |s: f64| format!("{:.0} ms", 1e3 * s);

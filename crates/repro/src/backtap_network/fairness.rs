@@ -442,7 +442,7 @@ fn write_files(out: &FairnessOut, dir: &Path, files: &mut Vec<String>) -> anyhow
     Ok(())
 }
 
-/// Fig. 6a and Table 1's claims (issue 7's "must show").
+/// Fig. 6a and Table 1's claims (the acceptance criteria).
 pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
     let mut c = Vec::new();
     let Some(bt) = out.row("backtap") else {

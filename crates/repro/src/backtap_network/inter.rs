@@ -122,7 +122,7 @@ pub struct InterRun {
     pub corrupt: u64,
 }
 
-/// One point of Fig. 6b/c: the mean over seeds (issue 7's `inter_fairness`).
+/// One point of Fig. 6b/c: the mean over seeds (a row of `inter_fairness`).
 #[derive(Clone, Debug, Serialize)]
 pub struct InterRow {
     pub setting: String,
@@ -578,7 +578,7 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
         .filter(|s| seen.contains(&s.key))
         .collect();
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
-    // Issue 7's must-show, per setting at the smallest circuit count.
+    // The criterion, per setting at the smallest circuit count.
     let mut holds = !shown.is_empty();
     let mut measured = Vec::new();
     for s in &shown {

@@ -1,4 +1,4 @@
-//! The scale benchmark (issue 7): a Tor-sized network, by default 6000
+//! The scale benchmark: a Tor-sized network, by default 6000
 //! relays and 20 000 concurrent circuits for 60 simulated seconds, run by
 //! `hopwise bench --tor`. It reports the wall time of setting the network
 //! up and of running it, events per second and peak memory.
@@ -60,7 +60,7 @@ pub struct ScaleParams {
 }
 
 impl ScaleParams {
-    /// Issue 7's size: 6000 relays, 20 000 circuits, 60 s, BackTap.
+    /// The Tor-scale size: 6000 relays, 20 000 circuits, 60 s, BackTap.
     pub fn tor_sized() -> ScaleParams {
         ScaleParams::new("backtap", 6000, 20_000, 60)
     }

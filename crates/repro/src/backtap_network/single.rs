@@ -1,4 +1,4 @@
-//! Tor Vegas's standing queue (issue 7): the single circuit of Fig. 5
+//! Tor Vegas's standing queue: the single circuit of Fig. 5
 //! (`backtap-circuit`: client → guard → middle → exit in a 1 Gbit/s star,
 //! the middle's bucket 1500 kB/s the bottleneck) with Tor Vegas (proposal
 //! 324; relays refill on demand as in the Tor versions that have it, and,
@@ -34,7 +34,7 @@ use hopwise_tor::Dir;
 use serde::Serialize;
 use std::path::Path;
 
-/// Cells Tor Vegas is expected to hold at the bottleneck (issue 7: "100+").
+/// Cells Tor Vegas is expected to hold at the bottleneck (the claim: "100+").
 pub const VEGAS_QUEUE_MIN: f64 = 100.0;
 
 /// Rate (fraction of the payload rate) from which a run counts as in steady
@@ -48,7 +48,7 @@ pub fn backtap_few() -> f64 {
     BETA as f64 + C as f64 * RefillMode::Periodic10.interval().as_secs_f64() / BACKTAP_CELL
 }
 
-/// One (transport, RTT) point (issue 7's `single_circuit`).
+/// One (transport, RTT) point (a row of `single_circuit`).
 #[derive(Clone, Debug, Serialize)]
 pub struct SingleRow {
     pub transport: String,

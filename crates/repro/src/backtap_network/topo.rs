@@ -132,7 +132,7 @@ pub const ACCESS_QUEUE: Limit = Limit::Packets(100);
 /// The dumbbell's trunk rate (nstor: 10 Gbit/s).
 pub const TRUNK_RATE: Rate = Rate::from_mbps(10_000);
 /// The server's response delay: exponential, mean 20 ms, capped at 200 ms
-/// (issue 7; nstor's pseudo server).
+/// (nstor's pseudo server).
 pub const RESPONSE_DELAY: ResponseDelay = ResponseDelay::Exp {
     mean: Dur::from_millis(20),
     max: Dur::from_millis(200),

@@ -1,5 +1,5 @@
 //! A BitTorrent peer for the simulator: the peer wire protocol of
-//! `hopwise_proto::bt` over simulated TCP, with the parts of the protocol
+//! `hopwise_proto::bittorrent` over simulated TCP, with the parts of the protocol
 //! that shape a swarm's dynamics.
 //!
 //! * **Connections** (seed 003 §5): one control connection per neighbour
@@ -29,7 +29,7 @@
 //! and whenever the driver adds to [`Peer::announce`].
 
 use bytes::Bytes;
-use hopwise_proto::bt::{self, Event, Handshake, Msg, Reader, BLOCK};
+use hopwise_proto::bittorrent::{self as bt, Event, Handshake, Msg, Reader, BLOCK};
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};

@@ -4,7 +4,7 @@
 //! every uplink queue at 10 Hz.
 
 use super::peer::{Peer, PeerConfig, Stay};
-use hopwise_proto::bt::BLOCK;
+use hopwise_proto::bittorrent::BLOCK;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};

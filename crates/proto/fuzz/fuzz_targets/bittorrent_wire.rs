@@ -3,7 +3,7 @@
 //! the same events whether the bytes come at once or split in two.
 #![no_main]
 
-use hopwise_proto::bt::{Reader, WireError};
+use hopwise_proto::bittorrent::{Reader, WireError};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,7 +2,7 @@
 //! ("RTT-based Congestion Control for Tor", §2 RTT measurement, §3.3
 //! TOR_VEGAS), as Tor ≥ 0.4.7 implements it in `congestion_control_vegas.c`
 //! and `congestion_control_common.c`. Written from the proposal and that
-//! code's documented behaviour; the constants are [`VegasConfig`]'s.
+//! code's documented behaviour; the constants are [`TorVegasConfig`]'s.
 //!
 //! The packaging edge of a circuit keeps a congestion window `cwnd` and the
 //! cells `inflight` (DATA cells sent and not yet acknowledged by a SENDME).
@@ -32,13 +32,13 @@
 //! simulation clock never stalls), and the SENDME-rate BDP estimators that
 //! TOR_VEGAS does not use.
 
-use crate::config::VegasConfig;
+use crate::config::TorVegasConfig;
 use hopwise_proto::time::Time;
 use std::collections::VecDeque;
 
 /// Counters of one controller.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VegasStats {
+pub struct TorVegasStats {
     pub sendmes: u64,
     /// Window updates outside slow start that grew, shrank (β) or cut (δ) it.
     pub increments: u64,
@@ -56,7 +56,7 @@ pub struct VegasStats {
     pub rtt_excess_sum_ns: u64,
 }
 
-impl VegasStats {
+impl TorVegasStats {
     /// Mean `queue_use` over the RTT samples (cells); NaN without one.
     pub fn mean_queue_use(&self) -> f64 {
         self.queue_use_sum as f64 / self.rtt_samples as f64
@@ -69,8 +69,8 @@ impl VegasStats {
 
 /// One packaging edge's TOR_VEGAS state.
 #[derive(Clone, Debug)]
-pub struct Vegas {
-    cfg: VegasConfig,
+pub struct TorVegas {
+    cfg: TorVegasConfig,
     cwnd: u64,
     inflight: u64,
     in_slow_start: bool,
@@ -86,7 +86,7 @@ pub struct Vegas {
     bdp: u64,
     /// Send times of the cells that will trigger SENDMEs, oldest first.
     pending: VecDeque<Time>,
-    stats: VegasStats,
+    stats: TorVegasStats,
 }
 
 /// `(2·curr + (n − 1)·prev) / (n + 1)`; the first sample is taken as is.
@@ -98,10 +98,10 @@ fn n_ewma(curr: u64, prev: u64, n: u64) -> u64 {
     }
 }
 
-impl Vegas {
-    pub fn new(cfg: VegasConfig) -> Vegas {
+impl TorVegas {
+    pub fn new(cfg: TorVegasConfig) -> TorVegas {
         let inc = cfg.sendme_inc.max(1) as u64;
-        let mut v = Vegas {
+        let mut v = TorVegas {
             cfg,
             cwnd: cfg.cwnd_init as u64,
             inflight: 0,
@@ -115,7 +115,7 @@ impl Vegas {
             last_rtt: 0,
             bdp: 0,
             pending: VecDeque::new(),
-            stats: VegasStats::default(),
+            stats: TorVegasStats::default(),
         };
         v.cfg.sendme_inc = inc as u32;
         v.next_cc_event = v.update_rate();
@@ -308,7 +308,7 @@ impl Vegas {
     pub fn queue_use(&self) -> u64 {
         self.cwnd.saturating_sub(self.bdp)
     }
-    pub fn stats(&self) -> VegasStats {
+    pub fn stats(&self) -> TorVegasStats {
         self.stats
     }
 }
@@ -325,7 +325,7 @@ mod tests {
     /// A fluid path: `rate` cells per second, base RTT `base_ms`; the queue
     /// is what is in flight beyond the BDP. Sends whenever allowed, one
     /// SENDME per 31 cells after the queue and propagation delay.
-    fn drive(v: &mut Vegas, rate: f64, base_ms: f64, secs: f64) -> Vec<(f64, u64)> {
+    fn drive(v: &mut TorVegas, rate: f64, base_ms: f64, secs: f64) -> Vec<(f64, u64)> {
         let dt = 1.0 / rate; // one cell per service time
         let mut t = 0.0;
         let mut sent = 0u64;
@@ -357,7 +357,7 @@ mod tests {
     #[test]
     fn slow_start_then_holds_a_queue_between_alpha_and_delta() {
         // 2000 cells/s (1 MB/s), 200 ms: BDP = 400 cells.
-        let mut v = Vegas::new(VegasConfig::default());
+        let mut v = TorVegas::new(TorVegasConfig::default());
         assert_eq!(v.cwnd(), 124);
         let tr = drive(&mut v, 2000.0, 200.0, 60.0);
         assert!(!v.in_slow_start());
@@ -394,13 +394,13 @@ mod tests {
 
     #[test]
     fn limited_slow_start_above_the_cap() {
-        let v = Vegas {
+        let v = TorVegas {
             cwnd: 1200,
-            ..Vegas::new(VegasConfig::default())
+            ..TorVegas::new(TorVegasConfig::default())
         };
         // 31 · 600 / (2 · 1200) rounded: 7 cells per SENDME.
         assert_eq!(v.ss_inc(), (31 * 600 + 1200) / 2400);
-        let v = Vegas::new(VegasConfig::default());
+        let v = TorVegas::new(TorVegasConfig::default());
         assert_eq!(v.ss_inc(), 31);
         assert_eq!(n_ewma(10, 0, 2), 10);
         assert_eq!(n_ewma(10, 40, 2), (20 + 40) / 3);
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn sendme_timestamps_pair_with_every_31st_cell() {
-        let mut v = Vegas::new(VegasConfig::default());
+        let mut v = TorVegas::new(TorVegasConfig::default());
         for i in 0..62 {
             v.on_sent(at(i));
         }
