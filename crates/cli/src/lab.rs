@@ -2,9 +2,14 @@
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
-use hopwise_lab::pendulum::{self, Options};
+use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::Buffer;
-use hopwise_lab::{acks, backtap, otcp, overlay_ack, pendulum_fig10};
+use hopwise_repro::backtap::lab as backtap;
+use hopwise_repro::otcp::lab as otcp;
+use hopwise_repro::overlay_ack::lab as overlay_ack;
+use hopwise_repro::pendulum::lab_acks as acks;
+use hopwise_repro::pendulum::lab_fig1::{self as pendulum, Options};
+use hopwise_repro::pendulum::lab_fig10 as pendulum_fig10;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -256,7 +261,7 @@ fn timed(
     let t0 = Instant::now();
     let bars = crate::reproduce::Bars::counting(unit);
     let outcome = run(&command, &bars)?;
-    hopwise_repro::Progress::finish(&bars);
+    hopwise_experiment::Progress::finish(&bars);
     Ok((command, outcome, t0.elapsed().as_secs_f64()))
 }
 
@@ -298,7 +303,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             if !live.is_empty() {
                 println!(
                     "left alone: {} of running lab process{} {} ({})",
-                    hopwise_repro::plural(live.len(), "namespace"),
+                    hopwise_experiment::plural(live.len(), "namespace"),
                     if pids.len() == 1 { "" } else { "es" },
                     pids.join(", "),
                     live.iter()
@@ -349,7 +354,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "hopwise relay ×3 and hopwise proxy over UDP, kernel TCP ({}), in network namespaces, Linux {}; {} Mbit/s bottleneck, {} buffer; {} s per case; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     rate as f64 / 1e6,
                     opts.buffer,
                     opts.secs,
@@ -403,7 +408,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "hopwise otcp relay and forward over kernel TCP ({}), in network namespaces, Linux {}; links delayed in user space; {} B per transfer; runs per path: {plan}; {} simulator seeds; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     opts.size,
                     opts.sim_seeds,
                     env!("CARGO_PKG_VERSION")
@@ -437,7 +442,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             crate::run::prepare_out(&out)?;
             eprintln!(
                 "lab overlay-ack: {about} ({} × {} s)",
-                hopwise_repro::plural(opts.modes.len(), "mode"),
+                hopwise_experiment::plural(opts.modes.len(), "mode"),
                 opts.secs
             );
             let (command, outcome, wall) = timed("s", |command, bars| {
@@ -449,7 +454,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "kernel TCP ({}) in network namespaces, Linux {}, one run per mode; modes {}; {} s per mode (the paper's 300 s timeline scaled); host queues {}, switch ports {}; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     modes.join(", "),
                     opts.secs,
                     opts.host_queue,
@@ -495,7 +500,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "kernel TCP ({}) in network namespaces, Linux {}; {} s per case; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     opts.secs,
                     env!("CARGO_PKG_VERSION")
                 ),
@@ -535,7 +540,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             let about = "seed 004, Fig. 10 on kernel TCP: the throughput ratio of a download and an upload against the uplink buffer";
             eprintln!(
                 "lab pendulum-fig10: {about} ({} × {} s, T_p = {} ms)",
-                hopwise_repro::plural(opts.up_buffers.len(), "point"),
+                hopwise_experiment::plural(opts.up_buffers.len(), "point"),
                 opts.secs,
                 opts.tp_ms
             );
@@ -548,7 +553,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "kernel TCP ({}) in network namespaces, Linux {}; {} s per point, measured after {} s; one-way delays {:.1} ms INET–router and {:.1} ms router–HOME (the delay line); {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     opts.secs,
                     hopwise_repro::pendulum::SWEEP_WARM,
                     sides.inet_ms,
@@ -602,7 +607,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 format!(
                     "kernel TCP ({}) in network namespaces, Linux {}; {} timeline; {wall:.1} s wall; hopwise {}",
                     opts.cc,
-                    pendulum::kernel_release(),
+                    kernel_release(),
                     if quick { "40 s quick" } else { "the paper's 100 s" },
                     env!("CARGO_PKG_VERSION")
                 ),

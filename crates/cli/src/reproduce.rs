@@ -1,11 +1,12 @@
 //! `hopwise reproduce <name>`.
 
 use anyhow::{bail, Context, Result};
-use hopwise_repro::{claims_table, registry, Progress, ReproOpts, Verdict};
+use hopwise_experiment::report::{self, IndexRow};
+use hopwise_experiment::{claims_table, plural, Claim, Experiment, Opts, Progress, Tally, Verdict};
+use hopwise_repro::registry;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Instant;
 
 /// A progress bar per phase, drawn on stderr (hidden when stderr is not a terminal).
 pub(crate) struct Bars {
@@ -63,16 +64,14 @@ impl Progress for Bars {
 pub fn list() {
     println!("reproductions (hopwise reproduce <name> [--quick] [--seeds N] [--out DIR]):");
     for e in registry() {
-        println!("  {:<20} {}", e.name, e.about);
-        println!("  {:<20} ({}, on 2 cores)", "", e.wall);
+        println!("  {:<20} {}", e.name(), e.about());
+        println!("  {:<20} ({}, on 2 cores)", "", e.wall());
     }
     println!(
         "  {:<20} every one of the above in turn, each into OUT/<name>, and OUT/index.html (OUT: --out, default out)",
         "all"
     );
 }
-
-use hopwise_repro::report::IndexRow;
 
 pub fn run(
     name: &str,
@@ -83,16 +82,23 @@ pub fn run(
     strict: bool,
 ) -> Result<()> {
     let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = |dir: PathBuf, command: String| Opts {
+        quick,
+        seeds,
+        out: dir,
+        jobs,
+        command,
+    };
     if name == "all" {
         let root = out.unwrap_or_else(|| PathBuf::from("out"));
         crate::run::prepare_out(&root)?;
         let exps = registry();
         let mut ran = Vec::new();
         for (i, exp) in exps.iter().enumerate() {
-            eprintln!("\n[{}/{}] {}", i + 1, exps.len(), exp.name);
-            let dir = root.join(exp.name);
+            eprintln!("\n[{}/{}] {}", i + 1, exps.len(), exp.name());
+            let dir = root.join(exp.name());
             // The command that redoes this directory alone.
-            let mut cmd = format!("hopwise reproduce {}", exp.name);
+            let mut cmd = format!("hopwise reproduce {}", exp.name());
             if quick {
                 cmd.push_str(" --quick");
             }
@@ -103,16 +109,14 @@ pub fn run(
                 " --out {}",
                 crate::run::shell_word(&dir.to_string_lossy())
             ));
-            match run_one(exp, quick, seeds, dir, jobs, &cmd) {
+            match run_one(exp.as_ref(), &opts(dir, cmd)) {
                 Ok(r) => ran.push(r),
                 Err(e) => {
-                    eprintln!("error: {}: {e:#}", exp.name);
+                    eprintln!("error: {}: {e:#}", exp.name());
                     ran.push(IndexRow {
-                        name: exp.name,
-                        about: exp.about,
-                        holds: 0,
-                        differs: 0,
-                        info: 0,
+                        name: exp.name(),
+                        about: exp.about(),
+                        tally: Tally::default(),
                         wall_s: f64::NAN,
                         error: Some(format!("{e:#}")),
                     });
@@ -120,14 +124,19 @@ pub fn run(
             }
         }
         let index = root.join("index.html");
-        std::fs::write(&index, hopwise_repro::report::index(quick, &ran))
+        std::fs::write(&index, report::index(quick, &ran))
             .with_context(|| format!("writing {}", index.display()))?;
         println!();
         for r in &ran {
             match &r.error {
                 None => println!(
-                    "{:<18} {:>3} hold, {:>2} differ, {:>2} for information  {:>8.1} s",
-                    r.name, r.holds, r.differs, r.info, r.wall_s
+                    "{:<18} {:>3} hold, {:>2} differ, {:>2} inconclusive, {:>2} for information  {:>8.1} s",
+                    r.name,
+                    r.tally.holds,
+                    r.tally.differs,
+                    r.tally.inconclusive,
+                    r.tally.info,
+                    r.wall_s
                 ),
                 Some(e) => println!("{:<18} failed: {e}", r.name),
             }
@@ -141,18 +150,18 @@ pub fn run(
         if !failed.is_empty() {
             bail!(
                 "{} failed: {}",
-                hopwise_repro::plural(failed.len(), "reproduction"),
+                plural(failed.len(), "reproduction"),
                 failed.join(", ")
             );
         }
-        let differs: usize = ran.iter().map(|r| r.differs).sum();
+        let differs: usize = ran.iter().map(|r| r.tally.differs).sum();
         if strict && differs > 0 {
             bail!("{differs} claim(s) differ from the papers (--strict)");
         }
         return Ok(());
     }
     let Some(exp) = hopwise_repro::find(name) else {
-        let names: Vec<&str> = registry().iter().map(|e| e.name).collect();
+        let names: Vec<&str> = registry().iter().map(|e| e.name()).collect();
         bail!(
             "unknown reproduction `{name}` (known: {}, or all)",
             names.join(", ")
@@ -160,81 +169,72 @@ pub fn run(
     };
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(name));
     crate::run::prepare_out(&out)?;
-    let r = run_one(&exp, quick, seeds, out, jobs, &crate::run::command_line())?;
-    if strict && r.differs > 0 {
-        bail!("{} claim(s) differ from the paper (--strict)", r.differs);
+    let r = run_one(exp.as_ref(), &opts(out, crate::run::command_line()))?;
+    if strict && r.tally.differs > 0 {
+        bail!("{} claim(s) differ from the paper (--strict)", r.tally.differs);
     }
     Ok(())
 }
 
-/// Runs `exp` into `out`: progress bars, the claims table, report.html.
-fn run_one(
-    exp: &hopwise_repro::Experiment,
-    quick: bool,
-    seeds: Option<u32>,
-    out: PathBuf,
-    jobs: usize,
-    command: &str,
-) -> Result<IndexRow<'static>> {
-    crate::run::prepare_out(&out)?;
-    let opts = ReproOpts {
-        quick,
-        seeds,
-        out: out.clone(),
-        jobs,
-    };
+/// Runs `exp` into `opts.out` under progress bars, then prints the claims
+/// table and the verdict count.
+fn run_one(exp: &dyn Experiment, opts: &Opts) -> Result<IndexRow<'static>> {
+    crate::run::prepare_out(&opts.out)?;
     eprintln!(
         "{}: {}{}",
-        exp.name,
-        exp.about,
-        if quick { " (quick variant)" } else { "" }
+        exp.name(),
+        exp.about(),
+        if opts.quick { " (quick variant)" } else { "" }
     );
-    let t0 = Instant::now();
     let bars = Bars::new();
-    let outcome = (exp.run)(&opts, &bars)?;
+    let outcome = exp.run(opts, &bars)?;
     bars.finish();
-    let wall = t0.elapsed().as_secs_f64();
-    // Quick verdicts can differ from the full run's either way; each
-    // reproduction's doc has the full run's.
-    let caveat = format!(
-        "quick variant: fewer and shorter runs, so a verdict can differ from the full run's \
-         (docs/reproductions/{}.md has the full run's)",
-        exp.name
-    );
-    let mut facts = vec![
-        format!("command: {command}"),
-        format!(
-            "{} variant, {} worker thread{}, {wall:.1} s wall, hopwise {}",
-            if quick { "quick" } else { "full" },
-            jobs,
-            if jobs == 1 { "" } else { "s" },
-            env!("CARGO_PKG_VERSION")
-        ),
-    ];
-    if quick {
-        facts.push(caveat.clone());
+    let tally = print_claims(&outcome.claims, &opts.out, outcome.wall_s);
+    if opts.quick {
+        println!("{}", hopwise_experiment::driver::quick_caveat(exp.name()));
     }
-    let title = format!("hopwise reproduce {}", exp.name);
-    let (holds, differs, info) = present(&out, &title, exp.about, &facts, &outcome, wall)?;
-    if quick {
-        println!("{caveat}");
-    }
-    if let Some(note) = crate::run::leftovers(&out, &outcome.files) {
+    if let Some(note) = crate::run::leftovers(&opts.out, &outcome.files) {
         eprintln!("{note}");
     }
     Ok(IndexRow {
-        name: exp.name,
-        about: exp.about,
-        holds,
-        differs,
-        info,
-        wall_s: wall,
+        name: exp.name(),
+        about: exp.about(),
+        tally,
+        wall_s: outcome.wall_s,
         error: None,
     })
 }
 
+/// Prints the claims table and the verdict count.
+pub(crate) fn print_claims(claims: &[Claim], out: &std::path::Path, wall: f64) -> Tally {
+    println!();
+    print!("{}", claims_table(claims));
+    let t = Tally::of(claims);
+    println!();
+    // "1 claim holds, 2 differ".
+    let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let calibrated = claims
+        .iter()
+        .filter(|c| c.verdict == Verdict::Holds && c.calibrated.is_some())
+        .count();
+    println!(
+        "{}{}, {}, {} inconclusive, {} for information; {wall:.1} s wall; results in {} (open report.html)",
+        verb(t.holds, "claim holds", "claims hold"),
+        if calibrated > 0 {
+            format!(" ({calibrated} of them on a calibrated parameter)")
+        } else {
+            String::new()
+        },
+        verb(t.differs, "differs", "differ"),
+        t.inconclusive,
+        t.info,
+        out.display()
+    );
+    t
+}
+
 /// Prints the claims table, writes `report.html` into `out` and prints the
-/// verdict count. Returns (holds, differs, info).
+/// verdict count (for the lab experiments not yet on the driver).
 pub(crate) fn present(
     out: &std::path::Path,
     title: &str,
@@ -242,23 +242,15 @@ pub(crate) fn present(
     facts: &[String],
     outcome: &hopwise_repro::Outcome,
     wall: f64,
-) -> Result<(usize, usize, usize)> {
-    println!();
-    print!("{}", claims_table(&outcome.claims));
-    let count = |v: Verdict| outcome.claims.iter().filter(|c| c.verdict == v).count();
-    let (holds, differs, info) = (
-        count(Verdict::Holds),
-        count(Verdict::Differs),
-        count(Verdict::Info),
-    );
+) -> Result<()> {
     let data: Vec<(&str, &str)> = outcome
         .data
         .iter()
         .map(|(f, c)| (f.as_str(), c.as_str()))
         .collect();
-    hopwise_repro::report::write(
+    report::write(
         out,
-        &hopwise_repro::report::ReportMeta {
+        &report::ReportMeta {
             title,
             about,
             facts,
@@ -268,25 +260,6 @@ pub(crate) fn present(
         &outcome.claims,
         &outcome.files,
     )?;
-    println!();
-    // "1 claim holds, 2 differ".
-    let verb = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let calibrated = outcome
-        .claims
-        .iter()
-        .filter(|c| c.verdict == Verdict::Holds && c.calibrated.is_some())
-        .count();
-    println!(
-        "{}{}, {}, {} for information; {wall:.1} s wall; results in {} (open report.html)",
-        verb(holds, "claim holds", "claims hold"),
-        if calibrated > 0 {
-            format!(" ({calibrated} of them on a calibrated parameter)")
-        } else {
-            String::new()
-        },
-        verb(differs, "differs", "differ"),
-        info,
-        out.display()
-    );
-    Ok((holds, differs, info))
+    print_claims(&outcome.claims, out, wall);
+    Ok(())
 }

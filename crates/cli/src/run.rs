@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use hopwise_proto::time::Dur;
-use hopwise_repro::plural;
+use hopwise_experiment::plural;
 use hopwise_sim::report::{write_outputs, Summary};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{scenario, Sim};
@@ -59,7 +59,7 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
 
 /// Writes `out/report.html` for a run without claims: `facts`, the printed
 /// summary `text`, then the figures among `files` (see
-/// [`hopwise_repro::report`]).
+/// [`hopwise_experiment::report`]).
 pub(crate) fn text_report(
     out: &Path,
     title: &str,
@@ -68,14 +68,14 @@ pub(crate) fn text_report(
     data: &[(&str, &str)],
     files: &[String],
 ) -> Result<()> {
-    let meta = hopwise_repro::report::ReportMeta {
+    let meta = hopwise_experiment::report::ReportMeta {
         title,
         about: "",
         facts,
         text: Some(text),
         data,
     };
-    hopwise_repro::report::write(out, &meta, &[], files)
+    hopwise_experiment::report::write(out, &meta, &[], files)
 }
 
 /// This process's command line as a shell would take it back: `hopwise`
@@ -308,7 +308,7 @@ pub fn capture_file(iface: &str) -> String {
         })
         .collect();
     if safe.chars().count() > CAPTURE_NAME_MAX {
-        let h = hopwise_sim::rng::fnv1a(link.as_bytes());
+        let h = hopwise_proto::rng::fnv1a(link.as_bytes());
         safe = format!(
             "{}~{:08x}",
             safe.chars().take(CAPTURE_NAME_KEEP).collect::<String>(),
@@ -372,7 +372,7 @@ pub(crate) fn leftovers(out: &std::path::Path, written: &[String]) -> Option<Str
     Some(format!(
         "note: {} also holds {} this run did not write (from an earlier run?): {shown}{}",
         out.display(),
-        hopwise_repro::plural(n, "file"),
+        hopwise_experiment::plural(n, "file"),
         if n > 5 {
             format!(" and {} more", n - 5)
         } else {
@@ -543,7 +543,7 @@ fn mib(b: Option<u64>) -> String {
 }
 
 /// `hopwise bench --tor`: the Tor-scale benchmark
-/// (`hopwise_repro::backtap_network::scale`).
+/// (`hopwise_repro::backtap::network::scale`).
 pub fn bench_tor(
     transport: &str,
     relays: usize,
@@ -553,7 +553,7 @@ pub fn bench_tor(
     repeat: u32,
     out: Option<&Path>,
 ) -> Result<()> {
-    use hopwise_repro::backtap_network::scale::{run_with, ScaleParams};
+    use hopwise_repro::backtap::network::scale::{run_with, ScaleParams};
     let p = ScaleParams {
         seed,
         ..ScaleParams::new(transport, relays, circuits, secs)
@@ -606,7 +606,7 @@ pub fn bench_tor(
         reports.push(r);
     }
     if let Some(dir) = out {
-        hopwise_repro::write_summary(dir, &reports)
+        hopwise_experiment::write_summary(dir, &reports)
             .with_context(|| format!("writing {}", dir.join("summary.json").display()))?;
         println!("results: {}", dir.join("summary.json").display());
     }

@@ -3,7 +3,8 @@
 
 use anyhow::{bail, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use hopwise_repro::{mean_ci90, par_map, Progress, Silent};
+use hopwise_experiment::stats::mean_ci90;
+use hopwise_experiment::{par_map, Progress, Silent};
 use hopwise_sim::report::Summary;
 use hopwise_sim::scenario::{self, ScenarioError};
 use hopwise_sim::spec::{FlowSpec, Scenario};
@@ -516,7 +517,7 @@ impl Grid<'_> {
     }
 }
 
-/// A CSV file written row by row ([`hopwise_repro::csv_cell`] quoting).
+/// A CSV file written row by row ([`hopwise_experiment::csv::cell`] quoting).
 struct Csv {
     path: std::path::PathBuf,
     w: std::io::BufWriter<std::fs::File>,
@@ -540,7 +541,7 @@ impl Csv {
             if k > 0 {
                 line.push(',');
             }
-            line.push_str(&hopwise_repro::csv_cell(c));
+            line.push_str(&hopwise_experiment::csv::cell(c));
         }
         line.push('\n');
         self.w
@@ -706,7 +707,7 @@ pub fn sweep(
             } else {
                 format!("{} values × ", dims.join(" × "))
             },
-            hopwise_repro::plural(seeds as usize, "seed")
+            hopwise_experiment::plural(seeds as usize, "seed")
         );
     }
     let points = grid(axes);
@@ -732,9 +733,9 @@ pub fn sweep(
     if !quiet {
         eprintln!(
             "sweeping `{name}` ({origin}): {} × {} = {} on {jobs} thread{}",
-            hopwise_repro::plural(points.len(), "point"),
-            hopwise_repro::plural(seed_list.len(), "seed"),
-            hopwise_repro::plural(n_runs, "run"),
+            hopwise_experiment::plural(points.len(), "point"),
+            hopwise_experiment::plural(seed_list.len(), "seed"),
+            hopwise_experiment::plural(n_runs, "run"),
             if jobs == 1 { "" } else { "s" }
         );
     }
@@ -897,9 +898,9 @@ pub fn sweep(
         format!("scenario: {name} ({origin})"),
         format!(
             "{} × {} = {}, {wall:.1} s wall, hopwise {}",
-            hopwise_repro::plural(points.len(), "point"),
-            hopwise_repro::plural(seed_list.len(), "seed"),
-            hopwise_repro::plural(n_runs, "run"),
+            hopwise_experiment::plural(points.len(), "point"),
+            hopwise_experiment::plural(seed_list.len(), "seed"),
+            hopwise_experiment::plural(n_runs, "run"),
             env!("CARGO_PKG_VERSION")
         ),
     ];
@@ -1023,7 +1024,7 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
         format!(
             "sweep of `{}`: mean over {} per point{}",
             s.scenario,
-            hopwise_repro::plural(s.seeds.len(), "seed"),
+            hopwise_experiment::plural(s.seeds.len(), "seed"),
             if s.seeds.len() > 1 {
                 ", error bars: 90 % CI"
             } else {
@@ -1160,7 +1161,7 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     let _ = writeln!(
         o,
         "means over {}; the flow columns are goodput in Mbit/s{} (–: the flow is not in that point)",
-        hopwise_repro::plural(s.seeds.len(), "seed"),
+        hopwise_experiment::plural(s.seeds.len(), "seed"),
         if s.seeds.len() > 1 { " ± 90 % CI" } else { "" }
     );
     // Each flow column as wide as its widest cell (at least 12).

@@ -43,7 +43,7 @@
 
 use crate::traffic::{enter, spawn_ready, Clock};
 use anyhow::{bail, Context, Result};
-use hopwise_sim::rng::Rng;
+use hopwise_proto::rng::Rng;
 use nix::errno::Errno;
 use nix::poll::{ppoll, PollFd, PollFlags};
 use nix::sys::socket::{

@@ -22,6 +22,13 @@ pub const KEYS: [&str; 10] = [
     "TcpExt:TCPSackRecoveryFail",
 ];
 
+/// The running kernel's release (`uname -r`), or "unknown".
+pub fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
 /// Parses the files' pairs of lines (`Prefix: name name …` then
 /// `Prefix: value value …`) into `Prefix:name` → value, keeping [`KEYS`].
 /// Lines that do not pair up are skipped.

@@ -119,7 +119,7 @@ impl Buffer {
     }
 
     /// The leaf qdisc's arguments: `bfifo limit N` or `pfifo limit N`.
-    pub(crate) fn qdisc(self) -> [String; 3] {
+    pub fn qdisc(self) -> [String; 3] {
         match self {
             Buffer::Bytes(b) => ["bfifo".into(), "limit".into(), b.to_string()],
             Buffer::Packets(p) => ["pfifo".into(), "limit".into(), p.to_string()],

@@ -74,7 +74,7 @@ fn retry(e: &std::io::Error) -> bool {
 }
 
 /// Moves the calling thread into the namespace behind `ns`.
-pub(crate) fn enter(ns: &File, what: &str) -> Result<()> {
+pub fn enter(ns: &File, what: &str) -> Result<()> {
     setns(ns, CloneFlags::CLONE_NEWNET)
         .with_context(|| format!("{what}: setns(CLONE_NEWNET) failed (root needed)"))
 }
@@ -133,7 +133,7 @@ pub fn spawn_receiver(
 /// Runs `setup` (entering a namespace, opening a socket) and then `body` on
 /// a thread named `what`. Returns once `setup` has finished; if it failed,
 /// so does this call, so that the caller knows the socket is ready.
-pub(crate) fn spawn_ready<S, T: Send + 'static>(
+pub fn spawn_ready<S, T: Send + 'static>(
     what: String,
     setup: impl FnOnce() -> Result<S> + Send + 'static,
     body: impl FnOnce(S) -> Result<T> + Send + 'static,
@@ -428,7 +428,7 @@ pub fn check_cc_and_secs(cc: &str, secs: u64, warm_s: f64) -> Result<()> {
 /// (`modelled`). Says so before the kernel runs start when it is skipped, so
 /// a user learns it up front rather than after minutes of real time.
 pub fn sim_comparison(
-    progress: &dyn hopwise_repro::Progress,
+    progress: &dyn hopwise_experiment::Progress,
     cc: &str,
     modelled: &str,
     requested: bool,

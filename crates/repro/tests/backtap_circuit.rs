@@ -2,7 +2,7 @@
 //! the helpers, and a tiny end-to-end run that writes summary.json.
 
 use hopwise_proto::time::Dur;
-use hopwise_repro::backtap_circuit::{fig5, latecomer, mux, *};
+use hopwise_repro::backtap::circuit::{fig5, latecomer, mux, *};
 use hopwise_repro::{ReproOpts, Silent};
 
 /// A plan small enough for the test profile: one RTT, one run per point,

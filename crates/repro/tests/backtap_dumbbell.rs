@@ -1,8 +1,8 @@
 //! Fig. 7 / Table 2 of `backtap-network`: a tiny dumbbell (fast), and the
 //! quick plan's 375-circuit run for exploration (`--ignored`).
 
-use hopwise_repro::backtap_network::dumbbell::{self, DumbbellOut, KINDS};
-use hopwise_repro::backtap_network::{transport, Plan};
+use hopwise_repro::backtap::network::dumbbell::{self, DumbbellOut, KINDS};
+use hopwise_repro::backtap::network::{transport, Plan};
 use hopwise_repro::{ReproOpts, Silent, Verdict};
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! downloads on the relay's host, and Tor Vegas's standing queue in the
 //! single circuit of Fig. 5, on tiny plans.
 
-use hopwise_repro::backtap_network::{inter, single, transport, FairnessOut, Plan};
+use hopwise_repro::backtap::network::{inter, single, transport, FairnessOut, Plan};
 use hopwise_repro::{ReproOpts, Silent, Verdict};
 
 /// One setting (bucket 1 MB/s on the 2 MB/s link), one circuit against two

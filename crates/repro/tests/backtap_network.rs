@@ -3,7 +3,7 @@
 //! SECS=150 cargo test --release -p hopwise-repro --test backtap_network --
 //! --ignored --nocapture explore_star`).
 
-use hopwise_repro::backtap_network::*;
+use hopwise_repro::backtap::network::*;
 
 /// A small star: 20 circuits, 30 s, measured from 15 s.
 #[test]

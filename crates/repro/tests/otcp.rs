@@ -9,7 +9,7 @@ use hopwise_proto::time::{Dur, Time};
 use hopwise_repro::otcp::agents::{Node, PORT};
 use hopwise_repro::otcp::chain::run_path;
 use hopwise_repro::otcp::{table1_hops, Regime};
-use hopwise_repro::{ReproOpts, Silent, Verdict};
+use hopwise_repro::{Silent, Verdict};
 use hopwise_sim::spec::{DirSpec, Limit, LinkSpec, NodeKind, NodeSpec, QueueSpec, Scenario};
 use hopwise_sim::{Agent, Cx, Sim, Sock, SockEvent};
 
@@ -166,14 +166,13 @@ fn a_relay_refuses_a_bad_header_and_names_the_field() {
 #[test]
 fn quick_run_writes_every_output() {
     let dir = std::env::temp_dir().join(format!("hopwise-otcp-{}", std::process::id()));
-    let opts = ReproOpts {
-        quick: true,
+    let opts = hopwise_experiment::Opts {
         seeds: Some(2),
-        out: dir.clone(),
         jobs: 2,
+        ..hopwise_experiment::Opts::new(&dir, true)
     };
     let exp = hopwise_repro::find("otcp").expect("registered");
-    let out = (exp.run)(&opts, &Silent).unwrap();
+    let out = exp.run(&opts, &Silent).unwrap();
     for f in &out.files {
         let p = dir.join(f);
         assert!(

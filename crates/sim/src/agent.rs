@@ -14,7 +14,7 @@
 //! callback's caller continues; callbacks never run inside one another.
 
 use crate::packet::NodeId;
-use crate::rng::Rng;
+use hopwise_proto::rng::Rng;
 use crate::sim::Sim;
 use bytes::Bytes;
 use hopwise_proto::cc::CcConfig;

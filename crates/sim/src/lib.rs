@@ -12,7 +12,6 @@ pub mod pcap;
 pub mod qdisc;
 mod queue;
 pub mod report;
-pub mod rng;
 pub mod scenario;
 pub mod sim;
 pub mod spec;

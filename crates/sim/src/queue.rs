@@ -162,7 +162,7 @@ impl<T> EventQueue<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use hopwise_proto::rng::Rng;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 

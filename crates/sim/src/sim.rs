@@ -15,7 +15,7 @@ use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
 use crate::queue::EventQueue;
-use crate::rng::Rng;
+use hopwise_proto::rng::Rng;
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
 use hopwise_proto::cc::{CcConfig, CongestionControl};

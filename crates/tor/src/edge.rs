@@ -27,7 +27,7 @@ use crate::transport::{block_on_bucket, token, Shared, Transport};
 use crate::tor_vegas::TorVegas;
 use bytes::{Buf, Bytes, BytesMut};
 use hopwise_proto::time::Time;
-use hopwise_sim::rng::Rng;
+use hopwise_proto::rng::Rng;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
 use std::collections::{BTreeMap, VecDeque};
 

@@ -2,7 +2,7 @@
 
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_sim::rng::Rng;
+use hopwise_proto::rng::Rng;
 use hopwise_tor::*;
 
 /// A star of `relays` relays and `circuits` circuits (10 % bulk 5 MiB, the rest

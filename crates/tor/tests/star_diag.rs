@@ -10,7 +10,7 @@
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_sim::rng::Rng;
+use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::Limit;
 use hopwise_tor::*;
 

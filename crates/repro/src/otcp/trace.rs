@@ -14,7 +14,7 @@ use hopwise_proto::otcp::select::{
     best_paths, best_paths_unlimited, best_via, cluster_representatives, RttMatrix,
 };
 use hopwise_proto::time::Dur;
-use hopwise_sim::rng::Rng;
+use hopwise_proto::rng::Rng;
 use serde::Serialize;
 
 /// A region of the synthetic world: centre (degrees), spread (degrees,
