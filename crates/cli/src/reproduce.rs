@@ -171,7 +171,10 @@ pub fn run(
     crate::run::prepare_out(&out)?;
     let r = run_one(exp.as_ref(), &opts(out, crate::run::command_line()))?;
     if strict && r.tally.differs > 0 {
-        bail!("{} claim(s) differ from the paper (--strict)", r.tally.differs);
+        bail!(
+            "{} claim(s) differ from the paper (--strict)",
+            r.tally.differs
+        );
     }
     Ok(())
 }
@@ -191,7 +194,7 @@ fn run_one(exp: &dyn Experiment, opts: &Opts) -> Result<IndexRow<'static>> {
     bars.finish();
     let tally = print_claims(&outcome.claims, &opts.out, outcome.wall_s);
     if opts.quick {
-        println!("{}", hopwise_experiment::driver::quick_caveat(exp.name()));
+        println!("{}", hopwise_experiment::driver::quick_caveat(&exp.doc()));
     }
     if let Some(note) = crate::run::leftovers(&opts.out, &outcome.files) {
         eprintln!("{note}");

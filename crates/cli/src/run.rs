@@ -1,8 +1,8 @@
 //! `hopwise sim`, `hopwise bench` and `hopwise bench --tor`.
 
 use anyhow::{Context, Result};
-use hopwise_proto::time::Dur;
 use hopwise_experiment::plural;
+use hopwise_proto::time::Dur;
 use hopwise_sim::report::{write_outputs, Summary};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{scenario, Sim};

@@ -2,9 +2,9 @@
 //! with means and 90 % confidence intervals per grid point.
 
 use anyhow::{bail, Context, Result};
-use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_experiment::stats::mean_ci90;
 use hopwise_experiment::{par_map, Progress, Silent};
+use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;
 use hopwise_sim::scenario::{self, ScenarioError};
 use hopwise_sim::spec::{FlowSpec, Scenario};

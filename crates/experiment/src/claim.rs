@@ -660,7 +660,10 @@ mod tests {
         );
         assert_eq!(c.verdict, Verdict::Holds);
         let c = Claim::new("x", "y").within("r_sim / r_model", 1.54, 1.0, 0.4);
-        assert_eq!(c.criterion.as_deref(), Some("r_sim / r_model within ±40 % of 1"));
+        assert_eq!(
+            c.criterion.as_deref(),
+            Some("r_sim / r_model within ±40 % of 1")
+        );
         assert_eq!(c.verdict, Verdict::Differs);
         let c = Claim::new("x", "y").each(
             "r",
@@ -670,7 +673,10 @@ mod tests {
                 rel: 0.4,
             },
         );
-        assert_eq!(c.criterion.as_deref(), Some("r within ±40 % of 1 for each of 2"));
+        assert_eq!(
+            c.criterion.as_deref(),
+            Some("r within ±40 % of 1 for each of 2")
+        );
         assert_eq!(c.verdict, Verdict::Holds);
         assert_eq!(c.judged(), "r: 15 kB 1, 30 kB 1.2");
         let c = Claim::new("x", "y").increasing("loss", [("N=1", 0.1), ("N=10", 0.3)]);
@@ -689,7 +695,11 @@ mod tests {
         assert_eq!(e.interval, Some(Interval::T { n: 5 }));
         let [lo, hi] = e.ci90.unwrap();
         assert!(lo < 0.7 && hi > 0.7 && lo > 0.68 && hi < 0.72, "{lo} {hi}");
-        let v = |c: Cmp| Claim::new("x", "y").check(Check::one("s", e.clone(), c)).verdict;
+        let v = |c: Cmp| {
+            Claim::new("x", "y")
+                .check(Check::one("s", e.clone(), c))
+                .verdict
+        };
         assert_eq!(v(Cmp::AtLeast(0.7)), Verdict::Inconclusive);
         assert_eq!(v(Cmp::AtLeast(0.6)), Verdict::Holds);
         assert_eq!(v(Cmp::AtLeast(0.8)), Verdict::Differs);

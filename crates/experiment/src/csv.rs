@@ -277,7 +277,9 @@ impl ser::Serializer for &mut RowSer {
 
 impl RowSer {
     fn push<T: ?Sized + Serialize>(&mut self, name: String, v: &T) -> Result<(), Error> {
-        let c = v.serialize(CellSer).map_err(|Error(e)| Error(format!("{name}: {e}")))?;
+        let c = v
+            .serialize(CellSer)
+            .map_err(|Error(e)| Error(format!("{name}: {e}")))?;
         self.names.push(name);
         self.cells.push(c);
         Ok(())
@@ -307,7 +309,10 @@ impl ser::SerializeMap for &mut RowSer {
         Ok(())
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        let k = self.key.take().ok_or_else(|| Error("a value without a key".into()))?;
+        let k = self
+            .key
+            .take()
+            .ok_or_else(|| Error("a value without a key".into()))?;
         self.push(k, v)
     }
     fn end(self) -> Result<(), Error> {
@@ -552,7 +557,10 @@ mod tests {
             inner: Key,
         }
         let e = write(&p, &[Nested::default()]).unwrap_err().to_string();
-        assert!(e.contains("inner: a CSV cell holds a plain value, not a struct"), "{e}");
+        assert!(
+            e.contains("inner: a CSV cell holds a plain value, not a struct"),
+            "{e}"
+        );
         let e = write(&p, &[1u32]).unwrap_err().to_string();
         assert!(e.contains("must be a struct or a map"), "{e}");
         let _ = std::fs::remove_dir_all(p.parent().unwrap());

@@ -79,6 +79,15 @@ pub trait Reproduction: Sync {
     fn facts(&self, _plan: &Self::Plan) -> Vec<String> {
         Vec::new()
     }
+    /// report.html's title.
+    fn title(&self) -> String {
+        format!("hopwise reproduce {}", Self::NAME)
+    }
+    /// Where the full run's results are documented (a quick run points
+    /// there).
+    fn doc(&self) -> String {
+        format!("docs/reproductions/{}.md", Self::NAME)
+    }
 }
 
 /// Options of one run, from the command line.
@@ -226,7 +235,8 @@ impl Outputs {
             std::fs::create_dir_all(d)
                 .map_err(|e| anyhow::anyhow!("creating {}: {e}", d.display()))?;
         }
-        std::fs::write(&p, contents).map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
+        std::fs::write(&p, contents)
+            .map_err(|e| anyhow::anyhow!("writing {}: {e}", p.display()))?;
         self.add(name);
         Ok(())
     }
@@ -274,6 +284,8 @@ pub trait Experiment: Sync {
     fn name(&self) -> &'static str;
     fn about(&self) -> &'static str;
     fn wall(&self) -> &'static str;
+    /// Where the full run's results are documented.
+    fn doc(&self) -> String;
     /// Runs the default (or quick) plan into `opts.out`.
     fn run(&self, opts: &Opts, progress: &dyn Progress) -> anyhow::Result<Outcome>;
 }
@@ -287,6 +299,9 @@ impl<R: Reproduction> Experiment for R {
     }
     fn wall(&self) -> &'static str {
         R::WALL
+    }
+    fn doc(&self) -> String {
+        Reproduction::doc(self)
     }
     fn run(&self, opts: &Opts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         run(self, &self.plan(opts.quick, opts.seeds), opts, progress)
@@ -344,17 +359,18 @@ pub fn run<R: Reproduction>(
         ];
         facts.extend(r.facts(plan));
         if opts.quick {
-            facts.push(quick_caveat(R::NAME));
+            facts.push(quick_caveat(&r.doc()));
         }
         if !complete {
-            facts.push("still running or interrupted: these are the results finished so far".into());
+            facts
+                .push("still running or interrupted: these are the results finished so far".into());
         }
         let data: Vec<(&str, &str)> = out
             .data
             .iter()
             .map(|(f, c)| (f.as_str(), c.as_str()))
             .collect();
-        let title = format!("hopwise {}", R::NAME);
+        let title = r.title();
         report::write(
             dir,
             &ReportMeta {
@@ -387,11 +403,12 @@ pub fn run<R: Reproduction>(
     save(&results, true)
 }
 
-/// What report.html and the terminal say of a quick variant.
-pub fn quick_caveat(name: &str) -> String {
+/// What report.html and the terminal say of a quick variant; `doc` has
+/// the full run's results.
+pub fn quick_caveat(doc: &str) -> String {
     format!(
         "quick variant: fewer and shorter runs, so a verdict can differ from the full run's \
-         (docs/reproductions/{name}.md has the full run's)"
+         ({doc} has the full run's)"
     )
 }
 
@@ -443,7 +460,8 @@ pub fn write_summary<T: Serialize>(dir: &Path, value: &T) -> anyhow::Result<()> 
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
     let s = serde_json::to_string_pretty(value)?;
     let tmp = dir.join(".summary.json.tmp");
-    std::fs::write(&tmp, s + "\n").map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
+    std::fs::write(&tmp, s + "\n")
+        .map_err(|e| anyhow::anyhow!("writing {}: {e}", tmp.display()))?;
     let to = dir.join("summary.json");
     std::fs::rename(&tmp, &to).map_err(|e| anyhow::anyhow!("writing {}: {e}", to.display()))?;
     Ok(())
@@ -551,7 +569,14 @@ mod tests {
         assert!(page.contains("a toy &lt;experiment&gt;"), "{page}");
         assert!(page.contains("hopwise reproduce toy"), "{page}");
         // A run that fails after two seeds leaves what it finished.
-        let e = Experiment::run(&Toy { fail_after: Some(2) }, &opts, &Silent).unwrap_err();
+        let e = Experiment::run(
+            &Toy {
+                fail_after: Some(2),
+            },
+            &opts,
+            &Silent,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("seed 2 failed"));
         let s: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())

@@ -5,9 +5,9 @@
 //! the output directory (relative links, so the directory can be moved or
 //! served as it is) and needs no scripts or network access.
 
-use crate::claim::{Claim, Tally};
 #[cfg(test)]
 use crate::claim::Verdict;
+use crate::claim::{Claim, Tally};
 use hopwise_plot::escape_markup as esc;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -413,7 +413,10 @@ mod tests {
         assert!(page.contains("seed &lt;1&gt;"));
         assert!(page.contains("<td class=\"v differs\">2</td>"), "{page}");
         assert!(page.contains("<td class=\"v\">0</td>"), "{page}");
-        assert!(page.contains("<td class=\"v inconclusive\">1</td>"), "{page}");
+        assert!(
+            page.contains("<td class=\"v inconclusive\">1</td>"),
+            "{page}"
+        );
         assert!(page.contains("quick variant"));
     }
 

@@ -94,6 +94,9 @@ impl hopwise_experiment::Experiment for Experiment {
     fn wall(&self) -> &'static str {
         self.wall
     }
+    fn doc(&self) -> String {
+        format!("docs/reproductions/{}.md", self.name)
+    }
     fn run(
         &self,
         opts: &Opts,
@@ -121,9 +124,16 @@ impl hopwise_experiment::Experiment for Experiment {
             ),
         ];
         if opts.quick {
-            facts.push(hopwise_experiment::driver::quick_caveat(self.name));
+            facts.push(hopwise_experiment::driver::quick_caveat(&format!(
+                "docs/reproductions/{}.md",
+                self.name
+            )));
         }
-        let data: Vec<(&str, &str)> = o.data.iter().map(|(f, c)| (f.as_str(), c.as_str())).collect();
+        let data: Vec<(&str, &str)> = o
+            .data
+            .iter()
+            .map(|(f, c)| (f.as_str(), c.as_str()))
+            .collect();
         let title = format!("hopwise {}", self.name);
         report::write(
             &opts.out,

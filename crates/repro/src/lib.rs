@@ -28,7 +28,9 @@ pub mod pendulum;
 // toolkit moved out. Removed once every paper implements `Reproduction`.
 pub use hopwise_experiment::figs;
 pub use hopwise_experiment::stats::{bootstrap_ci90, mean_ci90, mean_sd, quantile, t90};
-pub use hopwise_experiment::{claims_table, par_map, plural, write_summary, Claim, Progress, Silent, Verdict};
+pub use hopwise_experiment::{
+    claims_table, par_map, plural, write_summary, Claim, Progress, Silent, Verdict,
+};
 pub use legacy::{data_pairs, legacy_claim, write_csv, Experiment, Outcome, ReproOpts};
 
 /// Every reproduction, in the order `--list` shows them.

@@ -5,8 +5,8 @@
 
 #![cfg(feature = "lab")]
 
-use hopwise_repro::pendulum::lab_fig1::{self as pendulum, Options};
 use hopwise_lab::topology::{self, PREFIX};
+use hopwise_repro::pendulum::lab_fig1::{self as pendulum, Options};
 use hopwise_repro::{Silent, Verdict};
 use std::sync::Mutex;
 

@@ -3,7 +3,9 @@
 //! a miniature `run` that must write every required `summary.json` key.
 
 use hopwise_proto::time::Dur;
-use hopwise_repro::ledbat::flow::{self as ledbat_flow, cc, simulate, tcp_ns2, FlowDef, Params, Path, RunSpec};
+use hopwise_repro::ledbat::flow::{
+    self as ledbat_flow, cc, simulate, tcp_ns2, FlowDef, Params, Path, RunSpec,
+};
 use hopwise_repro::{ReproOpts, Silent, Verdict};
 
 fn run(flows: Vec<FlowDef>, secs: u64, jitter_ms: u64, trace: bool) -> ledbat_flow::RunResult {

@@ -19,13 +19,13 @@
 //! while using its capacity (§3.2), and it is "over-friendly" to a
 //! competing loss-based TCP (§4, Fig. 6b–c).
 
+use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{Context, Result};
 use hopwise_lab::overlay::{self, Overlay, OverlayNames, OverlaySpec, CLIENT, SERVER, SOCKS_PORT};
 use hopwise_lab::topology::{self, Buffer};
 use hopwise_lab::traffic::{goodput_bps, join_all, spawn_client, spawn_server, Clock, BIN_S};
-use anyhow::{Context, Result};
 use hopwise_net::testbed::{write_lab, LabOptions};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
 use hopwise_sim::measure::jain;
 use serde::Serialize;
 use std::net::SocketAddr;

@@ -29,14 +29,14 @@
 //! sets `tcp_rmem` to twice the simulator's 32 KiB and reports the window
 //! the direct rate implies.
 
-use hopwise_lab::delay::LinkStats;
-use hopwise_lab::traffic::{enter, spawn_ready, Clock};
-use hopwise_lab::wan::{link_addr, Wan, WanLink, WanNames, WanSpec};
-use anyhow::{Context, Result};
-use hopwise_plot::BarChart;
 use crate::otcp::chain::run_path;
 use crate::otcp::{table1_hops, Regime, FILE, SPLICE, TABLE1, WINDOW};
 use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{Context, Result};
+use hopwise_lab::delay::LinkStats;
+use hopwise_lab::traffic::{enter, spawn_ready, Clock};
+use hopwise_lab::wan::{link_addr, Wan, WanLink, WanNames, WanSpec};
+use hopwise_plot::BarChart;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use serde::Serialize;
 use socket2::SockRef;

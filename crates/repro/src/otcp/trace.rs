@@ -13,8 +13,8 @@
 use hopwise_proto::otcp::select::{
     best_paths, best_paths_unlimited, best_via, cluster_representatives, RttMatrix,
 };
-use hopwise_proto::time::Dur;
 use hopwise_proto::rng::Rng;
+use hopwise_proto::time::Dur;
 use serde::Serialize;
 
 /// A region of the synthetic world: centre (degrees), spread (degrees,

@@ -31,19 +31,19 @@
 //! scaled timeline, and [`crate::overlay_ack::analyse`] computes both
 //! sides' statistics, so the definitions are the reproduction's.
 
+use crate::overlay_ack::{analyse, Mode, ModeStats, RunResult, Setup, Timeline};
+use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{bail, Context, Result};
 use hopwise_lab::cmd::{self, args, display};
-use hopwise_lab::netns::Netns;
 use hopwise_lab::kstats::kernel_release;
+use hopwise_lab::netns::Netns;
 use hopwise_lab::tc::{self, QdiscStats};
 use hopwise_lab::topology::{Buffer, LEAF, PREFIX};
 use hopwise_lab::traffic::{
     join_all, per_second, spawn_duplex_client, spawn_duplex_server, spawn_receiver, spawn_sender,
     Clock, BIN_S,
 };
-use anyhow::{bail, Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use crate::overlay_ack::{analyse, Mode, ModeStats, RunResult, Setup, Timeline};
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -1226,7 +1226,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         sim_runs: 0,
     };
     let (p1, p2) = (tl.phase1(), tl.phase2());
-    let sim_on = hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "cubic", opts.sim_runs > 0);
+    let sim_on =
+        hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "cubic", opts.sim_runs > 0);
     // A mode that fails ends the kernel runs; the modes already run
     // (minutes of real time each) are still simulated and written.
     let mut failure: Option<anyhow::Error> = None;

@@ -7,10 +7,10 @@
 
 use super::dynamic::{DynPolicy, OverlayNode, PeerPlan, PolicyEvent};
 use hopwise_proto::cc::{CcConfig, CubicConfig};
+use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::{
     AckClassifier, DirSpec, FlowSpec, Limit, LinkSpec, MeasureSpec, NodeKind, NodeSpec, QueueSpec,
     Scenario, Traffic,

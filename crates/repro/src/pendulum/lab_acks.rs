@@ -20,17 +20,17 @@
 //! directions are as symmetric as the kernel's timing lets them be, where
 //! the paper's simulator puts every endpoint 1 ms from its router.
 
+use crate::pendulum as simp;
+use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{Context, Result};
 use hopwise_lab::capture::{self, Capture};
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, DOWN_DEV, HOME_ADDR, INET_ADDR, LEAF, UP_DEV,
 };
 use hopwise_lab::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock};
-use anyhow::{Context, Result};
 use hopwise_plot::{Chart, Figure, Series};
 use hopwise_proto::time::Dur;
-use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
 use hopwise_sim::measure::correlation;
 use serde::Serialize;
 use std::net::SocketAddr;

@@ -10,6 +10,9 @@
 //! minimum RTO, and Linux's 200 ms with two RTT estimators), and Eq. 11 gives the
 //! model's ratio, so the kernel's numbers sit beside both.
 
+use crate::pendulum as simp;
+use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{Context, Result};
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
@@ -18,12 +21,9 @@ use hopwise_lab::topology::{
 use hopwise_lab::traffic::{
     goodput_bps, join_all, per_second, spawn_receiver, spawn_sender, Clock, BIN_S,
 };
-use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_proto::tcp::RttEstimatorKind;
 use hopwise_proto::time::Dur;
-use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -314,7 +314,8 @@ fn kbit(bps: f64) -> String {
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
     hopwise_lab::traffic::check_cc(&opts.cc)?;
-    let sim_on = hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
+    let sim_on =
+        hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
     let tl = if opts.quick {
         Timeline::quick()
     } else {

@@ -19,20 +19,20 @@
 //! settings (its 1 s minimum RTO, and Linux's 200 ms with Linux's RTT
 //! estimator), with `--sim-seeds` start jitters each.
 
-use hopwise_lab::delay::LinkStats;
 use super::lab_fig1::{Timeline, DOWN_RATE_BPS, UP_RATE_BPS};
+use crate::pendulum as simp;
+use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use anyhow::{bail, Context, Result};
+use hopwise_lab::delay::LinkStats;
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, SideDelays, DOWN_DEV, LEAF, UP_DEV,
 };
 use hopwise_lab::traffic::{check_cc_and_secs, goodput_bps, per_second};
-use anyhow::{bail, Context, Result};
 use hopwise_plot::{Chart, Figure, Series};
 use hopwise_proto::tcp::RttEstimatorKind;
 use hopwise_proto::time::Dur;
-use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
 use hopwise_sim::spec::Limit;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -357,7 +357,8 @@ fn run_sim(
 pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
     topology::require()?;
     opts.check()?;
-    let sim_on = hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
+    let sim_on =
+        hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
     let mut points = Vec::new();

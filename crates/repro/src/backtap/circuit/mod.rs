@@ -35,9 +35,9 @@ mod plots;
 use crate::{write_summary, Claim, Experiment, Outcome, Progress, ReproOpts};
 use anyhow::Context as _;
 use hopwise_proto::backtap::{Startup, CELL_ITEM_LEN};
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_tor::{Access, BucketSpec, Refill, TorConfig, TransportConfig};
 use serde::Serialize;
 

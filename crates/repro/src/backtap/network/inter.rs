@@ -46,10 +46,10 @@ use crate::plural;
 use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
 use hopwise_plot::{BarChart, Figure};
 use hopwise_proto::cc::CcConfig;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::{
     DirSpec, FlowSpec, LinkSpec, NodeKind, NodeSpec, QueueSpec, Traffic as FlowTraffic,
 };

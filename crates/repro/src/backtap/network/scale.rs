@@ -37,9 +37,9 @@ use super::topo::{
 };
 use super::{transport, Transport};
 use crate::quantile;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::Limit;
 use hopwise_sim::Sim;
 use hopwise_tor::{Access, BucketSpec, CircuitSpec, TorNet, TorpsPaths};

@@ -8,9 +8,9 @@
 //! times, think times and server delays (common random numbers).
 
 use super::Transport;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::Limit;
 use hopwise_tor::{
     Access, BucketSpec, CircuitSpec, ResponseDelay, TorNet, TorpsPaths, TorpsRelay, Traffic,

@@ -495,8 +495,8 @@ fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
         "queue_ccdf.csv".into(),
     ];
     plots::write(dir, &rows, &cdfs, &ccdfs, &mut files)?;
-    let dup_bytes: u64 =
-        res.iter().map(|r| r.duplicate_blocks).sum::<u64>() * hopwise_proto::bittorrent::BLOCK as u64;
+    let dup_bytes: u64 = res.iter().map(|r| r.duplicate_blocks).sum::<u64>()
+        * hopwise_proto::bittorrent::BLOCK as u64;
     let downloaded: u64 = res.iter().map(|r| r.downloaded).sum();
     write_summary(
         dir,

@@ -6,10 +6,10 @@
 use super::peer::{Peer, PeerConfig, Stay};
 use hopwise_proto::bittorrent::BLOCK;
 use hopwise_proto::cc::CcConfig;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::{DirSpec, Limit, LinkSpec, NodeKind, NodeSpec, QueueSpec, Scenario};
 use hopwise_sim::Sim;
 use serde::Serialize;
