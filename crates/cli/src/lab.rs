@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Result};
 use clap::Subcommand;
+use hopwise_experiment::{Opts, Reproduction};
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::Buffer;
 use hopwise_repro::backtap::lab as backtap;
@@ -265,6 +266,28 @@ fn timed(
     Ok((command, outcome, t0.elapsed().as_secs_f64()))
 }
 
+/// Runs a lab experiment through the toolkit's driver under a progress bar
+/// counting `unit`, then prints its claims.
+fn drive<R: Reproduction>(
+    exp: &R,
+    plan: &R::Plan,
+    quick: bool,
+    out: PathBuf,
+    unit: &'static str,
+) -> Result<()> {
+    let opts = Opts {
+        quick,
+        seeds: None,
+        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        command: crate::run::command_line(),
+        out,
+    };
+    let bars = crate::reproduce::Bars::counting(unit);
+    let outcome = hopwise_experiment::run(exp, plan, &opts, &bars)?;
+    crate::reproduce::print_claims(&outcome.claims, &opts.out, outcome.wall_s);
+    Ok(())
+}
+
 pub fn run(cmd: LabCmd) -> Result<()> {
     if !matches!(cmd, LabCmd::Check | LabCmd::Clean) {
         // Before any thread starts (see the function).
@@ -377,8 +400,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             let exe = std::env::current_exe()
                 .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
             let defaults = otcp::Options::new(exe, quick);
-            let opts = otcp::Options {
-                out: out.clone(),
+            let plan = otcp::Options {
                 regimes: regimes.map_or(defaults.regimes.clone(), |r| r.0),
                 runs: runs.or(defaults.runs),
                 size,
@@ -387,35 +409,20 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 seed,
                 ..defaults
             };
-            opts.check()?;
+            plan.check()?;
             crate::run::prepare_out(&out)?;
-            let about = "seed 001 on kernel TCP: Table 1's paths direct and through hopwise otcp relay processes, over delayed links";
-            let plan = opts
+            let runs = plan
                 .regimes
                 .iter()
-                .map(|&r| format!("{} ×{}", r.name(), opts.runs_for(r)))
+                .map(|&r| format!("{} ×{}", r.name(), plan.runs_for(r)))
                 .collect::<Vec<_>>()
                 .join(", ");
             eprintln!(
-                "lab otcp: {about} ({} B per transfer; runs per path: {plan})",
-                opts.size
+                "lab otcp: {} ({} B per transfer; runs per path: {runs})",
+                <otcp::LabOtcp as Reproduction>::ABOUT,
+                plan.size
             );
-            let (command, outcome, wall) = timed("transfers", |command, bars| {
-                otcp::run(&opts, Some(command), bars)
-            })?;
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "hopwise otcp relay and forward over kernel TCP ({}), in network namespaces, Linux {}; links delayed in user space; {} B per transfer; runs per path: {plan}; {} simulator seeds; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    opts.size,
-                    opts.sim_seeds,
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ];
-            crate::reproduce::present(&out, "hopwise lab otcp", about, &facts, &outcome, wall)?;
-            Ok(())
+            drive(&otcp::LabOtcp, &plan, quick, out, "transfers")
         }
         LabCmd::OverlayAck {
             quick,

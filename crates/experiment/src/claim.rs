@@ -132,6 +132,21 @@ impl Estimate {
         }
     }
 
+    /// The ratio of two means over the same seeds, `mean(num) / mean(den)`,
+    /// with a paired bootstrap interval: a resample draws seeds, and both
+    /// means take the same ones ([`crate::stats::bootstrap_ci90`] on the
+    /// stream `name`, 2000 resamples). Exact for a single seed.
+    pub fn ratio_of_means(name: &str, num: &[f64], den: &[f64]) -> Estimate {
+        let n = num.len().min(den.len());
+        let at = |xs: &[f64], idx: &[usize]| idx.iter().map(|&i| xs[i]).sum::<f64>();
+        let value = at(num, &(0..n).collect::<Vec<_>>()) / at(den, &(0..n).collect::<Vec<_>>());
+        if n < 2 {
+            return Estimate::exact(value);
+        }
+        let ci = crate::stats::bootstrap_ci90(n, 2000, name, |idx| at(num, idx) / at(den, idx));
+        Estimate::bootstrap(value, ci, n)
+    }
+
     /// The interval, or the point twice.
     fn range(&self) -> (f64, f64) {
         match self.ci90 {
@@ -398,7 +413,7 @@ fn criterion(subject: &str, items: &[Item], cmp: &Cmp) -> String {
     };
     match items {
         [i] if i.label.is_none() => format!("{subject} {bound}"),
-        _ => format!("{subject} {bound} for each of {}", items.len()),
+        _ => format!("{subject} {bound} (each of {})", items.len()),
     }
 }
 
@@ -416,7 +431,8 @@ pub struct Claim {
     /// this claim's level is met (the verdict then says little about the
     /// model): which one, and to what.
     pub calibrated: Option<String>,
-    /// The checks' criteria joined with "and"; `None` for information.
+    /// The checks' criteria, `; `-separated (all must hold); `None` for
+    /// information.
     pub criterion: Option<String>,
     pub checks: Vec<Check>,
 }
@@ -461,7 +477,7 @@ impl Claim {
         };
         self.criterion = Some(match self.criterion.take() {
             None => c.criterion.clone(),
-            Some(s) => format!("{s} and {}", c.criterion),
+            Some(s) => format!("{s}; {}", c.criterion),
         });
         self.checks.push(c);
         self
@@ -656,7 +672,7 @@ mod tests {
             .at_most("download/upload", 2.5, 3.0);
         assert_eq!(
             c.criterion.as_deref(),
-            Some("download share ≥ 0.9 and download/upload ≤ 3")
+            Some("download share ≥ 0.9; download/upload ≤ 3")
         );
         assert_eq!(c.verdict, Verdict::Holds);
         let c = Claim::new("x", "y").within("r_sim / r_model", 1.54, 1.0, 0.4);
@@ -675,7 +691,7 @@ mod tests {
         );
         assert_eq!(
             c.criterion.as_deref(),
-            Some("r within ±40 % of 1 for each of 2")
+            Some("r within ±40 % of 1 (each of 2)")
         );
         assert_eq!(c.verdict, Verdict::Holds);
         assert_eq!(c.judged(), "r: 15 kB 1, 30 kB 1.2");
@@ -725,6 +741,23 @@ mod tests {
         // No value misses every criterion.
         let n = Claim::new("x", "y").at_most("s", f64::NAN, 1.0);
         assert_eq!(n.verdict, Verdict::Differs);
+    }
+
+    #[test]
+    fn ratios_of_means_pair_their_seeds() {
+        // The denominator tracks the numerator seed by seed: the ratio is
+        // 2 in every resample, so the paired interval is a point.
+        let den = [1.0, 5.0, 2.0, 9.0];
+        let num: Vec<f64> = den.iter().map(|x| 2.0 * x).collect();
+        let e = Estimate::ratio_of_means("t", &num, &den);
+        assert_eq!(e.value, 2.0);
+        assert_eq!(e.ci90, Some([2.0, 2.0]));
+        assert_eq!(e.interval, Some(Interval::Bootstrap { n: 4 }));
+        // Unpaired noise widens it.
+        let e = Estimate::ratio_of_means("t", &[2.0, 10.0, 4.0, 18.0], &[9.0, 2.0, 5.0, 1.0]);
+        let [lo, hi] = e.ci90.unwrap();
+        assert!(lo < e.value && e.value < hi && hi - lo > 1.0, "{e:?}");
+        assert_eq!(Estimate::ratio_of_means("t", &[3.0], &[2.0]).ci90, None);
     }
 
     #[test]

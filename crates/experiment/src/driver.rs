@@ -314,6 +314,8 @@ struct Summary<'a, P, T> {
     paper: &'static str,
     /// False while the experiment is still running (or was interrupted).
     complete: bool,
+    /// Wall time so far, seconds.
+    wall_s: f64,
     plan: &'a P,
     #[serde(flatten)]
     results: &'a T,
@@ -341,6 +343,7 @@ pub fn run<R: Reproduction>(
             &Summary {
                 paper: R::PAPER,
                 complete,
+                wall_s: t0.elapsed().as_secs_f64(),
                 plan,
                 results,
                 claims: &claims,

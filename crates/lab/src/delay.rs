@@ -237,7 +237,54 @@ pub struct LinkStats {
     pub ba: LaneStats,
 }
 
+/// One direction of a link as a row of an experiment's `links.csv` (after
+/// the experiment's own leading columns, with `#[serde(flatten)]`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LaneRow {
+    pub link: String,
+    /// `ab` or `ba`.
+    pub direction: &'static str,
+    pub delay_ms: f64,
+    pub loss: f64,
+    pub frames: u64,
+    pub sent: u64,
+    pub lost: u64,
+    pub overflow: u64,
+    pub socket_drops: u64,
+    pub send_errors: u64,
+    pub too_big: u64,
+    pub in_flight_at_stop: u64,
+    pub max_held_bytes: u64,
+    pub late_mean_us: f64,
+    pub late_max_us: f64,
+}
+
 impl LinkStats {
+    /// Its two directions, "ab" then "ba", as `links.csv` rows.
+    pub fn rows(&self) -> [LaneRow; 2] {
+        let row = |direction: &'static str, d: &Dir, s: &LaneStats| LaneRow {
+            link: self.link.name.clone(),
+            direction,
+            delay_ms: d.delay.as_secs_f64() * 1e3,
+            loss: d.loss,
+            frames: s.frames,
+            sent: s.sent,
+            lost: s.lost,
+            overflow: s.overflow,
+            socket_drops: s.socket_drops,
+            send_errors: s.send_errors,
+            too_big: s.too_big,
+            in_flight_at_stop: s.in_flight_at_stop,
+            max_held_bytes: s.max_held_bytes,
+            late_mean_us: s.late_mean_us,
+            late_max_us: s.late_max_us,
+        };
+        [
+            row("ab", &self.link.ab, &self.ab),
+            row("ba", &self.link.ba, &self.ba),
+        ]
+    }
+
     /// The columns of [`LinkStats::csv_rows`], for every experiment's
     /// `links.csv` (after the experiment's own leading columns).
     pub const CSV_COLUMNS: &'static [&'static str] = &[

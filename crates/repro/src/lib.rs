@@ -42,7 +42,7 @@ pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
         Box::new(overlay_ack::experiment()),
         Box::new(backtap::circuit::experiment()),
         Box::new(backtap::network::experiment()),
-        Box::new(otcp::experiment()),
+        Box::new(otcp::Otcp),
     ]
 }
 

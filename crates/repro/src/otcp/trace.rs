@@ -10,6 +10,7 @@
 //! inequality often fails. None of these constants comes from the paper;
 //! they are ours and documented in `docs/reproductions/otcp.md`.
 
+use hopwise_experiment::stats::{mean, median};
 use hopwise_proto::otcp::select::{
     best_paths, best_paths_unlimited, best_via, cluster_representatives, RttMatrix,
 };
@@ -156,12 +157,30 @@ impl World {
 /// number of relays).
 pub const BUDGETS: [Option<usize>; 4] = [Some(1), Some(2), Some(3), None];
 
+/// A relay budget: up to so many relays, or any number (`"any"` in
+/// summary.json and the CSV).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Relays {
+    Up(usize),
+    #[default]
+    Any,
+}
+
+impl Serialize for Relays {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Relays::Up(k) => s.serialize_u64(*k as u64),
+            Relays::Any => s.serialize_str("any"),
+        }
+    }
+}
+
 /// How much splitting lowers the path RTT, over every pair of nodes, with
-/// a relay budget.
-#[derive(Clone, Debug, Serialize)]
+/// a relay budget (a row of `trace_budgets.csv`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct BudgetRow {
-    /// Relays allowed; `null` for any number.
-    pub max_relays: Option<usize>,
+    /// Relays allowed.
+    pub max_relays: Relays,
     /// Pairs whose best path RTT is below the direct RTT.
     pub benefit_frac: f64,
     /// Mean of 1 − path RTT / direct RTT over all pairs.
@@ -205,12 +224,12 @@ pub fn budget_rows(red: &[Vec<(f64, usize)>]) -> Vec<BudgetRow> {
             let vals: Vec<f64> = r.iter().map(|x| x.0).collect();
             let used: Vec<f64> = r.iter().filter(|x| x.1 > 0).map(|x| x.1 as f64).collect();
             BudgetRow {
-                max_relays: *b,
+                max_relays: b.map_or(Relays::Any, Relays::Up),
                 benefit_frac: vals.iter().filter(|&&x| x > 1e-9).count() as f64
                     / vals.len().max(1) as f64,
-                mean_reduction: crate::mean_sd(&vals).0,
-                median_reduction: crate::quantile(&vals, 0.5),
-                mean_relays: crate::mean_sd(&used).0,
+                mean_reduction: mean(&vals),
+                median_reduction: median(&vals),
+                mean_relays: mean(&used),
             }
         })
         .collect()
@@ -218,7 +237,7 @@ pub fn budget_rows(red: &[Vec<(f64, usize)>]) -> Vec<BudgetRow> {
 
 /// One relay chosen from `probes` candidates: how much of the best
 /// one-relay reduction a strategy gets.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct SelectionRow {
     /// `random`, `cluster` or `optimal` (every node probed).
     pub strategy: &'static str,
@@ -248,18 +267,18 @@ pub fn selection(w: &World, seed: u64) -> Vec<SelectionRow> {
         .flat_map(|u| (u + 1..n).map(move |v| (u, v)))
         .collect();
     let summarise = |strategy, probes, vals: &[f64], opt: f64| {
-        let mean = crate::mean_sd(vals).0;
+        let m = mean(vals);
         SelectionRow {
             strategy,
             probes,
-            mean_reduction: mean,
-            share_of_optimal: if opt > 0.0 { mean / opt } else { f64::NAN },
+            mean_reduction: m,
+            share_of_optimal: if opt > 0.0 { m / opt } else { f64::NAN },
             benefit_frac: vals.iter().filter(|&&x| x > 1e-9).count() as f64
                 / vals.len().max(1) as f64,
         }
     };
     let opt: Vec<f64> = pairs.iter().map(|&(u, v)| red(u, v, &everyone)).collect();
-    let opt_mean = crate::mean_sd(&opt).0;
+    let opt_mean = mean(&opt);
     let mut rows = Vec::new();
     for &m in PROBES.iter().filter(|&&m| m + 2 <= n) {
         let reps = cluster_representatives(&w.coords, m, 50);

@@ -1,21 +1,21 @@
-//! Figures of the otcp reproduction.
+//! The otcp reproduction's CSVs (one row struct each, the rows of
+//! summary.json) and figures.
 
-use super::trace::{BudgetRow, SelectionRow, BUDGETS};
-use super::{PairRow, Regime, SizeRow, Table1Row};
+use super::trace::BUDGETS;
+use super::{Regime, Results, Table1Row};
+use hopwise_experiment::Outputs;
 use hopwise_plot::{Chart, Figure, Series};
-use std::path::Path;
 
-#[allow(clippy::too_many_arguments)]
-pub(super) fn write(
-    dir: &Path,
-    t1: &[Table1Row],
-    sizes: &[SizeRow],
-    red: &[Vec<(f64, usize)>],
-    budgets: &[BudgetRow],
-    selection: &[SelectionRow],
-    pairs: &[PairRow],
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
+pub(super) fn write(r: &Results, out: &mut Outputs) -> anyhow::Result<()> {
+    let (t1, sizes, pairs) = (&r.table1, &r.sizes, &r.pairs);
+    let (budgets, selection) = (&r.trace.budgets, &r.trace.selection);
+    out.csv("table1.csv", t1)?;
+    out.csv("sizes.csv", sizes)?;
+    out.csv("trace_budgets.csv", budgets)?;
+    out.csv("selection.csv", selection)?;
+    out.csv("pairs.csv", pairs)?;
+    out.data(&["trace_reduction.svg"], &["trace_budgets.csv"]);
+
     // Table 1: goodput and gain by hop count.
     let mut rate = Chart::new("Goodput of a 4 MB transfer")
         .x_label("hops")
@@ -58,14 +58,15 @@ pub(super) fn write(
     ));
     let hi = paper.iter().map(|r| r.rtt_ratio).fold(1.0, f64::max);
     gain.push_series(Series::line("gain = RTT ratio", vec![(1.0, 1.0), (hi, hi)]).dashed());
-    Figure::new(
-        "Table 1: splitting a 75.7 ms path into pipelined TCP hops",
-        2,
-    )
-    .panel(rate)
-    .panel(gain)
-    .write_svg(dir.join("table1.svg"))?;
-    files.push("table1.svg".into());
+    out.svg(
+        "table1.svg",
+        &Figure::new(
+            "Table 1: splitting a 75.7 ms path into pipelined TCP hops",
+            2,
+        )
+        .panel(rate)
+        .panel(gain),
+    )?;
 
     // Transfer sizes.
     let mut sp = Chart::new("Transfer sizes: completion time, direct over split")
@@ -86,15 +87,14 @@ pub(super) fn write(
             ));
         }
     }
-    sp.write_svg(dir.join("sizes.svg"))?;
-    files.push("sizes.svg".into());
+    out.svg("sizes.svg", &sp)?;
 
     // The trace: CDF of the path-RTT reduction per relay budget.
     let mut cdf = Chart::new("Synthetic trace: path-RTT reduction over all pairs")
         .x_label("1 - path RTT / direct RTT")
         .y_label("fraction of pairs")
         .y_range(0.0, 1.0);
-    for ((b, r), row) in BUDGETS.iter().zip(red).zip(budgets) {
+    for ((b, r), row) in BUDGETS.iter().zip(&r.trace.reductions).zip(budgets) {
         let vals: Vec<f64> = r.iter().map(|x| x.0).collect();
         let name = match b {
             Some(1) => "1 relay".to_string(),
@@ -106,8 +106,7 @@ pub(super) fn write(
             &vals,
         ));
     }
-    cdf.write_svg(dir.join("trace_reduction.svg"))?;
-    files.push("trace_reduction.svg".into());
+    out.svg("trace_reduction.svg", &cdf)?;
 
     // Selection strategies.
     let mut sel = Chart::new("Choosing one relay from a few probed candidates")
@@ -129,8 +128,7 @@ pub(super) fn write(
         };
         sel.push_series(Series::line_points(name, pts));
     }
-    sel.write_svg(dir.join("selection.svg"))?;
-    files.push("selection.svg".into());
+    out.svg("selection.svg", &sel)?;
 
     // Pairs: measured gain against the RTT ratio.
     if !pairs.is_empty() {
@@ -138,16 +136,19 @@ pub(super) fn write(
             .iter()
             .map(|p| p.rtt_ratio.max(p.gain))
             .fold(1.0, f64::max);
-        Chart::new("Trace pairs: measured gain against the path-RTT ratio (4 MB, random loss)")
+        out.svg(
+            "pairs.svg",
+            &Chart::new(
+                "Trace pairs: measured gain against the path-RTT ratio (4 MB, random loss)",
+            )
             .x_label("direct RTT / path RTT")
             .y_label("goodput gain")
             .series(Series::points(
                 "pair (relay from 10 cluster representatives)",
                 pairs.iter().map(|p| (p.rtt_ratio, p.gain)).collect(),
             ))
-            .series(Series::line("gain = RTT ratio", vec![(1.0, 1.0), (hi, hi)]).dashed())
-            .write_svg(dir.join("pairs.svg"))?;
-        files.push("pairs.svg".into());
+            .series(Series::line("gain = RTT ratio", vec![(1.0, 1.0), (hi, hi)]).dashed()),
+        )?;
     }
     Ok(())
 }
