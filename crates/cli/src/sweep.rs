@@ -3,7 +3,7 @@
 
 use anyhow::{bail, Context, Result};
 use hopwise_experiment::stats::mean_ci90;
-use hopwise_experiment::{par_map, Progress, Silent};
+use hopwise_experiment::{csv, par_map, Progress, Silent};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;
 use hopwise_sim::scenario::{self, ScenarioError};
@@ -517,48 +517,53 @@ impl Grid<'_> {
     }
 }
 
-/// A CSV file written row by row ([`hopwise_experiment::csv::cell`] quoting).
-struct Csv {
-    path: std::path::PathBuf,
-    w: std::io::BufWriter<std::fs::File>,
+/// A point's parameters, as the leading columns of runs.csv and
+/// points.csv (one per `--vary` axis, named by its key).
+struct Params<'a>(&'a [Axis], &'a [String]);
+
+impl Serialize for Params<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (a, v) in self.0.iter().zip(self.1) {
+            m.serialize_entry(&a.key, v)?;
+        }
+        m.end()
+    }
 }
 
-impl Csv {
-    fn create(path: &Path, header: &[&str]) -> Result<Csv> {
-        let f =
-            std::fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
-        let mut c = Csv {
-            path: path.to_path_buf(),
-            w: std::io::BufWriter::new(f),
-        };
-        c.row(header.iter().copied())?;
-        Ok(c)
-    }
+/// A row of runs.csv: one metric of one run.
+#[derive(Serialize)]
+struct RunRow<'a> {
+    #[serde(flatten)]
+    point: Params<'a>,
+    seed: u64,
+    metric: &'a str,
+    subject: &'a str,
+    value: f64,
+}
 
-    fn row<'a>(&mut self, cells: impl IntoIterator<Item = &'a str>) -> Result<()> {
-        let mut line = String::new();
-        for (k, c) in cells.into_iter().enumerate() {
-            if k > 0 {
-                line.push(',');
-            }
-            line.push_str(&hopwise_experiment::csv::cell(c));
-        }
-        line.push('\n');
-        self.w
-            .write_all(line.as_bytes())
-            .with_context(|| format!("writing {}", self.path.display()))
-    }
-
-    fn finish(mut self) -> Result<()> {
-        self.w
-            .flush()
-            .with_context(|| format!("writing {}", self.path.display()))
-    }
+/// A row of points.csv: one metric's mean over a point's runs.
+#[derive(Serialize)]
+struct PointRow<'a> {
+    #[serde(flatten)]
+    point: Params<'a>,
+    metric: &'a str,
+    subject: &'a str,
+    mean: f64,
+    ci90_low: f64,
+    ci90_high: f64,
+    runs: usize,
 }
 
 /// Mean and CI per metric and subject of one point's runs (one per seed):
 /// a row each in points.csv, and the point for summary.json.
-fn fold_point(axes: &[Axis], p: &Point, mine: &[Vec<Sample>], csv: &mut Csv) -> Result<PointOut> {
+fn fold_point(
+    axes: &[Axis],
+    p: &Point,
+    mine: &[Vec<Sample>],
+    csv: &mut csv::Writer,
+) -> Result<PointOut> {
     // (metric, subject) in the order the first run reported them, then any
     // that only later runs have. Indexed, for scenarios with many flows;
     // the order comes from the runs, never from a map.
@@ -588,14 +593,15 @@ fn fold_point(axes: &[Axis], p: &Point, mine: &[Vec<Sample>], csv: &mut Csv) -> 
             .filter(|x| x.is_finite())
             .collect();
         let (m, h) = mean_ci90(&xs);
-        csv.row(p.iter().map(String::as_str).chain([
+        csv.row(&PointRow {
+            point: Params(axes, p),
             metric,
             subject,
-            &f(m),
-            &f(m - h),
-            &f(m + h),
-            &xs.len().to_string(),
-        ]))?;
+            mean: m,
+            ci90_low: m - h,
+            ci90_high: m + h,
+            runs: xs.len(),
+        })?;
         metrics.push(MetricOut {
             metric,
             subject: subject.to_string(),
@@ -612,14 +618,6 @@ fn fold_point(axes: &[Axis], p: &Point, mine: &[Vec<Sample>], csv: &mut Csv) -> 
             .collect(),
         metrics,
     })
-}
-
-fn f(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x}")
-    } else {
-        String::new()
-    }
 }
 
 /// Most grid points a sweep takes, whatever --max-runs says: a point's
@@ -781,13 +779,25 @@ pub fn sweep(
     let t0 = Instant::now();
     let bars = crate::reproduce::Bars::new();
     let progress: &dyn Progress = if quiet { &Silent } else { &bars };
-    let mut runs_header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
-    runs_header.extend(["seed", "metric", "subject", "value"]);
-    let mut points_header: Vec<&str> = axes.iter().map(|a| a.key.as_str()).collect();
-    points_header.extend(["metric", "subject", "mean", "ci90_low", "ci90_high", "runs"]);
     let (runs_tmp, points_tmp) = (out.join("runs.csv.partial"), out.join("points.csv.partial"));
-    let mut runs_csv = Csv::create(&runs_tmp, &runs_header)?;
-    let mut points_csv = Csv::create(&points_tmp, &points_header)?;
+    let mut runs_csv = csv::Writer::create(&runs_tmp)?;
+    let mut points_csv = csv::Writer::create(&points_tmp)?;
+    runs_csv.header_of(&RunRow {
+        point: Params(axes, &points[0]),
+        seed: 0,
+        metric: "",
+        subject: "",
+        value: 0.0,
+    })?;
+    points_csv.header_of(&PointRow {
+        point: Params(axes, &points[0]),
+        metric: "",
+        subject: "",
+        mean: 0.0,
+        ci90_low: 0.0,
+        ci90_high: 0.0,
+        runs: 0,
+    })?;
     let mut point_out = Vec::with_capacity(points.len());
     let mut first_runs = Vec::with_capacity(points.len());
     let mut flat = 0;
@@ -818,14 +828,14 @@ pub fn sweep(
                         .with_context(|| {
                             format!("point {} with seed {seed}", label(axes, &points[i]))
                         })?;
-                    let seed = seed.to_string();
                     for x in &r {
-                        runs_csv.row(points[i].iter().map(String::as_str).chain([
-                            seed.as_str(),
-                            x.metric,
-                            &x.subject,
-                            &f(x.value),
-                        ]))?;
+                        runs_csv.row(&RunRow {
+                            point: Params(axes, &points[i]),
+                            seed,
+                            metric: x.metric,
+                            subject: &x.subject,
+                            value: x.value,
+                        })?;
                     }
                     mine.push(r);
                 }

@@ -108,7 +108,9 @@ impl Writer {
             .map_err(|e| anyhow::anyhow!("writing {}: {e}", self.path.display()))
     }
 
-    fn header_of<T: Serialize>(&mut self, sample: &T) -> anyhow::Result<()> {
+    /// Writes the header of rows like `sample` now, before any row (so that
+    /// a table that ends up empty still has it).
+    pub fn header_of<T: Serialize>(&mut self, sample: &T) -> anyhow::Result<()> {
         let (names, _) = flatten(sample).map_err(|e| self.error(e))?;
         self.line(&names)?;
         self.header = Some(names);
