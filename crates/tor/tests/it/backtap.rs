@@ -3,8 +3,7 @@
 //! `hopwise_proto::backtap::Endpoint` over UDP. (The protocol's own dynamics
 //! are tested in `crates/proto`; here: plumbing, byte-exact delivery, traces.)
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
 use hopwise_tor::*;

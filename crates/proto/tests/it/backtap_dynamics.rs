@@ -1,9 +1,7 @@
 //! BackTap dynamics over the test network: round-robin fairness, backpressure
 //! to the source under a token-bucket bottleneck, window growth, determinism.
 
-mod backtap_net;
-
-use backtap_net::{secs, LinkCfg, Net};
+use crate::backtap_net::{secs, LinkCfg, Net};
 use hopwise_proto::backtap::{
     BucketConfig, CircuitId, Config, Direction, Startup, CELL_DATA_LEN, CELL_ITEM_LEN,
 };

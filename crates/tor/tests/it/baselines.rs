@@ -1,7 +1,6 @@
 //! N23 and Tor's Vegas congestion control in the Tor model.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::time::Dur;
 use hopwise_tor::*;
 

@@ -1,8 +1,7 @@
 //! The vanilla Tor model against seed 002 §4 (Fig. 5) and Tor's window
 //! arithmetic: one bulk circuit through a middle relay limited to 1500 kB/s.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
 use hopwise_tor::*;

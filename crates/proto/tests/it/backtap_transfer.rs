@@ -1,9 +1,8 @@
 //! End-to-end transfers over client → entry → middle → exit with BackTap,
 //! checking every byte and the order, with and without random loss.
 
-mod backtap_net;
-
-use backtap_net::{secs, LinkCfg, Net};
+use crate::backtap_net;
+use crate::backtap_net::{secs, LinkCfg, Net};
 use hopwise_proto::backtap::{Config, Direction};
 use hopwise_proto::time::Dur;
 
