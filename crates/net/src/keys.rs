@@ -153,13 +153,16 @@ mod tests {
         }
         let e = load_or_create(d.path()).unwrap_err();
         assert_eq!(e.file, d.path().display().to_string());
-        assert!(e.msg.starts_with("is a directory, not a key file"), "{e}");
-        assert!(!e.msg.contains("chmod"), "{e}");
+        assert!(
+            e.message.starts_with("is a directory, not a key file"),
+            "{e}"
+        );
+        assert!(!e.message.contains("chmod"), "{e}");
         // A device, which would feed the reader forever, is refused too.
         #[cfg(unix)]
         {
             let e = load_or_create(Path::new("/dev/zero")).unwrap_err();
-            assert!(e.msg.contains("not a regular file"), "{e}");
+            assert!(e.message.contains("not a regular file"), "{e}");
         }
     }
 
@@ -178,17 +181,20 @@ mod tests {
         write("garbage garbage", 0o600);
         assert!(load_or_create(&p)
             .unwrap_err()
-            .msg
+            .message
             .contains("not a hopwise key file"));
         write("private = \"1234\"\n", 0o600);
         assert!(load_or_create(&p)
             .unwrap_err()
-            .msg
+            .message
             .contains("64 hex digits"));
         let k = Keypair::generate();
         write(&format!("private = \"{}\"\n", hex(&k.private)), 0o644);
         #[cfg(unix)]
-        assert!(load_or_create(&p).unwrap_err().msg.contains("chmod 600"));
+        assert!(load_or_create(&p)
+            .unwrap_err()
+            .message
+            .contains("chmod 600"));
         write(
             &format!(
                 "private = \"{}\"\npublic = \"{}\"\n",
@@ -199,7 +205,7 @@ mod tests {
         );
         assert!(load_or_create(&p)
             .unwrap_err()
-            .msg
+            .message
             .contains("does not belong"));
     }
 }

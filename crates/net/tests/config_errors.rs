@@ -153,3 +153,54 @@ fn the_directory_and_key_file_keys_name_their_problems() {
         "{e}"
     );
 }
+
+/// The shared front-end's three kinds of mistake in a relay file: a unit,
+/// an unknown key (with the key it resembles), and a value of the wrong
+/// type. Each names the file, the key path and the problem.
+#[test]
+fn units_unknown_keys_and_types_name_file_key_and_problem() {
+    let d = tempfile::tempdir().unwrap();
+    let relay = &write_lab(&LabOptions::new(d.path())).unwrap().relays[0];
+    // The top-level keys (name, listen, key_file, directory, ...).
+    let top: String = std::fs::read_to_string(relay)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let err = |extra: &str| {
+        RelayConfig::parse(&format!("{top}{extra}"), "relay.toml", d.path()).unwrap_err()
+    };
+
+    let e = err("[bandwidth]\nrate = \"10 Mbti\"\n");
+    assert_eq!(
+        (e.file.as_str(), e.key.as_str()),
+        ("relay.toml", "bandwidth.rate")
+    );
+    assert_eq!(
+        e.to_string(),
+        "relay.toml: bandwidth.rate: invalid rate: `10 Mbti`: unknown rate unit `Mbti` \
+         (use bit/kbit/Mbit/Gbit, or kB/s, MB/s)"
+    );
+
+    let e = err("[link]\nkeepalve = \"5s\"\n");
+    assert_eq!(e.key, "link.keepalve");
+    assert_eq!(e.suggestion.as_deref(), Some("keepalive"));
+    assert!(
+        e.to_string().starts_with(
+            "relay.toml: link.keepalve: unknown key; did you mean `keepalive`? (allowed here: "
+        ),
+        "{e}"
+    );
+
+    let e = err("[limits]\nmax_streams = \"many\"\n");
+    assert_eq!(
+        e.to_string(),
+        "relay.toml: limits.max_streams: expected a whole number, got the string \"many\""
+    );
+    let e = err("accept_clients = 1\n");
+    assert_eq!(
+        e.to_string(),
+        "relay.toml: accept_clients: expected true or false, got the integer 1"
+    );
+}

@@ -155,8 +155,15 @@ fn closed_without_data(mut s: TcpStream) -> bool {
 /// if it sent nothing back.
 fn closed_after(to: SocketAddr, bytes: &[u8]) -> bool {
     let mut s = client(to);
-    s.write_all(bytes).unwrap();
-    closed_without_data(s)
+    match s.write_all(bytes) {
+        Ok(()) => closed_without_data(s),
+        // The relay refused and reset the connection before the whole
+        // header was written (seen under load): closed, and nothing sent.
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe
+        ),
+    }
 }
 
 #[test]

@@ -60,19 +60,9 @@ pub struct DirSpec {
     pub loss: f64,
 }
 
-/// How a queue limit is counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    Bytes(u64),
-    Packets(u64),
-}
-
-impl Default for Limit {
-    /// Linux's default txqueuelen.
-    fn default() -> Self {
-        Limit::Packets(1000)
-    }
-}
+/// How a queue limit is counted (packets or bytes; 1000 packets by default,
+/// Linux's txqueuelen). The scenario files read it with `hopwise_config`.
+pub use hopwise_config::QueueLimit as Limit;
 
 /// What counts as an ACK for the "ACKs first" discipline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -483,6 +483,39 @@ fn unknown_keys_suggest_near_misses() {
     );
 }
 
+/// The shared front-end's three kinds of mistake: a unit, an unknown key
+/// (with the key it resembles), and a value of the wrong type. Each names
+/// the file, the key path (with the entity's name) and the problem.
+#[test]
+fn units_unknown_keys_and_types_name_file_key_and_problem() {
+    let e = fails(&edit("rate = \"10Mbit\"", "rate = \"10 Mbti\""), "", &[]);
+    assert_eq!(
+        e.to_string(),
+        "test.toml: link[1] \"bottleneck\".rate: invalid rate: `10 Mbti`: unknown rate unit \
+         `Mbti` (use bit/kbit/Mbit/Gbit, or kB/s, MB/s)"
+    );
+
+    let e = fails(&edit("delay = \"8ms\"", "dealy = \"8ms\""), "", &[]);
+    assert_eq!(e.key, "link[1] \"bottleneck\".dealy");
+    assert_eq!(e.suggestion.as_deref(), Some("delay"));
+    assert_eq!(
+        e.message,
+        "unknown key; did you mean `delay`? (allowed here: name, a, b, rate, delay, queue, \
+         loss, ab, ba)"
+    );
+
+    let e = fails(&edit("start = \"1s\"", "count = \"3\""), "", &[]);
+    assert_eq!(
+        e.to_string(),
+        "test.toml: flow \"f2\".count: expected a whole number, got the string \"3\""
+    );
+    let e = fails(&edit("name = \"h2\"", "name = \"h2\"\nkind = 2"), "", &[]);
+    assert_eq!(
+        e.to_string(),
+        "test.toml: node[3] \"h2\".kind: expected a string, got the integer 2"
+    );
+}
+
 #[test]
 fn missing_required_keys() {
     fails(
@@ -1026,7 +1059,7 @@ fn timing_errors() {
     fails(
         &edit("start = \"1s\"", "count = 0"),
         "flow \"f2\".count",
-        &["at least 1"],
+        &["must be 1 to 100000, got 0"],
     );
     fails(
         &edit("start = \"1s\"", "count = -3"),
@@ -1674,7 +1707,7 @@ fn capture_entries_expand_and_bad_ones_name_the_entry() {
     fails(
         &format!("{BASE}\n[measure]\ncapture = [\"\"]\n"),
         "measure.capture[0]",
-        &["must not be empty"],
+        &["is empty (\"\"); a name needs a visible character"],
     );
     fails(
         &format!("{BASE}\n[measure]\ncapture_snaplen = 20\n"),

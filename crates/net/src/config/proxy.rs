@@ -1,0 +1,237 @@
+//! The proxy's file, and the checks of its `path`.
+
+use super::directory::directory_key;
+use super::raw::RawProxy;
+use super::{
+    addr, dur_in, emulation, err, limits, link_options, metrics, path_key, plain, read_sections,
+    resolve, table, transport, ConfigError, Directory, Emulation, Limits, LinkOptions, PeerSel,
+    Transport, R, TIMEOUT_RANGE,
+};
+use hopwise_config::{self as cfg, did_you_mean};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `hopwise proxy --config FILE`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProxyConfig {
+    /// SOCKS5 listener (127.0.0.1:1080 by default).
+    pub socks: SocketAddr,
+    /// UDP address to bind (an ephemeral port on every address by default).
+    pub listen: SocketAddr,
+    pub directory: Directory,
+    /// Relay names, entry first; `None`: a random guard, middle and exit.
+    pub path: Option<Vec<String>>,
+    /// Static key file; `None`: a fresh key every start (unlinkable).
+    pub key_file: Option<PathBuf>,
+    /// How long a SOCKS request waits for its stream.
+    pub connect_timeout: Duration,
+    /// SOCKS connections served at once; more are closed when accepted.
+    pub socks_max_connections: usize,
+    /// How long a SOCKS client has for its greeting and request, in all.
+    pub socks_handshake_timeout: Duration,
+    pub limits: Limits,
+    pub link: LinkOptions,
+    pub transport: Transport,
+    pub emulation: Vec<(PeerSel, Emulation)>,
+    pub metrics: Option<SocketAddr>,
+    pub origin: String,
+}
+
+impl ProxyConfig {
+    /// Checks `path` as [`ProxyConfig::load`] does, for a config built or
+    /// changed in code.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        check_path(&self.directory, "the directory", self.path.as_deref())
+            .map_err(|x| x.in_file(&self.origin))
+    }
+
+    pub fn new(directory: Directory) -> ProxyConfig {
+        ProxyConfig {
+            socks: SocketAddr::from(([127, 0, 0, 1], 1080)),
+            // Any address: the links go to relays elsewhere, and a socket
+            // bound to loopback cannot send to them.
+            listen: SocketAddr::from(([0, 0, 0, 0], 0)),
+            directory,
+            path: None,
+            key_file: None,
+            connect_timeout: Duration::from_secs(30),
+            socks_max_connections: 1000,
+            socks_handshake_timeout: Duration::from_secs(10),
+            limits: Limits::default(),
+            link: LinkOptions::default(),
+            transport: Transport::default(),
+            emulation: Vec::new(),
+            metrics: None,
+            origin: "proxy".to_string(),
+        }
+    }
+
+    pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
+        let text = cfg::read(path)?;
+        let file = path.display().to_string();
+        let base = path.parent().unwrap_or(Path::new("."));
+        ProxyConfig::parse(&text, &file, base)
+    }
+
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<ProxyConfig, ConfigError> {
+        let t = cfg::parse_toml(text, file, |_, _| String::new())?;
+        let e = |x: ConfigError| x.in_file(file);
+        let raw: RawProxy = table(&t, plain).map_err(e)?;
+        let (dir_path, directory) = directory_key(raw.directory, file, base)?;
+        let mut cfg = ProxyConfig::new(directory);
+        cfg.origin = file.to_string();
+        if let Some(a) = raw.socks {
+            let a = addr(&a, "socks").map_err(e)?;
+            if !a.ip().is_loopback() {
+                tracing::warn!("{file}: socks = {a} is not a loopback address: anyone who can reach it can use the proxy");
+            }
+            cfg.socks = a;
+        }
+        if let Some(a) = raw.listen {
+            cfg.listen = addr(&a, "listen").map_err(e)?;
+        }
+        cfg.path = raw.path.map(|p| p.0);
+        let desc = format!("the directory {}", dir_path.display());
+        check_path(&cfg.directory, &desc, cfg.path.as_deref()).map_err(e)?;
+        for w in path_warnings(&cfg.directory, &desc, cfg.path.as_deref()) {
+            tracing::warn!("{file}: {w}");
+        }
+        cfg.key_file = path_key(raw.key_file, "key_file")
+            .map_err(e)?
+            .map(|k| resolve(base, &k));
+        if let Some(d) =
+            dur_in(&raw.connect_timeout, "connect_timeout", TIMEOUT_RANGE).map_err(e)?
+        {
+            cfg.connect_timeout = d;
+        }
+        if let Some(n) = raw.socks_max_connections {
+            cfg.socks_max_connections = n.0 as usize;
+        }
+        let handshake = &raw.socks_handshake_timeout;
+        if let Some(d) = dur_in(handshake, "socks_handshake_timeout", TIMEOUT_RANGE).map_err(e)? {
+            cfg.socks_handshake_timeout = d;
+        }
+        read_sections!(cfg, raw, e);
+        Ok(cfg)
+    }
+}
+
+/// What a proxy's `path` (checked by `check_path`) will do that its
+/// operator may not expect: random paths shorter than three relays, or not
+/// starting at a relay flagged `guard`; an explicit path whose entry has no
+/// `guard` flag. The proxy still runs.
+pub(super) fn path_warnings(
+    dir: &Directory,
+    dir_desc: &str,
+    path: Option<&[String]>,
+) -> Vec<String> {
+    let mut w = Vec::new();
+    match path {
+        None => {
+            let n = dir.relays.len();
+            if n < 3 {
+                w.push(format!(
+                    "random paths will have {n} relay{} ({dir_desc} lists {n}; a full path is a guard, a middle and an exit)",
+                    if n == 1 { "" } else { "s" }
+                ));
+            }
+            // The exit is chosen first, then a guard other than it
+            // (`choose_path`), or any relay if there is none.
+            let guards: Vec<_> = dir.relays.iter().filter(|r| r.guard).collect();
+            let lone_exit_guard = guards.len() == 1 && guards[0].exit;
+            if n > 1 && (guards.is_empty() || lone_exit_guard) {
+                w.push(format!(
+                    "{dir_desc} flags {} as a guard, so random paths {}start at any relay (add \"guard\" to the flags of the relays that may be entries)",
+                    if guards.is_empty() { "no relay".to_string() } else { format!("only the exit `{}`", guards[0].name) },
+                    if guards.is_empty() { "" } else { "that end there " },
+                ));
+            }
+        }
+        Some(path) if path.len() > 1 => {
+            if dir.find(&path[0]).is_some_and(|i| !dir.relays[i].guard) {
+                w.push(format!(
+                    "path[0]: `{}` has no \"guard\" flag in {dir_desc}, but it is this path's entry",
+                    path[0]
+                ));
+            }
+        }
+        Some(_) => {}
+    }
+    w
+}
+
+/// The most relays a path may name (the entry and `MAX_HOPS` more).
+pub const MAX_PATH: usize = hopwise_proto::circuit::control::MAX_HOPS + 1;
+
+/// Checks that a proxy's `path` can make a circuit: 1 to [`MAX_PATH`]
+/// relays of the directory (`dir_desc`, "the directory FILE", names it in
+/// messages), none twice, the last one flagged `exit`. A relay refuses to be
+/// the last hop unless it is an exit, so any other path would fail at every
+/// attempt. One relay is a valid path: with no onion encryption every relay
+/// of a circuit reads every cell anyway (`docs/relay.md`). Without a path
+/// (a random one) the directory must flag at least one exit.
+fn check_path(dir: &Directory, dir_desc: &str, path: Option<&[String]>) -> R<()> {
+    let Some(path) = path else {
+        if !dir.relays.iter().any(|r| r.exit) {
+            return err(
+                "directory",
+                format!(
+                    "{dir_desc} flags no relay as an exit, so no random path can end at one \
+                     (add \"exit\" to the flags of the relays that are exits)"
+                ),
+            );
+        }
+        return Ok(());
+    };
+    if path.is_empty() {
+        return err("path", "empty (leave it out for a random path)");
+    }
+    if path.len() > MAX_PATH {
+        return err(
+            "path",
+            format!("at most {MAX_PATH} relays, got {}", path.len()),
+        );
+    }
+    let names: Vec<&str> = dir.relays.iter().map(|r| r.name.as_str()).collect();
+    for (i, n) in path.iter().enumerate() {
+        if dir.find(n).is_none() {
+            return err(
+                &format!("path[{i}]"),
+                format!(
+                    "unknown relay `{n}`{} ({dir_desc} lists: {})",
+                    did_you_mean(n, &names),
+                    names.join(", ")
+                ),
+            );
+        }
+        if let Some(j) = path[..i].iter().position(|m| m == n) {
+            return err(
+                &format!("path[{i}]"),
+                format!("`{n}` is already path[{j}]; a circuit passes through each relay once"),
+            );
+        }
+    }
+    let last = path.len() - 1;
+    let exit = &path[last];
+    if !dir.relays.iter().any(|r| &r.name == exit && r.exit) {
+        let exits: Vec<&str> = dir
+            .relays
+            .iter()
+            .filter(|r| r.exit)
+            .map(|r| r.name.as_str())
+            .collect();
+        let which = if exits.is_empty() {
+            format!("{dir_desc} flags no relay as an exit")
+        } else {
+            format!("{dir_desc} lists these exits: {}", exits.join(", "))
+        };
+        return err(
+            &format!("path[{last}]"),
+            format!(
+                "`{exit}` is not an exit (its directory entry has no \"exit\" flag), and the last relay of a path must be one ({which})"
+            ),
+        );
+    }
+    Ok(())
+}

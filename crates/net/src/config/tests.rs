@@ -1,0 +1,550 @@
+//! Unit tests of the relay, proxy and directory files.
+
+use super::*;
+use std::net::IpAddr;
+
+const DIR: &str = r#"
+[[relay]]
+name = "r1"
+address = "127.0.0.1:9001"
+key = "0101010101010101010101010101010101010101010101010101010101010101"
+flags = ["guard"]
+
+[[relay]]
+name = "r2"
+address = "127.0.0.1:9002"
+key = "0202020202020202020202020202020202020202020202020202020202020202"
+flags = ["exit"]
+"#;
+
+fn with_dir(f: impl FnOnce(&Path)) {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("dir.toml"), DIR).unwrap();
+    f(d.path());
+}
+
+#[test]
+fn paths_that_skip_guards_or_hops_are_warned_about() {
+    let base = Directory::parse(DIR, "dir.toml").unwrap();
+    let d = "the directory dir.toml";
+    let w = |dir: &Directory, path: Option<&[&str]>| {
+        let path: Option<Vec<String>> = path.map(|p| p.iter().map(|s| s.to_string()).collect());
+        path_warnings(dir, d, path.as_deref())
+    };
+    // r1 guard, r2 exit: random paths have two relays.
+    assert_eq!(
+        w(&base, None),
+        vec!["random paths will have 2 relays (the directory dir.toml lists 2; a full path is a guard, a middle and an exit)"]
+    );
+    let mut third = base.clone();
+    let mut r3 = third.relays[0].clone();
+    r3.name = "r3".into();
+    r3.guard = false;
+    third.relays.push(r3);
+    assert!(w(&third, None).is_empty());
+    // No guard at all; the only guard is the exit.
+    let mut none = third.clone();
+    none.relays[0].guard = false;
+    let got = w(&none, None);
+    assert_eq!(got.len(), 1);
+    assert!(
+        got[0].contains("flags no relay as a guard, so random paths start at any relay"),
+        "{got:?}"
+    );
+    let mut lone = none.clone();
+    lone.relays[1].guard = true;
+    let got = w(&lone, None);
+    assert!(
+        got[0].contains(
+            "only the exit `r2` as a guard, so random paths that end there start at any relay"
+        ),
+        "{got:?}"
+    );
+    // An explicit path: its entry should be a guard.
+    assert!(w(&base, Some(&["r1", "r2"])).is_empty());
+    assert!(w(&base, Some(&["r2"])).is_empty());
+    let got = w(&none, Some(&["r1", "r2"]));
+    assert_eq!(
+        got,
+        vec!["path[0]: `r1` has no \"guard\" flag in the directory dir.toml, but it is this path's entry"]
+    );
+}
+
+#[test]
+fn a_relay_is_warned_where_its_directory_entry_disagrees() {
+    with_dir(|base| {
+        let r1 = [1u8; 32];
+        let cfg = |extra: &str| {
+            let text = format!(
+                "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n{extra}"
+            );
+            RelayConfig::parse(&text, "relay.toml", base).unwrap()
+        };
+        // r1 as the directory has it: a guard, not an exit, at 9001.
+        assert!(cfg("").start_warnings(&r1).is_empty());
+        // Unspecified listen addresses match any directory address.
+        let mut any = cfg("");
+        any.listen = "0.0.0.0:9001".parse().unwrap();
+        assert!(any.start_warnings(&r1).is_empty());
+        let mut moved = cfg("");
+        moved.listen = "127.0.0.1:9009".parse().unwrap();
+        let w = moved.start_warnings(&r1);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("127.0.0.1:9001, differs from `listen` = 127.0.0.1:9009"));
+        let w = cfg("[exit]\nenabled = true\n").start_warnings(&r1);
+        assert_eq!(
+            w,
+            vec!["the directory's `exit` flag of r1 differs from [exit] enabled = true"]
+        );
+        let w = cfg("accept_clients = false\n").start_warnings(&r1);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("flags r1 as a guard, but accept_clients = false"));
+        let w = cfg("").start_warnings(&[7u8; 32]);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("relay `r1`) is not in the directory"),
+            "{w:?}"
+        );
+        assert!(w[0].contains(&"07".repeat(32)), "{w:?}");
+        let w = cfg("[link]\nencrypt = false\n").start_warnings(&r1);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("link encryption is OFF"));
+    });
+}
+
+#[test]
+fn a_file_that_is_not_text_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("relay.toml");
+    std::fs::write(&p, b"name = \"r1\"\n\xff\xfe").unwrap();
+    let e = RelayConfig::load(&p).unwrap_err().to_string();
+    assert!(e.contains("is not UTF-8 text (byte 12 is not)"), "{e}");
+}
+
+#[test]
+fn directory_round_trips() {
+    let d = Directory::parse(DIR, "dir.toml").unwrap();
+    assert_eq!(d.relays.len(), 2);
+    assert!(d.relays[0].guard && d.relays[1].exit);
+    assert_eq!(Directory::parse(&d.to_toml(), "x").unwrap(), d);
+}
+
+/// Each `(extra, want)`: the relay file `ok` with `extra` fails with an
+/// error that starts with `want`.
+fn relay_errors_start_with(base: &Path, ok: &str, cases: &[(&str, &str)]) {
+    for (extra, want) in cases {
+        let text = format!("{ok}{extra}");
+        let e = RelayConfig::parse(&text, "relay.toml", base).unwrap_err();
+        assert!(e.to_string().starts_with(want), "{extra:?}: got {e}");
+    }
+}
+
+#[test]
+fn relay_errors_name_file_key_and_problem() {
+    with_dir(|base| {
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+        let c = RelayConfig::parse(ok, "relay.toml", base).unwrap();
+        assert_eq!(c.key_file, base.join("r1.key"));
+        let cases = [
+            (
+                "[bandwidth]\nrate = \"10 MBs\"\n",
+                "relay.toml: bandwidth.rate: ",
+            ),
+            (
+                "[bandwidth]\nrate = 10\n",
+                "relay.toml: bandwidth.rate: a rate needs a unit: write \"10Mbit\", \"10kbit\" or \"10MB/s\" (a quoted string), not the bare number 10",
+            ),
+            (
+                "listn = 3\n",
+                "relay.toml: listn: unknown key; did you mean `listen`?",
+            ),
+            (
+                "[exit]\npolicy = [\"allow *:*\"]\n",
+                "relay.toml: exit.policy[0]: `allow *:*`: unknown verb",
+            ),
+            (
+                "[metrics]\nlisten = \"0.0.0.0:9100\"\n",
+                "relay.toml: metrics.listen: 0.0.0.0:9100 is not a loopback",
+            ),
+            (
+                "[emulation.r9]\ndelay = \"1ms\"\n",
+                "relay.toml: emulation.r9: `r9` is not a relay",
+            ),
+            (
+                "[emulation.r2]\nloss = 2.0\n",
+                "relay.toml: emulation.r2.loss: must be a probability in [0, 1) (0.01 drops 1 % of packets; a loss of 1 would drop every packet, so no connection could come up), got 2",
+            ),
+            (
+                "[emulation.r2]\nloss = 1.0\n",
+                "relay.toml: emulation.r2.loss: must be a probability in [0, 1) (0.01 drops 1 % of packets; a loss of 1 would drop every packet, so no connection could come up), got 1",
+            ),
+            (
+                "[emulation.r2]\nloss = \"100%\"\n",
+                "relay.toml: emulation.r2.loss: must be a probability in [0, 1) (",
+            ),
+            (
+                "[emulation.r2]\nloss = -0.01\n",
+                "relay.toml: emulation.r2.loss: must be a probability in [0, 1) (",
+            ),
+            (
+                "[emulation.r2]\nqueue = \"64KiB\"\n",
+                "relay.toml: emulation.r2.queue: has no effect without rate (it holds what waits for the rate limit); set rate, or leave queue out",
+            ),
+            (
+                "[emulation.r2]\ndelay = \"1ms\"\n[emulation.\"127.0.0.1:9002\"]\nloss = 0.1\n",
+                "relay.toml: emulation.r2: [emulation.\"127.0.0.1:9002\"] and [emulation.r2] are the same peer (127.0.0.1:9002); give each peer one section",
+            ),
+            (
+                "[limits]\ncircuit_queue = 0\n",
+                "relay.toml: limits.circuit_queue: must be 4 to",
+            ),
+            (
+                "[limits]\nmax_queued_cells = 10\n",
+                "relay.toml: limits.max_queued_cells: must be 1000 to 1099511627776, got 10",
+            ),
+            (
+                "[limits]\nmax_circuits_per_client = 0\n",
+                "relay.toml: limits.max_circuits_per_client: must be 1 to 10000000, got 0",
+            ),
+            (
+                "[limits]\nmax_stream_buffers = \"1KiB\"\n",
+                "relay.toml: limits.max_stream_buffers: must be 1MiB to 1TiB",
+            ),
+        ];
+        relay_errors_start_with(base, ok, &cases);
+        let text =
+            format!("{ok}[limits]\nmax_circuits_per_client = 8\nmax_stream_buffers = \"64MiB\"\n");
+        let c = RelayConfig::parse(&text, "relay.toml", base).unwrap();
+        assert_eq!(c.limits.max_circuits_per_client, 8);
+        assert_eq!(c.limits.max_stream_buffers, 64 << 20);
+        assert_eq!(c.limits.max_circuits, Limits::default().max_circuits);
+        let e = RelayConfig::parse("name = \"r1\"\n", "relay.toml", base).unwrap_err();
+        assert_eq!(e.key, "listen");
+        let e = RelayConfig::parse("name = [\n", "relay.toml", base).unwrap_err();
+        assert!(e.message.contains("TOML syntax error"), "{e}");
+        let bad_dir = format!(
+            "{}directory = \"missing.toml\"\n",
+            &ok[..ok.find("directory").unwrap()]
+        );
+        let e = RelayConfig::parse(&bad_dir, "relay.toml", base).unwrap_err();
+        assert!(e.to_string().contains("missing.toml: cannot read"), "{e}");
+    });
+}
+
+#[test]
+fn exit_rules_that_can_never_match_are_refused() {
+    with_dir(|base| {
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n[exit]\nenabled = true\n";
+        for (extra, want) in [
+            (
+                "policy = [\"accept *:*\", \"reject *:18080\"]\n",
+                "relay.toml: exit.policy[1]: `reject *:18080` can never match: exit.policy[0] `accept *:*` matches every address and port first (remove the rules after it)",
+            ),
+            (
+                "policy = [\"reject *:25\", \"reject *:0-65535\", \"accept 1.2.3.4/32:80\"]\nreject_private = false\n",
+                "relay.toml: exit.policy[2]: `accept 1.2.3.4/32:80` can never match: exit.policy[1] `reject *:*` matches every address and port first (remove the rules after it)",
+            ),
+            (
+                "policy = [\"accept 127.0.0.1/32:*\"]\n",
+                "relay.toml: exit.policy[0]: `accept 127.0.0.1/32:*` can never match: reject_private (true by default) refuses 127.0.0.0/8 (a private range) before the rules; to reach it set reject_private = false, and put \"reject private:*\" right after the rules for private ranges (before any other rule) to keep refusing the rest",
+            ),
+            (
+                "policy = [\"accept private:22\"]\nreject_private = true\n",
+                "relay.toml: exit.policy[0]: `accept private:22` can never match: reject_private (true by default) refuses the private ranges before the rules; to reach it set reject_private = false, and put \"reject private:*\" right after the rules for private ranges (before any other rule) to keep refusing the rest",
+            ),
+            (
+                "policy = [\"accept 10.0.0.1/8:*\"]\n",
+                "relay.toml: exit.policy[0]: `accept 10.0.0.1/8:*`: `10.0.0.1/8` has bits set after the /8 prefix; did you mean 10.0.0.0/8?",
+            ),
+        ] {
+            let e = RelayConfig::parse(&format!("{ok}{extra}"), "relay.toml", base).unwrap_err();
+            assert_eq!(e.to_string(), want, "{extra:?}");
+        }
+        // The review's policy, without its dead rule: reject_private
+        // still refuses loopback and link-local addresses first.
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let c = RelayConfig::parse(
+            &format!("{ok}policy = [\"reject *:18080\", \"accept *:*\"]\ndefault = \"reject\"\n"),
+            "relay.toml",
+            base,
+        )
+        .unwrap();
+        assert!(!c.exit.policy.allows(ip("127.0.0.1"), 80));
+        assert!(!c.exit.policy.allows(ip("169.254.169.254"), 80));
+        assert!(!c.exit.policy.allows(ip("8.8.8.8"), 18080));
+        assert!(c.exit.policy.allows(ip("8.8.8.8"), 80));
+        // With reject_private off, a rule reaches loopback.
+        let c = RelayConfig::parse(
+            &format!("{ok}reject_private = false\npolicy = [\"accept 127.0.0.1/32:*\", \"reject private:*\"]\n"),
+            "relay.toml",
+            base,
+        )
+        .unwrap();
+        assert!(c.exit.policy.allows(ip("127.0.0.1"), 80));
+        assert!(!c.exit.policy.allows(ip("127.0.0.2"), 80));
+    });
+}
+
+#[test]
+fn exit_keys_of_a_relay_that_is_not_an_exit_are_warned_about() {
+    let table = |s: &str| s.parse::<Table>().unwrap();
+    let t = table("enabled = false\npolicy = [\"reject *:25\"]\n");
+    assert_eq!(
+        disabled_exit_warning(Some(&t), false).as_deref(),
+        Some("this relay is not an exit (exit.enabled is false), so exit.policy has no effect (set enabled = true to make it one)")
+    );
+    let t = table("policy = []\ndefault = \"reject\"\n");
+    assert_eq!(
+        disabled_exit_warning(Some(&t), false).as_deref(),
+        Some("this relay is not an exit (exit.enabled is false), so exit.default, exit.policy have no effect (set enabled = true to make it one)")
+    );
+    assert_eq!(disabled_exit_warning(Some(&t), true), None);
+    assert_eq!(
+        disabled_exit_warning(Some(&table("enabled = false\n")), false),
+        None
+    );
+    assert_eq!(disabled_exit_warning(None, false), None);
+}
+
+#[test]
+fn proxy_path_must_name_known_relays() {
+    with_dir(|base| {
+        let e = ProxyConfig::parse(
+            "directory = \"dir.toml\"\npath = [\"r1\", \"r3\"]\n",
+            "proxy.toml",
+            base,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "path[1]");
+        // r1 and r2 are equally close to r3: no suggestion, the list.
+        assert!(
+            e.message.contains("unknown relay `r3` (the directory ")
+                && e.message.ends_with("dir.toml lists: r1, r2)"),
+            "{e}"
+        );
+        let c = ProxyConfig::parse(
+            "directory = \"dir.toml\"\npath = [\"r1\", \"r2\"]\nsocks = \"127.0.0.1:0\"\n[emulation.\"*\"]\ndelay = \"20ms\"\nloss = \"5%\"\n",
+            "proxy.toml",
+            base,
+        )
+        .unwrap();
+        assert_eq!(c.emulation[0].1.loss, 0.05);
+        assert_eq!(c.emulation[0].0, PeerSel::All);
+    });
+}
+
+#[test]
+fn durations_and_sizes_out_of_range_are_refused() {
+    with_dir(|base| {
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+        let cases = [
+            (
+                "[link]\nhandshake_timeout = \"0s\"\n",
+                "relay.toml: link.handshake_timeout: must be positive (1ms to 1h), got `0s`",
+            ),
+            (
+                "[link]\nhandshake_timeout = \"2h\"\n",
+                "relay.toml: link.handshake_timeout: must be 1ms to 1h, got `2h`",
+            ),
+            (
+                "[exit]\nenabled = true\nconnect_timeout = \"0s\"\n",
+                "relay.toml: exit.connect_timeout: must be positive (1ms to 1h), got `0s`",
+            ),
+            (
+                "[link]\nkeepalive = \"0ms\"\n",
+                "relay.toml: link.keepalive: must be positive",
+            ),
+            (
+                "[link]\nidle_timeout = \"0.1ns\"\n",
+                "relay.toml: link.idle_timeout: must be positive",
+            ),
+            (
+                "[link]\nhandshakes_per_second = 0\n",
+                "relay.toml: link.handshakes_per_second: must be 1 to 1000000, got 0",
+            ),
+            (
+                "[link]\nidle_timeout = \"1000h\"\n",
+                "relay.toml: link.idle_timeout: must be 1ms to 1h, got `1000h`",
+            ),
+            // Only keepalive set, beyond the default idle_timeout (30s).
+            (
+                "[link]\nkeepalive = \"40s\"\n",
+                "relay.toml: link.keepalive: must be shorter than link.idle_timeout (30s by default)",
+            ),
+            (
+                "[link]\nkeepalive = \"10s\"\nidle_timeout = \"10s\"\n",
+                "relay.toml: link.idle_timeout: must be longer than link.keepalive (10s)",
+            ),
+            (
+                "[link]\nsocket_buffer = 0\n",
+                "relay.toml: link.socket_buffer: must be 64KiB to 1GiB, got 0 bytes",
+            ),
+            (
+                "[transport]\npack_delay = \"1min\"\n",
+                "relay.toml: transport.pack_delay: must be 0s to 1s, got `1min`",
+            ),
+            (
+                "[bandwidth]\nrate = \"1MB/s\"\nrefill = \"10s\"\n",
+                "relay.toml: bandwidth.refill: must be 100us to 1s",
+            ),
+            (
+                "[bandwidth]\nrate = \"1MB/s\"\nrefill = \"0s\"\n",
+                "relay.toml: bandwidth.refill: must be 100us to 1s",
+            ),
+            (
+                "[emulation.r2]\ndelay = \"1h\"\n",
+                "relay.toml: emulation.r2.delay: must be 0s to 10s, got `1h`",
+            ),
+            (
+                "[emulation.r2]\nrate = \"1MB/s\"\nqueue = 0\n",
+                "relay.toml: emulation.r2.queue: must be 1500 bytes (one datagram) to 1GiB, got 0 bytes",
+            ),
+        ];
+        relay_errors_start_with(base, ok, &cases);
+        // The bounds themselves, and a zero where zero means "off", pass.
+        let edges = "[link]\nhandshake_timeout = \"1ms\"\nkeepalive = \"1ms\"\nidle_timeout = \"1h\"\nsocket_buffer = \"64KiB\"\n[exit]\nconnect_timeout = \"1h\"\n[transport]\npack_delay = \"0s\"\n[emulation.r2]\ndelay = \"10s\"\nloss = 0.999\nrate = \"1MB/s\"\nqueue = 1500\n[emulation.\"127.0.0.1:9001\"]\nloss = 0\n";
+        let c = RelayConfig::parse(&format!("{ok}{edges}"), "relay.toml", base).unwrap();
+        assert_eq!(c.link.handshake_timeout, Duration::from_millis(1));
+        assert_eq!(c.link.idle_timeout, Duration::from_secs(3600));
+        assert_eq!(c.link.socket_buffer, 64 << 10);
+        assert_eq!(c.exit.connect_timeout, Duration::from_secs(3600));
+        assert_eq!(c.emulation[1].1.delay, Duration::from_secs(10));
+        assert_eq!(c.emulation[1].1.loss, 0.999);
+        assert_eq!(c.emulation[1].1.queue, 1500);
+        // Two peers (r1's address and r2), two sections.
+        assert_eq!(c.emulation.len(), 2);
+
+        let proxy = "directory = \"dir.toml\"\n";
+        let e = ProxyConfig::parse(
+            &format!("{proxy}connect_timeout = \"0s\"\n"),
+            "proxy.toml",
+            base,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "proxy.toml: connect_timeout: must be positive (1ms to 1h), got `0s`"
+        );
+        let e = ProxyConfig::parse(
+            &format!("{proxy}[link]\nhandshake_timeout = \"0s\"\n"),
+            "proxy.toml",
+            base,
+        )
+        .unwrap_err();
+        assert_eq!(e.key, "link.handshake_timeout");
+        for (text, msg) in [
+            (
+                "socks_max_connections = 0\n",
+                "proxy.toml: socks_max_connections: must be 1 to 1000000, got 0",
+            ),
+            (
+                "socks_handshake_timeout = \"2h\"\n",
+                "proxy.toml: socks_handshake_timeout: must be 1ms to 1h, got `2h`",
+            ),
+        ] {
+            let e = ProxyConfig::parse(&format!("{proxy}{text}"), "proxy.toml", base).unwrap_err();
+            assert_eq!(e.to_string(), msg);
+        }
+        let c = ProxyConfig::parse(
+            &format!("{proxy}socks_max_connections = 64\nsocks_handshake_timeout = \"2s\"\n"),
+            "proxy.toml",
+            base,
+        )
+        .unwrap();
+        assert_eq!(c.socks_max_connections, 64);
+        assert_eq!(c.socks_handshake_timeout, Duration::from_secs(2));
+        let d = ProxyConfig::parse(proxy, "proxy.toml", base).unwrap();
+        assert_eq!(d.socks_max_connections, 1000);
+        assert_eq!(d.socks_handshake_timeout, Duration::from_secs(10));
+    });
+}
+
+#[test]
+fn proxy_path_must_make_a_circuit() {
+    with_dir(|base| {
+        let parse = |path: &str| {
+            ProxyConfig::parse(
+                &format!("directory = \"dir.toml\"\npath = {path}\n"),
+                "proxy.toml",
+                base,
+            )
+        };
+        let e = parse("[\"r1\", \"r1\", \"r2\"]").unwrap_err();
+        assert_eq!(e.key, "path[1]");
+        assert!(
+            e.message
+                .contains("`r1` is already path[0]; a circuit passes through each relay once"),
+            "{e}"
+        );
+        let e = parse("[\"r2\", \"r1\"]").unwrap_err();
+        assert_eq!(e.key, "path[1]");
+        assert!(
+            e.message.starts_with("`r1` is not an exit")
+                && e.message.contains("lists these exits: r2"),
+            "{e}"
+        );
+        let e = parse("[]").unwrap_err();
+        assert_eq!(e.key, "path");
+        let e = parse(&format!("[{}]", ["\"r1\""; MAX_PATH + 1].join(", "))).unwrap_err();
+        assert_eq!(e.to_string(), "proxy.toml: path: at most 9 relays, got 10");
+        // One relay, an exit, is a circuit (entry and exit at once).
+        assert_eq!(
+            parse("[\"r2\"]").unwrap().path,
+            Some(vec!["r2".to_string()])
+        );
+        // A random path needs an exit in the directory.
+        std::fs::write(base.join("noexit.toml"), DIR.replace("[\"exit\"]", "[]")).unwrap();
+        let e =
+            ProxyConfig::parse("directory = \"noexit.toml\"\n", "proxy.toml", base).unwrap_err();
+        assert_eq!(e.key, "directory");
+        assert!(
+            e.message.contains("noexit.toml flags no relay as an exit"),
+            "{e}"
+        );
+        // A path set in code is checked as well (spawn_proxy calls this).
+        let mut c = parse("[\"r1\", \"r2\"]").unwrap();
+        assert!(c.check().is_ok());
+        c.path = Some(vec!["r2".into(), "r2".into()]);
+        let e = c.check().unwrap_err();
+        assert_eq!(e.file, "proxy.toml");
+        assert_eq!(e.key, "path[1]");
+    });
+}
+
+#[test]
+fn generated_keys_are_accepted_in_the_directory() {
+    for i in 0..8 {
+        let key = hopwise_proto::link::Keypair::generate().public;
+        let text = format!(
+            "[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n",
+            hopwise_proto::link::hex(&key)
+        );
+        let d = Directory::parse(&text, "d.toml").unwrap_or_else(|e| panic!("{i}: {e}"));
+        assert_eq!(d.relays[0].key, key);
+    }
+}
+
+#[test]
+fn bad_directories() {
+    for (text, want) in [
+        ("", "relay: the directory lists no relays"),
+        ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
+        ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
+        ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
+        ("[[relays]]\nname = \"a\"\n", "relays: unknown key; did you mean `relay`? (a directory has only [[relay]] tables)"),
+        ("name = \"r1\"\nlisten = \"127.0.0.1:9001\"\n", "is not a directory file: unknown key `listen` (a directory has only [[relay]] tables)"),
+        ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
+        ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing required key (every relay needs a name)"),
+        ("[[relay]]\nname = \"a\"\naddress = \"0.0.0.0:19101\"\n", "relay.a.address: 0.0.0.0:19101: 0.0.0.0 is the unspecified address, which nobody can send to; give the address the relay is reached at"),
+        ("[[relay]]\nname = \"a\"\naddress = \"[::]:19101\"\n", "relay.a.address: [::]:19101: :: is the unspecified address"),
+        ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:0\"\n", "relay.a.address: 127.0.0.1:0: port 0 is not a port anybody can send to; give the port the relay listens on"),
+        (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"{}\"\n", "0".repeat(64)), "relay.a.key: all zeros is not a usable public key"),
+        (&*format!("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"01{}\"\n", "0".repeat(62)), "relay.a.key: `0100000000000000000000000000000000000000000000000000000000000000` is an X25519 point of small order, not a usable public key (every handshake secret with it would be zero)"),
+        ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800\"\n", "relay.a.key: `e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800` is an X25519 point of small order"),
+        (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\n", "02".repeat(32)), "relay.r3.key: the same key is listed for relay `r2`"),
+        (&*format!("{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9002\"\nkey = \"{}\"\n", "03".repeat(32)), "relay.r3.address: 127.0.0.1:9002 is also relay `r2`'s address"),
+    ] {
+        let e = Directory::parse(text, "d.toml").unwrap_err();
+        assert!(e.to_string().starts_with(&format!("d.toml: {want}")), "got {e}");
+    }
+}
