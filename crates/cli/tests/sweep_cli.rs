@@ -99,7 +99,7 @@ fn sweep_runs_every_point_and_seed_and_matches_sim() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["name"] == "ledbat")
+        .find(|f| f["flow"] == "ledbat")
         .unwrap()["goodput_bps"]
         .as_f64()
         .unwrap();
@@ -492,7 +492,7 @@ fn sweep_seeds_above_i64_can_be_rerun() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|f| f["name"] == "newreno")
+            .find(|f| f["flow"] == "newreno")
             .unwrap()["goodput_bps"]
             .as_f64()
             .unwrap();
@@ -572,7 +572,7 @@ fn sweep_batches_keep_points_and_runs_together() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["name"] == "ledbat")
+        .find(|f| f["flow"] == "ledbat")
         .unwrap()["goodput_bps"]
         .as_f64()
         .unwrap();

@@ -332,6 +332,7 @@ pub fn run<R: Reproduction>(
 ) -> anyhow::Result<Outcome> {
     let dir = opts.out.as_path();
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    #[allow(clippy::disallowed_methods)] // wall time for summary.json and the report only
     let t0 = Instant::now();
     let save = |results: &R::Results, complete: bool| -> anyhow::Result<Outcome> {
         let claims = r.claims(plan, results);

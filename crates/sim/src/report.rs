@@ -1,18 +1,19 @@
 //! Results of a run: `summary.json`, tidy CSV files and SVG plots.
 
-use crate::measure::jain;
 use crate::sim::Sim;
 use crate::spec::Traffic;
+use hopwise_experiment::{csv, stats::jain};
 use hopwise_plot::{BarChart, Chart, Series};
 use serde::Serialize;
-use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 
-/// One direction of a flow: the data one endpoint sent and its peer read.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// One direction of a flow: the data one endpoint sent and its peer read
+/// (also a row of `flows.csv`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct FlowSummary {
     /// The flow's name; the reverse direction of a bidirectional flow is `<name>/rev`.
+    #[serde(rename = "flow")]
     pub name: String,
     pub from: String,
     pub to: String,
@@ -32,10 +33,12 @@ pub struct FlowSummary {
     pub reset: bool,
 }
 
-/// One direction of a link (an output port and its queue).
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// One direction of a link (an output port and its queue; also a row of
+/// `links.csv`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct LinkSummary {
     /// `<link>:ab` or `<link>:ba`.
+    #[serde(rename = "link")]
     pub name: String,
     pub from: String,
     pub to: String,
@@ -192,7 +195,7 @@ impl Summary {
             events: sim.events(),
             wall_s,
             event_hash: format!("{:016x}", sim.event_hash()),
-            jain: jain(&rates),
+            jain: Some(jain(&rates)).filter(|j| j.is_finite()),
             flows,
             links,
             captures: sim
@@ -252,119 +255,121 @@ fn senders(sim: &Sim) -> Vec<(u32, String)> {
     v
 }
 
-fn fmt_f(x: f64) -> String {
-    if x.is_nan() {
-        String::new()
-    } else if x == x.trunc() && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        format!("{x:.6}")
-    }
+/// A row of `goodput.csv`: a flow's goodput in one interval.
+#[derive(Default, Serialize)]
+struct GoodputRow<'a> {
+    time_s: f64,
+    flow: &'a str,
+    goodput_bps: f64,
+}
+
+/// A row of `cwnd.csv`: a sender's state at one trace sample.
+#[derive(Default, Serialize)]
+struct CwndRow<'a> {
+    time_s: f64,
+    flow: &'a str,
+    cwnd_bytes: f64,
+    ssthresh_bytes: f64,
+    srtt_ms: f64,
+    inflight_bytes: f64,
+}
+
+/// A row of `queues.csv`: a queue's occupancy at one trace sample.
+#[derive(Default, Serialize)]
+struct QueueRow<'a> {
+    time_s: f64,
+    queue: &'a str,
+    bytes: u64,
+    packets: u64,
+}
+
+/// A row of `ack_bursts.csv`: how often a queue sent so many ACKs in a row.
+#[derive(Default, Serialize)]
+struct AckBurstRow<'a> {
+    queue: &'a str,
+    burst_len: usize,
+    count: u64,
 }
 
 fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>) -> io::Result<()> {
-    let mut s = String::from("flow,from,to,cc,bytes_delivered,goodput_bps,retransmits,timeouts,fast_recoveries,corrupt_bytes,start_s,completion_s,reset\n");
-    for f in &summary.flows {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            f.name,
-            f.from,
-            f.to,
-            f.cc,
-            f.bytes_delivered,
-            fmt_f(f.goodput_bps),
-            f.retransmits,
-            f.timeouts,
-            f.fast_recoveries,
-            f.corrupt_bytes,
-            fmt_f(f.start_s),
-            f.completion_s.map_or(String::new(), fmt_f),
-            f.reset
-        );
-    }
-    std::fs::write(dir.join("flows.csv"), s)?;
-    files.push("flows.csv".into());
-
-    let mut s = String::from("link,from,to,rate_bps,utilization,mean_queue_bytes,mean_queue_packets,max_queue_bytes,drops,wire_losses,loss_rate,tx_packets,median_ack_burst\n");
-    for l in &summary.links {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            l.name,
-            l.from,
-            l.to,
-            l.rate_bps,
-            fmt_f(l.utilization),
-            fmt_f(l.mean_queue_bytes),
-            fmt_f(l.mean_queue_packets),
-            l.max_queue_bytes,
-            l.drops,
-            l.wire_losses,
-            fmt_f(l.loss_rate),
-            l.tx_packets,
-            l.median_ack_burst.map_or(String::new(), |b| b.to_string())
-        );
-    }
-    std::fs::write(dir.join("links.csv"), s)?;
-    files.push("links.csv".into());
-
-    let mut s = String::from("time_s,flow,goodput_bps\n");
-    for (e, name) in senders(sim) {
-        let rx = &sim.endpoints[sim.endpoints[e as usize].peer as usize];
-        let dt = rx.goodput.interval.as_secs_f64();
-        for (i, v) in rx.goodput.rates_bps().iter().enumerate() {
-            let _ = writeln!(s, "{},{},{}", fmt_f(i as f64 * dt), name, fmt_f(*v));
-        }
-    }
-    std::fs::write(dir.join("goodput.csv"), s)?;
-    files.push("goodput.csv".into());
-
-    let mut s = String::from("time_s,flow,cwnd_bytes,ssthresh_bytes,srtt_ms,inflight_bytes\n");
-    for (e, name) in senders(sim) {
-        for (t, r) in sim.trace_times.iter().zip(&sim.endpoints[e as usize].trace) {
-            if r[0].is_nan() {
-                continue;
+    let io = |e: anyhow::Error| io::Error::other(format!("{e:#}"));
+    let mut table = |name: &str, rows: &mut dyn FnMut(&mut csv::Writer) -> anyhow::Result<()>| {
+        let mut w = csv::Writer::create(&dir.join(name)).map_err(io)?;
+        rows(&mut w).map_err(io)?;
+        w.finish().map_err(io)?;
+        files.push(name.into());
+        Ok::<_, io::Error>(())
+    };
+    table("flows.csv", &mut |w| {
+        w.header_of(&FlowSummary::default())?;
+        summary.flows.iter().try_for_each(|f| w.row(f))
+    })?;
+    table("links.csv", &mut |w| {
+        w.header_of(&LinkSummary::default())?;
+        summary.links.iter().try_for_each(|l| w.row(l))
+    })?;
+    table("goodput.csv", &mut |w| {
+        w.header_of(&GoodputRow::default())?;
+        for (e, flow) in senders(sim) {
+            let rx = &sim.endpoints[sim.endpoints[e as usize].peer as usize];
+            let dt = rx.goodput.interval.as_secs_f64();
+            for (i, &goodput_bps) in rx.goodput.rates_bps().iter().enumerate() {
+                w.row(&GoodputRow {
+                    time_s: i as f64 * dt,
+                    flow: &flow,
+                    goodput_bps,
+                })?;
             }
-            let _ = writeln!(
-                s,
-                "{},{},{},{},{},{}",
-                fmt_f(t.as_secs_f64()),
-                name,
-                fmt_f(r[0]),
-                fmt_f(r[1]),
-                fmt_f(r[2]),
-                fmt_f(r[3])
-            );
         }
-    }
-    std::fs::write(dir.join("cwnd.csv"), s)?;
-    files.push("cwnd.csv".into());
-
-    let mut s = String::from("time_s,queue,bytes,packets\n");
-    for f in sim.ifaces.iter().filter(|f| f.stats.max_bytes > 0) {
-        for (t, (b, p)) in sim.trace_times.iter().zip(&f.trace) {
-            let _ = writeln!(s, "{},{},{},{}", fmt_f(t.as_secs_f64()), f.name, b, p);
+        Ok(())
+    })?;
+    table("cwnd.csv", &mut |w| {
+        w.header_of(&CwndRow::default())?;
+        for (e, flow) in senders(sim) {
+            for (t, r) in sim.trace_times.iter().zip(&sim.endpoints[e as usize].trace) {
+                if !r[0].is_nan() {
+                    w.row(&CwndRow {
+                        time_s: t.as_secs_f64(),
+                        flow: &flow,
+                        cwnd_bytes: r[0],
+                        ssthresh_bytes: r[1],
+                        srtt_ms: r[2],
+                        inflight_bytes: r[3],
+                    })?;
+                }
+            }
         }
-    }
-    std::fs::write(dir.join("queues.csv"), s)?;
-    files.push("queues.csv".into());
-
-    let mut s = String::from("queue,burst_len,count\n");
-    for f in &sim.ifaces {
-        for (n, &c) in f
-            .stats
-            .ack_bursts
-            .iter()
-            .enumerate()
-            .filter(|&(_, &c)| c > 0)
-        {
-            let _ = writeln!(s, "{},{},{}", f.name, n, c);
+        Ok(())
+    })?;
+    table("queues.csv", &mut |w| {
+        w.header_of(&QueueRow::default())?;
+        for f in sim.ifaces.iter().filter(|f| f.stats.max_bytes > 0) {
+            for (t, &(bytes, packets)) in sim.trace_times.iter().zip(&f.trace) {
+                w.row(&QueueRow {
+                    time_s: t.as_secs_f64(),
+                    queue: &f.name,
+                    bytes,
+                    packets,
+                })?;
+            }
         }
-    }
-    std::fs::write(dir.join("ack_bursts.csv"), s)?;
-    files.push("ack_bursts.csv".into());
-    Ok(())
+        Ok(())
+    })?;
+    table("ack_bursts.csv", &mut |w| {
+        w.header_of(&AckBurstRow::default())?;
+        for f in &sim.ifaces {
+            for (burst_len, &count) in f.stats.ack_bursts.iter().enumerate() {
+                if count > 0 {
+                    w.row(&AckBurstRow {
+                        queue: &f.name,
+                        burst_len,
+                        count,
+                    })?;
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 fn shown_note(shown: usize, total: usize, what: &str) -> String {
