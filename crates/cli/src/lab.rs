@@ -8,9 +8,9 @@ use hopwise_lab::Buffer;
 use hopwise_repro::backtap::lab as backtap;
 use hopwise_repro::otcp::lab as otcp;
 use hopwise_repro::overlay_ack::lab as overlay_ack;
-use hopwise_repro::pendulum::lab_acks as acks;
-use hopwise_repro::pendulum::lab_fig1::{self as pendulum, Options};
-use hopwise_repro::pendulum::lab_fig10 as pendulum_fig10;
+use hopwise_repro::pendulum::lab_acks::{self as acks, LabAckCompression};
+use hopwise_repro::pendulum::lab_fig1::{self as pendulum, LabPendulum};
+use hopwise_repro::pendulum::lab_fig10::{self as pendulum_fig10, LabPendulumFig10};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -490,36 +490,28 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             cc,
             no_sim,
         } => {
-            let opts = acks::Options {
-                out: out.clone(),
+            let plan = acks::Plan {
                 cc,
-                secs: secs.unwrap_or(acks::Options::secs_for(quick)),
+                secs: secs.unwrap_or(acks::Plan::secs_for(quick)),
                 sim: !no_sim,
             };
-            let about = "seed 004, Fig. 3 and 4 on kernel TCP: ACK compression on a symmetric link, without and with delayed ACKs";
-            opts.check()?;
+            plan.check()?;
             crate::run::prepare_out(&out)?;
-            eprintln!("lab ack-compression: {about} ({} s per case)", opts.secs);
-            let (command, outcome, wall) =
-                timed("s", |command, bars| acks::run(&opts, Some(command), bars))?;
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "kernel TCP ({}) in network namespaces, Linux {}; {} s per case; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    opts.secs,
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ];
-            crate::reproduce::present(
-                &out,
-                "hopwise lab ack-compression",
-                about,
-                &facts,
-                &outcome,
-                wall,
-            )?;
+            eprintln!(
+                "lab ack-compression: {} ({} s per case)",
+                <LabAckCompression as hopwise_experiment::Reproduction>::ABOUT,
+                plan.secs
+            );
+            let opts = hopwise_experiment::Opts {
+                quick,
+                seeds: None,
+                out: out.clone(),
+                jobs: 1,
+                command: crate::run::command_line(),
+            };
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = hopwise_experiment::run(&LabAckCompression, &plan, &opts, &bars)?;
+            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
             Ok(())
         }
         LabCmd::PendulumFig10 {
@@ -532,9 +524,8 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             cc,
             out,
         } => {
-            let d = pendulum_fig10::Options::new(quick);
-            let opts = pendulum_fig10::Options {
-                out: out.clone(),
+            let d = pendulum_fig10::Plan::new(quick);
+            let plan = pendulum_fig10::Plan {
                 cc,
                 tp_ms: tp.unwrap_or(d.tp_ms),
                 down_buffer: down_buffer.unwrap_or(d.down_buffer),
@@ -542,44 +533,25 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 secs: secs.unwrap_or(d.secs),
                 sim_seeds: sim_seeds.unwrap_or(d.sim_seeds),
             };
-            opts.check()?;
+            plan.check()?;
             crate::run::prepare_out(&out)?;
-            let about = "seed 004, Fig. 10 on kernel TCP: the throughput ratio of a download and an upload against the uplink buffer";
             eprintln!(
-                "lab pendulum-fig10: {about} ({} × {} s, T_p = {} ms)",
-                hopwise_experiment::plural(opts.up_buffers.len(), "point"),
-                opts.secs,
-                opts.tp_ms
+                "lab pendulum-fig10: {} ({} × {} s, T_p = {} ms)",
+                <LabPendulumFig10 as hopwise_experiment::Reproduction>::ABOUT,
+                hopwise_experiment::plural(plan.up_buffers.len(), "point"),
+                plan.secs,
+                plan.tp_ms
             );
-            let (command, outcome, wall) = timed("s", |command, bars| {
-                pendulum_fig10::run(&opts, Some(command), bars)
-            })?;
-            let sides = opts.side_delays();
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "kernel TCP ({}) in network namespaces, Linux {}; {} s per point, measured after {} s; one-way delays {:.1} ms INET–router and {:.1} ms router–HOME (the delay line); {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    opts.secs,
-                    hopwise_repro::pendulum::SWEEP_WARM,
-                    sides.inet_ms,
-                    sides.home_ms,
-                    env!("CARGO_PKG_VERSION")
-                ),
-                format!(
-                    "\"simulator\": hopwise reproduce pendulum's Fig. 10 setup for as long, {} start jitters per point and setting",
-                    opts.sim_seeds
-                ),
-            ];
-            crate::reproduce::present(
-                &out,
-                "hopwise lab pendulum-fig10",
-                about,
-                &facts,
-                &outcome,
-                wall,
-            )?;
+            let opts = hopwise_experiment::Opts {
+                quick,
+                seeds: None,
+                out: out.clone(),
+                jobs: 1,
+                command: crate::run::command_line(),
+            };
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = hopwise_experiment::run(&LabPendulumFig10, &plan, &opts, &bars)?;
+            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
             Ok(())
         }
         LabCmd::Pendulum {
@@ -592,34 +564,28 @@ pub fn run(cmd: LabCmd) -> Result<()> {
         } => {
             hopwise_lab::traffic::check_cc(&cc)?;
             crate::run::prepare_out(&out)?;
-            let opts = Options {
+            let plan = pendulum::Plan {
                 quick,
-                out: out.clone(),
                 cc,
                 down_buffer,
                 up_buffer,
                 sim_seeds,
             };
-            let about =
-                "seed 004, Fig. 1 on kernel TCP: uploads collapse a download on an asymmetric link";
             eprintln!(
-                "lab pendulum: {about}{}",
+                "lab pendulum: {}{}",
+                <LabPendulum as hopwise_experiment::Reproduction>::ABOUT,
                 if quick { " (quick: 40 s)" } else { " (100 s)" }
             );
-            let (command, outcome, wall) = timed("s", |command, bars| {
-                pendulum::run(&opts, Some(command), bars)
-            })?;
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "kernel TCP ({}) in network namespaces, Linux {}; {} timeline; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    if quick { "40 s quick" } else { "the paper's 100 s" },
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ];
-            crate::reproduce::present(&out, "hopwise lab pendulum", about, &facts, &outcome, wall)?;
+            let opts = hopwise_experiment::Opts {
+                quick,
+                seeds: None,
+                out: out.clone(),
+                jobs: 1,
+                command: crate::run::command_line(),
+            };
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = hopwise_experiment::run(&LabPendulum, &plan, &opts, &bars)?;
+            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
             Ok(())
         }
     }

@@ -36,7 +36,7 @@ pub use legacy::{data_pairs, legacy_claim, write_csv, Experiment, Outcome, Repro
 /// Every reproduction, in the order `--list` shows them.
 pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
     vec![
-        Box::new(pendulum::experiment()),
+        Box::new(pendulum::Pendulum),
         Box::new(ledbat::flow::experiment()),
         Box::new(ledbat::swarm::experiment()),
         Box::new(overlay_ack::experiment()),

@@ -5,8 +5,9 @@
 
 #![cfg(feature = "lab")]
 
+use hopwise_experiment::{Opts, Reproduction};
 use hopwise_lab::topology::{self, PREFIX};
-use hopwise_repro::pendulum::lab_fig1::{self as pendulum, Options};
+use hopwise_repro::pendulum::lab_fig1::{LabPendulum, Plan};
 use hopwise_repro::{Silent, Verdict};
 use std::sync::Mutex;
 
@@ -27,13 +28,12 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
     let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-test-{}", std::process::id()));
-    let opts = Options {
-        quick: true,
-        out: out.clone(),
+    let plan = Plan {
         sim_seeds: 1,
-        ..Options::default()
+        ..LabPendulum.plan(true, None)
     };
-    let outcome = pendulum::run(&opts, None, &Silent).expect("lab run");
+    let outcome = hopwise_experiment::run(&LabPendulum, &plan, &Opts::new(&out, true), &Silent)
+        .expect("lab run");
     // The three Fig. 1 claims are judged on kernel TCP.
     let judged: Vec<_> = outcome
         .claims
@@ -77,16 +77,17 @@ fn quick_pendulum_on_kernel_tcp_shows_the_collapse_and_cleans_up() {
 #[ignore = "needs root and network namespaces; 2 × 14 s of real time"]
 fn ack_compression_capture_agrees_with_the_qdiscs() {
     let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    use hopwise_repro::pendulum::lab_acks as acks;
+    use hopwise_repro::pendulum::lab_acks::{LabAckCompression, Plan};
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-acks-{}", std::process::id()));
-    let opts = acks::Options {
-        out: out.clone(),
+    let plan = Plan {
         secs: 12,
         sim: false,
-        ..acks::Options::default()
+        ..LabAckCompression.plan(false, None)
     };
-    let outcome = acks::run(&opts, None, &Silent).expect("lab run");
+    let outcome =
+        hopwise_experiment::run(&LabAckCompression, &plan, &Opts::new(&out, false), &Silent)
+            .expect("lab run");
     assert_eq!(
         outcome
             .claims
@@ -281,17 +282,18 @@ fn the_delay_line_delays_both_ways_and_loses_nothing_at_zero_loss() {
 #[test]
 #[ignore = "needs root and network namespaces; 30 s of real time"]
 fn a_delayed_pendulum_point_runs_through_the_line_and_cleans_up() {
-    use hopwise_repro::pendulum::lab_fig10::{self as fig10, Options};
+    use hopwise_repro::pendulum::lab_fig10::{LabPendulumFig10, Plan};
     let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-fig10-test-{}", std::process::id()));
-    let opts = Options {
-        out: out.clone(),
+    let plan = Plan {
         secs: 30,
         sim_seeds: 1,
-        ..Options::new(true)
+        ..LabPendulumFig10.plan(true, None)
     };
-    let outcome = fig10::run(&opts, None, &Silent).expect("lab run");
+    let outcome =
+        hopwise_experiment::run(&LabPendulumFig10, &plan, &Opts::new(&out, true), &Silent)
+            .expect("lab run");
     // 30 s is too short for a verdict.
     assert!(outcome.claims.iter().all(|c| c.verdict == Verdict::Info));
     let summary: serde_json::Value =

@@ -1,10 +1,10 @@
 //! Seed 004 (data pendulum): the model against hand-computed values, short
 //! simulations of the must-show properties, and a tiny end-to-end run.
 
+use hopwise_experiment::{Opts, Silent};
 use hopwise_models::pendulum::{self, Params};
 use hopwise_proto::time::Dur;
 use hopwise_repro::pendulum::*;
-use hopwise_repro::{ReproOpts, Silent};
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs().max(1e-12)
@@ -135,11 +135,9 @@ fn fig1_download_collapses_under_an_upload() {
 fn tiny_run_writes_summary() {
     let out = std::env::temp_dir().join(format!("hopwise-pendulum-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let opts = ReproOpts {
-        quick: true,
-        seeds: None,
-        out: out.clone(),
+    let opts = Opts {
         jobs: 2,
+        ..Opts::new(&out, true)
     };
     let plan = Plan {
         quick: true,
@@ -158,7 +156,7 @@ fn tiny_run_writes_summary() {
         fig11_up_packets: vec![5, 50],
         sizing_demo: false,
     };
-    let outcome = run_plan(&plan, &opts, &Silent).unwrap();
+    let outcome = hopwise_experiment::run(&Pendulum, &plan, &opts, &Silent).unwrap();
     assert!(!outcome.claims.is_empty());
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();

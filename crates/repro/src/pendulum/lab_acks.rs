@@ -20,9 +20,11 @@
 //! directions are as symmetric as the kernel's timing lets them be, where
 //! the paper's simulator puts every endpoint 1 ms from its router.
 
+use super::outputs::{burst_rows, BurstRow};
 use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
-use anyhow::{Context, Result};
+use anyhow::Result;
+use hopwise_experiment::stats::{self, correlation};
+use hopwise_experiment::{Claim, Ctx, Outputs, Progress, Reproduction};
 use hopwise_lab::capture::{self, Capture};
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
@@ -31,10 +33,8 @@ use hopwise_lab::topology::{
 use hopwise_lab::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock};
 use hopwise_plot::{Chart, Figure, Series};
 use hopwise_proto::time::Dur;
-use hopwise_sim::measure::correlation;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 pub const RATE_BPS: u64 = 2_400_000;
 pub const BUFFER_BYTES: u64 = 30_000;
@@ -54,10 +54,9 @@ pub const CASES: [(&str, &str, bool); 2] = [
     ("equal delays, delayed ACKs", "Fig. 4", true),
 ];
 
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub out: PathBuf,
+/// What to run: `hopwise lab ack-compression`'s flags.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
     /// The hosts' congestion control (`reno` is Linux's NewReno with SACK).
     pub cc: String,
     /// Seconds per case.
@@ -66,9 +65,18 @@ pub struct Options {
     pub sim: bool,
 }
 
-impl Options {
-    /// The options' own errors (not the machine's), named by their flags;
-    /// `run` checks them too, so a caller may check before printing.
+impl Plan {
+    /// `reno`, the reproduction's 60 s per case (20 s quick), with the simulator.
+    pub fn new(quick: bool) -> Plan {
+        Plan {
+            cc: "reno".into(),
+            secs: Plan::secs_for(quick),
+            sim: true,
+        }
+    }
+
+    /// The plan's own errors (not the machine's), named by their flags;
+    /// the run checks them too, so a caller may check before printing.
     pub fn check(&self) -> Result<()> {
         hopwise_lab::traffic::check_cc_and_secs(&self.cc, self.secs, WARM_S)?;
         Ok(())
@@ -80,17 +88,6 @@ impl Options {
             20
         } else {
             60
-        }
-    }
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            out: PathBuf::from("out/lab-ack-compression"),
-            cc: "reno".into(),
-            secs: Options::secs_for(false),
-            sim: true,
         }
     }
 }
@@ -131,24 +128,37 @@ pub struct CaptureStats {
     pub ignored: u64,
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    experiment: &'static str,
-    command: Option<&'a str>,
-    kernel: String,
-    cc: &'a str,
-    rate_bps: u64,
-    buffer_bytes: u64,
-    secs_per_case: u64,
-    warmup_s: f64,
-    queue_sample_s: f64,
-    cases: &'a [CaseResult],
-    capture: &'a [CaptureStats],
-    claims: &'a [Claim],
+/// What the run measured (summary.json holds every field but `queues`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    /// The running kernel's release.
+    pub kernel: String,
+    pub rate_bps: u64,
+    pub buffer_bytes: u64,
+    pub warmup_s: f64,
+    pub queue_sample_s: f64,
+    /// The kernel's cases, then the simulator's.
+    pub cases: Vec<CaseResult>,
+    pub capture: Vec<CaptureStats>,
+    /// Per kernel case, the queues every 5 ms after the warm-up.
+    #[serde(skip)]
+    pub queues: Vec<Queues>,
+}
+
+impl Results {
+    fn kernel(&self) -> Vec<&CaseResult> {
+        self.cases.iter().filter(|c| c.source == "kernel").collect()
+    }
+    fn simulator(&self) -> Vec<&CaseResult> {
+        self.cases
+            .iter()
+            .filter(|c| c.source == "simulator")
+            .collect()
+    }
 }
 
 /// Kernel queue samples of one case: (time, downlink, uplink) bytes.
-type Queues = Vec<(f64, f64, f64)>;
+pub type Queues = Vec<(f64, f64, f64)>;
 
 fn spec(cc: &str, delayed_acks: bool) -> AccessSpec {
     AccessSpec {
@@ -164,13 +174,13 @@ fn spec(cc: &str, delayed_acks: bool) -> AccessSpec {
 
 /// Runs one case on kernel TCP.
 fn run_kernel(
-    opts: &Options,
+    plan: &Plan,
     (case, figure, delayed): (&str, &str, bool),
     progress: &dyn Progress,
 ) -> Result<(CaseResult, CaptureStats, Queues)> {
-    let lab = AccessLab::build(&Names::new_instance(), &spec(&opts.cc, delayed))?;
+    let lab = AccessLab::build(&Names::new_instance(), &spec(&plan.cc, delayed))?;
     let clock = Clock::start();
-    let stop = START_S + opts.secs as f64;
+    let stop = START_S + plan.secs as f64;
     let read_until = stop + 1.0;
     // The capture runs on until the queues have drained (30 000 B take
     // 0.1 s), so that an arrival that never left was a drop.
@@ -197,7 +207,7 @@ fn run_kernel(
         spawn_sender(
             lab.inet.open()?,
             SocketAddr::from((HOME_ADDR, DOWN_PORT)),
-            opts.cc.clone(),
+            plan.cc.clone(),
             clock,
             START_S,
             stop,
@@ -206,7 +216,7 @@ fn run_kernel(
         spawn_sender(
             lab.home.open()?,
             SocketAddr::from((INET_ADDR, UP_PORT)),
-            opts.cc.clone(),
+            plan.cc.clone(),
             clock,
             START_S,
             stop,
@@ -244,7 +254,6 @@ fn run_kernel(
     let up = cap.uplink.occupancy(t0, t1, SAMPLE_S);
     let qd: Vec<f64> = down.series.iter().map(|p| p.1).collect();
     let qu: Vec<f64> = up.series.iter().map(|p| p.1).collect();
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     // Bursts over the whole transfer, as the simulator counts them.
     let hd = capture::ack_bursts(&cap.downlink.departures);
     let hu = capture::ack_bursts(&cap.uplink.departures);
@@ -263,8 +272,8 @@ fn run_kernel(
             trace_ms: SAMPLE_S * 1e3,
             download_bps: goodput_bps(&bins[0], t0, t1),
             upload_bps: goodput_bps(&bins[1], t0, t1),
-            mean_queue_down_bytes: mean(&qd),
-            mean_queue_up_bytes: mean(&qu),
+            mean_queue_down_bytes: stats::mean(&qd),
+            mean_queue_up_bytes: stats::mean(&qu),
             histogram_downlink: hd,
             histogram_uplink: hu,
         },
@@ -308,31 +317,91 @@ fn opt_f(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:+.2}"))
 }
 
-/// Runs both cases and writes the outputs into `opts.out`.
-pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
+/// `hopwise lab ack-compression`.
+pub struct LabAckCompression;
+
+impl Reproduction for LabAckCompression {
+    type Plan = Plan;
+    type Results = Results;
+    const NAME: &'static str = "lab-ack-compression";
+    const ABOUT: &'static str = "seed 004, Fig. 3 and 4 on kernel TCP: ACK compression on a symmetric link, without and with delayed ACKs";
+    const PAPER: &'static str = "seed 004: Heusse, Merritt, Brown, Duda, Two-way TCP connections: old problem, new insight (Fig. 3 and 4, kernel TCP)";
+    const WALL: &'static str = "quick 2 × 21.5 s, full 2 × 61.5 s of real time";
+
+    fn plan(&self, quick: bool, _seeds: Option<u32>) -> Plan {
+        Plan::new(quick)
+    }
+
+    fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> Result<Results> {
+        run(plan, ctx.progress)
+    }
+
+    fn claims(&self, _plan: &Plan, r: &Results) -> Vec<Claim> {
+        claims(r)
+    }
+
+    fn outputs(&self, plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+        outputs(plan, r, out)
+    }
+
+    fn facts(&self, plan: &Plan) -> Vec<String> {
+        vec![format!(
+            "kernel TCP ({}) in network namespaces, Linux {}; {} s per case",
+            plan.cc,
+            hopwise_lab::kstats::kernel_release(),
+            plan.secs
+        )]
+    }
+
+    fn title(&self) -> String {
+        "hopwise lab ack-compression".into()
+    }
+
+    fn doc(&self) -> String {
+        "crates/lab/README.md".into()
+    }
+}
+
+/// Runs both cases on kernel TCP, then (with `reno`) in the simulator.
+fn run(plan: &Plan, progress: &dyn Progress) -> Result<Results> {
     topology::require()?;
-    opts.check()?;
-    let sim_on = hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim);
-    let mut kernel = Vec::new();
+    plan.check()?;
+    let sim_on = hopwise_lab::traffic::sim_comparison(progress, &plan.cc, "reno", plan.sim);
+    let mut cases = Vec::new();
     let mut captures = Vec::new();
     let mut queues = Vec::new();
     for c in CASES {
-        let (r, st, q) = run_kernel(opts, c, progress)?;
-        kernel.push(r);
+        let (r, st, q) = run_kernel(plan, c, progress)?;
+        cases.push(r);
         captures.push(st);
         queues.push(q);
     }
-    let mut sims = Vec::new();
     if sim_on {
         progress.start("simulator", CASES.len() as u64);
         for c in CASES {
-            sims.push(run_sim(opts.secs, c)?);
+            cases.push(run_sim(plan.secs, c)?);
             progress.inc();
         }
         progress.finish();
     }
+    Ok(Results {
+        kernel: hopwise_lab::kstats::kernel_release(),
+        rate_bps: RATE_BPS,
+        buffer_bytes: BUFFER_BYTES,
+        warmup_s: WARM_S,
+        queue_sample_s: SAMPLE_S,
+        cases,
+        capture: captures,
+        queues,
+    })
+}
 
-    // Claims, judged on the kernel; the simulator beside.
+/// Judged on the kernel (one run per case: exact); the simulator beside.
+fn claims(r: &Results) -> Vec<Claim> {
+    let (kernel, sims) = (r.kernel(), r.simulator());
+    let (Some(k0), Some(k1)) = (kernel.first(), kernel.get(1)) else {
+        return Vec::new();
+    };
     let sim_of = |i: usize, f: &dyn Fn(&CaseResult) -> String| -> String {
         sims.get(i)
             .map_or(String::new(), |s| format!("; simulator {}", f(s)))
@@ -346,27 +415,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         )
     };
     let corr = |r: &CaseResult| format!("correlation {}", opt_f(r.queue_correlation));
-    let (k0, k1) = (&kernel[0], &kernel[1]);
-    let mut claims = vec![
-        crate::legacy_claim(
-            "Fig. 3, kernel TCP",
-            "equal delays, no delayed ACKs: ACKs leave the buffers in bursts of 10 to 20 (median ≥ 5), as in the paper's simulation (a real stack need not reproduce it: the paper calls it fragile)",
-            format!("{}{}", bursts(k0), sim_of(0, &bursts)),
-            k0.median_burst.is_some_and(|m| m >= 5),
-        ),
-        crate::legacy_claim(
-            "Fig. 3.2, kernel TCP",
-            "equal delays, no delayed ACKs: the two queues grow and shrink in phase, as in the paper's simulation",
-            format!("{}{}", corr(k0), sim_of(0, &corr)),
-            k0.queue_correlation.is_some_and(|c| c > 0.0),
-        ),
-        crate::legacy_claim(
-            "Fig. 4, kernel TCP",
-            "delayed ACKs: ACK compression mostly disappears (median burst ≤ 2)",
-            format!("{}{}", bursts(k1), sim_of(1, &bursts)),
-            k1.median_burst.is_some_and(|m| m <= 2),
-        ),
-    ];
+    let median = |r: &CaseResult| r.median_burst.map_or(f64::NAN, |m| m as f64);
+    let correlation = |r: &CaseResult| r.queue_correlation.unwrap_or(f64::NAN);
     let rates = |r: &CaseResult| {
         format!(
             "{:.0}/{:.0} kbit/s",
@@ -374,79 +424,77 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             r.upload_bps / 1e3
         )
     };
-    claims.push(Claim::info(
-        "Fig. 4, kernel TCP",
-        "delayed ACKs leave the connections' evolution unchanged (download/upload goodput)",
-        format!(
-            "without {}, with {}; queues' correlation with delayed ACKs {}{}",
-            rates(k0),
-            rates(k1),
-            opt_f(k1.queue_correlation),
-            if sims.len() == 2 {
-                format!("; simulator {} and {}", rates(&sims[0]), rates(&sims[1]))
-            } else {
-                String::new()
-            }
+    vec![
+        Claim::new(
+            "Fig. 3, kernel TCP",
+            "equal delays, no delayed ACKs: ACKs leave the buffers in bursts of 10 to 20, as in the paper's simulation (a real stack need not reproduce it: the paper calls it fragile)",
+        )
+        .measured(format!("{}{}", bursts(k0), sim_of(0, &bursts)))
+        .at_least("median ACK burst", median(k0), 5.0),
+        Claim::new(
+            "Fig. 3.2, kernel TCP",
+            "equal delays, no delayed ACKs: the two queues grow and shrink in phase, as in the paper's simulation",
+        )
+        .measured(format!("{}{}", corr(k0), sim_of(0, &corr)))
+        .above("correlation of the two queues", correlation(k0), 0.0),
+        Claim::new(
+            "Fig. 4, kernel TCP",
+            "delayed ACKs: ACK compression mostly disappears",
+        )
+        .measured(format!("{}{}", bursts(k1), sim_of(1, &bursts)))
+        .at_most("median ACK burst", median(k1), 2.0),
+        Claim::info(
+            "Fig. 4, kernel TCP",
+            "delayed ACKs leave the connections' evolution unchanged (download/upload goodput)",
+            format!(
+                "without {}, with {}; queues' correlation with delayed ACKs {}{}",
+                rates(k0),
+                rates(k1),
+                opt_f(k1.queue_correlation),
+                if sims.len() == 2 {
+                    format!("; simulator {} and {}", rates(sims[0]), rates(sims[1]))
+                } else {
+                    String::new()
+                }
+            ),
         ),
-    ));
+    ]
+}
 
-    // Outputs.
-    let dir = &opts.out;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut rows = Vec::new();
-    for r in kernel.iter().chain(&sims) {
-        for (queue, h) in [
-            ("downlink", &r.histogram_downlink),
-            ("uplink", &r.histogram_uplink),
-        ] {
-            for (n, &c) in h.iter().enumerate().skip(1) {
-                rows.push(vec![
-                    r.source.clone(),
-                    r.case.clone(),
-                    queue.into(),
-                    n.to_string(),
-                    c.to_string(),
-                ]);
-            }
-        }
-    }
-    write_csv(
-        &dir.join("bursts.csv"),
-        &["source", "case", "queue", "burst", "count"],
-        &rows,
-    )?;
-    let mut rows = Vec::new();
-    for (c, q) in CASES.iter().zip(&queues) {
-        for &(t, d, u) in q {
-            rows.push(vec![
-                c.0.to_string(),
-                format!("{t:.3}"),
-                format!("{d:.0}"),
-                format!("{u:.0}"),
-            ]);
-        }
-    }
-    write_csv(
-        &dir.join("queues.csv"),
-        &["case", "time_s", "downlink_bytes", "uplink_bytes"],
-        &rows,
-    )?;
+/// `bursts.csv`: a histogram row, from the kernel or the simulator.
+#[derive(Serialize, Default)]
+struct SourceBurstRow {
+    source: String,
+    #[serde(flatten)]
+    row: BurstRow,
+}
 
+/// `queues.csv`: the kernel's two queues every 5 ms.
+#[derive(Serialize, Default)]
+struct QueueRow {
+    case: &'static str,
+    time_s: f64,
+    downlink_bytes: f64,
+    uplink_bytes: f64,
+}
+
+fn outputs(plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+    let (kernel, sims) = (r.kernel(), r.simulator());
     let mut fig = Figure::new(
         format!(
             "ACK compression on kernel TCP ({}, Linux {}): symmetric 2.4/2.4 Mbit/s, 30 000 B buffers",
-            opts.cc,
-            hopwise_lab::kstats::kernel_release()
+            plan.cc, r.kernel
         ),
         2,
     );
     // A 2 s zoom ending 2 s before the end, as the reproduction's Fig. 3.2.
-    let z1 = START_S + opts.secs as f64 - 2.0;
+    let z1 = START_S + plan.secs as f64 - 2.0;
     let z0 = (z1 - 2.0).max(START_S + WARM_S);
-    for (i, (name, figure, _)) in CASES.iter().enumerate() {
+    for (i, ((name, figure, _), (k, q))) in
+        CASES.iter().zip(kernel.iter().zip(&r.queues)).enumerate()
+    {
         let zoom = |pick: fn(&(f64, f64, f64)) -> f64| -> Vec<(f64, f64)> {
-            queues[i]
-                .iter()
+            q.iter()
                 .filter(|p| p.0 >= z0 && p.0 < z1)
                 .map(|p| (p.0, pick(p) / 1e3))
                 .collect()
@@ -454,7 +502,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         fig.push_panel(
             Chart::new(format!(
                 "{figure}, {name}: queues (correlation {})",
-                opt_f(kernel[i].queue_correlation)
+                opt_f(k.queue_correlation)
             ))
             .x_label("time (s)")
             .y_label("occupancy (kB)")
@@ -463,8 +511,8 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         );
         let sim_h;
         let mut groups: Vec<(&str, &Vec<u64>)> = vec![
-            ("kernel R1 (downlink)", &kernel[i].histogram_downlink),
-            ("kernel R2 (uplink)", &kernel[i].histogram_uplink),
+            ("kernel R1 (downlink)", &k.histogram_downlink),
+            ("kernel R2 (uplink)", &k.histogram_uplink),
         ];
         if let Some(s) = sims.get(i) {
             sim_h = simp::hist_sum(&s.histogram_downlink, &s.histogram_uplink);
@@ -473,7 +521,7 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         fig.push_panel(simp::burst_histogram(
             &format!(
                 "{figure}: ACK bursts, kernel median {}{}",
-                opt_u(kernel[i].median_burst),
+                opt_u(k.median_burst),
                 sims.get(i).map_or(String::new(), |s| format!(
                     ", simulator {}",
                     opt_u(s.median_burst)
@@ -482,38 +530,128 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             &groups,
         ));
     }
-    fig.panel_size(620, 340).write_svg(dir.join("acks.svg"))?;
+    out.svg("acks.svg", &fig.panel_size(620, 340))?;
+    let mut rows = Vec::new();
+    for c in &r.cases {
+        for (queue, h) in [
+            ("downlink", &c.histogram_downlink),
+            ("uplink", &c.histogram_uplink),
+        ] {
+            rows.extend(
+                burst_rows(&c.case, queue, h)
+                    .into_iter()
+                    .map(|row| SourceBurstRow {
+                        source: c.source.clone(),
+                        row,
+                    }),
+            );
+        }
+    }
+    out.csv("bursts.csv", &rows)?;
+    let rows: Vec<QueueRow> = CASES
+        .iter()
+        .zip(&r.queues)
+        .flat_map(|(c, q)| {
+            q.iter().map(|&(time_s, d, u)| QueueRow {
+                case: c.0,
+                time_s,
+                downlink_bytes: d,
+                uplink_bytes: u,
+            })
+        })
+        .collect();
+    out.csv("queues.csv", &rows)?;
+    out.data(&["acks.svg"], &["bursts.csv", "queues.csv"]);
+    Ok(())
+}
 
-    let mut cases = kernel.clone();
-    cases.extend(sims);
-    write_summary(
-        dir,
-        &Summary {
-            experiment: "lab ack-compression (seed 004, Fig. 3 and 4, kernel TCP)",
-            command,
-            kernel: hopwise_lab::kstats::kernel_release(),
-            cc: &opts.cc,
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hopwise_experiment::Verdict;
+
+    fn case(
+        source: &str,
+        (name, figure, delayed): (&str, &str, bool),
+        median: u64,
+        corr: f64,
+    ) -> CaseResult {
+        CaseResult {
+            source: source.into(),
+            m: simp::AckCase {
+                case: name.into(),
+                figure: figure.into(),
+                delayed_ack: delayed,
+                download_endpoint_delay_ms: 0.0,
+                upload_endpoint_delay_ms: 0.0,
+                median_burst: Some(median),
+                median_burst_downlink: Some(median),
+                median_burst_uplink: Some(median),
+                queue_correlation: Some(corr),
+                trace_ms: 5.0,
+                download_bps: 2.07e6,
+                upload_bps: 2.07e6,
+                mean_queue_down_bytes: 1e4,
+                mean_queue_up_bytes: 1e4,
+                histogram_downlink: vec![0, 8, 2],
+                histogram_uplink: vec![0, 9, 1],
+            },
+        }
+    }
+
+    fn results() -> Results {
+        Results {
+            kernel: "test".into(),
             rate_bps: RATE_BPS,
             buffer_bytes: BUFFER_BYTES,
-            secs_per_case: opts.secs,
             warmup_s: WARM_S,
             queue_sample_s: SAMPLE_S,
-            cases: &cases,
-            capture: &captures,
-            claims: &claims,
-        },
-    )?;
-    Ok(Outcome {
-        claims,
-        files: vec![
-            "summary.json".into(),
-            "acks.svg".into(),
-            "bursts.csv".into(),
-            "queues.csv".into(),
-        ],
-        data: vec![
-            ("acks.svg".into(), "bursts.csv".into()),
-            ("acks.svg".into(), "queues.csv".into()),
-        ],
-    })
+            cases: vec![
+                case("kernel", CASES[0], 1, -0.88),
+                case("kernel", CASES[1], 1, -0.86),
+                case("simulator", CASES[0], 16, 1.0),
+                case("simulator", CASES[1], 8, 1.0),
+            ],
+            capture: Vec::new(),
+            queues: vec![vec![(5.5, 1500.0, 0.0)], vec![(5.5, 0.0, 3000.0)]],
+        }
+    }
+
+    #[test]
+    fn the_kernel_is_judged_and_the_simulator_shown_beside() {
+        let c = claims(&results());
+        let v: Vec<Verdict> = c.iter().map(|c| c.verdict).collect();
+        use Verdict::*;
+        assert_eq!(v, [Differs, Differs, Holds, Info]);
+        assert_eq!(
+            c[0].measured,
+            "median 1 (downlink 1, uplink 1); simulator median 16 (downlink 16, uplink 16)"
+        );
+        assert_eq!(c[0].criterion.as_deref(), Some("median ACK burst ≥ 5"));
+        assert_eq!(c[2].criterion.as_deref(), Some("median ACK burst ≤ 2"));
+        assert!(
+            c[3].measured.contains("; simulator 2070/2070 kbit/s and"),
+            "{}",
+            c[3].measured
+        );
+    }
+
+    #[test]
+    fn outputs_keep_their_columns() {
+        let dir = std::env::temp_dir().join(format!("hopwise-lab-acks-{}", std::process::id()));
+        let mut out = Outputs::new(&dir);
+        outputs(&Plan::new(true), &results(), &mut out).unwrap();
+        assert_eq!(out.files(), ["acks.svg", "bursts.csv", "queues.csv"]);
+        let bursts = std::fs::read_to_string(dir.join("bursts.csv")).unwrap();
+        assert!(bursts.starts_with(
+            "source,case,queue,burst,count\nkernel,\"equal delays, no delayed ACKs\",downlink,1,8\n"
+        ), "{bursts}");
+        assert_eq!(bursts.lines().count(), 1 + 4 * 4);
+        let q = std::fs::read_to_string(dir.join("queues.csv")).unwrap();
+        assert_eq!(
+            q,
+            "case,time_s,downlink_bytes,uplink_bytes\n\"equal delays, no delayed ACKs\",5.5,1500,0\n\"equal delays, delayed ACKs\",5.5,0,3000\n"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -11,8 +11,8 @@
 //! model's ratio, so the kernel's numbers sit beside both.
 
 use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
-use anyhow::{Context, Result};
+use anyhow::Result;
+use hopwise_experiment::{stats, Claim, Ctx, Outputs, Progress, Reproduction};
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
@@ -26,7 +26,6 @@ use hopwise_proto::tcp::RttEstimatorKind;
 use hopwise_proto::time::Dur;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 pub const DOWN_RATE_BPS: u64 = 2_400_000;
 pub const UP_RATE_BPS: u64 = 196_000;
@@ -66,11 +65,11 @@ impl Timeline {
     }
 }
 
-/// What to run.
-#[derive(Clone, Debug)]
-pub struct Options {
+/// What to run: `hopwise lab pendulum`'s flags.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// The 40 s timeline instead of the paper's 100 s.
     pub quick: bool,
-    pub out: PathBuf,
     /// The hosts' congestion control (`reno` is Linux's NewReno with SACK).
     pub cc: String,
     pub down_buffer: Buffer,
@@ -79,15 +78,24 @@ pub struct Options {
     pub sim_seeds: u32,
 }
 
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            quick: false,
-            out: PathBuf::from("out/lab-pendulum"),
+impl Plan {
+    /// The defaults: `reno`, 30 000 B at both ends, 3 simulator runs per
+    /// setting (`sim_seeds` instead, if given).
+    pub fn new(quick: bool, sim_seeds: Option<u32>) -> Plan {
+        Plan {
+            quick,
             cc: "reno".into(),
             down_buffer: Buffer::Bytes(30_000),
             up_buffer: Buffer::Bytes(30_000),
-            sim_seeds: 3,
+            sim_seeds: sim_seeds.unwrap_or(3),
+        }
+    }
+
+    pub fn timeline(&self) -> Timeline {
+        if self.quick {
+            Timeline::quick()
+        } else {
+            Timeline::paper()
         }
     }
 }
@@ -124,7 +132,7 @@ impl Phases {
     }
     /// Means over runs.
     fn mean(source: &str, runs: &[Phases]) -> Phases {
-        let m = |f: fn(&Phases) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+        let m = |f: fn(&Phases) -> f64| stats::mean(&runs.iter().map(f).collect::<Vec<_>>());
         Phases {
             source: source.into(),
             download_alone_bps: m(|p| p.download_alone_bps),
@@ -149,30 +157,41 @@ pub struct QueueStats {
     pub empty_share: [f64; 3],
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    experiment: &'static str,
-    command: Option<&'a str>,
-    kernel: String,
-    cc: &'a str,
-    link: &'a AccessSpec,
-    timeline: &'a Timeline,
-    kernel_tcp: &'a Phases,
-    simulator: &'a [Phases],
-    simulator_runs: u32,
+/// What the run measured (summary.json holds every field but `series`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    /// The running kernel's release.
+    pub kernel: String,
+    pub link: AccessSpec,
+    pub timeline: Timeline,
+    pub kernel_tcp: Phases,
+    pub simulator: Vec<Phases>,
+    pub simulator_runs: u32,
     /// Eq. 11's r = Xd/Xu for this link (T_p = 0 and 1–5 ms endpoints, as the simulator).
-    model_r: f64,
+    pub model_r: f64,
     /// C_d / C_u: both links are full at r = k.
-    capacity_ratio_k: f64,
-    queues: &'a [QueueStats],
-    queue_sample_interval_s: f64,
-    claims: &'a [Claim],
+    pub capacity_ratio_k: f64,
+    pub queues: Vec<QueueStats>,
+    pub queue_sample_interval_s: f64,
+    #[serde(skip)]
+    pub series: Traces,
+}
+
+/// The time series the figure shows.
+#[derive(Clone, Debug, Default)]
+pub struct Traces {
+    /// Kernel goodput per flow (download first) in 1 s bins: (s, bit/s).
+    pub kernel: Vec<Vec<(f64, f64)>>,
+    /// The simulator's (seed 1, the reproduction's setting), as the kernel's.
+    pub simulator: Vec<Vec<(f64, f64)>>,
+    /// The router's queues every 100 ms.
+    pub queues: QueueSamples,
 }
 
 /// The simulator's setup for this timeline and these buffers.
 fn sim_setup(
     tl: &Timeline,
-    opts: &Options,
+    plan: &Plan,
     (min_rto, est): (Dur, RttEstimatorKind),
     seed: u64,
 ) -> simp::Setup {
@@ -185,8 +204,8 @@ fn sim_setup(
         .map(|&(a, b)| (d(a), Some(d(b))))
         .collect();
     s.duration = d(tl.end_s);
-    s.down_buffer = opts.down_buffer.limit();
-    s.up_buffer = opts.up_buffer.limit();
+    s.down_buffer = plan.down_buffer.limit();
+    s.up_buffer = plan.up_buffer.limit();
     s.min_rto = min_rto;
     s.rtt_estimator = est;
     s
@@ -211,7 +230,7 @@ const SIM_SETTINGS: &[(&str, (Dur, RttEstimatorKind))] = &[
 ];
 
 /// Kernel-side samples of the router's queues: (time, downlink, uplink) bytes.
-type QueueSamples = Vec<(f64, u64, u64)>;
+pub type QueueSamples = Vec<(f64, u64, u64)>;
 
 /// Runs the timeline on kernel TCP; returns per-flow 100 ms bins (download
 /// first), the queue samples and the final qdisc counters. Fails if the
@@ -305,28 +324,73 @@ pub(crate) fn run_kernel(
     Ok((bins, samples, final_stats))
 }
 
-/// The running kernel's release (`/proc/sys/kernel/osrelease`).
 fn kbit(bps: f64) -> String {
     format!("{:.0} kbit/s", bps / 1e3)
 }
 
-/// Runs the experiment and writes its outputs into `opts.out`.
-pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
+/// `hopwise lab pendulum`.
+pub struct LabPendulum;
+
+impl Reproduction for LabPendulum {
+    type Plan = Plan;
+    type Results = Results;
+    const NAME: &'static str = "lab-pendulum";
+    const ABOUT: &'static str =
+        "seed 004, Fig. 1 on kernel TCP: uploads collapse a download on an asymmetric link";
+    const PAPER: &'static str = "seed 004: Heusse, Merritt, Brown, Duda, Two-way TCP connections: old problem, new insight (Fig. 1, kernel TCP)";
+    const WALL: &'static str = "quick 40 s, full 100 s of real time";
+
+    fn plan(&self, quick: bool, seeds: Option<u32>) -> Plan {
+        Plan::new(quick, seeds)
+    }
+
+    fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> Result<Results> {
+        run(plan, ctx.progress)
+    }
+
+    fn claims(&self, _plan: &Plan, r: &Results) -> Vec<Claim> {
+        claims(r)
+    }
+
+    fn outputs(&self, plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+        outputs(plan, r, out)
+    }
+
+    fn facts(&self, plan: &Plan) -> Vec<String> {
+        vec![format!(
+            "kernel TCP ({}) in network namespaces, Linux {}; {} timeline",
+            plan.cc,
+            kernel_release(),
+            if plan.quick {
+                "40 s quick"
+            } else {
+                "the paper's 100 s"
+            }
+        )]
+    }
+
+    fn title(&self) -> String {
+        "hopwise lab pendulum".into()
+    }
+
+    fn doc(&self) -> String {
+        "crates/lab/README.md".into()
+    }
+}
+
+/// The kernel run, then the simulator on the same timeline.
+fn run(plan: &Plan, progress: &dyn Progress) -> Result<Results> {
     topology::require()?;
-    hopwise_lab::traffic::check_cc(&opts.cc)?;
+    hopwise_lab::traffic::check_cc(&plan.cc)?;
     let sim_on =
-        hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
-    let tl = if opts.quick {
-        Timeline::quick()
-    } else {
-        Timeline::paper()
-    };
+        hopwise_lab::traffic::sim_comparison(progress, &plan.cc, "reno", plan.sim_seeds > 0);
+    let tl = plan.timeline();
     let spec = AccessSpec {
         down_rate_bps: DOWN_RATE_BPS,
         up_rate_bps: UP_RATE_BPS,
-        down_buffer: opts.down_buffer,
-        up_buffer: opts.up_buffer,
-        cc: opts.cc.clone(),
+        down_buffer: plan.down_buffer,
+        up_buffer: plan.up_buffer,
+        cc: plan.cc.clone(),
         delayed_acks: true,
         delay: None,
     };
@@ -340,13 +404,13 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     // The simulator on the same timeline.
     let mut sims = Vec::new();
     let mut sim_series: Vec<Vec<(f64, f64)>> = Vec::new();
-    let sim_runs = if sim_on { opts.sim_seeds } else { 0 };
+    let sim_runs = if sim_on { plan.sim_seeds } else { 0 };
     if sim_runs > 0 {
         progress.start("simulator", SIM_SETTINGS.len() as u64 * sim_runs as u64);
         for &(label, rto) in SIM_SETTINGS {
             let mut runs = Vec::new();
             for seed in 1..=sim_runs as u64 {
-                let sim = simp::simulate(&sim_setup(&tl, opts, rto, seed), "lab-pendulum")?;
+                let sim = simp::simulate(&sim_setup(&tl, plan, rto, seed), "lab-pendulum")?;
                 runs.push(Phases::from_fn(label, &tl.windows, &|f, w| {
                     simp::goodput_between(&sim, f, w.0, w.1)
                 }));
@@ -369,36 +433,34 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         }
         progress.finish();
     }
-    let setup = sim_setup(&tl, opts, SIM_SETTINGS[0].1, 1);
-    let model = setup.model();
-    let (model_r, k) = (model.ratio(), model.capacity_ratio());
+    let model = sim_setup(&tl, plan, SIM_SETTINGS[0].1, 1).model();
 
     // Queues.
     let queues: Vec<QueueStats> = [
         (
             "downlink",
             DOWN_DEV,
-            opts.down_buffer,
+            plan.down_buffer,
             (|s| s.1) as fn(&(f64, u64, u64)) -> u64,
         ),
-        ("uplink", UP_DEV, opts.up_buffer, |s| s.2),
+        ("uplink", UP_DEV, plan.up_buffer, |s| s.2),
     ]
     .iter()
     .map(|&(name, dev, buf, pick)| {
-        let in_window = |w: (f64, f64)| -> Vec<u64> {
+        let in_window = |w: (f64, f64)| -> Vec<f64> {
             samples
                 .iter()
                 .filter(|s| s.0 >= w.0 && s.0 < w.1)
-                .map(pick)
+                .map(|s| pick(s) as f64)
                 .collect()
         };
         let mut mean_bytes = [0.0; 3];
         let mut empty_share = [0.0; 3];
         for (i, &w) in tl.windows.iter().enumerate() {
             let v = in_window(w);
-            let n = v.len().max(1) as f64;
-            mean_bytes[i] = v.iter().sum::<u64>() as f64 / n;
-            empty_share[i] = v.iter().filter(|&&b| b == 0).count() as f64 / n;
+            mean_bytes[i] = stats::mean(&v);
+            empty_share[i] =
+                stats::mean(&v.iter().map(|&b| f64::from(b == 0.0)).collect::<Vec<_>>());
         }
         QueueStats {
             queue: name.into(),
@@ -410,12 +472,45 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     })
     .collect();
 
-    // Claims: the reproduction's Fig. 1 criteria, judged on kernel TCP.
+    // Kernel goodput in 1 s bins, as the simulator's.
+    let kernel_series: Vec<Vec<(f64, f64)>> = bins
+        .iter()
+        .map(|b| {
+            per_second(b, tl.end_s.ceil() as usize)
+                .into_iter()
+                .enumerate()
+                .map(|(s, v)| (s as f64, v))
+                .collect()
+        })
+        .collect();
+    Ok(Results {
+        kernel: kernel_release(),
+        link: spec,
+        timeline: tl,
+        kernel_tcp: kernel,
+        simulator: sims,
+        simulator_runs: sim_runs,
+        model_r: model.ratio(),
+        capacity_ratio_k: model.capacity_ratio(),
+        queues,
+        queue_sample_interval_s: BIN_S,
+        series: Traces {
+            kernel: kernel_series,
+            simulator: sim_series,
+            queues: samples,
+        },
+    })
+}
+
+/// The reproduction's Fig. 1 criteria, judged on kernel TCP (one run: exact).
+fn claims(r: &Results) -> Vec<Claim> {
+    let kernel = &r.kernel_tcp;
     let sim_ratio = |f: fn(&Phases) -> f64| -> String {
-        if sims.is_empty() {
+        if r.simulator.is_empty() {
             String::new()
         } else {
-            let v: Vec<String> = sims
+            let v: Vec<String> = r
+                .simulator
                 .iter()
                 .map(|s| {
                     format!(
@@ -430,148 +525,106 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
     };
     let alone = kernel.download_alone_bps;
     let mut claims = vec![
-        crate::legacy_claim(
+        Claim::new(
             "Fig. 1, kernel TCP",
-            "without uploads the download gets at least 90 % of 2.4 Mbit/s",
-            format!(
-                "{} ({:.1} %; 1448 B of payload per 1514 B Ethernet frame is 95.6 %)",
-                kbit(alone),
-                alone / DOWN_RATE_BPS as f64 * 100.0
-            ),
-            alone >= 0.9 * DOWN_RATE_BPS as f64,
+            "without uploads the download gets nearly all of 2.4 Mbit/s",
+        )
+        .measured(format!(
+            "{} ({:.1} %; 1448 B of payload per 1514 B Ethernet frame is 95.6 %)",
+            kbit(alone),
+            alone / DOWN_RATE_BPS as f64 * 100.0
+        ))
+        .at_least(
+            "download goodput / 2.4 Mbit/s",
+            alone / DOWN_RATE_BPS as f64,
+            0.9,
         ),
-        crate::legacy_claim(
+        Claim::new(
             "Fig. 1, kernel TCP",
-            "while one upload runs, the download falls to at most 3× the upload's goodput",
-            format!(
-                "{} against {}: ratio {:.2}{}",
-                kbit(kernel.download_one_upload_bps),
-                kbit(kernel.upload_one_bps),
-                kernel.ratio_one(),
-                sim_ratio(Phases::ratio_one)
-            ),
-            kernel.ratio_one() <= 3.0,
-        ),
-        crate::legacy_claim(
+            "while one upload runs, the download falls to about the upload's goodput",
+        )
+        .measured(format!(
+            "{} against {}: ratio {:.2}{}",
+            kbit(kernel.download_one_upload_bps),
+            kbit(kernel.upload_one_bps),
+            kernel.ratio_one(),
+            sim_ratio(Phases::ratio_one)
+        ))
+        .at_most("download / upload goodput", kernel.ratio_one(), 3.0),
+        Claim::new(
             "Fig. 1, kernel TCP",
-            "while two uploads run, the download falls to at most 3× their goodput",
-            format!(
-                "{} against {}: ratio {:.2}{}",
-                kbit(kernel.download_two_uploads_bps),
-                kbit(kernel.uploads_two_bps),
-                kernel.ratio_two(),
-                sim_ratio(Phases::ratio_two)
-            ),
-            kernel.ratio_two() <= 3.0,
-        ),
+            "while two uploads run, the download falls to about their goodput",
+        )
+        .measured(format!(
+            "{} against {}: ratio {:.2}{}",
+            kbit(kernel.download_two_uploads_bps),
+            kbit(kernel.uploads_two_bps),
+            kernel.ratio_two(),
+            sim_ratio(Phases::ratio_two)
+        ))
+        .at_most("download / uploads' goodput", kernel.ratio_two(), 3.0),
         Claim::info(
             "Eq. 11",
             "the model's throughput ratio r = Xd/Xu for this link",
             format!(
-                "r = {model_r:.2} (k = C_d/C_u = {k:.2}); kernel TCP {:.2} with one upload",
+                "r = {:.2} (k = C_d/C_u = {:.2}); kernel TCP {:.2} with one upload",
+                r.model_r,
+                r.capacity_ratio_k,
                 kernel.ratio_one()
             ),
         ),
     ];
-    let up = &queues[1];
-    let down = &queues[0];
-    claims.push(Claim::info(
-        "§3, kernel TCP",
-        "data pendulum: while uploads run the uplink queue stays full and the downlink queue is often empty",
-        format!(
-            "one upload: uplink {:.0} B on average (empty {:.0} % of samples), downlink {:.0} B (empty {:.0} %); drops over the whole run: uplink {}, downlink {}",
-            up.mean_bytes[1],
-            up.empty_share[1] * 100.0,
-            down.mean_bytes[1],
-            down.empty_share[1] * 100.0,
-            up.drops,
-            down.drops
-        ),
-    ));
+    if let [down, up, ..] = r.queues.as_slice() {
+        claims.push(Claim::info(
+            "§3, kernel TCP",
+            "data pendulum: while uploads run the uplink queue stays full and the downlink queue is often empty",
+            format!(
+                "one upload: uplink {:.0} B on average (empty {:.0} % of samples), downlink {:.0} B (empty {:.0} %); drops over the whole run: uplink {}, downlink {}",
+                up.mean_bytes[1],
+                up.empty_share[1] * 100.0,
+                down.mean_bytes[1],
+                down.empty_share[1] * 100.0,
+                up.drops,
+                down.drops
+            ),
+        ));
+    }
+    claims
+}
 
-    // Outputs.
-    let dir = &opts.out;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut files = Vec::new();
+/// `goodput.csv`: a flow's goodput per second, from the kernel or the simulator.
+#[derive(Serialize, Default)]
+struct GoodputRow {
+    source: &'static str,
+    flow: String,
+    time_s: f64,
+    bps: f64,
+}
+
+/// `queues.csv`: the router's queues every 100 ms.
+#[derive(Serialize, Default)]
+struct QueueRow {
+    queue: &'static str,
+    time_s: f64,
+    bytes: u64,
+}
+
+/// `phases.csv`: goodput per phase and source (no upload, no ratio alone).
+#[derive(Serialize, Default)]
+struct PhaseRow {
+    source: String,
+    phase: &'static str,
+    download_bps: f64,
+    upload_bps: Option<f64>,
+    ratio: Option<f64>,
+}
+
+fn outputs(plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+    let tl = &r.timeline;
+    let t = &r.series;
     let names: Vec<String> = std::iter::once("download".to_string())
         .chain((1..=tl.uploads.len()).map(|i| format!("upload {i}")))
         .collect();
-    // Kernel goodput in 1 s bins, as the simulator's.
-    let kernel_series: Vec<Vec<(f64, f64)>> = bins
-        .iter()
-        .map(|b| {
-            per_second(b, tl.end_s.ceil() as usize)
-                .into_iter()
-                .enumerate()
-                .map(|(s, v)| (s as f64, v))
-                .collect()
-        })
-        .collect();
-    let mut rows = Vec::new();
-    for (src, series) in [("kernel", &kernel_series), ("simulator", &sim_series)] {
-        for (f, s) in series.iter().enumerate() {
-            for &(t, v) in s {
-                rows.push(vec![
-                    src.into(),
-                    names[f].clone(),
-                    format!("{t}"),
-                    format!("{v:.0}"),
-                ]);
-            }
-        }
-    }
-    write_csv(
-        &dir.join("goodput.csv"),
-        &["source", "flow", "time_s", "bps"],
-        &rows,
-    )?;
-    files.push("goodput.csv".to_string());
-    let rows: Vec<Vec<String>> = samples
-        .iter()
-        .flat_map(|&(t, d, u)| {
-            [("downlink", d), ("uplink", u)]
-                .map(|(q, b)| vec![q.to_string(), format!("{t:.3}"), b.to_string()])
-        })
-        .collect();
-    write_csv(
-        &dir.join("queues.csv"),
-        &["queue", "time_s", "bytes"],
-        &rows,
-    )?;
-    files.push("queues.csv".to_string());
-    let phase_names = ["download alone", "one upload", "two uploads"];
-    let mut rows = Vec::new();
-    for p in std::iter::once(&kernel).chain(sims.iter()) {
-        let v = [
-            (p.download_alone_bps, f64::NAN),
-            (p.download_one_upload_bps, p.upload_one_bps),
-            (p.download_two_uploads_bps, p.uploads_two_bps),
-        ];
-        for (i, (d, u)) in v.iter().enumerate() {
-            rows.push(vec![
-                p.source.clone(),
-                phase_names[i].into(),
-                format!("{d:.0}"),
-                if u.is_nan() {
-                    String::new()
-                } else {
-                    format!("{u:.0}")
-                },
-                if u.is_nan() {
-                    String::new()
-                } else {
-                    format!("{:.3}", d / u)
-                },
-            ]);
-        }
-    }
-    write_csv(
-        &dir.join("phases.csv"),
-        &["source", "phase", "download_bps", "upload_bps", "ratio"],
-        &rows,
-    )?;
-    files.push("phases.csv".to_string());
-
     let mbit = |s: &[(f64, f64)]| s.iter().map(|&(t, v)| (t, v / 1e6)).collect::<Vec<_>>();
     let goodput_chart = |title: &str, series: &[Vec<(f64, f64)>]| {
         let mut c = Chart::new(title)
@@ -589,36 +642,35 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         .x_range(0.0, tl.end_s)
         .series(Series::line(
             "downlink",
-            samples.iter().map(|s| (s.0, s.1 as f64 / 1e3)).collect(),
+            t.queues.iter().map(|s| (s.0, s.1 as f64 / 1e3)).collect(),
         ))
         .series(Series::line(
             "uplink",
-            samples.iter().map(|s| (s.0, s.2 as f64 / 1e3)).collect(),
+            t.queues.iter().map(|s| (s.0, s.2 as f64 / 1e3)).collect(),
         ));
     let mut fig = Figure::new(
         format!(
             "Download and uploads on 2.4 Mbit/s / 196 kbit/s, buffers {} / {}",
-            opts.down_buffer, opts.up_buffer
+            plan.down_buffer, plan.up_buffer
         ),
         1,
     )
     .panel(goodput_chart(
-        &format!("Kernel TCP ({}, Linux {})", opts.cc, kernel_release()),
-        &kernel_series,
+        &format!("Kernel TCP ({}, Linux {})", plan.cc, r.kernel),
+        &t.kernel,
     ));
-    if !sim_series.is_empty() {
+    if !t.simulator.is_empty() {
         fig = fig.panel(goodput_chart(
             "hopwise simulator (NewReno, SACK, min RTO 1 s), seed 1",
-            &sim_series,
+            &t.simulator,
         ));
     }
-    fig = fig.panel(queue_chart);
-    fig.write_svg(dir.join("fig1.svg"))?;
-    files.insert(0, "fig1.svg".to_string());
+    out.svg("fig1.svg", &fig.panel(queue_chart))?;
+    let sources = std::iter::once(&r.kernel_tcp).chain(&r.simulator);
     let mut bars = BarChart::new("Download ÷ upload goodput while uploads run")
         .y_label("ratio Xd/Xu")
         .x_label("phase");
-    for p in std::iter::once(&kernel).chain(sims.iter()) {
+    for p in sources.clone() {
         bars = bars.group(
             p.source.clone(),
             vec![
@@ -627,35 +679,172 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             ],
         );
     }
-    bars.write_svg(dir.join("phases.svg"))?;
-    files.insert(1, "phases.svg".to_string());
+    out.svg("phases.svg", &bars)?;
 
-    write_summary(
-        dir,
-        &Summary {
-            experiment: "lab pendulum (seed 004, Fig. 1, kernel TCP)",
-            command,
-            kernel: kernel_release(),
-            cc: &opts.cc,
-            link: &spec,
-            timeline: &tl,
-            kernel_tcp: &kernel,
-            simulator: &sims,
-            simulator_runs: sim_runs,
-            model_r,
-            capacity_ratio_k: k,
-            queues: &queues,
+    let mut rows = Vec::new();
+    for (source, series) in [("kernel", &t.kernel), ("simulator", &t.simulator)] {
+        for (f, s) in series.iter().enumerate() {
+            rows.extend(s.iter().map(|&(time_s, bps)| GoodputRow {
+                source,
+                flow: names[f].clone(),
+                time_s,
+                bps,
+            }));
+        }
+    }
+    out.csv("goodput.csv", &rows)?;
+    let rows: Vec<QueueRow> = t
+        .queues
+        .iter()
+        .flat_map(|&(time_s, d, u)| {
+            [("downlink", d), ("uplink", u)].map(|(queue, bytes)| QueueRow {
+                queue,
+                time_s,
+                bytes,
+            })
+        })
+        .collect();
+    out.csv("queues.csv", &rows)?;
+    let mut rows = Vec::new();
+    for p in sources {
+        for (phase, d, u) in [
+            ("download alone", p.download_alone_bps, None),
+            (
+                "one upload",
+                p.download_one_upload_bps,
+                Some(p.upload_one_bps),
+            ),
+            (
+                "two uploads",
+                p.download_two_uploads_bps,
+                Some(p.uploads_two_bps),
+            ),
+        ] {
+            rows.push(PhaseRow {
+                source: p.source.clone(),
+                phase,
+                download_bps: d,
+                upload_bps: u,
+                ratio: u.map(|u| d / u),
+            });
+        }
+    }
+    out.csv("phases.csv", &rows)?;
+    out.data(&["fig1.svg"], &["goodput.csv", "queues.csv"]);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hopwise_experiment::Verdict;
+
+    fn phases(source: &str, alone: f64, one: (f64, f64), two: (f64, f64)) -> Phases {
+        Phases {
+            source: source.into(),
+            download_alone_bps: alone,
+            download_one_upload_bps: one.0,
+            upload_one_bps: one.1,
+            download_two_uploads_bps: two.0,
+            uploads_two_bps: two.1,
+        }
+    }
+
+    fn results(kernel: Phases) -> Results {
+        let plan = Plan::new(true, Some(1));
+        let tl = plan.timeline();
+        let queue = |name: &str| QueueStats {
+            queue: name.into(),
+            buffer: "30000 B".into(),
+            drops: 3,
+            mean_bytes: [0.0, 22_000.0, 21_000.0],
+            empty_share: [1.0, 0.0, 0.0],
+        };
+        Results {
+            kernel: "test".into(),
+            link: AccessSpec {
+                down_rate_bps: DOWN_RATE_BPS,
+                up_rate_bps: UP_RATE_BPS,
+                down_buffer: plan.down_buffer,
+                up_buffer: plan.up_buffer,
+                cc: plan.cc.clone(),
+                delayed_acks: true,
+                delay: None,
+            },
+            timeline: tl,
+            kernel_tcp: kernel,
+            simulator: vec![phases(
+                SIM_SETTINGS[0].0,
+                2.3e6,
+                (3.3e5, 1.8e5),
+                (4.5e5, 1.8e5),
+            )],
+            simulator_runs: 1,
+            model_r: 1.07,
+            capacity_ratio_k: 12.24,
+            queues: vec![queue("downlink"), queue("uplink")],
             queue_sample_interval_s: BIN_S,
-            claims: &claims,
-        },
-    )?;
-    files.insert(0, "summary.json".to_string());
-    Ok(Outcome {
-        claims,
-        files,
-        data: vec![
-            ("fig1.svg".into(), "goodput.csv".into()),
-            ("fig1.svg".into(), "queues.csv".into()),
-        ],
-    })
+            series: Traces {
+                kernel: vec![vec![(0.0, 2e6), (1.0, 2.2e6)]; 4],
+                simulator: vec![vec![(0.0, 2.1e6)]; 4],
+                queues: vec![(0.0, 100, 200), (0.1, 0, 30_000)],
+            },
+        }
+    }
+
+    #[test]
+    fn the_fig1_criteria_are_judged_on_the_kernel_run() {
+        let ok = results(phases("kernel", 2.29e6, (3.3e5, 1.76e5), (3.1e5, 1.79e5)));
+        let c = claims(&ok);
+        let judged: Vec<&Claim> = c.iter().filter(|c| c.verdict != Verdict::Info).collect();
+        assert_eq!(judged.len(), 3);
+        assert!(judged.iter().all(|c| c.verdict == Verdict::Holds), "{c:?}");
+        assert!(c[1].measured.contains("ratio 1.88"), "{}", c[1].measured);
+        assert!(
+            c[1].measured.contains("simulator 1.83"),
+            "{}",
+            c[1].measured
+        );
+        assert_eq!(
+            c[1].criterion.as_deref(),
+            Some("download / upload goodput ≤ 3")
+        );
+        // 85 % of the link and a download at 4x the upload miss.
+        let bad = results(phases("kernel", 2.04e6, (8e5, 2e5), (3e5, 1.8e5)));
+        let c = claims(&bad);
+        assert_eq!(c[0].verdict, Verdict::Differs);
+        assert_eq!(c[1].verdict, Verdict::Differs);
+        assert_eq!(c[2].verdict, Verdict::Holds);
+    }
+
+    #[test]
+    fn outputs_keep_their_columns() {
+        let dir = std::env::temp_dir().join(format!("hopwise-lab-fig1-{}", std::process::id()));
+        let r = results(phases("kernel", 2.29e6, (3.3e5, 1.76e5), (3.1e5, 1.79e5)));
+        let mut out = Outputs::new(&dir);
+        outputs(&Plan::new(true, None), &r, &mut out).unwrap();
+        assert_eq!(
+            out.files(),
+            [
+                "fig1.svg",
+                "phases.svg",
+                "goodput.csv",
+                "queues.csv",
+                "phases.csv"
+            ]
+        );
+        let csv = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        let phases = csv("phases.csv");
+        assert!(
+            phases.starts_with(
+                "source,phase,download_bps,upload_bps,ratio\nkernel,download alone,2290000,,\n"
+            ),
+            "{phases}"
+        );
+        assert!(csv("queues.csv").starts_with("queue,time_s,bytes\ndownlink,0,100\nuplink,0,200\n"));
+        assert!(
+            csv("goodput.csv").starts_with("source,flow,time_s,bps\nkernel,download,0,2000000\n")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

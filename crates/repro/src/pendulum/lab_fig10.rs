@@ -15,14 +15,16 @@
 //!
 //! Each point runs both flows for `--secs` of real time and measures them
 //! after the reproduction's 20 s warm-up ([`simp::SWEEP_WARM`]); the
-//! simulator runs the reproduction's `sweep_setup` for as long, in two TCP
-//! settings (its 1 s minimum RTO, and Linux's 200 ms with Linux's RTT
-//! estimator), with `--sim-seeds` start jitters each.
+//! simulator runs the reproduction's `sweep_setup` for as long, in three TCP
+//! settings ([`SIM_SETTINGS`]: its 1 s minimum RTO, Linux's 200 ms with
+//! Linux's RTT estimator, and that with PRR), with `--sim-seeds` start
+//! jitters each.
 
 use super::lab_fig1::{Timeline, DOWN_RATE_BPS, UP_RATE_BPS};
 use crate::pendulum as simp;
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
+use hopwise_experiment::csv::DynRow;
+use hopwise_experiment::{stats, Claim, Ctx, Outputs, Progress, Reproduction};
 use hopwise_lab::delay::LinkStats;
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::tc;
@@ -36,7 +38,6 @@ use hopwise_proto::time::Dur;
 use hopwise_sim::spec::Limit;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// The reproduction's Fig. 10 criterion: r within this fraction of Eq. 11
 /// at T_p = [`JUDGED_TP_MS`] for uplink buffers of at least [`JUDGED_FROM`]
@@ -75,13 +76,15 @@ const SIM_SETTINGS: [(&str, Dur, RttEstimatorKind, bool); 3] = [
     ),
 ];
 
-#[derive(Clone, Debug)]
-pub struct Options {
-    pub out: PathBuf,
+/// What to run: `hopwise lab pendulum-fig10`'s flags.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
     pub cc: String,
     /// One-way propagation delay of the bottleneck (`T_p`), ms.
     pub tp_ms: u64,
+    /// The downlink buffer, bytes.
     pub down_buffer: u64,
+    /// The uplink buffers, bytes: one point each.
     pub up_buffers: Vec<u64>,
     /// Real time per point.
     pub secs: u64,
@@ -89,14 +92,13 @@ pub struct Options {
     pub sim_seeds: u32,
 }
 
-impl Options {
+impl Plan {
     /// T_p = 100 ms and B_d = 120 kB, the row of the reproduction's one
     /// point outside ±40 % (B_u = 45 kB); B_u = 15, 30, 45, 60 kB, 300 s
     /// each, 5 simulator seeds. `quick`: B_u = 45 kB only, for 60 s, 2 seeds
     /// (no verdict).
-    pub fn new(quick: bool) -> Options {
-        Options {
-            out: PathBuf::from("out/lab-pendulum-fig10"),
+    pub fn new(quick: bool) -> Plan {
+        Plan {
             cc: "reno".into(),
             tp_ms: 100,
             down_buffer: 120_000,
@@ -211,34 +213,33 @@ struct KernelRun {
     tcp_inet: BTreeMap<String, u64>,
     tcp_home: BTreeMap<String, u64>,
     links: Vec<LinkStats>,
-    series: Series1,
+    series: PointSeries,
 }
 
 /// The kernel run's time series at one point.
-struct Series1 {
+#[derive(Clone, Debug, Default)]
+pub struct PointSeries {
     /// Per-second goodput of the download and the upload, bit/s.
-    goodput: [Vec<f64>; 2],
+    pub goodput: [Vec<f64>; 2],
     /// (time, downlink, uplink) bytes every 100 ms.
-    queues: Vec<(f64, u64, u64)>,
+    pub queues: Vec<(f64, u64, u64)>,
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    experiment: &'static str,
-    command: Option<&'a str>,
-    kernel: String,
-    cc: &'a str,
-    tp_ms: u64,
-    down_buffer_bytes: u64,
-    secs_per_point: u64,
-    warmup_s: f64,
-    side_delays_ms: SideDelays,
-    sim_seeds: u32,
-    /// False while points are still to run (the outputs are rewritten after
-    /// each point).
-    complete: bool,
-    points: &'a [Point],
-    claims: &'a [Claim],
+/// What the points measured so far (summary.json holds every field but
+/// `series`).
+#[derive(Clone, Debug, Serialize)]
+pub struct Results {
+    /// The running kernel's release.
+    pub kernel: String,
+    pub warmup_s: f64,
+    pub side_delays_ms: SideDelays,
+    /// Simulator runs per point and setting that ran: 0 when `--cc`
+    /// skipped the simulator.
+    pub sim_seeds: u32,
+    pub points: Vec<Point>,
+    /// Per point, the kernel run's time series.
+    #[serde(skip)]
+    pub series: Vec<PointSeries>,
 }
 
 /// Mean occupancy and share of empty samples of one queue (`pick`) in
@@ -253,27 +254,24 @@ fn occupancy(
         .filter(|s| s.0 >= lo && s.0 < hi)
         .map(|s| pick(s) as f64)
         .collect();
-    let n = v.len().max(1) as f64;
-    (
-        v.iter().sum::<f64>() / n,
-        v.iter().filter(|&&b| b == 0.0).count() as f64 / n,
-    )
+    let empty: Vec<f64> = v.iter().map(|&b| f64::from(b == 0.0)).collect();
+    (stats::mean(&v), stats::mean(&empty))
 }
 
 /// Runs one point on kernel TCP: a download from [`STARTS`]`.0` and an
 /// upload from `.1` to the end, on the lab with delays, through
 /// [`super::lab_fig1`]'s kernel run.
-fn run_kernel(opts: &Options, up_buffer: u64, progress: &dyn Progress) -> Result<KernelRun> {
+fn run_kernel(plan: &Plan, up_buffer: u64, progress: &dyn Progress) -> Result<KernelRun> {
     let spec = AccessSpec {
         down_rate_bps: DOWN_RATE_BPS,
         up_rate_bps: UP_RATE_BPS,
-        down_buffer: Buffer::Bytes(opts.down_buffer),
+        down_buffer: Buffer::Bytes(plan.down_buffer),
         up_buffer: Buffer::Bytes(up_buffer),
-        cc: opts.cc.clone(),
+        cc: plan.cc.clone(),
         delayed_acks: true,
-        delay: Some(opts.side_delays()),
+        delay: Some(plan.side_delays()),
     };
-    let end = opts.secs as f64;
+    let end = plan.secs as f64;
     let warm = simp::SWEEP_WARM;
     let tl = Timeline {
         download: (STARTS.0, end),
@@ -294,7 +292,7 @@ fn run_kernel(opts: &Options, up_buffer: u64, progress: &dyn Progress) -> Result
     let (dm, de) = occupancy(&samples, (warm, end), |s| s.1);
     let (um, ue) = occupancy(&samples, (warm, end), |s| s.2);
     let drops = |dev| tc::find(&stats, dev, LEAF).map_or(0, |s| s.drops);
-    let secs = opts.secs as usize;
+    let secs = plan.secs as usize;
     Ok(KernelRun {
         measured: Measured {
             source: "kernel".into(),
@@ -318,7 +316,7 @@ fn run_kernel(opts: &Options, up_buffer: u64, progress: &dyn Progress) -> Result
         tcp_inet,
         tcp_home,
         links,
-        series: Series1 {
+        series: PointSeries {
             goodput: [per_second(&bins[0], secs), per_second(&bins[1], secs)],
             queues: samples,
         },
@@ -327,13 +325,13 @@ fn run_kernel(opts: &Options, up_buffer: u64, progress: &dyn Progress) -> Result
 
 /// The simulator at one point, in one setting.
 fn run_sim(
-    opts: &Options,
+    plan: &Plan,
     up_buffer: u64,
     (label, min_rto, est, prr): (&str, Dur, RttEstimatorKind, bool),
 ) -> Result<Measured> {
     let mut runs = Vec::new();
-    for seed in 1..=opts.sim_seeds as u64 {
-        let mut s = opts.setup(up_buffer, seed);
+    for seed in 1..=plan.sim_seeds as u64 {
+        let mut s = plan.setup(up_buffer, seed);
         s.min_rto = min_rto;
         s.rtt_estimator = est;
         s.prr = prr;
@@ -352,42 +350,105 @@ fn run_sim(
     })
 }
 
-/// Runs every point and writes the outputs into `opts.out` (rewritten
-/// after each point).
-pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
+/// `hopwise lab pendulum-fig10`.
+pub struct LabPendulumFig10;
+
+impl Reproduction for LabPendulumFig10 {
+    type Plan = Plan;
+    type Results = Results;
+    const NAME: &'static str = "lab-pendulum-fig10";
+    const ABOUT: &'static str = "seed 004, Fig. 10 on kernel TCP: the throughput ratio of a download and an upload against the uplink buffer";
+    const PAPER: &'static str = "seed 004: Heusse, Merritt, Brown, Duda, Two-way TCP connections: old problem, new insight (Fig. 10, kernel TCP)";
+    const WALL: &'static str = "quick 60 s, full 4 × 300 s of real time";
+
+    /// `seeds`: simulator runs per point and setting.
+    fn plan(&self, quick: bool, seeds: Option<u32>) -> Plan {
+        let p = Plan::new(quick);
+        Plan {
+            sim_seeds: seeds.unwrap_or(p.sim_seeds),
+            ..p
+        }
+    }
+
+    fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> Result<Results> {
+        run(plan, ctx)
+    }
+
+    fn claims(&self, plan: &Plan, r: &Results) -> Vec<Claim> {
+        claims_for(plan, &r.points)
+    }
+
+    fn outputs(&self, plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+        outputs(plan, r, out)
+    }
+
+    fn facts(&self, plan: &Plan) -> Vec<String> {
+        let sides = plan.side_delays();
+        vec![
+            format!(
+                "kernel TCP ({}) in network namespaces, Linux {}; {} s per point, measured after {} s; one-way delays {:.1} ms INET–router and {:.1} ms router–HOME (the delay line)",
+                plan.cc,
+                kernel_release(),
+                plan.secs,
+                simp::SWEEP_WARM,
+                sides.inet_ms,
+                sides.home_ms
+            ),
+            format!(
+                "\"simulator\": hopwise reproduce pendulum's Fig. 10 setup for as long, {} start jitters per point and setting",
+                plan.sim_seeds
+            ),
+        ]
+    }
+
+    fn title(&self) -> String {
+        "hopwise lab pendulum-fig10".into()
+    }
+
+    fn doc(&self) -> String {
+        "crates/lab/README.md".into()
+    }
+}
+
+/// Runs every point, saving the outputs after each.
+fn run(plan: &Plan, ctx: &Ctx<'_, Results>) -> Result<Results> {
+    let progress = ctx.progress;
     topology::require()?;
-    opts.check()?;
+    plan.check()?;
     let sim_on =
-        hopwise_lab::traffic::sim_comparison(progress, &opts.cc, "reno", opts.sim_seeds > 0);
-    std::fs::create_dir_all(&opts.out)
-        .with_context(|| format!("cannot create {}", opts.out.display()))?;
-    let mut points = Vec::new();
-    let mut series = Vec::new();
-    let mut claims = Vec::new();
-    for (i, &bu) in opts.up_buffers.iter().enumerate() {
+        hopwise_lab::traffic::sim_comparison(progress, &plan.cc, "reno", plan.sim_seeds > 0);
+    let mut r = Results {
+        kernel: kernel_release(),
+        warmup_s: simp::SWEEP_WARM,
+        side_delays_ms: plan.side_delays(),
+        sim_seeds: if sim_on { plan.sim_seeds } else { 0 },
+        points: Vec::new(),
+        series: Vec::new(),
+    };
+    for (i, &bu) in plan.up_buffers.iter().enumerate() {
         progress.note(&format!(
             "point {}/{}: B_u = {bu} B",
             i + 1,
-            opts.up_buffers.len()
+            plan.up_buffers.len()
         ));
-        let k = run_kernel(opts, bu, progress)?;
+        let k = run_kernel(plan, bu, progress)?;
         let sims = if !sim_on {
             Vec::new()
         } else {
             progress.start("simulator", SIM_SETTINGS.len() as u64);
             let mut v = Vec::new();
             for setting in SIM_SETTINGS {
-                v.push(run_sim(opts, bu, setting)?);
+                v.push(run_sim(plan, bu, setting)?);
                 progress.inc();
             }
             progress.finish();
             v
         };
-        points.push(Point {
-            tp_ms: opts.tp_ms,
-            down_buffer_bytes: opts.down_buffer,
+        r.points.push(Point {
+            tp_ms: plan.tp_ms,
+            down_buffer_bytes: plan.down_buffer,
             up_buffer_bytes: bu,
-            r_model: opts.setup(bu, 1).model().ratio(),
+            r_model: plan.setup(bu, 1).model().ratio(),
             kernel: k.measured,
             simulator: sims,
             queues: k.queues,
@@ -395,32 +456,12 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             tcp_home: k.tcp_home,
             links: k.links,
         });
-        series.push(k.series);
-        claims = claims_for(opts, &points);
-        write_outputs(
-            opts,
-            command,
-            &points,
-            &series,
-            &claims,
-            i + 1 == opts.up_buffers.len(),
-        )?;
+        r.series.push(k.series);
+        if i + 1 < plan.up_buffers.len() {
+            ctx.checkpoint(&r)?;
+        }
     }
-    let mut files = vec![
-        "summary.json".to_string(),
-        "r.svg".into(),
-        "series.svg".into(),
-    ];
-    files.extend(["points.csv", "goodput.csv", "queues.csv", "links.csv"].map(String::from));
-    Ok(Outcome {
-        claims,
-        files,
-        data: [
-            crate::data_pairs(&["r.svg"], &["points.csv"]),
-            crate::data_pairs(&["series.svg"], &["queues.csv"]),
-        ]
-        .concat(),
-    })
+    Ok(r)
 }
 
 /// Signed deviation of `x` from `model`, as a fraction.
@@ -428,16 +469,18 @@ fn dev(x: f64, model: f64) -> f64 {
     x / model - 1.0
 }
 
-fn claims_for(opts: &Options, points: &[Point]) -> Vec<Claim> {
+/// Per point, the reproduction's Fig. 10 criterion on the kernel's r (one
+/// run: exact), where it judges; the queues, counters and the delay line
+/// for information.
+fn claims_for(plan: &Plan, points: &[Point]) -> Vec<Claim> {
     let mut claims = Vec::new();
     for p in points {
         let figure = "Fig. 10, kernel TCP";
         let claim = format!(
-            "T_p = {} ms, B_d = {} B, B_u = {} B: r = X_d/X_u follows Eq. 11 within ±{:.0} % (the reproduction's criterion, at T_p = {JUDGED_TP_MS} ms for B_u ≥ {JUDGED_FROM} B)",
+            "T_p = {} ms, B_d = {} B, B_u = {} B: r = X_d/X_u follows Eq. 11 (the reproduction's criterion, at T_p = {JUDGED_TP_MS} ms for B_u ≥ {JUDGED_FROM} B)",
             p.tp_ms,
             p.down_buffer_bytes,
             p.up_buffer_bytes,
-            AGREE * 100.0
         );
         let sims: Vec<String> = p
             .simulator
@@ -467,12 +510,12 @@ fn claims_for(opts: &Options, points: &[Point]) -> Vec<Claim> {
             }
         );
         claims.push(
-            if p.tp_ms == JUDGED_TP_MS && p.up_buffer_bytes >= JUDGED_FROM && opts.secs >= VERDICT_SECS {
-                crate::legacy_claim(
-                    figure,
-                    claim,
-                    measured,
-                    dev(p.kernel.r, p.r_model).abs() <= AGREE,
+            if p.tp_ms == JUDGED_TP_MS && p.up_buffer_bytes >= JUDGED_FROM && plan.secs >= VERDICT_SECS {
+                Claim::new(figure, claim).measured(measured).within(
+                    "kernel r / Eq. 11's r",
+                    p.kernel.r / p.r_model,
+                    1.0,
+                    AGREE,
                 )
             } else {
                 Claim::info(
@@ -542,7 +585,7 @@ fn claims_for(opts: &Options, points: &[Point]) -> Vec<Claim> {
         .iter()
         .flat_map(|p| p.links.iter().flat_map(|l| [&l.ab, &l.ba]))
         .collect();
-    let d = opts.side_delays();
+    let d = plan.side_delays();
     claims.push(Claim::info(
         "the lab's delay line",
         format!(
@@ -554,129 +597,124 @@ fn claims_for(opts: &Options, points: &[Point]) -> Vec<Claim> {
     claims
 }
 
-fn write_outputs(
-    opts: &Options,
-    command: Option<&str>,
-    points: &[Point],
-    series: &[Series1],
-    claims: &[Claim],
-    complete: bool,
-) -> Result<()> {
-    let dir = &opts.out;
-    write_summary(
-        dir,
-        &Summary {
-            experiment: "lab pendulum-fig10 (seed 004, Fig. 10, kernel TCP)",
-            command,
-            kernel: kernel_release(),
-            cc: &opts.cc,
-            tp_ms: opts.tp_ms,
-            down_buffer_bytes: opts.down_buffer,
-            secs_per_point: opts.secs,
-            warmup_s: simp::SWEEP_WARM,
-            side_delays_ms: opts.side_delays(),
-            // What ran: 0 when `--cc` skipped the simulator.
-            sim_seeds: if points.iter().any(|p| !p.simulator.is_empty()) {
-                opts.sim_seeds
-            } else {
-                0
-            },
-            complete,
-            points,
-            claims,
-        },
+/// `points.csv`: r at each point, from the kernel and each simulator setting.
+#[derive(Serialize, Default)]
+struct PointRow<'a> {
+    source: &'a str,
+    tp_ms: u64,
+    down_buffer_bytes: u64,
+    up_buffer_bytes: u64,
+    download_bps: f64,
+    upload_bps: f64,
+    r: f64,
+    r_min: f64,
+    r_max: f64,
+    runs: u32,
+    r_model: f64,
+}
+
+/// `goodput.csv`: the kernel's goodput per second at each point.
+#[derive(Serialize, Default)]
+struct GoodputRow {
+    up_buffer_bytes: u64,
+    flow: &'static str,
+    time_s: usize,
+    bps: f64,
+}
+
+/// `queues.csv`: the kernel's queues every 100 ms at each point.
+#[derive(Serialize, Default)]
+struct QueueRow {
+    up_buffer_bytes: u64,
+    time_s: f64,
+    downlink_bytes: u64,
+    uplink_bytes: u64,
+}
+
+fn outputs(plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+    let points = &r.points;
+    out.svg("r.svg", &r_chart(plan, points))?;
+    out.svg(
+        "series.svg",
+        &series_figure(plan, &r.kernel, points, &r.series),
     )?;
-    let mut rows = Vec::new();
-    for p in points {
-        for m in std::iter::once(&p.kernel).chain(&p.simulator) {
-            rows.push(vec![
-                m.source.clone(),
-                p.tp_ms.to_string(),
-                p.down_buffer_bytes.to_string(),
-                p.up_buffer_bytes.to_string(),
-                format!("{:.0}", m.download_bps),
-                format!("{:.0}", m.upload_bps),
-                format!("{:.4}", m.r),
-                format!("{:.4}", m.r_min),
-                format!("{:.4}", m.r_max),
-                m.runs.to_string(),
-                format!("{:.4}", p.r_model),
-            ]);
-        }
-    }
-    write_csv(
-        &dir.join("points.csv"),
-        &[
-            "source",
-            "tp_ms",
-            "down_buffer_bytes",
-            "up_buffer_bytes",
-            "download_bps",
-            "upload_bps",
-            "r",
-            "r_min",
-            "r_max",
-            "runs",
-            "r_model",
-        ],
-        &rows,
-    )?;
+    let rows: Vec<PointRow> = points
+        .iter()
+        .flat_map(|p| {
+            std::iter::once(&p.kernel)
+                .chain(&p.simulator)
+                .map(move |m| PointRow {
+                    source: &m.source,
+                    tp_ms: p.tp_ms,
+                    down_buffer_bytes: p.down_buffer_bytes,
+                    up_buffer_bytes: p.up_buffer_bytes,
+                    download_bps: m.download_bps,
+                    upload_bps: m.upload_bps,
+                    r: m.r,
+                    r_min: m.r_min,
+                    r_max: m.r_max,
+                    runs: m.runs,
+                    r_model: p.r_model,
+                })
+        })
+        .collect();
+    out.csv("points.csv", &rows)?;
     let mut rows = Vec::new();
     let mut qrows = Vec::new();
-    for (p, s) in points.iter().zip(series) {
-        for (f, flow) in ["download", "upload"].iter().enumerate() {
-            for (t, v) in s.goodput[f].iter().enumerate() {
-                rows.push(vec![
-                    p.up_buffer_bytes.to_string(),
-                    flow.to_string(),
-                    t.to_string(),
-                    format!("{v:.0}"),
-                ]);
-            }
+    for (p, s) in points.iter().zip(&r.series) {
+        for (f, flow) in ["download", "upload"].into_iter().enumerate() {
+            rows.extend(
+                s.goodput[f]
+                    .iter()
+                    .enumerate()
+                    .map(|(time_s, &bps)| GoodputRow {
+                        up_buffer_bytes: p.up_buffer_bytes,
+                        flow,
+                        time_s,
+                        bps,
+                    }),
+            );
         }
-        for &(t, d, u) in &s.queues {
-            qrows.push(vec![
-                p.up_buffer_bytes.to_string(),
-                format!("{t:.3}"),
-                d.to_string(),
-                u.to_string(),
-            ]);
-        }
+        qrows.extend(s.queues.iter().map(|&(time_s, d, u)| QueueRow {
+            up_buffer_bytes: p.up_buffer_bytes,
+            time_s,
+            downlink_bytes: d,
+            uplink_bytes: u,
+        }));
     }
-    write_csv(
-        &dir.join("goodput.csv"),
-        &["up_buffer_bytes", "flow", "time_s", "bps"],
-        &rows,
-    )?;
-    write_csv(
-        &dir.join("queues.csv"),
-        &[
-            "up_buffer_bytes",
-            "time_s",
-            "downlink_bytes",
-            "uplink_bytes",
-        ],
-        &qrows,
-    )?;
-    let mut rows = Vec::new();
-    for p in points {
-        for l in &p.links {
-            for row in l.csv_rows() {
-                rows.push([vec![p.up_buffer_bytes.to_string()], row].concat());
-            }
-        }
+    out.csv("goodput.csv", &rows)?;
+    out.csv("queues.csv", &qrows)?;
+    // The delay line's statistics come as cells in the lab's own columns.
+    let columns: Vec<&str> = std::iter::once("up_buffer_bytes")
+        .chain(LinkStats::CSV_COLUMNS.iter().copied())
+        .collect();
+    let rows: Vec<DynRow> = points
+        .iter()
+        .flat_map(|p| {
+            p.links
+                .iter()
+                .flat_map(move |l| l.csv_rows().map(|c| (p, c)))
+        })
+        .map(|(p, cells)| {
+            let cells = std::iter::once(p.up_buffer_bytes.to_string()).chain(cells);
+            DynRow(columns.iter().map(|c| c.to_string()).zip(cells).collect())
+        })
+        .collect();
+    if rows.is_empty() {
+        // An empty table still has its header.
+        out.file("links.csv", columns.join(",") + "\n")?;
+    } else {
+        out.csv("links.csv", &rows)?;
     }
-    let columns = [&["up_buffer_bytes"][..], LinkStats::CSV_COLUMNS].concat();
-    write_csv(&dir.join("links.csv"), &columns, &rows)?;
-    r_chart(opts, points).write_svg(dir.join("r.svg"))?;
-    series_figure(opts, points, series).write_svg(dir.join("series.svg"))?;
+    out.data(&["r.svg"], &["points.csv"]);
+    out.data(&["series.svg"], &["queues.csv"]);
     Ok(())
 }
 
 /// r against B_u: the model on a fine grid, the kernel's and the
 /// simulator's points.
-fn r_chart(opts: &Options, points: &[Point]) -> Chart {
-    let hi = opts
+fn r_chart(plan: &Plan, points: &[Point]) -> Chart {
+    let hi = plan
         .up_buffers
         .iter()
         .copied()
@@ -685,18 +723,18 @@ fn r_chart(opts: &Options, points: &[Point]) -> Chart {
         .max(15_000);
     let grid: Vec<(f64, f64)> = (0..=60)
         .map(|i| 3_000.0 + (hi as f64 - 3_000.0) * i as f64 / 60.0)
-        .map(|b| (b / 1e3, opts.setup(b as u64, 1).model().ratio()))
+        .map(|b| (b / 1e3, plan.setup(b as u64, 1).model().ratio()))
         .collect();
     let mut c = Chart::new(format!(
         "Throughput ratio, T_p = {} ms, B_d = {} kB",
-        opts.tp_ms,
-        opts.down_buffer as f64 / 1e3
+        plan.tp_ms,
+        plan.down_buffer as f64 / 1e3
     ))
     .x_label("uplink buffer B_u (kB)")
     .y_label("r = X_d / X_u")
     .series(Series::line("model (Eq. 11)", grid))
     .series(Series::line_points(
-        format!("kernel TCP ({})", opts.cc),
+        format!("kernel TCP ({})", plan.cc),
         points
             .iter()
             .map(|p| (p.up_buffer_bytes as f64 / 1e3, p.kernel.r))
@@ -716,14 +754,11 @@ fn r_chart(opts: &Options, points: &[Point]) -> Chart {
 }
 
 /// Per point: the kernel run's queues over time.
-fn series_figure(opts: &Options, points: &[Point], series: &[Series1]) -> Figure {
+fn series_figure(plan: &Plan, kernel: &str, points: &[Point], series: &[PointSeries]) -> Figure {
     let mut fig = Figure::new(
         format!(
             "Kernel TCP ({}, Linux {}): the router's queues, T_p = {} ms, B_d = {} B",
-            opts.cc,
-            kernel_release(),
-            opts.tp_ms,
-            opts.down_buffer
+            plan.cc, kernel, plan.tp_ms, plan.down_buffer
         ),
         1,
     );
@@ -732,7 +767,7 @@ fn series_figure(opts: &Options, points: &[Point], series: &[Series1]) -> Figure
             Chart::new(format!("B_u = {} B", p.up_buffer_bytes))
                 .x_label("time (s)")
                 .y_label("occupancy (kB)")
-                .x_range(0.0, opts.secs as f64)
+                .x_range(0.0, plan.secs as f64)
                 .vline(simp::SWEEP_WARM, "measured from here")
                 .series(Series::line(
                     "downlink",
@@ -750,11 +785,11 @@ fn series_figure(opts: &Options, points: &[Point], series: &[Series1]) -> Figure
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Verdict;
+    use hopwise_experiment::{Opts, Silent, Verdict};
 
     #[test]
     fn the_sides_add_up_to_the_models_round_trip() {
-        let o = Options::new(false);
+        let o = Plan::new(false);
         for bu in [15_000, 45_000] {
             let d = o.side_delays();
             let rtt_ms = 2.0 * (d.inet_ms + d.home_ms);
@@ -767,38 +802,38 @@ mod tests {
 
     #[test]
     fn bad_options_name_their_flag() {
-        let base = Options::new(false);
+        let base = Plan::new(false);
         for (o, want) in [
             (
-                Options {
+                Plan {
                     secs: 10,
                     ..base.clone()
                 },
                 "--secs 10",
             ),
             (
-                Options {
+                Plan {
                     tp_ms: 5000,
                     ..base.clone()
                 },
                 "--tp 5000",
             ),
             (
-                Options {
+                Plan {
                     up_buffers: vec![],
                     ..base.clone()
                 },
                 "--up-buffers",
             ),
             (
-                Options {
+                Plan {
                     up_buffers: vec![2000],
                     ..base.clone()
                 },
                 "--up-buffers 2000 B",
             ),
             (
-                Options {
+                Plan {
                     down_buffer: 1,
                     ..base.clone()
                 },
@@ -848,7 +883,7 @@ mod tests {
 
     #[test]
     fn verdicts_only_for_long_runs_and_judged_buffers() {
-        let o = Options::new(false);
+        let o = Plan::new(false);
         // +25 % holds, +50 % does not, 9 kB is not judged.
         let c = claims_for(
             &o,
@@ -870,7 +905,7 @@ mod tests {
             counters.measured
         );
         // Too short to judge.
-        let q = Options {
+        let q = Plan {
             secs: 60,
             ..o.clone()
         };
@@ -880,20 +915,55 @@ mod tests {
         );
     }
 
+    /// The experiment with canned kernel points instead of the lab: saves
+    /// its outputs after each point, then stops as an interrupted run would.
+    struct Interrupted(Vec<(Point, PointSeries)>);
+
+    impl Reproduction for Interrupted {
+        type Plan = Plan;
+        type Results = Results;
+        const NAME: &'static str = "interrupted";
+        const ABOUT: &'static str = "";
+        const PAPER: &'static str = "";
+        const WALL: &'static str = "";
+        fn plan(&self, quick: bool, seeds: Option<u32>) -> Plan {
+            LabPendulumFig10.plan(quick, seeds)
+        }
+        fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> Result<Results> {
+            let mut r = Results {
+                kernel: "test".into(),
+                warmup_s: simp::SWEEP_WARM,
+                side_delays_ms: plan.side_delays(),
+                sim_seeds: plan.sim_seeds,
+                points: Vec::new(),
+                series: Vec::new(),
+            };
+            for (p, s) in &self.0 {
+                r.points.push(p.clone());
+                r.series.push(s.clone());
+                ctx.checkpoint(&r)?;
+            }
+            bail!("interrupted")
+        }
+        fn claims(&self, plan: &Plan, r: &Results) -> Vec<Claim> {
+            LabPendulumFig10.claims(plan, r)
+        }
+        fn outputs(&self, plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
+            LabPendulumFig10.outputs(plan, r, out)
+        }
+    }
+
     #[test]
     fn outputs_are_written_and_marked_incomplete_until_the_last_point() {
         let dir = std::env::temp_dir().join(format!("hopwise-lab-fig10-{}", std::process::id()));
-        let o = Options {
-            out: dir.clone(),
-            ..Options::new(true)
-        };
-        let s = Series1 {
+        let s = PointSeries {
             goodput: [vec![2e6; 3], vec![1e5; 3]],
             queues: vec![(0.0, 1, 2), (0.1, 3, 4)],
         };
-        let pts = [point(45_000, 5.0)];
-        let claims = claims_for(&o, &pts);
-        write_outputs(&o, None, &pts, std::slice::from_ref(&s), &claims, false).unwrap();
+        let run = Interrupted(vec![(point(45_000, 5.0), s)]);
+        let plan = run.plan(true, None);
+        let e = hopwise_experiment::run(&run, &plan, &Opts::new(&dir, true), &Silent).unwrap_err();
+        assert!(e.to_string().contains("interrupted"), "{e}");
         let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
         assert!(summary.contains("\"complete\": false"), "{summary}");
         let csv = std::fs::read_to_string(dir.join("points.csv")).unwrap();
@@ -904,7 +974,12 @@ mod tests {
             assert!(svg.contains(s), "{s} missing");
         }
         let q = std::fs::read_to_string(dir.join("queues.csv")).unwrap();
-        assert!(q.contains("45000,0.100,3,4"), "{q}");
+        assert!(q.contains("45000,0.1,3,4"), "{q}");
+        let links = std::fs::read_to_string(dir.join("links.csv")).unwrap();
+        assert!(
+            links.starts_with("up_buffer_bytes,link,direction,"),
+            "{links}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
