@@ -147,6 +147,16 @@ impl Estimate {
         Estimate::bootstrap(value, ci, n)
     }
 
+    /// The value and its interval times `k` (a unit, or a ratio to a model).
+    pub fn times(mut self, k: f64) -> Estimate {
+        self.value *= k;
+        if let Some([lo, hi]) = self.ci90 {
+            let (a, b) = (lo * k, hi * k);
+            self.ci90 = Some([a.min(b), a.max(b)]);
+        }
+        self
+    }
+
     /// The interval, or the point twice.
     fn range(&self) -> (f64, f64) {
         match self.ci90 {
@@ -758,6 +768,8 @@ mod tests {
         let [lo, hi] = e.ci90.unwrap();
         assert!(lo < e.value && e.value < hi && hi - lo > 1.0, "{e:?}");
         assert_eq!(Estimate::ratio_of_means("t", &[3.0], &[2.0]).ci90, None);
+        let e = Estimate::bootstrap(2.0, (1.0, 3.0), 5).times(-0.5);
+        assert_eq!((e.value, e.ci90), (-1.0, Some([-1.5, -0.5])));
     }
 
     #[test]

@@ -6,11 +6,7 @@
 use super::fig1::FIG1_NONE;
 use super::{acks::ACK_WARM, SensRow};
 use super::{Fig10Row, Fig11Row, PairRun, Results, DOWN_RATE, UP_RATE};
-use hopwise_experiment::stats::bootstrap_ci90;
 use hopwise_experiment::{Claim, Cmp, Estimate};
-
-/// Resamples of every bootstrap interval.
-const RESAMPLES: usize = 2000;
 
 fn opt(x: Option<u64>) -> String {
     x.map_or("-".into(), |v| v.to_string())
@@ -25,26 +21,11 @@ fn kbit(bps: f64) -> String {
     format!("{:.0} kbit/s", bps / 1e3)
 }
 
-/// `point` (a ratio of means, Σa/Σb over the runs, divided by `scale`)
-/// with a percentile-bootstrap interval over the runs: a run's `a` and `b`
-/// are resampled together. Exact for a single run.
-fn ratio_of_means(point: f64, pairs: &[(f64, f64)], scale: f64, name: &str) -> Estimate {
-    if pairs.len() < 2 {
-        return Estimate::exact(point / scale);
-    }
-    let ci = bootstrap_ci90(pairs.len(), RESAMPLES, name, |idx| {
-        let (a, b) = idx
-            .iter()
-            .fold((0.0, 0.0), |(a, b), &i| (a + pairs[i].0, b + pairs[i].1));
-        a / b / scale
-    });
-    Estimate::bootstrap(point / scale, ci, pairs.len())
-}
-
-/// A sweep point's r_sim / `scale` with its interval over the runs.
-fn r_over(point: f64, runs: &[PairRun], scale: f64, name: &str) -> Estimate {
-    let pairs: Vec<(f64, f64)> = runs.iter().map(|r| (r.xd, r.xu)).collect();
-    ratio_of_means(point, &pairs, scale, name)
+/// A sweep point's r_sim / `scale` with its interval over the runs
+/// (download and upload of a run pair up).
+fn r_over(runs: &[PairRun], scale: f64, name: &str) -> Estimate {
+    let (xd, xu): (Vec<f64>, Vec<f64>) = runs.iter().map(|r| (r.xd, r.xu)).unzip();
+    Estimate::ratio_of_means(name, &xd, &xu).times(1.0 / scale)
 }
 
 fn delack(d: bool) -> &'static str {
@@ -137,16 +118,17 @@ fn fig1(c: &mut Vec<Claim>, f1: &super::Fig1) {
     );
     let r1 = f1.download_bps_one_upload / f1.upload_bps_one_upload;
     let r2 = f1.download_bps_two_uploads / f1.upload_bps_two_uploads;
-    let one: Vec<(f64, f64)> = f1
-        .runs
-        .iter()
-        .map(|r| (r.download_bps_one_upload, r.upload_bps_one_upload))
-        .collect();
-    let two: Vec<(f64, f64)> = f1
-        .runs
-        .iter()
-        .map(|r| (r.download_bps_two_uploads, r.upload_bps_two_uploads))
-        .collect();
+    let col = |f: fn(&super::Fig1Run) -> f64| f1.runs.iter().map(f).collect::<Vec<_>>();
+    let one = Estimate::ratio_of_means(
+        "pendulum fig1 one upload",
+        &col(|r| r.download_bps_one_upload),
+        &col(|r| r.upload_bps_one_upload),
+    );
+    let two = Estimate::ratio_of_means(
+        "pendulum fig1 two uploads",
+        &col(|r| r.download_bps_two_uploads),
+        &col(|r| r.upload_bps_two_uploads),
+    );
     c.push(
         Claim::new(
             "Fig. 1",
@@ -163,12 +145,12 @@ fn fig1(c: &mut Vec<Claim>, f1: &super::Fig1) {
         ))
         .at_most(
             "download / upload goodput, one upload",
-            ratio_of_means(r1, &one, 1.0, "pendulum fig1 one upload"),
+            one,
             3.0,
         )
         .at_most(
             "download / uploads' goodput, two uploads",
-            ratio_of_means(r2, &two, 1.0, "pendulum fig1 two uploads"),
+            two,
             3.0,
         ),
     );
@@ -310,7 +292,7 @@ fn fig10(c: &mut Vec<Claim>, f10: &[Fig10Row]) {
                 "pendulum fig10 {} {} {}",
                 r.tp_ms, r.down_buffer_bytes, r.up_buffer_bytes
             );
-            (label(r), r_over(r.r_sim, &r.per_run, r.r_model, &name))
+            (label(r), r_over(&r.per_run, r.r_model, &name))
         });
         c.push(
             Claim::new(
@@ -374,7 +356,7 @@ fn fig11(c: &mut Vec<Claim>, f11: &[Fig11Row]) {
             "pendulum fig11 {} {} {}",
             r.tp_ms, r.up_buffer_packets, r.delayed_ack
         );
-        (label(r), r_over(r.r_sim, &r.per_run, k, &name))
+        (label(r), r_over(&r.per_run, k, &name))
     };
     let small: Vec<&Fig11Row> = f11.iter().filter(|r| r.up_buffer_packets <= 10).collect();
     let starved = small.iter().filter(|r| r.r_sim > k).count();

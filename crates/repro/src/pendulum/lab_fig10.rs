@@ -23,9 +23,8 @@
 use super::lab_fig1::{Timeline, DOWN_RATE_BPS, UP_RATE_BPS};
 use crate::pendulum as simp;
 use anyhow::{bail, Result};
-use hopwise_experiment::csv::DynRow;
 use hopwise_experiment::{stats, Claim, Ctx, Outputs, Progress, Reproduction};
-use hopwise_lab::delay::LinkStats;
+use hopwise_lab::delay::{LaneRow, LinkStats};
 use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
@@ -684,28 +683,26 @@ fn outputs(plan: &Plan, r: &Results, out: &mut Outputs) -> Result<()> {
     }
     out.csv("goodput.csv", &rows)?;
     out.csv("queues.csv", &qrows)?;
-    // The delay line's statistics come as cells in the lab's own columns.
-    let columns: Vec<&str> = std::iter::once("up_buffer_bytes")
-        .chain(LinkStats::CSV_COLUMNS.iter().copied())
-        .collect();
-    let rows: Vec<DynRow> = points
+    // The delay line's counters, a row per link and direction of each point.
+    #[derive(Default, Serialize)]
+    struct LinkRow {
+        up_buffer_bytes: u64,
+        #[serde(flatten)]
+        lane: LaneRow,
+    }
+    let rows: Vec<LinkRow> = points
         .iter()
         .flat_map(|p| {
             p.links
                 .iter()
-                .flat_map(move |l| l.csv_rows().map(|c| (p, c)))
-        })
-        .map(|(p, cells)| {
-            let cells = std::iter::once(p.up_buffer_bytes.to_string()).chain(cells);
-            DynRow(columns.iter().map(|c| c.to_string()).zip(cells).collect())
+                .flat_map(LinkStats::rows)
+                .map(|lane| LinkRow {
+                    up_buffer_bytes: p.up_buffer_bytes,
+                    lane,
+                })
         })
         .collect();
-    if rows.is_empty() {
-        // An empty table still has its header.
-        out.file("links.csv", columns.join(",") + "\n")?;
-    } else {
-        out.csv("links.csv", &rows)?;
-    }
+    out.csv("links.csv", &rows)?;
     out.data(&["r.svg"], &["points.csv"]);
     out.data(&["series.svg"], &["queues.csv"]);
     Ok(())
