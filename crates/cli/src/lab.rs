@@ -434,9 +434,9 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             switch_buffer,
             sim_runs,
         } => {
+            use hopwise_experiment::Reproduction;
             let defaults = overlay_ack::Options::new(quick);
-            let opts = overlay_ack::Options {
-                out: out.clone(),
+            let plan = overlay_ack::Options {
                 secs: secs.unwrap_or(defaults.secs),
                 modes: modes.map_or(defaults.modes, |m| m.0),
                 cc,
@@ -444,43 +444,22 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 switch_buffer,
                 sim_runs,
             };
-            let about = "seed 000 on kernel TCP: ACKs stuck behind data at an overlay node, ACK prioritisation, one connection per direction";
-            opts.check()?;
+            let about = overlay_ack::OverlayAckLab::ABOUT;
+            plan.check()?;
             crate::run::prepare_out(&out)?;
             eprintln!(
                 "lab overlay-ack: {about} ({} × {} s)",
-                hopwise_experiment::plural(opts.modes.len(), "mode"),
-                opts.secs
+                hopwise_experiment::plural(plan.modes.len(), "mode"),
+                plan.secs
             );
-            let (command, outcome, wall) = timed("s", |command, bars| {
-                overlay_ack::run(&opts, Some(command), bars)
-            })?;
-            let modes: Vec<&str> = opts.modes.iter().map(|m| m.name()).collect();
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "kernel TCP ({}) in network namespaces, Linux {}, one run per mode; modes {}; {} s per mode (the paper's 300 s timeline scaled); host queues {}, switch ports {}; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    modes.join(", "),
-                    opts.secs,
-                    opts.host_queue,
-                    opts.switch_buffer,
-                    env!("CARGO_PKG_VERSION")
-                ),
-                format!(
-                    "\"simulator\": hopwise's own TCP model on the same timeline, set up as the paper's Linux 2.6.26 (initial window 3, 1.5 MiB receive window, CUBIC β 0.8), {} runs per mode with 1 s start jitter",
-                    opts.sim_runs
-                ),
-            ];
-            crate::reproduce::present(
-                &out,
-                "hopwise lab overlay-ack",
-                about,
-                &facts,
-                &outcome,
-                wall,
-            )?;
+            let opts = hopwise_experiment::Opts {
+                command: crate::run::command_line(),
+                ..hopwise_experiment::Opts::new(&out, quick)
+            };
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome =
+                hopwise_experiment::run(&overlay_ack::OverlayAckLab, &plan, &opts, &bars)?;
+            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
             Ok(())
         }
         LabCmd::AckCompression {

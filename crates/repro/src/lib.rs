@@ -39,7 +39,7 @@ pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
         Box::new(pendulum::Pendulum),
         Box::new(ledbat::flow::experiment()),
         Box::new(ledbat::swarm::experiment()),
-        Box::new(overlay_ack::experiment()),
+        Box::new(overlay_ack::OverlayAck),
         Box::new(backtap::circuit::experiment()),
         Box::new(backtap::network::experiment()),
         Box::new(otcp::Otcp),

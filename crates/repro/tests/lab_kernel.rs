@@ -128,18 +128,18 @@ fn ack_compression_capture_agrees_with_the_qdiscs() {
 #[ignore = "needs root and network namespaces; 2 × 60 s of real time"]
 fn overlay_ack_prioritising_acks_at_b_keeps_a_to_b_going() {
     let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    use hopwise_repro::overlay_ack::lab::{self as overlay_ack, Options};
+    use hopwise_repro::overlay_ack::lab::{Options, OverlayAckLab};
     use hopwise_repro::overlay_ack::Mode;
     topology::require().expect("the lab can run here");
     let out = std::env::temp_dir().join(format!("hopwise-lab-oa-{}", std::process::id()));
-    let opts = Options {
-        out: out.clone(),
+    let plan = Options {
         secs: 60,
         modes: vec![Mode::Plain, Mode::AckPrio],
         sim_runs: 1,
         ..Options::new(true)
     };
-    overlay_ack::run(&opts, None, &Silent).expect("lab run");
+    let opts = hopwise_experiment::Opts::new(&out, true);
+    hopwise_experiment::run(&OverlayAckLab, &plan, &opts, &Silent).expect("lab run");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let modes = summary["modes"].as_array().unwrap();
@@ -182,8 +182,11 @@ fn overlay_ack_prioritising_acks_at_b_keeps_a_to_b_going() {
             "queues.csv",
             "rtt.csv",
             "modes.csv",
+            "report.html",
         ],
     );
+    assert_eq!(summary["complete"], true);
+    assert!(summary["modes_not_run"].as_array().unwrap().is_empty());
     let own = format!("{PREFIX}{}-", std::process::id());
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);

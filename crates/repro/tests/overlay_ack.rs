@@ -2,12 +2,12 @@
 //! collapse without prioritisation and its fix, the dynamic split policy's
 //! splits and merges, and the outputs of a quick run.
 
+use hopwise_experiment::{Opts, Silent, Verdict};
 use hopwise_proto::time::Time;
 use hopwise_repro::overlay_ack::{
-    mean_between, run_with, DynPolicy, Mode, OverlayNode, Params, PeerPlan, PolicyEventKind, Setup,
-    Timeline,
+    mean_between, DynPolicy, Mode, OverlayAck, OverlayNode, Params, PeerPlan, PolicyEventKind,
+    Setup, Timeline,
 };
-use hopwise_repro::{ReproOpts, Silent};
 use hopwise_sim::Sim;
 
 /// The paper's timeline at 40 %: A→B 0–100 s, B→C 20–120 s.
@@ -132,14 +132,18 @@ fn quick_run_writes_summary_and_figures() {
     let mut params = Params::quick(1);
     // 20 % of the paper's timeline: A→B 0–50 s, B→C 10–60 s.
     params.base.timeline = Timeline::scaled(0.2);
-    let opts = ReproOpts {
-        quick: true,
+    let opts = Opts {
         seeds: Some(1),
-        out: dir.clone(),
         jobs: 2,
+        ..Opts::new(&dir, true)
     };
-    let outcome = run_with(&params, &opts, &Silent).expect("run");
+    let outcome = hopwise_experiment::run(&OverlayAck, &params, &opts, &Silent).expect("run");
     assert!(!outcome.claims.is_empty());
+    // One run per mode: every value is exact, so every claim is decided.
+    assert!(outcome
+        .claims
+        .iter()
+        .all(|c| c.verdict != Verdict::Inconclusive));
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
     let modes = v["modes"].as_array().expect("modes");
@@ -188,6 +192,7 @@ fn quick_run_writes_summary_and_figures() {
         "goodput_1s.csv",
         "runs.csv",
         "splits.csv",
+        "report.html",
     ] {
         assert!(dir.join(f).exists(), "{f} missing");
         assert!(outcome.files.iter().any(|x| x == f), "{f} not listed");

@@ -19,7 +19,8 @@ use hopwise_sim::{pcap, Sim};
 use serde::Serialize;
 
 /// The configurations the paper compares (and the dynamic policy of §VI).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+/// In summary.json a mode is its name (`"bidir-ackprio"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
     /// §III: one unidirectional connection A→B and one B→C, plain FIFOs.
     Plain,
@@ -78,6 +79,12 @@ impl Mode {
     /// Data flows both ways between neighbours (B→A and C→B exist).
     pub fn two_way(self) -> bool {
         !matches!(self, Mode::Plain | Mode::AckPrio | Mode::AckPrioLen64)
+    }
+}
+
+impl Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
