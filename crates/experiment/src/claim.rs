@@ -135,16 +135,27 @@ impl Estimate {
     /// The ratio of two means over the same seeds, `mean(num) / mean(den)`,
     /// with a paired bootstrap interval: a resample draws seeds, and both
     /// means take the same ones ([`crate::stats::bootstrap_ci90`] on the
-    /// stream `name`, 2000 resamples). Exact for a single seed.
+    /// stream `name`, 2000 resamples). A seed missing either value (NaN) is
+    /// left out of both. Exact for a single seed.
     pub fn ratio_of_means(name: &str, num: &[f64], den: &[f64]) -> Estimate {
-        let n = num.len().min(den.len());
-        let at = |xs: &[f64], idx: &[usize]| idx.iter().map(|&i| xs[i]).sum::<f64>();
-        let value = at(num, &(0..n).collect::<Vec<_>>()) / at(den, &(0..n).collect::<Vec<_>>());
-        if n < 2 {
-            return Estimate::exact(value);
+        let pairs: Vec<(f64, f64)> = num
+            .iter()
+            .zip(den)
+            .filter(|(a, b)| !a.is_nan() && !b.is_nan())
+            .map(|(&a, &b)| (a, b))
+            .collect();
+        let sums = |idx: &mut dyn Iterator<Item = usize>| {
+            idx.fold((0.0, 0.0), |(a, b), i| (a + pairs[i].0, b + pairs[i].1))
+        };
+        let (a, b) = sums(&mut (0..pairs.len()));
+        if pairs.len() < 2 {
+            return Estimate::exact(a / b);
         }
-        let ci = crate::stats::bootstrap_ci90(n, 2000, name, |idx| at(num, idx) / at(den, idx));
-        Estimate::bootstrap(value, ci, n)
+        let ci = crate::stats::bootstrap_ci90(pairs.len(), 2000, name, |idx| {
+            let (a, b) = sums(&mut idx.iter().copied());
+            a / b
+        });
+        Estimate::bootstrap(a / b, ci, pairs.len())
     }
 
     /// The value and its interval times `k` (a unit, or a ratio to a model).
@@ -768,6 +779,9 @@ mod tests {
         let [lo, hi] = e.ci90.unwrap();
         assert!(lo < e.value && e.value < hi && hi - lo > 1.0, "{e:?}");
         assert_eq!(Estimate::ratio_of_means("t", &[3.0], &[2.0]).ci90, None);
+        // A seed that lacks a value is left out of both means.
+        let e = Estimate::ratio_of_means("t", &[2.0, 4.0, f64::NAN], &[1.0, 2.0, 3.0]);
+        assert_eq!((e.value, e.interval), (2.0, Some(Interval::Bootstrap { n: 2 })));
         let e = Estimate::bootstrap(2.0, (1.0, 3.0), 5).times(-0.5);
         assert_eq!((e.value, e.ci90), (-1.0, Some([-1.5, -0.5])));
     }

@@ -391,37 +391,6 @@ pub fn var_ratio(runs: &[&RunResult], tl: &Timeline) -> Option<VarRatio> {
     )
 }
 
-/// `num`'s mean over `den`'s (a ratio of means over runs), with a paired
-/// percentile bootstrap over the runs that have both; `point` is the value
-/// the statistics report.
-fn ratio_of_means(point: f64, num: &[f64], den: &[f64], name: &str) -> Estimate {
-    let pairs: Vec<(f64, f64)> = num
-        .iter()
-        .zip(den)
-        .filter(|(a, b)| !a.is_nan() && !b.is_nan())
-        .map(|(&a, &b)| (a, b))
-        .collect();
-    if pairs.len() < 2 {
-        return Estimate::exact(point);
-    }
-    let ci = bootstrap_ci90(pairs.len(), RESAMPLES, name, |idx| {
-        let (n, d) = idx
-            .iter()
-            .fold((0.0, 0.0), |(n, d), &i| (n + pairs[i].0, d + pairs[i].1));
-        n / d
-    });
-    Estimate::bootstrap(point, ci, pairs.len())
-}
-
-/// `e` times `k` (a share of a fixed capacity), interval and all.
-pub fn scaled(e: &Estimate, k: f64) -> Estimate {
-    Estimate {
-        value: e.value * k,
-        ci90: e.ci90.map(|[lo, hi]| [lo * k, hi * k]),
-        interval: e.interval.clone(),
-    }
-}
-
 /// The values of one mode that the claims judge, over its runs.
 #[derive(Clone, Debug)]
 pub struct ModeJudged {
@@ -463,7 +432,7 @@ pub fn judge(modes: &[Mode], runs: &[&RunResult], stats: &[ModeStats], base: &Se
     let per_mode = modes
         .iter()
         .filter_map(|&m| {
-            let s = stats.iter().find(|s| s.mode == m.name())?;
+            stats.iter().find(|s| s.mode == m.name())?;
             let phases: Vec<PerRun> = runs
                 .iter()
                 .filter(|r| r.mode == m)
@@ -472,11 +441,10 @@ pub fn judge(modes: &[Mode], runs: &[&RunResult], stats: &[ModeStats], base: &Se
             let col = |f: fn(&PerRun) -> f64| phases.iter().map(f).collect::<Vec<_>>();
             Some(ModeJudged {
                 mode: m,
-                ab_ratio: ratio_of_means(
-                    s.ab_phase2_bps / s.ab_phase1_bps,
+                ab_ratio: Estimate::ratio_of_means(
+                    &format!("overlay-ack {} A→B phase 2 / phase 1", m.name()),
                     &col(|p| p.ab2),
                     &col(|p| p.ab1),
-                    &format!("overlay-ack {} A→B phase 2 / phase 1", m.name()),
                 ),
                 ab_srtt2_ms: Estimate::mean_t90(&per(&phases, |p| p.srtt2)),
                 bc2_bps: Estimate::mean_t90(&per(&phases, |p| p.bc2)),
@@ -505,27 +473,6 @@ mod tests {
     use hopwise_experiment::Interval;
 
     #[test]
-    fn a_ratio_of_means_carries_a_paired_bootstrap_interval() {
-        // Phase 2 is 0.7 to 0.8 of phase 1 in every run; one run has no
-        // phase 2 and is left out of the pairs.
-        let p1 = [10.0, 9.0, 11.0, 10.0, 9.5, 10.5, 10.0];
-        let p2 = [7.0, 7.2, 8.8, 7.5, 7.6, 7.35, f64::NAN];
-        let point = 0.75;
-        let e = ratio_of_means(point, &p2, &p1, "test ratio");
-        assert_eq!(e.value, point);
-        assert_eq!(e.interval, Some(Interval::Bootstrap { n: 6 }));
-        let [lo, hi] = e.ci90.unwrap();
-        assert!(0.7 < lo && lo < 0.75 && 0.75 < hi && hi < 0.8, "{lo}..{hi}");
-        // The same draws every time.
-        assert_eq!(e, ratio_of_means(point, &p2, &p1, "test ratio"));
-        // One run: exact.
-        assert_eq!(
-            ratio_of_means(0.7, &[7.0], &[10.0], "test ratio"),
-            Estimate::exact(0.7)
-        );
-    }
-
-    #[test]
     fn the_inverse_ratio_inverts_the_interval_and_shares_scale() {
         let v = VarRatio {
             ratio: 2.0,
@@ -540,9 +487,5 @@ mod tests {
         assert_eq!(inv.interval, Some(Interval::Bootstrap { n: 100 }));
         let one = VarRatio { runs: 1, ..v };
         assert_eq!(one.inverse(), Estimate::exact(0.5));
-        let s = scaled(&Estimate::mean_t90(&[4.0, 6.0]), 0.5);
-        assert_eq!(s.value, 2.5);
-        let [lo, hi] = s.ci90.unwrap();
-        assert!(lo < 2.5 && hi > 2.5 && (hi - 2.5 - (2.5 - lo)).abs() < 1e-12);
     }
 }

@@ -2,7 +2,7 @@
 //! configuration, with its 90 % interval (a ratio of means or of variances
 //! with a paired bootstrap over seeds, a mean with Student's t).
 
-use super::analysis::{goodput_capacity, scaled, Judged, ModeStats};
+use super::analysis::{goodput_capacity, Judged, ModeStats};
 use super::outputs::Fig2bOut;
 use super::setup::{Mode, Setup};
 use hopwise_experiment::{plural, Claim, Estimate};
@@ -133,10 +133,7 @@ pub(super) fn claims(
                         mbps(cap),
                         mbps(bc_max)
                     ),
-                    scaled(
-                        &or(jd(Mode::AckPrio).map(|j| &j.bc2_bps), a.bc_phase2_bps),
-                        1.0 / bc_max,
-                    ),
+                    or(jd(Mode::AckPrio).map(|j| &j.bc2_bps), a.bc_phase2_bps).times(1.0 / bc_max),
                     0.9,
                 ),
         );
@@ -174,10 +171,7 @@ pub(super) fn claims(
         ))
         .at_most(
             share_of_fair.clone(),
-            scaled(
-                &or(jd(Mode::Bidir).map(|j| &j.towards_bps), b.towards_b_phase2_bps),
-                1.0 / fair,
-            ),
+            or(jd(Mode::Bidir).map(|j| &j.towards_bps), b.towards_b_phase2_bps).times(1.0 / fair),
             0.5,
         )));
     }
@@ -196,13 +190,11 @@ pub(super) fn claims(
             ))
             .at_least(
                 share_of_fair,
-                scaled(
-                    &or(
-                        jd(Mode::BidirAckPrio).map(|j| &j.towards_bps),
-                        ba.towards_b_phase2_bps,
-                    ),
-                    1.0 / fair,
-                ),
+                or(
+                    jd(Mode::BidirAckPrio).map(|j| &j.towards_bps),
+                    ba.towards_b_phase2_bps,
+                )
+                .times(1.0 / fair),
                 0.8,
             ),
         );
