@@ -267,7 +267,9 @@ fn timed(
 }
 
 /// Runs a lab experiment through the toolkit's driver under a progress bar
-/// counting `unit`, then prints its claims.
+/// counting `unit`, then prints its claims. One job: a lab experiment runs
+/// one thing at a time, so that nothing competes with the kernel's
+/// real-time traffic.
 fn drive<R: Reproduction>(
     exp: &R,
     plan: &R::Plan,
@@ -278,7 +280,7 @@ fn drive<R: Reproduction>(
     let opts = Opts {
         quick,
         seeds: None,
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        jobs: 1,
         command: crate::run::command_line(),
         out,
     };
@@ -452,15 +454,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 hopwise_experiment::plural(plan.modes.len(), "mode"),
                 plan.secs
             );
-            let opts = hopwise_experiment::Opts {
-                command: crate::run::command_line(),
-                ..hopwise_experiment::Opts::new(&out, quick)
-            };
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome =
-                hopwise_experiment::run(&overlay_ack::OverlayAckLab, &plan, &opts, &bars)?;
-            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
-            Ok(())
+            drive(&overlay_ack::OverlayAckLab, &plan, quick, out, "s")
         }
         LabCmd::AckCompression {
             quick,
@@ -481,17 +475,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 <LabAckCompression as hopwise_experiment::Reproduction>::ABOUT,
                 plan.secs
             );
-            let opts = hopwise_experiment::Opts {
-                quick,
-                seeds: None,
-                out: out.clone(),
-                jobs: 1,
-                command: crate::run::command_line(),
-            };
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = hopwise_experiment::run(&LabAckCompression, &plan, &opts, &bars)?;
-            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
-            Ok(())
+            drive(&LabAckCompression, &plan, quick, out, "s")
         }
         LabCmd::PendulumFig10 {
             quick,
@@ -521,17 +505,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 plan.secs,
                 plan.tp_ms
             );
-            let opts = hopwise_experiment::Opts {
-                quick,
-                seeds: None,
-                out: out.clone(),
-                jobs: 1,
-                command: crate::run::command_line(),
-            };
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = hopwise_experiment::run(&LabPendulumFig10, &plan, &opts, &bars)?;
-            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
-            Ok(())
+            drive(&LabPendulumFig10, &plan, quick, out, "s")
         }
         LabCmd::Pendulum {
             quick,
@@ -555,17 +529,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 <LabPendulum as hopwise_experiment::Reproduction>::ABOUT,
                 if quick { " (quick: 40 s)" } else { " (100 s)" }
             );
-            let opts = hopwise_experiment::Opts {
-                quick,
-                seeds: None,
-                out: out.clone(),
-                jobs: 1,
-                command: crate::run::command_line(),
-            };
-            let bars = crate::reproduce::Bars::counting("s");
-            let outcome = hopwise_experiment::run(&LabPendulum, &plan, &opts, &bars)?;
-            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
-            Ok(())
+            drive(&LabPendulum, &plan, quick, out, "s")
         }
     }
 }
