@@ -191,10 +191,19 @@ pub struct Results {
     pub points: Vec<Point>,
     pub transfers: Vec<Transfer>,
     pub links: Vec<RegimeLinks>,
-    /// Per regime run, the goodputs (bit/s) of each path's transfers: the
-    /// lab's and the simulator's, for the claims' intervals.
+    /// Per regime run, the goodputs of each path's transfers, for the
+    /// claims' intervals.
     #[serde(skip)]
-    samples: Vec<(Regime, Vec<Vec<f64>>, Vec<Vec<f64>>)>,
+    samples: Vec<RegimeSamples>,
+}
+
+/// One regime's goodputs (bit/s), per path in [`TABLE1`]'s order: the
+/// lab's transfers and the simulator's seeds.
+#[derive(Debug)]
+struct RegimeSamples {
+    regime: Regime,
+    lab: Vec<Vec<f64>>,
+    sim: Vec<Vec<f64>>,
 }
 
 /// What the delay line did in one regime.
@@ -744,7 +753,7 @@ impl Reproduction for LabOtcp {
                 })
                 .collect();
             r.points.extend(points(regime, &lab, &sim));
-            r.samples.push((regime, lab, sim));
+            r.samples.push(RegimeSamples { regime, lab, sim });
             r.transfers.extend(t);
             r.links.push(RegimeLinks { regime, links: l });
             ctx.checkpoint(&r)?;
@@ -756,7 +765,7 @@ impl Reproduction for LabOtcp {
         let mut claims: Vec<Claim> = r
             .samples
             .iter()
-            .map(|(regime, lab, sim)| regime_claim(opts, *regime, lab, sim))
+            .map(|s| regime_claim(opts, s.regime, &s.lab, &s.sim))
             .collect();
         // The delay line itself: how late frames left, and what it dropped.
         let lanes: Vec<&hopwise_lab::delay::LaneStats> = r
