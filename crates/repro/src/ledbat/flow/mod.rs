@@ -21,7 +21,7 @@
 //! the results and their differences from the paper are discussed in
 //! `docs/reproductions/ledbat-flow.md`.
 //!
-//! The folder: this file (the plan and the [`Reproduction`]), [`net`]
+//! The folder: this file (the plan and the [`Reproduction`]), `net`
 //! (scenario and measurements), [`profile`] (controller profiles and
 //! sensitivity variants), `runs` (the simulator runs), [`results`],
 //! `claims`, `outputs` (CSVs) and `plots` (figures).

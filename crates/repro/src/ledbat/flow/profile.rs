@@ -10,7 +10,7 @@
 //! * [`PAPER_SETUP`]: the constants that the paper's simulator used, as far
 //!   as its text and the code it cites show them, each with its source.
 //!   Every constant is run by one of the sensitivity variants of
-//!   [`fig4_variants`], which take their parameters from here, so the
+//!   `fig4_variants`, which take their parameters from here, so the
 //!   profile's Fig. 4 rows are those variants' rows.
 
 use super::net::{tcp_linux, tcp_ns2};
