@@ -37,8 +37,8 @@ pub use legacy::{data_pairs, legacy_claim, write_csv, Experiment, Outcome, Repro
 pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
     vec![
         Box::new(pendulum::Pendulum),
-        Box::new(ledbat::flow::experiment()),
-        Box::new(ledbat::swarm::experiment()),
+        Box::new(ledbat::flow::LedbatFlow),
+        Box::new(ledbat::swarm::LedbatSwarm),
         Box::new(overlay_ack::OverlayAck),
         Box::new(backtap::circuit::experiment()),
         Box::new(backtap::network::experiment()),

@@ -2,11 +2,11 @@
 //! of its scenarios that must already show the paper's key properties, and
 //! a miniature `run` that must write every required `summary.json` key.
 
+use hopwise_experiment::{Opts, Silent, Verdict};
 use hopwise_proto::time::Dur;
 use hopwise_repro::ledbat::flow::{
-    self as ledbat_flow, cc, simulate, tcp_ns2, FlowDef, Params, Path, RunSpec,
+    self as ledbat_flow, cc, simulate, tcp_ns2, FlowDef, LedbatFlow, Params, Path, RunSpec,
 };
-use hopwise_repro::{ReproOpts, Silent, Verdict};
 
 fn run(flows: Vec<FlowDef>, secs: u64, jitter_ms: u64, trace: bool) -> ledbat_flow::RunResult {
     simulate(&RunSpec {
@@ -130,11 +130,9 @@ fn fig5_low_priority_region() {
 fn run_writes_summary_with_required_keys() {
     let out = std::env::temp_dir().join(format!("hopwise-ledbat-flow-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let opts = ReproOpts {
-        quick: true,
-        seeds: None,
-        out: out.clone(),
+    let opts = Opts {
         jobs: 2,
+        ..Opts::new(&out, true)
     };
     let p = Params {
         fig2_secs: 5,
@@ -157,7 +155,7 @@ fn run_writes_summary_with_required_keys() {
         late_seeds: 1,
         late_10m: false,
     };
-    let outcome = ledbat_flow::run_with(&opts, &p, &Silent).expect("run");
+    let outcome = hopwise_experiment::run(&LedbatFlow, &p, &opts, &Silent).expect("run");
     let text = std::fs::read_to_string(out.join("summary.json")).expect("summary.json");
     let v: serde_json::Value = serde_json::from_str(&text).expect("valid JSON");
     let has = |key: &str, fields: &[&str]| {
@@ -212,6 +210,44 @@ fn run_writes_summary_with_required_keys() {
         .claims
         .iter()
         .any(|c| c.verdict != Verdict::Info && c.figure == "Fig. 6"));
+    // Fig. 4 under both controller profiles, and the paper-setup rows: each
+    // protocol from the variant that runs its constants.
+    for fig in ["Fig. 4 (RFC 6817 profile)", "Fig. 4 (paper-setup profile)"] {
+        assert!(
+            outcome
+                .claims
+                .iter()
+                .any(|c| c.figure == fig && c.verdict != Verdict::Info),
+            "no claim of {fig}"
+        );
+    }
+    let paper: Vec<(&str, &str)> = v["fig4_paper_setup"]
+        .as_array()
+        .expect("fig4_paper_setup")
+        .iter()
+        .map(|r| {
+            (
+                r["protocol"].as_str().unwrap(),
+                r["variant"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paper,
+        [
+            ("ledbat", "ledbat-min-cwnd-1"),
+            ("nice", "vegas-alpha1-beta3"),
+            ("vegas", "vegas-alpha1-beta3"),
+            ("lp", "lp-linux")
+        ]
+    );
+    let profiles = v["setup"]["profiles"].as_array().expect("profiles");
+    assert_eq!(profiles[1]["name"], "paper-setup");
+    assert!(profiles[1]["constants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["source"].as_str().is_some_and(|s| !s.is_empty())));
     for f in &outcome.files {
         let meta = std::fs::metadata(out.join(f)).unwrap_or_else(|_| panic!("{f} missing"));
         assert!(meta.len() > 0, "{f} is empty");

@@ -6,7 +6,7 @@ use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
 use hopwise_repro::ledbat::swarm::peer::Stay;
-use hopwise_repro::ledbat::swarm::swarm::{run_swarm, Class, SwarmSpec};
+use hopwise_repro::ledbat::swarm::sim::{run_swarm, Class, SwarmSpec};
 
 fn spec(classes: &[&str], stay: Stay, leechers: usize) -> SwarmSpec {
     SwarmSpec {

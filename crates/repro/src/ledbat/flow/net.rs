@@ -1,11 +1,11 @@
 //! Scenarios and measurements of `ledbat-flow`: a dumbbell with one
 //! drop-tail bottleneck and backlogged TCP flows, built in code.
 
+use hopwise_experiment::stats::jain;
 use hopwise_proto::cc::{CcConfig, ParamValue};
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
-use hopwise_sim::measure::jain;
 use hopwise_sim::spec::*;
 use hopwise_sim::Sim;
 
@@ -158,8 +158,9 @@ impl RunResult {
         let tot: f64 = self.goodput_bps.iter().sum();
         idx.into_iter().map(|i| self.goodput_bps[i]).sum::<f64>() / tot
     }
+    /// Jain's index of the flows' goodputs (NaN if nobody got anything).
     pub fn jain(&self) -> f64 {
-        jain(&self.goodput_bps).unwrap_or(f64::NAN)
+        jain(&self.goodput_bps)
     }
     /// Bytes-weighted share of flow `i` between `from_s` and `to_s` seconds,
     /// from the 1 s goodput bins (needs a traced run).

@@ -1,12 +1,12 @@
 //! The SVG figures of `ledbat-flow`.
 
-use super::{
-    fig2_pairs, fig4_variant_label, LedbatFlowSummary, Params, RunResult, LATE_VARIANTS,
-    LOW_PRIORITY, STEADY_FROM,
-};
-use crate::figs;
+use super::net::{RunResult, STEADY_FROM};
+use super::profile::fig4_variant_label;
+use super::results::Results;
+use super::runs::fig2_pairs;
+use super::{Params, LATE_VARIANTS, LOW_PRIORITY};
+use hopwise_experiment::{figs, Outputs};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use std::path::Path as FsPath;
 
 fn label(p: &str) -> &str {
     match p {
@@ -75,7 +75,7 @@ fn axis_notes(r: &RunResult, names: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn fig2(dir: &FsPath, traces: &[RunResult]) -> std::io::Result<()> {
+fn fig2(out: &mut Outputs, traces: &[RunResult]) -> anyhow::Result<()> {
     let mut panels: Vec<(bool, Chart)> = Vec::new();
     for (k, ((_, a, b), r)) in fig2_pairs().iter().zip(traces).enumerate() {
         let letter = (b'a' + k as u8) as char;
@@ -109,10 +109,10 @@ fn fig2(dir: &FsPath, traces: &[RunResult]) -> std::io::Result<()> {
             fig.push_panel(c);
         }
     }
-    fig.write_svg(dir.join("fig2_cwnd.svg"))
+    out.svg("fig2_cwnd.svg", &fig)
 }
 
-fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
+fn fig4(out: &mut Outputs, s: &Results) -> anyhow::Result<()> {
     let mut share = Chart::new("(a) share of the one NewReno flow")
         .x_label("N (low-priority flows)")
         .y_label("NewReno share")
@@ -202,7 +202,7 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         .map(|r| (r.n as f64, r.fair_share))
         .collect();
     share.push_series(Series::line("1/(N+1)", fair).dashed().color("#888888"));
-    Figure::new(
+    let fig = Figure::new(
         format!(
             "Fig. 4: one NewReno flow against N low-priority flows (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); {}",
             bars_over(s.setup.fig4_seeds)
@@ -213,8 +213,8 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
     .panel(share)
     .panel(loss)
     .panel(util)
-    .panel(steady)
-    .write_svg(dir.join("fig4.svg"))?;
+    .panel(steady);
+    out.svg("fig4.svg", &fig)?;
 
     // Sensitivity: NewReno share at the largest N, per protocol and setting.
     let nmax = s.fig4.iter().map(|r| r.n).max().unwrap_or(10);
@@ -245,10 +245,10 @@ fn fig4(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
                 .group("NewReno share", bars),
         );
     }
-    fig.write_svg(dir.join("fig4_variants.svg"))
+    out.svg("fig4_variants.svg", &fig)
 }
 
-fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
+fn fig5(out: &mut Outputs, s: &Results) -> anyhow::Result<()> {
     let top = s.fig5.iter().map(|r| r.target_pct).fold(150.0, f64::max);
     let mut util = Chart::new("(a) link utilisation")
         .x_label("target tau (% of the buffer's 1.2 s queueing delay)")
@@ -298,7 +298,7 @@ fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
         share = share.band_x(r.from_pct, r.to_pct.min(top), r.name.clone());
         util = util.band_x(r.from_pct, r.to_pct.min(top), r.name.clone());
     }
-    Figure::new(
+    let fig = Figure::new(
         format!(
             "Fig. 5: NewReno against LEDBAT with target tau (1 Mbit/s, RTT 50 ms, 100 packets, 120 s); {}",
             bars_over(s.setup.fig5_seeds)
@@ -307,11 +307,11 @@ fn fig5(dir: &FsPath, s: &LedbatFlowSummary) -> std::io::Result<()> {
     )
     .panel_size(1000, 380)
     .panel(util)
-    .panel(share)
-    .write_svg(dir.join("fig5.svg"))
+    .panel(share);
+    out.svg("fig5.svg", &fig)
 }
 
-fn fig6(dir: &FsPath, s: &LedbatFlowSummary, trace: Option<&RunResult>) -> std::io::Result<()> {
+fn fig6(out: &mut Outputs, s: &Results, trace: Option<&RunResult>) -> anyhow::Result<()> {
     let mut a = Chart::new("(a) against tau1/tau2 (tau2 = 100 ms)")
         .x_label("tau1 / tau2")
         .y_label("fraction")
@@ -386,15 +386,15 @@ fn fig6(dir: &FsPath, s: &LedbatFlowSummary, trace: Option<&RunResult>) -> std::
         }
         fig.push_panel(b);
     }
-    fig.write_svg(dir.join("fig6.svg"))
+    out.svg("fig6.svg", &fig)
 }
 
 fn latecomer(
-    dir: &FsPath,
-    s: &LedbatFlowSummary,
+    out: &mut Outputs,
+    s: &Results,
     traces: &[RunResult],
     p: &Params,
-) -> std::io::Result<()> {
+) -> anyhow::Result<()> {
     let mut fig = Figure::new(
         format!(
             "Latecomers: {} LEDBAT flows starting {} s apart (1 Mbit/s, RTT 50 ms, 100 packets)",
@@ -440,29 +440,15 @@ fn latecomer(
         );
     }
     fig.push_panel(bars);
-    fig.write_svg(dir.join("latecomer.svg"))
+    out.svg("latecomer.svg", &fig)
 }
 
-/// Writes every figure; returns the file names.
-pub fn write_all(
-    dir: &FsPath,
-    s: &LedbatFlowSummary,
-    fig2_traces: &[RunResult],
-    fig6_trace: Option<&RunResult>,
-    late_traces: &[RunResult],
-    p: &Params,
-) -> std::io::Result<Vec<String>> {
-    fig2(dir, fig2_traces)?;
-    fig4(dir, s)?;
-    fig5(dir, s)?;
-    fig6(dir, s, fig6_trace)?;
-    latecomer(dir, s, late_traces, p)?;
-    Ok(vec![
-        "fig2_cwnd.svg".into(),
-        "fig4.svg".into(),
-        "fig4_variants.svg".into(),
-        "fig5.svg".into(),
-        "fig6.svg".into(),
-        "latecomer.svg".into(),
-    ])
+/// Writes every figure: `fig2_cwnd.svg`, `fig4.svg`, `fig4_variants.svg`,
+/// `fig5.svg`, `fig6.svg`, `latecomer.svg`.
+pub(super) fn write_all(out: &mut Outputs, r: &Results, p: &Params) -> anyhow::Result<()> {
+    fig2(out, &r.traces.fig2)?;
+    fig4(out, r)?;
+    fig5(out, r)?;
+    fig6(out, r, r.traces.fig6_12.as_ref())?;
+    latecomer(out, r, &r.traces.late, p)
 }

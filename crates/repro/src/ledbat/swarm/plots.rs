@@ -1,15 +1,18 @@
 //! Figures of the ledbat-swarm reproduction.
 
-use super::{Policy, Row, BUFFER, BUFFERS, TARGET_MS};
+use super::results::{self, Row};
+use super::{Policy, BUFFER, BUFFERS, TARGET_MS};
+use hopwise_experiment::Outputs;
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use std::path::Path;
 
+/// Writes `fig8.svg`, `fig9b.svg`, `fig10_11.svg` and `fig12.svg`; `cdfs`
+/// and `ccdfs` are Fig. 8's download times and queue histograms by case
+/// label ([`Row::label`]).
 pub(super) fn write(
-    dir: &Path,
+    out: &mut Outputs,
     rows: &[Row],
     cdfs: &[(String, Vec<f64>)],
     ccdfs: &[(String, Vec<u64>)],
-    files: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     // Fig. 8: completion-time CDFs and uplink-queue CCDFs per seed policy.
     let mut fig = Figure::new(
@@ -29,7 +32,7 @@ pub(super) fn write(
             cdf.push_series(Series::cdf(short(name), dl));
         }
         for (name, h) in ccdfs.iter().filter(|(n, _)| n.ends_with_policy(policy)) {
-            let pts: Vec<(f64, f64)> = super::ccdf(h)
+            let pts: Vec<(f64, f64)> = results::ccdf(h)
                 .into_iter()
                 .enumerate()
                 .filter(|&(_, p)| p > 0.0)
@@ -39,8 +42,7 @@ pub(super) fn write(
         }
         fig = fig.panel(cdf).panel(ccdf);
     }
-    fig.write_svg(dir.join("fig8.svg"))?;
-    files.push("fig8.svg".into());
+    out.svg("fig8.svg", &fig)?;
 
     // Fig. 9b: the 50-50 mix over buffer sizes.
     let mut c = Chart::new("Fig. 9b: 50-50 NewReno/LEDBAT swarm (random stay) by access buffer")
@@ -69,8 +71,7 @@ pub(super) fn write(
             .with_error_bars(rs.iter().map(|r| error_bar(r.mean_s, r.ci90_s)).collect()),
         );
     }
-    c.write_svg(dir.join("fig9b.svg"))?;
-    files.push("fig9b.svg".into());
+    out.svg("fig9b.svg", &c)?;
 
     // Fig. 10 and 11: homogeneous and 50-50 swarms, random stay.
     let protos = ["newreno", "ledbat", "vegas", "lp", "nice"];
@@ -111,7 +112,7 @@ pub(super) fn write(
             q_other.push((p.to_string(), o.map_or(f64::NAN, |r| r.queue_mean_pkts)));
         }
     }
-    Figure::new(
+    let fig = Figure::new(
         "Fig. 10 and 11: swarms by congestion control (random stay)",
         2,
     )
@@ -136,9 +137,8 @@ pub(super) fn write(
             .y_label("mean uplink queue (packets)")
             .group("NewReno half", q_tcp)
             .group("other half", q_other),
-    )
-    .write_svg(dir.join("fig10_11.svg"))?;
-    files.push("fig10_11.svg".into());
+    );
+    out.svg("fig10_11.svg", &fig)?;
 
     // Fig. 12: heterogeneous LEDBAT targets.
     let f12: Vec<&Row> = rows.iter().filter(|r| r.target_ratio.is_some()).collect();
@@ -171,12 +171,10 @@ pub(super) fn write(
             pts.iter().map(|r| (ratio_of(r), r.queue_mean_ms)).collect(),
         ));
     }
-    Figure::new("Fig. 12: heterogeneous LEDBAT targets (random stay)", 2)
+    let fig = Figure::new("Fig. 12: heterogeneous LEDBAT targets (random stay)", 2)
         .panel(ct)
-        .panel(cq)
-        .write_svg(dir.join("fig12.svg"))?;
-    files.push("fig12.svg".into());
-    Ok(())
+        .panel(cq);
+    out.svg("fig12.svg", &fig)
 }
 
 /// "fig8 / 50-50 / 200 pkts / random stay / ledbat" → "50-50: ledbat peers".
