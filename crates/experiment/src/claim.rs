@@ -132,11 +132,25 @@ impl Estimate {
         }
     }
 
+    /// A statistic of `n` independent units (runs, seeds): its value over
+    /// all of them, with the percentile-bootstrap interval of
+    /// [`crate::stats::bootstrap_ci90`] (stream `name`,
+    /// [`crate::stats::RESAMPLES`] resamples). `stat` gets the indices of
+    /// the units it is computed over. Exact for a single unit.
+    pub fn resampled(name: &str, n: usize, stat: impl Fn(&[usize]) -> f64) -> Estimate {
+        let all: Vec<usize> = (0..n).collect();
+        let value = stat(&all);
+        if n < 2 {
+            return Estimate::exact(value);
+        }
+        let ci = crate::stats::bootstrap_ci90(n, crate::stats::RESAMPLES, name, stat);
+        Estimate::bootstrap(value, ci, n)
+    }
+
     /// The ratio of two means over the same seeds, `mean(num) / mean(den)`,
-    /// with a paired bootstrap interval: a resample draws seeds, and both
-    /// means take the same ones ([`crate::stats::bootstrap_ci90`] on the
-    /// stream `name`, 2000 resamples). A seed missing either value (NaN) is
-    /// left out of both. Exact for a single seed.
+    /// with a paired bootstrap interval ([`Estimate::resampled`]): a
+    /// resample draws seeds, and both means take the same ones. A seed
+    /// missing either value (NaN) is left out of both.
     pub fn ratio_of_means(name: &str, num: &[f64], den: &[f64]) -> Estimate {
         let pairs: Vec<(f64, f64)> = num
             .iter()
@@ -144,18 +158,12 @@ impl Estimate {
             .filter(|(a, b)| !a.is_nan() && !b.is_nan())
             .map(|(&a, &b)| (a, b))
             .collect();
-        let sums = |idx: &mut dyn Iterator<Item = usize>| {
-            idx.fold((0.0, 0.0), |(a, b), i| (a + pairs[i].0, b + pairs[i].1))
-        };
-        let (a, b) = sums(&mut (0..pairs.len()));
-        if pairs.len() < 2 {
-            return Estimate::exact(a / b);
-        }
-        let ci = crate::stats::bootstrap_ci90(pairs.len(), 2000, name, |idx| {
-            let (a, b) = sums(&mut idx.iter().copied());
+        Estimate::resampled(name, pairs.len(), |idx| {
+            let (a, b) = idx
+                .iter()
+                .fold((0.0, 0.0), |(a, b), &i| (a + pairs[i].0, b + pairs[i].1));
             a / b
-        });
-        Estimate::bootstrap(a / b, ci, pairs.len())
+        })
     }
 
     /// The value and its interval times `k` (a unit, or a ratio to a model).

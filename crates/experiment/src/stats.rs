@@ -52,6 +52,9 @@ pub fn mean_ci90(xs: &[f64]) -> (f64, f64) {
     (m, t90(xs.len() - 1) * sd / (xs.len() as f64).sqrt())
 }
 
+/// Resamples of the bootstrap intervals the claims carry.
+pub const RESAMPLES: usize = 2000;
+
 /// A 90 % percentile-bootstrap interval (Efron and Tibshirani 1993, §13.3)
 /// of a statistic over `n` independent units (runs): `stat` gets the indices
 /// of one resample, `n` draws with replacement, and the interval is the 5th

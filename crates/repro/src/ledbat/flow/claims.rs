@@ -13,11 +13,7 @@ use super::profile::{Profile, PAPER_SETUP, RFC6817};
 use super::results::*;
 use super::{Params, LOW_PRIORITY};
 use hopwise_experiment::plural;
-use hopwise_experiment::stats::{bootstrap_ci90, mean};
 use hopwise_experiment::{Claim, Cmp, Estimate};
-
-/// Resamples per bootstrap interval.
-const REPS: usize = 4000;
 
 /// A window in packets, whole from 10 up and with two significant digits
 /// below (`37`, `2.4`, `0.021`); `n/a` for no samples.
@@ -45,31 +41,11 @@ fn fmt_share(r: Option<&Fig4Row>) -> String {
     })
 }
 
-/// The mean over seeds with its t interval; no value without samples.
-fn t90(samples: &[f64]) -> Estimate {
-    if samples.is_empty() {
-        return Estimate::exact(f64::NAN);
-    }
-    Estimate::mean_t90(samples)
-}
-
 /// NewReno's mean share in `r`, with its t interval over seeds.
 fn share(r: Option<&Fig4Row>) -> Estimate {
-    r.map_or(Estimate::exact(f64::NAN), |r| t90(&r.per_seed.tcp_share))
-}
-
-/// `mean(b) / mean(a)` over runs that share their seeds, with a paired
-/// bootstrap interval (the stream `name` draws the resamples).
-fn ratio_of_means(a: &[f64], b: &[f64], name: &str) -> Estimate {
-    let point = mean(b) / mean(a);
-    if a.len() != b.len() || a.len() < 2 {
-        return Estimate::exact(point);
-    }
-    let ci = bootstrap_ci90(a.len(), REPS, name, |idx| {
-        let m = |x: &[f64]| idx.iter().map(|&i| x[i]).sum::<f64>();
-        m(b) / m(a)
-    });
-    Estimate::bootstrap(point, ci, a.len())
+    r.map_or(Estimate::exact(f64::NAN), |r| {
+        Estimate::mean_t90(&r.per_seed.tcp_share)
+    })
 }
 
 /// Which loss rate of a Fig. 4 row.
@@ -99,7 +75,7 @@ impl Loss {
 /// loss(N = hi) / loss(N = lo) of two Fig. 4 rows, over their seeds.
 fn loss_growth(a: Option<&Fig4Row>, b: Option<&Fig4Row>, loss: Loss, name: &str) -> Estimate {
     match (a, b) {
-        (Some(a), Some(b)) => ratio_of_means(loss.per_seed(a), loss.per_seed(b), name),
+        (Some(a), Some(b)) => Estimate::ratio_of_means(name, loss.per_seed(b), loss.per_seed(a)),
         _ => Estimate::exact(f64::NAN),
     }
 }
@@ -305,10 +281,13 @@ fn fig4(p: &Params, r: &Results, c: &mut Vec<Claim>) {
             parts.push(format!("{proto} {:.3}", r.tcp_share));
             let s = &r.per_seed.tcp_share;
             let k = 1.0 / r.fair_share;
-            times.push((proto, t90(&s.iter().map(|x| x * k).collect::<Vec<_>>())));
+            times.push((
+                proto,
+                Estimate::mean_t90(&s.iter().map(|x| x * k).collect::<Vec<_>>()),
+            ));
             plus.push((
                 proto,
-                t90(&s.iter().map(|x| x - r.fair_share).collect::<Vec<_>>()),
+                Estimate::mean_t90(&s.iter().map(|x| x - r.fair_share).collect::<Vec<_>>()),
             ));
         }
     }
@@ -544,7 +523,8 @@ fn fig5(p: &Params, r: &Results, c: &mut Vec<Claim>) {
         ))
         .each(
             "NewReno's share",
-            low.iter().map(|r| (label(r), t90(&r.tcp_shares))),
+            low.iter()
+                .map(|r| (label(r), Estimate::mean_t90(&r.tcp_shares))),
             Cmp::AtLeast(0.8),
         ),
     );
@@ -569,7 +549,7 @@ fn fig5(p: &Params, r: &Results, c: &mut Vec<Claim>) {
             ))
             .at_least(
                 "the fall of NewReno's share from τ = 50 % to 100 %",
-                t90(&drops),
+                Estimate::mean_t90(&drops),
                 0.2,
             ),
         );
@@ -588,7 +568,7 @@ fn fig5(p: &Params, r: &Results, c: &mut Vec<Claim>) {
         )
         .each(
             "NewReno's share",
-            high.iter().map(|r| (label(r), t90(&r.tcp_shares))),
+            high.iter().map(|r| (label(r), Estimate::mean_t90(&r.tcp_shares))),
             Cmp::Between(0.3, 0.7),
         ),
     );
@@ -604,7 +584,8 @@ fn fig5(p: &Params, r: &Results, c: &mut Vec<Claim>) {
         .measured(format!("lowest mean utilisation: {u5:.3}"))
         .each(
             "mean utilisation",
-            f5.iter().map(|r| (label(r), t90(&r.utilizations))),
+            f5.iter()
+                .map(|r| (label(r), Estimate::mean_t90(&r.utilizations))),
             Cmp::AtLeast(0.9),
         ),
     );
@@ -713,7 +694,10 @@ fn latecomers(p: &Params, r: &Results, c: &mut Vec<Claim>) {
             )
             .increasing(
                 "Jain index while all flows are active",
-                [("rfc6817", t90(&rfc.jains)), ("ledbat++", t90(&pp.jains))],
+                [
+                    ("rfc6817", Estimate::mean_t90(&rfc.jains)),
+                    ("ledbat++", Estimate::mean_t90(&pp.jains)),
+                ],
             ),
         );
     }
@@ -731,21 +715,5 @@ mod tests {
         assert_eq!(pkts(0.0041), "0.0041");
         assert_eq!(pkts(0.0), "0");
         assert_eq!(pkts(f64::NAN), "n/a");
-    }
-
-    #[test]
-    fn ratios_of_means_over_shared_seeds_get_a_paired_interval() {
-        let a = [1.0, 2.0, 1.5, 1.2];
-        let b = [2.0, 4.2, 2.9, 2.5];
-        let e = ratio_of_means(&a, &b, "t");
-        assert!((e.value - 11.6 / 5.7).abs() < 1e-12);
-        let [lo, hi] = e.ci90.expect("an interval");
-        assert!(
-            lo < e.value && e.value < hi && lo > 1.8 && hi < 2.2,
-            "{lo} {hi}"
-        );
-        // One seed, or unpaired lengths: exact.
-        assert_eq!(ratio_of_means(&a[..1], &b[..1], "t").ci90, None);
-        assert_eq!(ratio_of_means(&a, &b[..3], "t").ci90, None);
     }
 }

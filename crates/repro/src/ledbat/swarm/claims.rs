@@ -11,22 +11,7 @@
 
 use super::results::{pkts_ms, ClassRun, Row};
 use super::{Policy, BUFFER, BUFFERS, TARGET_MS, TARGET_RATIOS};
-use hopwise_experiment::stats::bootstrap_ci90;
 use hopwise_experiment::{Claim, Cmp, Estimate};
-
-/// Resamples per bootstrap interval.
-const REPS: usize = 4000;
-
-/// `stat` of every run, with its bootstrap interval over the `n` runs
-/// (drawn from the stream `name`); exact for a single run.
-fn boot(n: usize, name: &str, stat: impl Fn(&[usize]) -> f64) -> Estimate {
-    let all: Vec<usize> = (0..n).collect();
-    let point = stat(&all);
-    if n < 2 {
-        return Estimate::exact(point);
-    }
-    Estimate::bootstrap(point, bootstrap_ci90(n, REPS, name, stat), n)
-}
 
 /// The mean over runs of `a`'s mean download time minus `b`'s in the same
 /// run (runs where either has no download left out), with its t interval.
@@ -111,7 +96,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             ))
             .at_most(
                 "max/min of the mean download times",
-                boot(n, "ledbat-swarm/fig8a", |idx| {
+                Estimate::resampled("ledbat-swarm/fig8a", n, |idx| {
                     max_over_min(means.iter().map(|x| mean(x.1, idx)))
                 }),
                 1.15,
@@ -161,12 +146,12 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             ))
             .at_least(
                 "share of NewReno's uplink-queue samples above 100 packets",
-                boot(n, "ledbat-swarm/fig8b/newreno", |idx| over_100(t, idx)),
+                Estimate::resampled("ledbat-swarm/fig8b/newreno", n, |idx| over_100(t, idx)),
                 0.1,
             )
             .at_most(
                 "LEDBAT's mean uplink queue (ms)",
-                boot(n, "ledbat-swarm/fig8b/ledbat", |idx| pkts_ms(queue(l, idx))),
+                Estimate::resampled("ledbat-swarm/fig8b/ledbat", n, |idx| pkts_ms(queue(l, idx))),
                 3.0 * TARGET_MS as f64,
             ),
         );
@@ -186,7 +171,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
         .collect();
     if gaps.len() >= 2 {
         let gap = |&(b, t, l): &(u64, &Row, &Row)| {
-            boot(n, &format!("ledbat-swarm/fig9b/{b}"), |idx| {
+            Estimate::resampled(&format!("ledbat-swarm/fig9b/{b}"), n, |idx| {
                 mean(t, idx) / mean(l, idx)
             })
         };
@@ -241,7 +226,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             ))
             .at_most(
                 "max/min of the mean download times",
-                boot(n, "ledbat-swarm/fig10a", |idx| {
+                Estimate::resampled("ledbat-swarm/fig10a", n, |idx| {
                     max_over_min(homo.iter().map(|r| mean(r, idx)))
                 }),
                 1.25,
@@ -263,7 +248,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
             )
             .above(
                 "lower of NewReno's and LP's mean uplink queue − highest of Vegas's, NICE's and LEDBAT's (packets)",
-                boot(n, "ledbat-swarm/fig10b", |idx| {
+                Estimate::resampled("ledbat-swarm/fig10b", n, |idx| {
                     q("newreno", idx).min(q("lp", idx))
                         - q("vegas", idx).max(q("nice", idx)).max(q("ledbat", idx))
                 }),
@@ -310,7 +295,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
                 "NewReno/other mean download time",
                 mixes.iter().map(|&(p, t, o)| {
                     let name = format!("ledbat-swarm/fig11a/{p}");
-                    (format!("vs {p}"), boot(n, &name, |idx| ratio(t, o, idx)))
+                    (format!("vs {p}"), Estimate::resampled(&name, n, |idx| ratio(t, o, idx)))
                 }),
                 Cmp::Above(1.0),
             )
@@ -318,7 +303,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
                 "NewReno/other − NewReno/LP",
                 mixes.iter().filter(|m| m.0 != "lp").map(|&(p, t, o)| {
                     let name = format!("ledbat-swarm/fig11a/{p}-lp");
-                    let e = boot(n, &name, |idx| ratio(t, o, idx) - ratio(lt, lo, idx));
+                    let e = Estimate::resampled(&name, n, |idx| ratio(t, o, idx) - ratio(lt, lo, idx));
                     (format!("vs {p}"), e)
                 }),
                 Cmp::AtLeast(0.0),
@@ -342,7 +327,7 @@ pub fn claims(rows: &[Row]) -> Vec<Claim> {
         .collect();
     if !f12.is_empty() {
         let gap = |&(r, a, b): &(f64, &Row, &Row)| {
-            boot(n, &format!("ledbat-swarm/fig12a/{r}"), |idx| {
+            Estimate::resampled(&format!("ledbat-swarm/fig12a/{r}"), n, |idx| {
                 mean(a, idx) / mean(b, idx)
             })
         };
