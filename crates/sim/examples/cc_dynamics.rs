@@ -10,7 +10,7 @@
 //! the cases whose name contains one of them; `CC_PARAMS` sets controller
 //! parameters (see [`with_overrides`]); `OWD_MS` (bottleneck one-way delay,
 //! default 23 ms: 50 ms RTT) and `BUFFER_PKTS` (default 100) vary the path.
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/it/common/mod.rs"]
 mod common;
 use common::*;
 use hopwise_proto::cc::{CcConfig, ParamValue};

@@ -2,8 +2,7 @@
 //! queue after a data packet, the run still open at the end included; a
 //! queue that carries only ACKs has none.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;

@@ -4,8 +4,6 @@
 //! and the relay goes on serving.
 
 // Tests of a real-time daemon: they sleep and read the wall clock.
-#![allow(clippy::disallowed_methods)]
-
 use hopwise_net::otcp::{
     choose, select_relay, spawn_otcp_forward, spawn_otcp_relay, Candidate, ForwardOptions,
     OtcpHandle, RelayOptions,

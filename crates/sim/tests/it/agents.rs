@@ -1,8 +1,7 @@
 //! Agents: applications with their own logic on top of TCP sockets, UDP and timers.
 
-mod common;
 use bytes::Bytes;
-use common::*;
+use crate::common::*;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};

@@ -4,10 +4,7 @@
 //! code, talking to relay1 of a running overlay over real UDP.
 
 // Tests of a real-time daemon: they sleep and read the wall clock.
-#![allow(clippy::disallowed_methods)]
-
-mod common;
-
+use crate::common;
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use hopwise_proto::circuit::control::{encode_ctl, CtlMsg, DestroyReason};
 use hopwise_proto::circuit::LinkId;

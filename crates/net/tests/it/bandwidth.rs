@@ -5,13 +5,10 @@
 //! middle never sends above its bucket, its queues stay bounded, the bytes
 //! arrive intact). That the circuit *reaches* ≥ 95 % of the bucket is a
 //! throughput claim, made in release mode:
-//! `cargo test --release -p hopwise-net --test bandwidth -- --ignored --nocapture`.
+//! `cargo test --release -p hopwise-net --test it bandwidth:: -- --ignored --nocapture`.
 
 // Tests of a real-time daemon: they sleep and read the wall clock.
-#![allow(clippy::disallowed_methods)]
-
-mod common;
-
+use crate::common;
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

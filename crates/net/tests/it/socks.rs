@@ -3,8 +3,7 @@
 //! (SOCKS reply 0x02, "not allowed by ruleset"). The proxy serves at most
 //! `socks_max_connections` at once and bounds each handshake as a whole.
 
-mod common;
-
+use crate::common;
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use hopwise_proto::circuit::socks::{
     encode_request, Addr, CMD_BIND, CMD_CONNECT, CMD_UDP_ASSOCIATE,

@@ -1,8 +1,7 @@
 //! The Prometheus endpoint: off by default, on loopback when configured,
 //! with the series the operator's guide lists.
 
-mod common;
-
+use crate::common;
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

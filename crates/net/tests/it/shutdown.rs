@@ -2,8 +2,7 @@
 //! down at once (not after `idle_timeout`), and a circuit rebuilt through
 //! it fails within seconds.
 
-mod common;
-
+use crate::common;
 use hopwise_net::testbed::{Lab, LabOptions};
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! The same scenario and seed give byte-identical results; a different seed
 //! gives a different event log.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;

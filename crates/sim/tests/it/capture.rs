@@ -1,8 +1,7 @@
 //! Packet captures of a real run: one record per packet that left the tapped
 //! link direction, in time order, whose TCP headers follow the connection.
 
-mod common;
-use common::*;
+use crate::common::*;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;

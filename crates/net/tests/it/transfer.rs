@@ -1,10 +1,9 @@
 //! Transfers through three relays on loopback arrive byte-exact (SHA-256),
 //! clean and with 5 % loss and 20 ms delay emulated on every hop. The 200 MB
 //! versions are `#[ignore]`d (run them with `cargo test --release -p
-//! hopwise-net --test transfer -- --ignored`).
+//! hopwise-net --test it transfer:: -- --ignored`).
 
-mod common;
-
+use crate::common;
 use hopwise_net::config::Emulation;
 use hopwise_net::testbed::LabOptions;
 use std::time::Duration;

@@ -1,0 +1,16 @@
+//! The integration tests of this crate, one test binary (one link step
+//! instead of one per file): a module per area.
+
+mod common;
+#[allow(clippy::disallowed_methods)]
+mod bandwidth;
+mod config_errors;
+mod config_props;
+#[allow(clippy::disallowed_methods)]
+mod forgery;
+mod metrics;
+#[allow(clippy::disallowed_methods)]
+mod otcp;
+mod shutdown;
+mod socks;
+mod transfer;
