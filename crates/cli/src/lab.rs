@@ -328,40 +328,33 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             }
             let exe = std::env::current_exe()
                 .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
-            let opts = backtap::Options {
-                out: out.clone(),
+            let lab = backtap::LabBacktap { exe };
+            let plan = backtap::Options {
                 secs: secs.unwrap_or(backtap::Options::secs_for(quick)),
                 rate_bps: rate,
                 buffer,
                 cc,
                 circuits,
-                ..backtap::Options::new(exe)
+                ..hopwise_experiment::Reproduction::plan(&lab, quick, None)
             };
             let about = if circuits == 1 {
                 "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck"
             } else {
                 "seed 002 on real UDP: BackTap circuits (hopwise relay) against kernel TCP at one bottleneck"
             };
-            opts.check()?;
+            plan.check()?;
             // Only a run that can start makes its output directory.
             crate::run::prepare_out(&out)?;
-            eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
-            let (command, outcome, wall) = timed("s", |command, bars| {
-                backtap::run(&opts, Some(command), bars)
-            })?;
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "hopwise relay ×3 and hopwise proxy over UDP, kernel TCP ({}), in network namespaces, Linux {}; {} Mbit/s bottleneck, {} buffer; {} s per case; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    rate as f64 / 1e6,
-                    opts.buffer,
-                    opts.secs,
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ];
-            crate::reproduce::present(&out, "hopwise lab backtap", about, &facts, &outcome, wall)?;
+            eprintln!("lab backtap: {about} ({} s per case)", plan.secs);
+            let opts = hopwise_experiment::Opts {
+                command: crate::run::command_line(),
+                // The cases run one after another.
+                jobs: 1,
+                ..hopwise_experiment::Opts::new(&out, quick)
+            };
+            let bars = crate::reproduce::Bars::counting("s");
+            let outcome = hopwise_experiment::run(&lab, &plan, &opts, &bars)?;
+            crate::reproduce::print_claims(&outcome.claims, &out, outcome.wall_s);
             Ok(())
         }
         LabCmd::Otcp {

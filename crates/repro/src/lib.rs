@@ -40,8 +40,8 @@ pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
         Box::new(ledbat::flow::experiment()),
         Box::new(ledbat::swarm::experiment()),
         Box::new(overlay_ack::experiment()),
-        Box::new(backtap::circuit::experiment()),
-        Box::new(backtap::network::experiment()),
+        Box::new(backtap::circuit::BacktapCircuit),
+        Box::new(backtap::network::BacktapNetwork),
         Box::new(otcp::experiment()),
     ]
 }
