@@ -3,7 +3,6 @@
 use anyhow::{bail, Result};
 use clap::Subcommand;
 use hopwise_experiment::{Opts, Reproduction};
-use hopwise_lab::kstats::kernel_release;
 use hopwise_lab::Buffer;
 use hopwise_repro::backtap::lab as backtap;
 use hopwise_repro::otcp::lab as otcp;
@@ -12,7 +11,6 @@ use hopwise_repro::pendulum::lab_acks::{self as acks, LabAckCompression};
 use hopwise_repro::pendulum::lab_fig1::{self as pendulum, LabPendulum};
 use hopwise_repro::pendulum::lab_fig10::{self as pendulum_fig10, LabPendulumFig10};
 use std::path::PathBuf;
-use std::time::Instant;
 
 #[derive(Subcommand)]
 pub enum LabCmd {
@@ -252,20 +250,6 @@ fn parse_ms(s: &str) -> Result<u64, String> {
     Ok(d.as_nanos() / 1_000_000)
 }
 
-/// Runs a lab experiment under a progress bar counting `unit`; returns the
-/// command line (for the report), the outcome and the wall time in seconds.
-fn timed(
-    unit: &'static str,
-    run: impl FnOnce(&str, &crate::reproduce::Bars) -> Result<hopwise_repro::Outcome>,
-) -> Result<(String, hopwise_repro::Outcome, f64)> {
-    let command = crate::run::command_line();
-    let t0 = Instant::now();
-    let bars = crate::reproduce::Bars::counting(unit);
-    let outcome = run(&command, &bars)?;
-    hopwise_experiment::Progress::finish(&bars);
-    Ok((command, outcome, t0.elapsed().as_secs_f64()))
-}
-
 /// Runs a lab experiment through the toolkit's driver under a progress bar
 /// counting `unit`, then prints its claims. One job: a lab experiment runs
 /// one thing at a time, so that nothing competes with the kernel's
@@ -353,41 +337,25 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             }
             let exe = std::env::current_exe()
                 .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
-            let opts = backtap::Options {
-                out: out.clone(),
+            let lab = backtap::LabBacktap { exe };
+            let plan = backtap::Options {
                 secs: secs.unwrap_or(backtap::Options::secs_for(quick)),
                 rate_bps: rate,
                 buffer,
                 cc,
                 circuits,
-                ..backtap::Options::new(exe)
+                ..hopwise_experiment::Reproduction::plan(&lab, quick, None)
             };
             let about = if circuits == 1 {
                 "seed 002 on real UDP: a BackTap circuit (hopwise relay) against kernel TCP at one bottleneck"
             } else {
                 "seed 002 on real UDP: BackTap circuits (hopwise relay) against kernel TCP at one bottleneck"
             };
-            opts.check()?;
+            plan.check()?;
             // Only a run that can start makes its output directory.
             crate::run::prepare_out(&out)?;
-            eprintln!("lab backtap: {about} ({} s per case)", opts.secs);
-            let (command, outcome, wall) = timed("s", |command, bars| {
-                backtap::run(&opts, Some(command), bars)
-            })?;
-            let facts = [
-                format!("command: {command}"),
-                format!(
-                    "hopwise relay ×3 and hopwise proxy over UDP, kernel TCP ({}), in network namespaces, Linux {}; {} Mbit/s bottleneck, {} buffer; {} s per case; {wall:.1} s wall; hopwise {}",
-                    opts.cc,
-                    kernel_release(),
-                    rate as f64 / 1e6,
-                    opts.buffer,
-                    opts.secs,
-                    env!("CARGO_PKG_VERSION")
-                ),
-            ];
-            crate::reproduce::present(&out, "hopwise lab backtap", about, &facts, &outcome, wall)?;
-            Ok(())
+            eprintln!("lab backtap: {about} ({} s per case)", plan.secs);
+            drive(&lab, &plan, quick, out, "s")
         }
         LabCmd::Otcp {
             quick,

@@ -235,34 +235,3 @@ pub(crate) fn print_claims(claims: &[Claim], out: &std::path::Path, wall: f64) -
     );
     t
 }
-
-/// Prints the claims table, writes `report.html` into `out` and prints the
-/// verdict count (for the lab experiments not yet on the driver).
-pub(crate) fn present(
-    out: &std::path::Path,
-    title: &str,
-    about: &str,
-    facts: &[String],
-    outcome: &hopwise_repro::Outcome,
-    wall: f64,
-) -> Result<()> {
-    let data: Vec<(&str, &str)> = outcome
-        .data
-        .iter()
-        .map(|(f, c)| (f.as_str(), c.as_str()))
-        .collect();
-    report::write(
-        out,
-        &report::ReportMeta {
-            title,
-            about,
-            facts,
-            text: None,
-            data: &data,
-        },
-        &outcome.claims,
-        &outcome.files,
-    )?;
-    print_claims(&outcome.claims, out, wall);
-    Ok(())
-}

@@ -789,7 +789,10 @@ mod tests {
         assert_eq!(Estimate::ratio_of_means("t", &[3.0], &[2.0]).ci90, None);
         // A seed that lacks a value is left out of both means.
         let e = Estimate::ratio_of_means("t", &[2.0, 4.0, f64::NAN], &[1.0, 2.0, 3.0]);
-        assert_eq!((e.value, e.interval), (2.0, Some(Interval::Bootstrap { n: 2 })));
+        assert_eq!(
+            (e.value, e.interval),
+            (2.0, Some(Interval::Bootstrap { n: 2 }))
+        );
         let e = Estimate::bootstrap(2.0, (1.0, 3.0), 5).times(-0.5);
         assert_eq!((e.value, e.ci90), (-1.0, Some([-1.5, -0.5])));
     }

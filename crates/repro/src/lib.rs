@@ -19,19 +19,9 @@
 
 pub mod backtap;
 pub mod ledbat;
-mod legacy;
 pub mod otcp;
 pub mod overlay_ack;
 pub mod pendulum;
-
-// Transitional: what the papers imported from this crate before the
-// toolkit moved out. Removed once every paper implements `Reproduction`.
-pub use hopwise_experiment::figs;
-pub use hopwise_experiment::stats::{bootstrap_ci90, mean_ci90, mean_sd, quantile, t90};
-pub use hopwise_experiment::{
-    claims_table, par_map, plural, write_summary, Claim, Progress, Silent, Verdict,
-};
-pub use legacy::{data_pairs, legacy_claim, write_csv, Experiment, Outcome, ReproOpts};
 
 /// Every reproduction, in the order `--list` shows them.
 pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
@@ -40,8 +30,8 @@ pub fn registry() -> Vec<Box<dyn hopwise_experiment::Experiment>> {
         Box::new(ledbat::flow::LedbatFlow),
         Box::new(ledbat::swarm::LedbatSwarm),
         Box::new(overlay_ack::OverlayAck),
-        Box::new(backtap::circuit::experiment()),
-        Box::new(backtap::network::experiment()),
+        Box::new(backtap::circuit::BacktapCircuit),
+        Box::new(backtap::network::BacktapNetwork),
         Box::new(otcp::Otcp),
     ]
 }

@@ -1,9 +1,11 @@
 //! Seed 002 §4 (backtap-circuit): must-show properties on shortened runs,
 //! the helpers, and a tiny end-to-end run that writes summary.json.
 
+use hopwise_experiment::stats::jain;
+use hopwise_experiment::{Opts, Silent};
 use hopwise_proto::time::Dur;
-use hopwise_repro::backtap::circuit::{fig5, latecomer, mux, *};
-use hopwise_repro::{ReproOpts, Silent};
+use hopwise_repro::backtap::circuit::{fig5, fig5_claims, latecomer, mux, *};
+use hopwise_repro::backtap::common::{self, *};
 
 /// A plan small enough for the test profile: one RTT, one run per point,
 /// short measurements, no sensitivity runs.
@@ -32,11 +34,8 @@ fn tiny_plan() -> Plan {
     }
 }
 
-fn variant(key: &str) -> fig5::Variant {
-    fig5::variants()
-        .into_iter()
-        .find(|v| v.key == key)
-        .expect("known variant")
+fn variant(key: &str) -> Variant {
+    common::variant(key).expect("known variant")
 }
 
 #[test]
@@ -172,10 +171,10 @@ fn multiplexing_vanilla_is_unfair_backtap_is_fair() {
 fn helpers() {
     assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
     assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
-    let (a, b, r2) = fig5::linear_fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
+    let (a, b, r2) = fig5_claims::linear_fit(&[(0.0, 1.0), (1.0, 3.0), (2.0, 5.0)]).unwrap();
     assert!((a - 1.0).abs() < 1e-12 && (b - 2.0).abs() < 1e-12 && (r2 - 1.0).abs() < 1e-12);
     // The linear start-up takes C/519 · (RTT/3)² seconds: ≈ 260 s at 900 ms.
-    let t = fig5::ramp_estimate(Dur::from_millis(900), BACKTAP_CELL);
+    let t = ramp_estimate(Dur::from_millis(900), BACKTAP_CELL);
     assert!((t - 260.1).abs() < 1.0, "{t}");
     let plan = Plan::quick(None);
     let bt = variant("backtap");
@@ -184,7 +183,7 @@ fn helpers() {
     let (d, from) = fig5::lengths(&variant("vanilla-circuit"), Dur::from_millis(900), &plan);
     assert_eq!((d, from), (Dur::from_secs(30), Dur::from_secs(10)));
     // The paper's three curves come first; refill variants follow.
-    let keys: Vec<&str> = fig5::variants()
+    let keys: Vec<&str> = variants()
         .iter()
         .filter(|v| v.main)
         .map(|v| v.key)
@@ -202,13 +201,11 @@ fn helpers() {
 fn tiny_run_writes_summary_with_the_required_keys() {
     let dir = std::env::temp_dir().join(format!("hopwise-backtap-circuit-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = ReproOpts {
-        quick: true,
-        seeds: Some(1),
-        out: dir.clone(),
+    let opts = Opts {
         jobs: 2,
+        ..Opts::new(&dir, true)
     };
-    let out = run_plan(&tiny_plan(), &opts, &Silent).unwrap();
+    let out = hopwise_experiment::run(&BacktapCircuit, &tiny_plan(), &opts, &Silent).unwrap();
     assert!(!out.claims.is_empty());
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();

@@ -1,9 +1,9 @@
 //! Fig. 7 / Table 2 of `backtap-network`: a tiny dumbbell (fast), and the
 //! quick plan's 375-circuit run for exploration (`--ignored`).
 
+use hopwise_experiment::{Ctx, Outputs, Silent, Verdict};
 use hopwise_repro::backtap::network::dumbbell::{self, DumbbellOut, KINDS};
-use hopwise_repro::backtap::network::{transport, Plan};
-use hopwise_repro::{ReproOpts, Silent, Verdict};
+use hopwise_repro::backtap::network::{dumbbell_claims, transport, Plan};
 use std::path::PathBuf;
 
 fn out_dir(name: &str) -> PathBuf {
@@ -12,13 +12,17 @@ fn out_dir(name: &str) -> PathBuf {
     d
 }
 
-fn opts(out: PathBuf) -> ReproOpts {
-    ReproOpts {
-        quick: true,
-        seeds: Some(1),
-        out,
-        jobs: 2,
-    }
+/// Runs `ts` on `plan` into `dir`: the results and the files written.
+fn run(
+    plan: &Plan,
+    ts: &[hopwise_repro::backtap::network::Transport],
+    dir: &PathBuf,
+) -> (DumbbellOut, Vec<String>) {
+    std::fs::create_dir_all(dir).unwrap();
+    let out = dumbbell::run_transports(plan, ts, &Ctx::new(dir, 2, &Silent)).unwrap();
+    let mut o = Outputs::new(dir);
+    dumbbell::outputs(plan, &out, &mut o).unwrap();
+    (out, o.files().to_vec())
 }
 
 fn print(out: &DumbbellOut) {
@@ -64,9 +68,7 @@ fn tiny_dumbbell() {
         .map(|k| transport(k).unwrap())
         .collect();
     let dir = out_dir("tiny");
-    let o = opts(dir.clone());
-    let mut files = Vec::new();
-    let out = dumbbell::run_transports(&plan, &ts, &o, &Silent, &dir, &mut files).unwrap();
+    let (out, files) = run(&plan, &ts, &dir);
     print(&out);
 
     assert_eq!(out.rows.len(), 6);
@@ -138,20 +140,33 @@ fn tiny_dumbbell() {
     assert!(cdf.contains("40,backtap,web,ttfb_s,"));
     assert!(cdf.contains("40,all,bulk,e2e_rtt_s,"));
 
-    let claims = dumbbell::claims(&plan, &out);
-    // TTFB, web TTLB, completions (verdicts), the mean rate, BackTap's hop
-    // retransmissions and the variant beside BackTap and vanilla (info); the
-    // other transports did not run.
-    assert_eq!(claims.len(), 6, "{claims:#?}");
-    assert!(claims[..3].iter().all(|c| c.verdict != Verdict::Info));
-    assert!(claims[3..].iter().all(|c| c.verdict == Verdict::Info));
-    let l = &claims[4];
+    let claims = dumbbell_claims::claims(&plan, &out);
+    // TTFB, web TTLB and completions for BackTap, each of the latter two
+    // also for BackTap with slow start (verdicts), the mean rate, BackTap's
+    // hop retransmissions and the variant beside BackTap and vanilla (info);
+    // the other transports did not run.
+    assert_eq!(claims.len(), 8, "{claims:#?}");
+    assert!(claims[..5].iter().all(|c| c.verdict != Verdict::Info));
+    assert!(claims[5..].iter().all(|c| c.verdict == Verdict::Info));
+    for i in [2, 4] {
+        assert!(
+            claims[i].claim.starts_with("BackTap with slow start"),
+            "{:?}",
+            claims[i]
+        );
+        assert!(
+            claims[i].measured.contains("backtap-slowstart"),
+            "{:?}",
+            claims[i]
+        );
+    }
+    let l = &claims[6];
     assert!(l.claim.contains("retransmissions"), "{l:?}");
     assert!(
         l.measured.contains("of 36 circuits") && l.measured.contains("of 4 circuits"),
         "{l:?}"
     );
-    let v = &claims[5];
+    let v = &claims[7];
     assert!(v.claim.contains("slow start"), "{v:?}");
     for k in ["backtap-slowstart: web", "backtap: web", "vanilla: web"] {
         assert!(v.measured.contains(k), "{k} missing: {v:?}");
@@ -160,7 +175,7 @@ fn tiny_dumbbell() {
     // transports.
     assert!(!claims[1].measured.contains("slowstart"), "{:?}", claims[1]);
     // Wall time is reported, never judged.
-    let sp = dumbbell::speed_claim(&plan, &out);
+    let sp = dumbbell_claims::speed_claim(&plan, &out);
     assert_eq!(sp.verdict, Verdict::Info, "{sp:?}");
     assert!(sp.measured.contains("M events/s"), "{sp:?}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -183,17 +198,15 @@ fn quick_375() {
     let dir = std::env::var("OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|_| out_dir("quick"));
-    let o = opts(dir.clone());
-    let mut files = Vec::new();
-    let out = dumbbell::run_transports(&plan, &ts, &o, &Silent, &dir, &mut files).unwrap();
+    let (out, _) = run(&plan, &ts, &dir);
     print(&out);
-    for c in dumbbell::claims(&plan, &out) {
+    for c in dumbbell_claims::claims(&plan, &out) {
         println!(
             "[{:?}] {}: {}\n    {}",
             c.verdict, c.figure, c.claim, c.measured
         );
     }
-    let c = dumbbell::speed_claim(&plan, &out);
+    let c = dumbbell_claims::speed_claim(&plan, &out);
     println!("[{:?}] {}: {}", c.verdict, c.claim, c.measured);
     println!("output in {}", dir.display());
 }

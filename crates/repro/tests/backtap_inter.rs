@@ -2,8 +2,9 @@
 //! downloads on the relay's host, and Tor Vegas's standing queue in the
 //! single circuit of Fig. 5, on tiny plans.
 
+use hopwise_experiment::{Ctx, Outputs, Silent, Verdict};
 use hopwise_repro::backtap::network::{inter, single, transport, FairnessOut, Plan};
-use hopwise_repro::{ReproOpts, Silent, Verdict};
+use std::path::PathBuf;
 
 /// One setting (bucket 1 MB/s on the 2 MB/s link), one circuit against two
 /// downloads, short; two RTTs of the single circuit, short.
@@ -23,28 +24,24 @@ fn tiny_plan() -> Plan {
     }
 }
 
-fn opts(name: &str) -> ReproOpts {
+fn out_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hopwise-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    ReproOpts {
-        quick: true,
-        seeds: Some(1),
-        out: dir,
-        jobs: 2,
-    }
+    dir
 }
 
 #[test]
 fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
     let plan = tiny_plan();
-    let o = opts("backtap-inter");
-    let mut files = Vec::new();
+    let dir = out_dir("backtap-inter");
+    let mut o = Outputs::new(&dir);
     let bucket: Vec<inter::Setting> = inter::settings()
         .into_iter()
         .filter(|s| s.key == "bucket")
         .collect();
-    let io = inter::run_settings(&plan, &bucket, &o, &Silent, &o.out, &mut files).unwrap();
+    let io = inter::run_settings(&plan, &bucket, &Ctx::new(&dir, 2, &Silent)).unwrap();
+    inter::outputs(&plan, &io, &mut o).unwrap();
     assert_eq!(io.rows.len(), 3);
     let va = io.row("bucket", "vanilla", 1, 2).unwrap();
     let bt = io.row("bucket", "backtap", 1, 2).unwrap();
@@ -78,11 +75,12 @@ fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
         "{v:?}"
     );
     for f in ["inter.csv", "fig6b_bucket.svg"] {
-        assert!(o.out.join(f).exists(), "{f} missing");
-        assert!(files.iter().any(|x| x == f), "{f} not listed");
+        assert!(dir.join(f).exists(), "{f} missing");
+        assert!(o.files().iter().any(|x| x == f), "{f} not listed");
     }
 
-    let so = single::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let so = single::run(&plan, &Ctx::new(&dir, 2, &Silent)).unwrap();
+    single::outputs(&so, &mut o).unwrap();
     let tv = so.row("tor-vegas-on-demand", 100).unwrap();
     let bt = so.row("backtap", 100).unwrap();
     // Tor Vegas runs on relays that refill on demand (Tor ≥ 0.3.3), with the
@@ -94,8 +92,8 @@ fn backtap_leaves_tcp_more_than_vanilla_and_vegas_holds_a_standing_queue() {
     assert!(tv.rate_frac >= 0.8 && bt.rate_frac >= 0.8, "{tv:?} {bt:?}");
     let sc = single::claims(&plan, &so, &FairnessOut::default());
     assert!(sc.iter().all(|c| c.verdict != Verdict::Differs), "{sc:?}");
-    assert!(o.out.join("single.csv").exists());
-    let _ = std::fs::remove_dir_all(&o.out);
+    assert!(dir.join("single.csv").exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Development aid: one inter-fairness point, `T`, `SETTING`, `N`, `K`,
@@ -126,11 +124,13 @@ fn explore_inter() {
 #[ignore]
 fn quick_plan_inter_and_single() {
     let plan = Plan::quick(None);
-    let o = opts("backtap-inter-quick");
-    let mut files = Vec::new();
+    let dir = out_dir("backtap-inter-quick");
+    let mut o = Outputs::new(&dir);
+    let ctx: Ctx<()> = Ctx::new(&dir, 2, &Silent);
     #[allow(clippy::disallowed_methods)]
     let t0 = std::time::Instant::now();
-    let io = inter::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let io = inter::run(&plan, &ctx.part()).unwrap();
+    inter::outputs(&plan, &io, &mut o).unwrap();
     let t_inter = t0.elapsed().as_secs_f64();
     for r in &io.rows {
         println!(
@@ -143,7 +143,8 @@ fn quick_plan_inter_and_single() {
     }
     #[allow(clippy::disallowed_methods)]
     let t1 = std::time::Instant::now();
-    let so = single::run(&plan, &o, &Silent, &o.out, &mut files).unwrap();
+    let so = single::run(&plan, &ctx.part()).unwrap();
+    single::outputs(&so, &mut o).unwrap();
     let t_single = t1.elapsed().as_secs_f64();
     for r in &so.rows {
         println!("{r:?}");
@@ -158,8 +159,9 @@ fn quick_plan_inter_and_single() {
         );
     }
     println!(
-        "wall: inter {t_inter:.1} s, single {t_single:.1} s; files {files:?} in {}",
-        o.out.display()
+        "wall: inter {t_inter:.1} s, single {t_single:.1} s; files {:?} in {}",
+        o.files(),
+        dir.display()
     );
 }
 

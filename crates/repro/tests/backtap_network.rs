@@ -156,22 +156,14 @@ fn star_full() {
         plan.star_variants.clear();
     }
     let out = std::env::var("OUT").unwrap_or_else(|_| "out/backtap-network-star".into());
-    let opts = hopwise_repro::ReproOpts {
-        quick: false,
-        seeds,
-        out: out.clone().into(),
-        jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
-    std::fs::create_dir_all(&out).unwrap();
-    let mut files = Vec::new();
-    let fo = fairness::run(
-        &plan,
-        &opts,
-        &hopwise_repro::Silent,
-        std::path::Path::new(&out),
-        &mut files,
-    )
-    .unwrap();
+    let dir = std::path::Path::new(&out);
+    std::fs::create_dir_all(dir).unwrap();
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let silent = hopwise_experiment::Silent;
+    let fo = fairness::run(&plan, &hopwise_experiment::Ctx::new(dir, jobs, &silent)).unwrap();
+    let mut o = hopwise_experiment::Outputs::new(dir);
+    fairness::outputs(&plan, &fo, &mut o).unwrap();
+    let files = o.files();
     for r in &fo.rows {
         println!(
             "{}: runs {} jain median {:.3} p10 {:.3} min {:.3} maxmin-median {:.3} overhead {:.4} backlog {:.2} MB queue {:.0} cells goodput {:.2} MB/s",

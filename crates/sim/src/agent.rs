@@ -14,10 +14,10 @@
 //! callback's caller continues; callbacks never run inside one another.
 
 use crate::packet::NodeId;
-use hopwise_proto::rng::Rng;
 use crate::sim::Sim;
 use bytes::Bytes;
 use hopwise_proto::cc::CcConfig;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::{Connection, TcpConfig};
 use hopwise_proto::time::Time;
 

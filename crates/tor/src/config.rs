@@ -4,9 +4,9 @@
 
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::cc::CcConfig;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Dur;
-use hopwise_proto::rng::Rng;
 
 /// Direction of a cell on a circuit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -20,14 +20,14 @@ use crate::cell::{
     count_corrupt, decode_request, encode_request, fill_pattern, read_relay, relay, relay_data,
     write_relay, Request, RELAY_DATA_LEN, RELAY_HEADER_LEN, REQUEST_LEN,
 };
-use crate::config::{Dir, ResponseDelay, TorConfig, Traffic, TorVegasConfig, Window};
+use crate::config::{Dir, ResponseDelay, TorConfig, TorVegasConfig, Traffic, Window};
 use crate::plan::NodePlan;
 use crate::results::RequestRecord;
-use crate::transport::{block_on_bucket, token, Shared, Transport};
 use crate::tor_vegas::TorVegas;
+use crate::transport::{block_on_bucket, token, Shared, Transport};
 use bytes::{Buf, Bytes, BytesMut};
-use hopwise_proto::time::Time;
 use hopwise_proto::rng::Rng;
+use hopwise_proto::time::Time;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
 use std::collections::{BTreeMap, VecDeque};
 

@@ -23,14 +23,14 @@ pub mod node;
 pub mod plan;
 pub mod results;
 pub mod server;
+pub mod tor_vegas;
 pub mod torps;
 pub mod transport;
-pub mod tor_vegas;
 
 pub use config::{
     BacktapTransportConfig, BucketScope, BucketSpec, Dir, LinkSharing, N23Config, N23Gating,
-    ResponseDelay, ServerSpec, TcpTransportConfig, Think, TorConfig, Traffic, TransportConfig,
-    TorVegasConfig, Window, WritePolicy,
+    ResponseDelay, ServerSpec, TcpTransportConfig, Think, TorConfig, TorVegasConfig, Traffic,
+    TransportConfig, Window, WritePolicy,
 };
 pub use hopwise_proto::bucket::Refill;
 pub use net::{Access, CircuitSpec, Installed, TorNet, TorSim};
@@ -38,5 +38,5 @@ pub use results::{
     fit_rw, CircuitResult, Fit, HopLosses, HopSample, HopTrace, NodeResult, NodeSample,
     RequestRecord, TorResults, TransportStats,
 };
-pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};
 pub use tor_vegas::{TorVegas, TorVegasStats};
+pub use torps::{TorpsCircuit, TorpsPaths, TorpsRelay};

@@ -1,9 +1,9 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
-mod common;
 #[allow(clippy::disallowed_methods)]
 mod bandwidth;
+mod common;
 mod config_errors;
 mod config_props;
 #[allow(clippy::disallowed_methods)]

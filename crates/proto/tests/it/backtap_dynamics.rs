@@ -446,7 +446,7 @@ fn runs_are_deterministic() {
 
 /// Speed check, not a correctness test: 1000 circuits from one client node
 /// through entry, middle and exit over 1 Gbit/s links. Run with
-/// `cargo test --release -p hopwise-proto --test backtap_dynamics -- --ignored --nocapture`.
+/// `cargo test --release -p hopwise-proto --test it backtap_dynamics:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn scale_many_circuits() {

@@ -1,8 +1,8 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
-mod backtap_net;
 mod backtap_dynamics;
+mod backtap_net;
 mod backtap_transfer;
 mod backtap_wire;
 mod cc_props;

@@ -18,18 +18,24 @@
 //! claims checked here: a delay-based hop keeps the bottleneck's queue short
 //! while using its capacity (§3.2), and it is "over-friendly" to a
 //! competing loss-based TCP (§4, Fig. 6b–c).
+//!
+//! [`LabBacktap`] runs it under the experiment driver: its plan is the
+//! command's [`Options`], each finished case is checkpointed, and the
+//! claims are judged on the one run of each case (exact values: real time
+//! gives one sample per case).
 
-use crate::{write_csv, write_summary, Claim, Outcome, Progress};
+use crate::backtap::common::{round_to, PAPER};
 use anyhow::{Context, Result};
+use hopwise_experiment::stats::jain;
+use hopwise_experiment::{Claim, Ctx, Outputs, Progress, Reproduction};
 use hopwise_lab::overlay::{self, Overlay, OverlayNames, OverlaySpec, CLIENT, SERVER, SOCKS_PORT};
 use hopwise_lab::topology::{self, Buffer};
 use hopwise_lab::traffic::{goodput_bps, join_all, spawn_client, spawn_server, Clock, BIN_S};
 use hopwise_net::testbed::{write_lab, LabOptions};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use hopwise_sim::measure::jain;
 use serde::Serialize;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 const TCP_PORT: u16 = 5001;
 const CIRCUIT_PORT: u16 = 5002;
@@ -42,10 +48,10 @@ const SETUP_S: f64 = 20.0;
 /// Seconds after the start that the measurement skips.
 pub const WARM_S: f64 = 5.0;
 
-/// What to run.
-#[derive(Clone, Debug)]
+/// What to run: the plan of [`LabBacktap`] (the output directory is the
+/// driver's).
+#[derive(Clone, Debug, Serialize)]
 pub struct Options {
-    pub out: PathBuf,
     /// The `hopwise` executable that runs the relays and the proxy.
     pub exe: PathBuf,
     /// Seconds per case.
@@ -88,7 +94,6 @@ impl Options {
     }
     pub fn new(exe: PathBuf) -> Options {
         Options {
-            out: PathBuf::from("out/lab-backtap"),
             exe,
             secs: Options::secs_for(false),
             rate_bps: 10_000_000,
@@ -128,19 +133,25 @@ pub struct CaseResult {
     pub queue_samples: usize,
 }
 
-#[derive(Serialize)]
-struct Summary<'a> {
-    experiment: &'static str,
-    command: Option<&'a str>,
-    kernel: String,
-    cc: &'a str,
-    rate_bps: u64,
-    buffer: String,
-    secs_per_case: u64,
-    circuits: usize,
-    warmup_s: f64,
-    cases: &'a [CaseResult],
-    claims: &'a [Claim],
+/// What the cases measured (summary.json's `kernel`, `warmup_s` and
+/// `cases`, beside the plan).
+#[derive(Debug, Default, Serialize)]
+pub struct Results {
+    /// The kernel's release.
+    pub kernel: String,
+    /// Seconds after the start that the measurement skips.
+    pub warmup_s: f64,
+    /// The cases finished, in [`CASES`] order.
+    pub cases: Vec<CaseResult>,
+    /// Their goodput bins and queue samples, for the CSVs and figures.
+    #[serde(skip)]
+    pub series: Vec<Series2>,
+}
+
+/// `hopwise lab backtap`: the cases of [`CASES`] with the plan's options.
+pub struct LabBacktap {
+    /// The `hopwise` executable (the default plan's).
+    pub exe: PathBuf,
 }
 
 /// (name, kernel TCP download, circuit download).
@@ -151,7 +162,7 @@ pub const CASES: [(&str, bool, bool); 3] = [
 ];
 
 /// Per-case series: goodput bins of (tcp, circuit) and queue samples (t, bytes).
-type Series2 = (Option<Vec<u64>>, Option<Vec<u64>>, Vec<(f64, u64)>);
+pub type Series2 = (Option<Vec<u64>>, Option<Vec<u64>>, Vec<(f64, u64)>);
 
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -168,6 +179,7 @@ fn case_slug(name: &str) -> String {
 
 fn run_case(
     opts: &Options,
+    out: &Path,
     (name, tcp, circuit): (&str, bool, bool),
     progress: &dyn Progress,
 ) -> Result<(CaseResult, Series2)> {
@@ -182,7 +194,7 @@ fn run_case(
     let setup = SETUP_S.min(opts.secs as f64);
     let server = overlay::addr(SERVER);
     if circuit {
-        let dir = opts.out.join("overlay");
+        let dir = out.join("overlay");
         let mut o = LabOptions::new(&dir);
         o.socks = SocketAddr::from((overlay::addr(CLIENT), SOCKS_PORT));
         o.relay_addresses = Some([0, 1, 2].map(overlay::relay_addr));
@@ -295,7 +307,7 @@ fn run_case(
         drop(ov);
         return Err(e.context(format!(
             "case {name:?}: a daemon died (logs in {})",
-            opts.out.join("overlay").display()
+            out.join("overlay").display()
         )));
     }
     let mut errors: Vec<String> = Vec::new();
@@ -309,7 +321,7 @@ fn run_case(
             if circuit {
                 format!(
                     "\n(the daemons' logs are in {})",
-                    opts.out.join("overlay").display()
+                    out.join("overlay").display()
                 )
             } else {
                 String::new()
@@ -359,7 +371,7 @@ fn run_case(
         tcp_bps: tcp_bins.as_ref().map(|b| goodput_bps(b, t0, t1)),
         backtap_bps: circuit.then(|| circuits_bps.iter().sum()),
         jain_circuits: if circuits_bps.len() > 1 {
-            jain(&circuits_bps)
+            Some(jain(&circuits_bps)).filter(|j| j.is_finite())
         } else {
             None
         },
@@ -381,20 +393,103 @@ fn mbit(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{:.2} Mbit/s", x / 1e6))
 }
 
-/// Runs the three cases and writes the outputs into `opts.out`.
-pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Result<Outcome> {
-    topology::require()?;
-    opts.check()?;
-    std::fs::create_dir_all(&opts.out)
-        .with_context(|| format!("cannot create {}", opts.out.display()))?;
-    let mut results = Vec::new();
-    let mut series = Vec::new();
-    for c in CASES {
-        let (r, s) = run_case(opts, c, progress)?;
-        results.push(r);
-        series.push(s);
+/// A row of `goodput.csv`: one 100 ms bin of one download.
+#[derive(Clone, Debug, Default, Serialize)]
+struct GoodputRow<'a> {
+    case: &'a str,
+    flow: &'a str,
+    time_s: f64,
+    bps: f64,
+}
+
+/// A row of `queue.csv`: one sample of the bottleneck's backlog.
+#[derive(Clone, Debug, Default, Serialize)]
+struct QueueRow<'a> {
+    case: &'a str,
+    time_s: f64,
+    bytes: u64,
+}
+
+/// A row of `cases.csv`, at the precision it always had.
+#[derive(Clone, Debug, Default, Serialize)]
+struct CaseRow<'a> {
+    case: &'a str,
+    tcp_bps: Option<f64>,
+    backtap_bps: Option<f64>,
+    queue_mean_bytes: f64,
+    queue_p95_bytes: f64,
+    queue_mean_delay_ms: f64,
+    utilization: f64,
+    drops: u64,
+    jain_circuits: Option<f64>,
+}
+
+impl Reproduction for LabBacktap {
+    type Plan = Options;
+    type Results = Results;
+    const NAME: &'static str = "lab-backtap";
+    const ABOUT: &'static str = "seed 002 on real UDP: BackTap circuits (hopwise relay) against kernel TCP at one bottleneck";
+    const PAPER: &'static str = PAPER;
+    const WALL: &'static str = "3 × 31.5 s of real time, 3 × 16.5 s quick";
+
+    fn plan(&self, quick: bool, _seeds: Option<u32>) -> Options {
+        Options {
+            secs: Options::secs_for(quick),
+            ..Options::new(self.exe.clone())
+        }
     }
-    let (tcp, bt, both) = (&results[0], &results[1], &results[2]);
+
+    fn run(&self, opts: &Options, ctx: &Ctx<'_, Results>) -> Result<Results> {
+        topology::require()?;
+        opts.check()?;
+        let mut r = Results {
+            kernel: hopwise_lab::kstats::kernel_release(),
+            warmup_s: WARM_S,
+            ..Results::default()
+        };
+        for c in CASES {
+            let (case, s) = run_case(opts, ctx.out, c, ctx.progress)?;
+            r.cases.push(case);
+            r.series.push(s);
+            ctx.checkpoint(&r)?;
+        }
+        Ok(r)
+    }
+
+    fn claims(&self, opts: &Options, r: &Results) -> Vec<Claim> {
+        claims(opts, &r.cases)
+    }
+
+    fn outputs(&self, opts: &Options, r: &Results, o: &mut Outputs) -> Result<()> {
+        outputs(opts, r, o)
+    }
+
+    fn facts(&self, opts: &Options) -> Vec<String> {
+        vec![format!(
+            "hopwise relay ×3 and hopwise proxy over UDP, kernel TCP ({}), in network namespaces, Linux {}; {} Mbit/s bottleneck, {} buffer; {} s per case",
+            opts.cc,
+            hopwise_lab::kstats::kernel_release(),
+            opts.rate_bps as f64 / 1e6,
+            opts.buffer,
+            opts.secs,
+        )]
+    }
+
+    fn title(&self) -> String {
+        "hopwise lab backtap".into()
+    }
+
+    fn doc(&self) -> String {
+        "crates/lab/README.md".into()
+    }
+}
+
+/// The claims on the cases finished so far (all of them once the three
+/// have run).
+fn claims(opts: &Options, cases: &[CaseResult]) -> Vec<Claim> {
+    let (Some(tcp), Some(bt)) = (cases.first(), cases.get(1)) else {
+        return Vec::new();
+    };
     let rate = opts.rate_bps as f64;
     let n = opts.circuits;
     let circuits = if n == 1 {
@@ -403,86 +498,96 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         format!("{n} BackTap circuits")
     };
     let mut claims = vec![
-        crate::legacy_claim(
+        Claim::new(
             "§3.2 (real UDP)",
             format!(
-                "{circuits} {} the bottleneck's capacity (the link carries ≥ 80 % of its rate)",
+                "{circuits} {} the bottleneck's capacity",
                 if n == 1 { "uses" } else { "use" }
             ),
-            format!(
-                "link at {:.1} % of its rate, goodput {} of {:.0} Mbit/s; kernel TCP ({}) alone: {:.1} %, {}",
-                bt.utilisation * 100.0,
-                mbit(bt.backtap_bps),
-                rate / 1e6,
-                opts.cc,
-                tcp.utilisation * 100.0,
-                mbit(tcp.tcp_bps)
-            ),
-            bt.utilisation >= 0.8,
-        ),
-        crate::legacy_claim(
+        )
+        .measured(format!(
+            "link at {:.1} % of its rate, goodput {} of {:.0} Mbit/s; kernel TCP ({}) alone: {:.1} %, {}",
+            bt.utilisation * 100.0,
+            mbit(bt.backtap_bps),
+            rate / 1e6,
+            opts.cc,
+            tcp.utilisation * 100.0,
+            mbit(tcp.tcp_bps)
+        ))
+        .at_least("bytes the link carries / its rate", bt.utilisation, 0.8),
+        Claim::new(
             "§3.2 (real UDP)",
-            "delay-based hops keep the bottleneck's queue short: at most a quarter of kernel TCP's",
-            format!(
-                "mean {:.1} kB ({:.1} ms, p95 {:.1} kB) against kernel TCP's {:.1} kB ({:.1} ms) in a {} buffer",
-                bt.queue_mean_bytes / 1e3,
-                bt.queue_mean_delay_ms,
-                bt.queue_p95_bytes / 1e3,
-                tcp.queue_mean_bytes / 1e3,
-                tcp.queue_mean_delay_ms,
-                opts.buffer
-            ),
-            bt.queue_mean_bytes <= tcp.queue_mean_bytes / 4.0,
+            "delay-based hops keep the bottleneck's queue short, far shorter than kernel TCP's",
+        )
+        .measured(format!(
+            "mean {:.1} kB ({:.1} ms, p95 {:.1} kB) against kernel TCP's {:.1} kB ({:.1} ms) in a {} buffer",
+            bt.queue_mean_bytes / 1e3,
+            bt.queue_mean_delay_ms,
+            bt.queue_p95_bytes / 1e3,
+            tcp.queue_mean_bytes / 1e3,
+            tcp.queue_mean_delay_ms,
+            opts.buffer
+        ))
+        .at_most(
+            "BackTap's mean queue / kernel TCP's",
+            bt.queue_mean_bytes / tcp.queue_mean_bytes,
+            0.25,
         ),
     ];
-    let share = match (both.backtap_bps, both.tcp_bps) {
-        (Some(b), Some(t)) if b + t > 0.0 => Some(b / (b + t)),
-        _ => None,
-    };
-    let sharing = format!(
-        "{} {} and kernel TCP {}: BackTap's share {}; queue {:.1} kB, {} drops",
-        if n == 1 { "circuit" } else { "circuits" },
-        mbit(both.backtap_bps),
-        mbit(both.tcp_bps),
-        share.map_or("-".into(), |s| format!("{:.2} %", 100.0 * s)),
-        both.queue_mean_bytes / 1e3,
-        both.drops
-    );
-    // The paper finds few circuits over-friendly and many competing well,
-    // so the share is judged for one circuit only.
-    claims.push(if n == 1 {
-        crate::legacy_claim(
-            "§4, Fig. 6b–c (real UDP)",
-            "one BackTap circuit is over-friendly to a competing loss-based TCP download (its share below half)",
-            sharing,
-            share.is_some_and(|s| s < 0.5),
-        )
-    } else {
-        Claim::info(
-            "§4, Fig. 6b–c (real UDP)",
-            "several circuits against one loss-based TCP download: the paper finds more circuits take a larger share",
-            sharing,
-        )
-    });
-    if n > 1 {
-        let list = |r: &CaseResult| {
-            r.circuits_bps
-                .iter()
-                .map(|b| format!("{:.2}", b / 1e6))
-                .collect::<Vec<_>>()
-                .join(", ")
+    if let Some(both) = cases.get(2) {
+        let share = match (both.backtap_bps, both.tcp_bps) {
+            (Some(b), Some(t)) if b + t > 0.0 => Some(b / (b + t)),
+            _ => None,
         };
-        claims.push(Claim::info(
-            "§4, Fig. 6a (real UDP)",
-            "round-robin scheduling and per-hop control share the bottleneck evenly between circuits (Jain's index)",
-            format!(
-                "alone: Jain {} ({} Mbit/s); beside TCP: Jain {} ({} Mbit/s)",
-                bt.jain_circuits.map_or("-".into(), |j| format!("{j:.3}")),
-                list(bt),
-                both.jain_circuits.map_or("-".into(), |j| format!("{j:.3}")),
-                list(both)
-            ),
-        ));
+        let sharing = format!(
+            "{} {} and kernel TCP {}: BackTap's share {}; queue {:.1} kB, {} drops",
+            if n == 1 { "circuit" } else { "circuits" },
+            mbit(both.backtap_bps),
+            mbit(both.tcp_bps),
+            share.map_or("-".into(), |s| format!("{:.2} %", 100.0 * s)),
+            both.queue_mean_bytes / 1e3,
+            both.drops
+        );
+        // The paper finds few circuits over-friendly and many competing well,
+        // so the share is judged for one circuit only.
+        claims.push(if n == 1 {
+            Claim::new(
+                "§4, Fig. 6b–c (real UDP)",
+                "one BackTap circuit is over-friendly to a competing loss-based TCP download",
+            )
+            .measured(sharing)
+            .below(
+                "BackTap's share of the goodput",
+                share.unwrap_or(f64::NAN),
+                0.5,
+            )
+        } else {
+            Claim::info(
+                "§4, Fig. 6b–c (real UDP)",
+                "several circuits against one loss-based TCP download: the paper finds more circuits take a larger share",
+                sharing,
+            )
+        });
+        if n > 1 {
+            let list = |r: &CaseResult| {
+                r.circuits_bps
+                    .iter()
+                    .map(|b| format!("{:.2}", b / 1e6))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            claims.push(Claim::info(
+                "§4, Fig. 6a (real UDP)",
+                "round-robin scheduling and per-hop control share the bottleneck evenly between circuits (Jain's index)",
+                format!(
+                    "alone: Jain {} ({} Mbit/s); beside TCP: Jain {} ({} Mbit/s)",
+                    bt.jain_circuits.map_or("-".into(), |j| format!("{j:.3}")),
+                    list(bt),
+                    both.jain_circuits.map_or("-".into(), |j| format!("{j:.3}")),
+                    list(both)
+                ),
+            ));
+        }
     }
     let goodput_share = |r: &CaseResult, g: Option<f64>| {
         g.filter(|_| r.utilisation > 0.0).map_or("-".into(), |g| {
@@ -502,20 +607,27 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
             goodput_share(bt, bt.backtap_bps)
         ),
     ));
-    claims.push(Claim::info(
-        "drops",
-        "packets the bottleneck buffer dropped per case",
-        format!(
-            "kernel TCP {}, BackTap {}, both {}",
-            tcp.drops, bt.drops, both.drops
-        ),
-    ));
+    if let Some(both) = cases.get(2) {
+        claims.push(Claim::info(
+            "drops",
+            "packets the bottleneck buffer dropped per case",
+            format!(
+                "kernel TCP {}, BackTap {}, both {}",
+                tcp.drops, bt.drops, both.drops
+            ),
+        ));
+    }
+    claims
+}
 
-    // Outputs.
-    let dir = &opts.out;
+/// `goodput.csv`, `queue.csv`, `cases.csv`, `backtap.svg` (goodput and
+/// queue per case) and `delay.svg`, for the cases finished.
+fn outputs(opts: &Options, r: &Results, o: &mut Outputs) -> Result<()> {
+    let rate = opts.rate_bps as f64;
+    let n = opts.circuits;
     let mut rows = Vec::new();
     let mut qrows = Vec::new();
-    for (c, (tb, cb, q)) in CASES.iter().zip(&series) {
+    for (c, (tb, cb, q)) in CASES.iter().zip(&r.series) {
         let bt_flow = if n == 1 {
             "BackTap circuit"
         } else {
@@ -524,56 +636,38 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         for (flow, b) in [("kernel TCP", tb), (bt_flow, cb)] {
             if let Some(b) = b {
                 for (i, &v) in b.iter().enumerate() {
-                    rows.push(vec![
-                        c.0.to_string(),
-                        flow.to_string(),
-                        format!("{:.1}", i as f64 * BIN_S),
-                        format!("{:.0}", v as f64 * 8.0 / BIN_S),
-                    ]);
+                    rows.push(GoodputRow {
+                        case: c.0,
+                        flow,
+                        time_s: round_to(i as f64 * BIN_S, 1),
+                        bps: round_to(v as f64 * 8.0 / BIN_S, 0),
+                    });
                 }
             }
         }
         for &(t, b) in q {
-            qrows.push(vec![c.0.to_string(), format!("{t:.3}"), b.to_string()]);
+            qrows.push(QueueRow {
+                case: c.0,
+                time_s: round_to(t, 3),
+                bytes: b,
+            });
         }
     }
-    write_csv(
-        &dir.join("goodput.csv"),
-        &["case", "flow", "time_s", "bps"],
-        &rows,
-    )?;
-    write_csv(&dir.join("queue.csv"), &["case", "time_s", "bytes"], &qrows)?;
-    let res_rows: Vec<Vec<String>> = results
+    let cases: Vec<CaseRow> = r
+        .cases
         .iter()
-        .map(|r| {
-            vec![
-                r.case.clone(),
-                r.tcp_bps.map_or(String::new(), |v| format!("{v:.0}")),
-                r.backtap_bps.map_or(String::new(), |v| format!("{v:.0}")),
-                format!("{:.0}", r.queue_mean_bytes),
-                format!("{:.0}", r.queue_p95_bytes),
-                format!("{:.2}", r.queue_mean_delay_ms),
-                format!("{:.4}", r.utilisation),
-                r.drops.to_string(),
-                r.jain_circuits.map_or(String::new(), |j| format!("{j:.4}")),
-            ]
+        .map(|c| CaseRow {
+            case: &c.case,
+            tcp_bps: c.tcp_bps.map(|v| round_to(v, 0)),
+            backtap_bps: c.backtap_bps.map(|v| round_to(v, 0)),
+            queue_mean_bytes: round_to(c.queue_mean_bytes, 0),
+            queue_p95_bytes: round_to(c.queue_p95_bytes, 0),
+            queue_mean_delay_ms: round_to(c.queue_mean_delay_ms, 2),
+            utilization: round_to(c.utilisation, 4),
+            drops: c.drops,
+            jain_circuits: c.jain_circuits.map(|j| round_to(j, 4)),
         })
         .collect();
-    write_csv(
-        &dir.join("cases.csv"),
-        &[
-            "case",
-            "tcp_bps",
-            "backtap_bps",
-            "queue_mean_bytes",
-            "queue_p95_bytes",
-            "queue_mean_delay_ms",
-            "utilization",
-            "drops",
-            "jain_circuits",
-        ],
-        &res_rows,
-    )?;
 
     // 1 s goodput per case, and the queue.
     let per_s = |b: &[u64]| -> Vec<(f64, f64)> {
@@ -587,13 +681,13 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
         format!(
             "BackTap relays over UDP and kernel TCP ({}, Linux {}) at a {:.0} Mbit/s bottleneck, {} buffer",
             opts.cc,
-            hopwise_lab::kstats::kernel_release(),
+            r.kernel,
             rate / 1e6,
             opts.buffer
         ),
         2,
     );
-    for (c, (tb, cb, q)) in CASES.iter().zip(&series) {
+    for (c, (tb, cb, q)) in CASES.iter().zip(&r.series) {
         let mut g = Chart::new(format!("{}: goodput", c.0))
             .x_label("time (s)")
             .y_label("Mbit/s")
@@ -624,50 +718,22 @@ pub fn run(opts: &Options, command: Option<&str>, progress: &dyn Progress) -> Re
                 )),
         );
     }
-    fig.panel_size(560, 300)
-        .write_svg(dir.join("backtap.svg"))?;
-    let mut bars = BarChart::new("Mean queueing delay at the bottleneck")
+    o.svg("backtap.svg", &fig.panel_size(560, 300))?;
+    let bars = BarChart::new("Mean queueing delay at the bottleneck")
         .y_label("ms")
-        .x_label("case");
-    bars = bars.group(
-        "mean",
-        results
-            .iter()
-            .map(|r| (r.case.clone(), r.queue_mean_delay_ms))
-            .collect(),
-    );
-    bars.write_svg(dir.join("delay.svg"))?;
-
-    write_summary(
-        dir,
-        &Summary {
-            experiment: "lab backtap (seed 002 on real UDP: hopwise relay against kernel TCP)",
-            command,
-            kernel: hopwise_lab::kstats::kernel_release(),
-            cc: &opts.cc,
-            rate_bps: opts.rate_bps,
-            buffer: opts.buffer.to_string(),
-            secs_per_case: opts.secs,
-            circuits: opts.circuits,
-            warmup_s: WARM_S,
-            cases: &results,
-            claims: &claims,
-        },
-    )?;
-    Ok(Outcome {
-        claims,
-        files: vec![
-            "summary.json".into(),
-            "backtap.svg".into(),
-            "delay.svg".into(),
-            "cases.csv".into(),
-            "goodput.csv".into(),
-            "queue.csv".into(),
-        ],
-        data: vec![
-            ("backtap.svg".into(), "goodput.csv".into()),
-            ("backtap.svg".into(), "queue.csv".into()),
-            ("delay.svg".into(), "cases.csv".into()),
-        ],
-    })
+        .x_label("case")
+        .group(
+            "mean",
+            r.cases
+                .iter()
+                .map(|c| (c.case.clone(), c.queue_mean_delay_ms))
+                .collect(),
+        );
+    o.svg("delay.svg", &bars)?;
+    o.csv("cases.csv", &cases)?;
+    o.csv("goodput.csv", &rows)?;
+    o.csv("queue.csv", &qrows)?;
+    o.data(&["backtap.svg"], &["goodput.csv", "queue.csv"]);
+    o.data(&["delay.svg"], &["cases.csv"]);
+    Ok(())
 }

@@ -2,6 +2,9 @@
 //! Backpressure-Based Transport Protocol for the Tor Network" (NSDI 2016):
 //! BackTap, hop-by-hop backpressure for circuit overlays.
 //!
+//! * [`common`]: what both reproductions share: the constants, the
+//!   relays' refills, the transports' configurations, the circuit of
+//!   Fig. 5, and intervals over seeds;
 //! * [`circuit`]: `backtap-circuit`, one circuit (Fig. 5), multiplexing and
 //!   the late-comer (§4);
 //! * [`network`]: `backtap-network`, Tor networks: fairness, overhead,
@@ -10,6 +13,7 @@
 //!   against kernel TCP at one shaped bottleneck.
 
 pub mod circuit;
+pub mod common;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod network;

@@ -1,7 +1,7 @@
 //! Agents: applications with their own logic on top of TCP sockets, UDP and timers.
 
-use bytes::Bytes;
 use crate::common::*;
+use bytes::Bytes;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};

@@ -1,10 +1,10 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
-mod common;
 mod ack_bursts;
 mod agents;
 mod capture;
+mod common;
 mod determinism;
 mod examples;
 mod scenario_errors;

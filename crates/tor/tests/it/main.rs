@@ -1,9 +1,9 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
-mod common;
 mod backtap;
 mod baselines;
+mod common;
 mod scale;
 mod star_diag;
 mod vanilla;

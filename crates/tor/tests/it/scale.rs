@@ -1,8 +1,8 @@
 //! Larger networks: speed and sanity (ignored by default; `cargo test --release -- --ignored`).
 
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_tor::*;
 
 /// A star of `relays` relays and `circuits` circuits (10 % bulk 5 MiB, the rest

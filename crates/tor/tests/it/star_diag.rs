@@ -1,5 +1,5 @@
 //! Diagnostics of the Fig. 6a star (ignored; run with
-//! `cargo test --release -p hopwise-tor --test star_diag -- --ignored --nocapture`).
+//! `cargo test --release -p hopwise-tor --test it star_diag:: -- --ignored --nocapture`).
 //! Env: `T` (backtap | vanilla), `N` circuits (20), `SECS` (60), `SEED` (1),
 //! `REFILL_MS` (10 for BackTap, 100 for vanilla), `PHASE` (1/0: random bucket
 //! phase, vanilla only), `SHOW` (circuits to print, 12).
@@ -8,9 +8,9 @@
 //! (same draws), rebuilt here so the Tor crate can run it on its own.
 
 use hopwise_proto::bucket::Refill;
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_proto::rng::Rng;
 use hopwise_sim::spec::Limit;
 use hopwise_tor::*;
 

@@ -414,7 +414,7 @@ fn dumbbell_topology() {
 
 /// Fig. 5 for vanilla Tor (circuit window, stream window) over the RTT
 /// range of the paper: prints rate, backlog and delay. Long; run with
-/// `cargo test --release -p hopwise-tor --test vanilla -- --ignored --nocapture`.
+/// `cargo test --release -p hopwise-tor --test it vanilla:: -- --ignored --nocapture`.
 #[test]
 #[ignore]
 fn fig5_sweep() {

@@ -3,15 +3,17 @@
 //! baseRtt while the first circuit already keeps a queue overestimates it;
 //! BackTap shares baseRtt per next hop so that it does not.
 
-use super::{access, backtap, f3, kbs, share_base_rtt, start_offset, w_rate, Plan, RefillMode};
-use crate::plural;
-use crate::{mean_ci90, par_map, write_csv, Claim, Progress, ReproOpts};
+use super::{f3, kbs, Plan};
+use crate::backtap::common::{
+    access, backtap, round_to, share_base_rtt, start_offset, w_rate, RefillMode,
+};
+use hopwise_experiment::stats::mean_ci90;
+use hopwise_experiment::{plural, Claim, Ctx, Estimate, Outputs};
 use hopwise_proto::backtap::Startup;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
 use hopwise_tor::{CircuitSpec, TorNet, Traffic};
 use serde::Serialize;
-use std::path::Path;
 
 /// What limits the two circuits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -172,8 +174,9 @@ pub fn run_one(cfg: &LateConfig, plan: &Plan, seed: u64) -> anyhow::Result<LateR
     })
 }
 
-/// One setting over seeds.
-#[derive(Clone, Debug, Serialize)]
+/// One setting over seeds (a row of summary.json's `latecomer_all` and of
+/// `latecomer.csv`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct LateRow {
     pub bottleneck: String,
     pub shared_base_rtt: bool,
@@ -193,19 +196,41 @@ pub struct LateRow {
     pub min_over_max_worst: f64,
 }
 
-#[derive(Clone, Debug)]
+/// One line of summary.json's `latecomer`: a headline setting.
+#[derive(Clone, Debug, Serialize)]
+pub struct LateSummaryRow {
+    pub shared_base_rtt: bool,
+    /// Rate of the late circuit over the rate of the first, at the end.
+    pub rate_ratio: f64,
+    pub bottleneck: String,
+}
+
+/// Everything the late-comer runs produced: summary.json's `latecomer`
+/// (the headline settings) and `latecomer_all`.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct LateOut {
+    #[serde(rename = "latecomer")]
+    pub headline: Vec<LateSummaryRow>,
+    #[serde(rename = "latecomer_all")]
     pub rows: Vec<LateRow>,
+    #[serde(skip)]
     pub runs: Vec<LateRun>,
 }
 
-pub fn run(
-    plan: &Plan,
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<LateOut> {
+/// One second of the first seed's runs (a row of `latecomer_series.csv`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LateSeriesRow {
+    pub bottleneck: String,
+    pub shared_base_rtt: bool,
+    pub time_s: f64,
+    #[serde(rename = "rate_first_Bps")]
+    pub rate_first: f64,
+    #[serde(rename = "rate_late_Bps")]
+    pub rate_late: f64,
+}
+
+/// Runs every setting on every seed.
+pub fn run(plan: &Plan, ctx: &Ctx<'_, LateOut>) -> anyhow::Result<LateOut> {
     let cfgs = configs(plan);
     let mut jobs = Vec::new();
     for c in &cfgs {
@@ -213,13 +238,12 @@ pub fn run(
             jobs.push((c.clone(), seed));
         }
     }
-    progress.start("Late-comer", jobs.len() as u64);
-    let runs = par_map(jobs, opts.jobs, progress, |(c, seed)| {
-        run_one(&c, plan, seed)
-    })
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
-    progress.finish();
+    ctx.progress.start("Late-comer", jobs.len() as u64);
+    let runs = ctx
+        .par_map(jobs, |(c, seed)| run_one(&c, plan, seed))
+        .into_iter()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    ctx.progress.finish();
     let mut rows = Vec::new();
     for c in &cfgs {
         let label = c.bottleneck.label();
@@ -250,73 +274,40 @@ pub fn run(
             min_over_max_worst: mm.iter().copied().fold(f64::INFINITY, f64::min),
         });
     }
-    let out = LateOut { rows, runs };
-    let g = |x: f64| format!("{x:.6}");
-    write_csv(
-        &dir.join("latecomer.csv"),
-        &[
-            "bottleneck",
-            "shared_base_rtt",
-            "rtt_ms",
-            "headline",
-            "seeds",
-            "rate_first_Bps",
-            "rate_late_Bps",
-            "rate_ratio",
-            "rate_ratio_ci90",
-            "min_over_max",
-            "min_over_max_worst",
-        ],
-        &out.rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.bottleneck.clone(),
-                    r.shared_base_rtt.to_string(),
-                    r.rtt_ms.to_string(),
-                    r.headline.to_string(),
-                    r.seeds.to_string(),
-                    g(r.rate_first),
-                    g(r.rate_late),
-                    g(r.rate_ratio),
-                    g(r.rate_ratio_ci90),
-                    g(r.min_over_max),
-                    g(r.min_over_max_worst),
-                ]
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    let mut srows = Vec::new();
-    for r in out.runs.iter().filter(|r| r.series.is_some()) {
-        let s = r.series.as_ref().expect("filtered");
+    let headline = rows
+        .iter()
+        .filter(|r| r.headline)
+        .map(|r| LateSummaryRow {
+            shared_base_rtt: r.shared_base_rtt,
+            rate_ratio: r.rate_ratio,
+            bottleneck: r.bottleneck.clone(),
+        })
+        .collect();
+    Ok(LateOut {
+        headline,
+        rows,
+        runs,
+    })
+}
+
+/// `latecomer.csv`, `latecomer_series.csv` and `latecomer.svg`.
+pub fn outputs(plan: &Plan, out: &LateOut, o: &mut Outputs) -> anyhow::Result<()> {
+    o.csv("latecomer.csv", &out.rows)?;
+    let mut series = Vec::new();
+    for r in &out.runs {
+        let Some(s) = &r.series else { continue };
         for (a, b) in s[0].iter().zip(&s[1]) {
-            srows.push(vec![
-                r.bottleneck.clone(),
-                r.shared_base_rtt.to_string(),
-                format!("{:.0}", a.0),
-                g(a.1),
-                g(b.1),
-            ]);
+            series.push(LateSeriesRow {
+                bottleneck: r.bottleneck.clone(),
+                shared_base_rtt: r.shared_base_rtt,
+                time_s: round_to(a.0, 0),
+                rate_first: a.1,
+                rate_late: b.1,
+            });
         }
     }
-    write_csv(
-        &dir.join("latecomer_series.csv"),
-        &[
-            "bottleneck",
-            "shared_base_rtt",
-            "time_s",
-            "rate_first_Bps",
-            "rate_late_Bps",
-        ],
-        &srows,
-    )?;
-    files.extend(
-        ["latecomer.csv", "latecomer_series.csv"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    super::plots::latecomer(plan, &out, dir, files)?;
-    Ok(out)
+    o.csv("latecomer_series.csv", &series)?;
+    super::plots::latecomer(plan, out, o)
 }
 
 pub fn claims(plan: &Plan, out: &LateOut) -> Vec<Claim> {
@@ -341,15 +332,32 @@ pub fn claims(plan: &Plan, out: &LateOut) -> Vec<Claim> {
     };
     for r in out.rows.iter().filter(|r| r.headline) {
         if r.shared_base_rtt {
-            c.push(crate::legacy_claim(
-                "§4 late-comer",
-                format!(
-                    "With baseRtt shared per next hop, a circuit joining after {} s ends within 10 % of the first one's rate ({}, RTT {} ms; judged: min/max ≥ 0.9)",
-                    plan.late_join_secs, r.bottleneck, plan.late_rtt_ms
+            // min/max of the two rates of each run, over its seeds.
+            let mm: Vec<f64> = out
+                .runs
+                .iter()
+                .filter(|x| {
+                    x.bottleneck == r.bottleneck
+                        && x.shared_base_rtt == r.shared_base_rtt
+                        && x.rtt_ms == r.rtt_ms
+                })
+                .map(|x| x.rate_late.min(x.rate_first) / x.rate_late.max(x.rate_first))
+                .collect();
+            c.push(
+                Claim::new(
+                    "§4 late-comer",
+                    format!(
+                        "With baseRtt shared per next hop, a circuit joining after {} s ends with the first one's rate ({}, RTT {} ms)",
+                        plan.late_join_secs, r.bottleneck, plan.late_rtt_ms
+                    ),
+                )
+                .measured(desc(r))
+                .at_least(
+                    "min/max of the two circuits' rates",
+                    Estimate::mean_t90(&mm),
+                    0.9,
                 ),
-                desc(r),
-                r.min_over_max >= 0.9,
-            ));
+            );
         } else {
             c.push(Claim::info(
                 "§4 late-comer",

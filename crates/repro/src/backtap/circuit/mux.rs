@@ -6,18 +6,18 @@
 //! connections, so circuit A gets as much as the other nine together.
 //! BackTap schedules circuits round robin.
 
-use super::{
-    access, backtap, f3, jain, kbs, payload_rate, start_offset, vanilla_both_windows, Plan,
-    RefillMode, BACKTAP_CELL, VANILLA_CELL,
+use super::{f3, kbs, Plan};
+use crate::backtap::common::{
+    access, backtap, payload_rate, start_offset, vanilla_both_windows, RefillMode, BACKTAP_CELL,
+    VANILLA_CELL,
 };
-use crate::plural;
-use crate::{mean_ci90, par_map, write_csv, Claim, Progress, ReproOpts};
+use hopwise_experiment::stats::{jain, mean_ci90};
+use hopwise_experiment::{plural, Claim, Ctx, Estimate, Outputs};
 use hopwise_proto::backtap::Startup;
 use hopwise_proto::time::Dur;
 use hopwise_tor::{CircuitSpec, TorConfig, TorNet, Traffic};
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// Circuits in the scenario; circuit 0 goes through relays A, the rest through B.
 pub const CIRCUITS: usize = 10;
@@ -154,8 +154,9 @@ pub fn run_one(cfg: &MuxConfig, rtt_ms: u64, seed: u64, secs: u64) -> anyhow::Re
     })
 }
 
-/// One configuration at one RTT, over seeds.
-#[derive(Clone, Debug, Serialize)]
+/// One configuration at one RTT, over seeds (a row of summary.json's `mux`
+/// and of `mux.csv`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct MuxRow {
     pub config: &'static str,
     pub transport: &'static str,
@@ -176,12 +177,17 @@ pub struct MuxRow {
     pub utilisation: f64,
 }
 
-#[derive(Clone, Debug)]
+/// Everything the multiplexing runs produced: summary.json's
+/// `mux_fairness` and `mux`.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct MuxOut {
-    pub rows: Vec<MuxRow>,
-    pub runs: Vec<MuxRun>,
     /// `{transport: jain}` of the headline configurations at the headline RTT.
+    #[serde(rename = "mux_fairness")]
     pub headline: BTreeMap<String, f64>,
+    #[serde(rename = "mux")]
+    pub rows: Vec<MuxRow>,
+    #[serde(skip)]
+    pub runs: Vec<MuxRun>,
 }
 
 impl MuxOut {
@@ -192,13 +198,8 @@ impl MuxOut {
     }
 }
 
-pub fn run(
-    plan: &Plan,
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<MuxOut> {
+/// Runs every configuration at its RTTs and seeds.
+pub fn run(plan: &Plan, ctx: &Ctx<'_, MuxOut>) -> anyhow::Result<MuxOut> {
     let cfgs = configs();
     let mut rtts = plan.mux_sensitivity_rtts_ms.clone();
     if !rtts.contains(&plan.mux_rtt_ms) {
@@ -216,13 +217,12 @@ pub fn run(
             }
         }
     }
-    progress.start("Multiplexing", jobs.len() as u64);
-    let runs = par_map(jobs, opts.jobs, progress, |(c, rtt, seed)| {
-        run_one(&c, rtt, seed, plan.mux_secs)
-    })
-    .into_iter()
-    .collect::<anyhow::Result<Vec<_>>>()?;
-    progress.finish();
+    ctx.progress.start("Multiplexing", jobs.len() as u64);
+    let runs = ctx
+        .par_map(jobs, |(c, rtt, seed)| run_one(&c, rtt, seed, plan.mux_secs))
+        .into_iter()
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    ctx.progress.finish();
     let mut rows = Vec::new();
     for c in &cfgs {
         for &rtt in &rtts {
@@ -263,76 +263,55 @@ pub fn run(
         .filter(|r| r.headline)
         .map(|r| (r.transport.to_string(), r.jain))
         .collect();
-    let out = MuxOut {
+    Ok(MuxOut {
         rows,
         runs,
         headline,
-    };
-    let g = |x: f64| format!("{x:.6}");
-    write_csv(
-        &dir.join("mux.csv"),
-        &[
-            "config",
-            "transport",
-            "refill",
-            "rtt_ms",
-            "headline",
-            "seeds",
-            "jain",
-            "jain_ci90",
-            "jain_min",
-            "rate_a_Bps",
-            "rate_b_Bps",
-            "utilization",
-        ],
-        &out.rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.config.into(),
-                    r.transport.into(),
-                    r.refill.into(),
-                    r.rtt_ms.to_string(),
-                    r.headline.to_string(),
-                    r.seeds.to_string(),
-                    g(r.jain),
-                    g(r.jain_ci90),
-                    g(r.jain_min),
-                    g(r.rate_a),
-                    g(r.rate_b),
-                    g(r.utilisation),
-                ]
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    let mut header = vec![
-        "config".to_string(),
-        "rtt_ms".into(),
-        "seed".into(),
-        "jain".into(),
-    ];
-    header.extend((0..CIRCUITS).map(|i| format!("rate_c{i}_Bps")));
-    let header: Vec<&str> = header.iter().map(|s| s.as_str()).collect();
-    write_csv(
-        &dir.join("mux_runs.csv"),
-        &header,
-        &out.runs
-            .iter()
-            .map(|r| {
-                let mut v = vec![
-                    r.config.to_string(),
-                    r.rtt_ms.to_string(),
-                    r.seed.to_string(),
-                    g(r.jain),
-                ];
-                v.extend(r.rates.iter().map(|&x| g(x)));
-                v
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    files.extend(["mux.csv", "mux_runs.csv"].iter().map(|s| s.to_string()));
-    super::plots::mux(plan, &out, dir, files)?;
-    Ok(out)
+    })
+}
+
+/// A row of `mux_runs.csv`: one run, a rate column per circuit.
+#[derive(Default, Serialize)]
+struct MuxRunRow<'a> {
+    config: &'a str,
+    rtt_ms: u64,
+    seed: u64,
+    jain: f64,
+    #[serde(flatten)]
+    rates: RateColumns<'a>,
+}
+
+/// Per-circuit rates as the columns `rate_c0_Bps`, `rate_c1_Bps`, ...
+#[derive(Default)]
+struct RateColumns<'a>(&'a [f64]);
+
+impl Serialize for RateColumns<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (i, x) in self.0.iter().enumerate() {
+            m.serialize_entry(&format!("rate_c{i}_Bps"), x)?;
+        }
+        m.end()
+    }
+}
+
+/// `mux.csv`, `mux_runs.csv` and `mux.svg`.
+pub fn outputs(plan: &Plan, out: &MuxOut, o: &mut Outputs) -> anyhow::Result<()> {
+    o.csv("mux.csv", &out.rows)?;
+    let runs: Vec<MuxRunRow> = out
+        .runs
+        .iter()
+        .map(|r| MuxRunRow {
+            config: r.config,
+            rtt_ms: r.rtt_ms,
+            seed: r.seed,
+            jain: r.jain,
+            rates: RateColumns(&r.rates),
+        })
+        .collect();
+    o.csv("mux_runs.csv", &runs)?;
+    super::plots::mux(plan, out, o)
 }
 
 pub fn claims(plan: &Plan, out: &MuxOut) -> Vec<Claim> {
@@ -349,25 +328,39 @@ pub fn claims(plan: &Plan, out: &MuxOut) -> Vec<Claim> {
             100.0 * r.utilisation
         )
     };
+    // Jain's index of each run, over its seeds.
+    let jains = |config: &str| {
+        let v: Vec<f64> = out
+            .runs
+            .iter()
+            .filter(|r| r.config == config && r.rtt_ms == rtt)
+            .map(|r| r.jain)
+            .collect();
+        Estimate::mean_t90(&v)
+    };
     if let Some(r) = out.row("vanilla", rtt) {
-        c.push(crate::legacy_claim(
-            "§4 intra-fairness",
-            format!(
-                "Multiplexing: vanilla Tor (one TCP connection per relay pair, Nagle on, 100 ms refill) is unfair: Jain's index ≤ 0.5 (10 circuits, 1 via relays A, 9 via relays B, RTT {rtt} ms)"
-            ),
-            desc(r),
-            r.jain <= 0.5,
-        ));
+        c.push(
+            Claim::new(
+                "§4 intra-fairness",
+                format!(
+                    "Multiplexing: vanilla Tor (one TCP connection per relay pair, Nagle on, 100 ms refill) is unfair (10 circuits, 1 via relays A, 9 via relays B, RTT {rtt} ms)"
+                ),
+            )
+            .measured(desc(r))
+            .at_most("Jain's index", jains("vanilla"), 0.5),
+        );
     }
     if let Some(r) = out.row("backtap", rtt) {
-        c.push(crate::legacy_claim(
-            "§4 intra-fairness",
-            format!(
-                "Multiplexing: BackTap (round robin over circuits, nstor's 10 ms refill) is fair: Jain's index ≥ 0.95 (same scenario, RTT {rtt} ms)"
-            ),
-            desc(r),
-            r.jain >= 0.95,
-        ));
+        c.push(
+            Claim::new(
+                "§4 intra-fairness",
+                format!(
+                    "Multiplexing: BackTap (round robin over circuits, nstor's 10 ms refill) is fair (same scenario, RTT {rtt} ms)"
+                ),
+            )
+            .measured(desc(r))
+            .at_least("Jain's index", jains("backtap"), 0.95),
+        );
     }
     for key in [
         "vanilla",

@@ -1,12 +1,12 @@
 //! Figures of the backtap-circuit reproduction.
 
-use super::fig5::{variants, Fig5Out, Fig5Row};
+use super::fig5::{Fig5Out, Fig5Row};
 use super::latecomer::LateOut;
 use super::mux::{transport_label, MuxOut, CIRCUITS};
-use super::{payload_rate, Plan, BACKTAP_CELL, CELL_DATA, VANILLA_CELL};
-use crate::figs;
+use super::Plan;
+use crate::backtap::common::{payload_rate, variants, BACKTAP_CELL, CELL_DATA, VANILLA_CELL};
+use hopwise_experiment::{figs, Outputs};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
-use std::path::Path;
 
 fn label(key: &str) -> String {
     match key {
@@ -191,7 +191,7 @@ fn panels(out: &Fig5Out, keys: &[&str], theory: bool, names: Names) -> [Chart; 3
     [rate, backlog, delay]
 }
 
-pub fn fig5(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Result<()> {
+pub fn fig5(out: &Fig5Out, o: &mut Outputs) -> anyhow::Result<()> {
     let seeds = out.rows.first().map_or(0, |r| r.seeds);
     let main: Vec<&str> = variants()
         .iter()
@@ -204,16 +204,15 @@ pub fn fig5(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Resul
     } else {
         format!("mean of {seeds} runs, 90 % CI")
     };
-    Figure::new(
+    let fig = Figure::new(
         format!("Fig. 5: one circuit, middle relay limited to 1500 kB/s ({stats}; Nagle off)"),
         2,
     )
     .panel_size(560, 400)
     .panel(a)
     .panel(b)
-    .panel(c)
-    .write_svg(dir.join("fig5.svg"))?;
-    files.push("fig5.svg".into());
+    .panel(c);
+    o.svg("fig5.svg", &fig)?;
 
     let refill = [
         "vanilla-circuit",
@@ -225,16 +224,15 @@ pub fn fig5(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Resul
     ];
     if refill.iter().skip(1).any(|k| !out.curve(k).is_empty()) {
         let [a, b, c] = panels(out, &refill, true, Names::Refill);
-        Figure::new(
+        let fig = Figure::new(
             "Fig. 5 with other refills of the middle's bucket (vanilla: circuit window; Tor's refill 100 ms, BackTap's 10 ms)",
             2,
         )
         .panel_size(560, 400)
         .panel(a)
         .panel(b)
-        .panel(c)
-        .write_svg(dir.join("fig5_refill.svg"))?;
-        files.push("fig5_refill.svg".into());
+        .panel(c);
+        o.svg("fig5_refill.svg", &fig)?;
     }
 
     if !out.ramp_series.is_empty() {
@@ -295,20 +293,19 @@ pub fn fig5(out: &Fig5Out, dir: &Path, files: &mut Vec<String>) -> anyhow::Resul
                 swnds[k].to_vec(),
             )));
         }
-        Figure::new(
+        let fig = Figure::new(
             "BackTap's start-up: +1 cell per round (solid) and slow start, γ = 1 (dashed)",
             2,
         )
         .panel_size(580, 400)
         .panel(rate)
-        .panel(swnd)
-        .write_svg(dir.join("fig5_ramp.svg"))?;
-        files.push("fig5_ramp.svg".into());
+        .panel(swnd);
+        o.svg("fig5_ramp.svg", &fig)?;
     }
     Ok(())
 }
 
-pub fn mux(plan: &Plan, out: &MuxOut, dir: &Path, files: &mut Vec<String>) -> anyhow::Result<()> {
+pub fn mux(plan: &Plan, out: &MuxOut, o: &mut Outputs) -> anyhow::Result<()> {
     let mut bars = BarChart::new(format!(
         "per-circuit rate, RTT {} ms, run 1",
         plan.mux_rtt_ms
@@ -372,24 +369,17 @@ pub fn mux(plan: &Plan, out: &MuxOut, dir: &Path, files: &mut Vec<String>) -> an
             );
         jc.push_series(if i >= 2 { s.dashed() } else { s });
     }
-    Figure::new(
+    let fig = Figure::new(
         "Multiplexing: 10 bulk circuits through one middle (1500 kB/s), 1 via relays A, 9 via relays B",
         2,
     )
     .panel_size(600, 400)
     .panel(bars)
-    .panel(jc)
-    .write_svg(dir.join("mux.svg"))?;
-    files.push("mux.svg".into());
-    Ok(())
+    .panel(jc);
+    o.svg("mux.svg", &fig)
 }
 
-pub fn latecomer(
-    plan: &Plan,
-    out: &LateOut,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
+pub fn latecomer(plan: &Plan, out: &LateOut, o: &mut Outputs) -> anyhow::Result<()> {
     let mut labels: Vec<&str> = Vec::new();
     for r in out.runs.iter().filter(|r| r.series.is_some()) {
         if !labels.contains(&r.bottleneck.as_str()) {
@@ -444,7 +434,5 @@ pub fn latecomer(
         }
         fig.push_panel(ch);
     }
-    fig.write_svg(dir.join("latecomer.svg"))?;
-    files.push("latecomer.svg".into());
-    Ok(())
+    o.svg("latecomer.svg", &fig)
 }

@@ -31,13 +31,13 @@
 
 use super::topo::{DumbbellDraw, RESPONSE_DELAY};
 use super::{transport, transports, Plan, Speed, Transport};
-use crate::{figs, plural};
-use crate::{par_map, quantile, write_csv, Claim, Progress, ReproOpts};
+use crate::backtap::common::round_to;
+use hopwise_experiment::stats::{mean_sd, quantile};
+use hopwise_experiment::{figs, Ctx, Outputs};
 use hopwise_plot::{palette_color, Chart, Figure, Series};
 use hopwise_proto::time::{Dur, Time};
 use hopwise_tor::{ResponseDelay, TorNet};
 use serde::Serialize;
-use std::path::Path;
 
 /// Kind of circuit: web or bulk.
 pub const KINDS: [&str; 2] = ["web", "bulk"];
@@ -126,6 +126,8 @@ pub struct DumbbellRow {
 /// Everything Fig. 7 and Table 2 produced.
 #[derive(Clone, Debug, Default)]
 pub struct DumbbellOut {
+    /// The transports run, in the figures' order.
+    pub transports: Vec<Transport>,
     pub rows: Vec<DumbbellRow>,
     pub speed: Vec<Speed>,
     pub runs: Vec<DumbbellRun>,
@@ -176,7 +178,7 @@ impl DumbbellOut {
 }
 
 /// The server's mean response delay (s).
-fn server_delay_mean() -> f64 {
+pub fn server_delay_mean() -> f64 {
     match RESPONSE_DELAY {
         ResponseDelay::None => 0.0,
         ResponseDelay::Fixed(d) => d.as_secs_f64(),
@@ -267,40 +269,27 @@ pub fn run_net(
 }
 
 fn mean(v: &[f64]) -> f64 {
-    if v.is_empty() {
-        f64::NAN
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
+    hopwise_experiment::stats::mean(v)
 }
 
 fn sd(v: &[f64]) -> f64 {
-    crate::mean_sd(v).1
+    mean_sd(v).1
 }
 
 /// Runs every circuit count, main transport and seed of the plan.
-pub fn run(
-    plan: &Plan,
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<DumbbellOut> {
+pub fn run(plan: &Plan, ctx: &Ctx<'_, DumbbellOut>) -> anyhow::Result<DumbbellOut> {
     let mut ts = transports();
     for k in &plan.dumbbell_variants {
         ts.push(transport(k).ok_or_else(|| anyhow::anyhow!("unknown dumbbell variant {k}"))?);
     }
-    run_transports(plan, &ts, opts, progress, dir, files)
+    run_transports(plan, &ts, ctx)
 }
 
 /// [`run`] for a chosen set of transports (tests run fewer).
 pub fn run_transports(
     plan: &Plan,
     ts: &[Transport],
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
+    ctx: &Ctx<'_, DumbbellOut>,
 ) -> anyhow::Result<DumbbellOut> {
     let mut jobs: Vec<(usize, Transport, u64)> = Vec::new();
     for &c in &plan.dumbbell_circuits {
@@ -310,12 +299,13 @@ pub fn run_transports(
             }
         }
     }
-    progress.start("Fig. 7", jobs.len() as u64);
-    let results = par_map(jobs, opts.jobs, progress, |(c, t, s)| {
-        run_one(plan, &t, c, s)
-    });
-    progress.finish();
-    let mut out = DumbbellOut::default();
+    ctx.progress.start("Fig. 7", jobs.len() as u64);
+    let results = ctx.par_map(jobs, |(c, t, s)| run_one(plan, &t, c, s));
+    ctx.progress.finish();
+    let mut out = DumbbellOut {
+        transports: ts.to_vec(),
+        ..DumbbellOut::default()
+    };
     for r in results {
         let r = r?;
         anyhow::ensure!(
@@ -386,8 +376,6 @@ pub fn run_transports(
             });
         }
     }
-    write_files(plan, &out, dir, files)?;
-    plots(plan, ts, &out, dir, files)?;
     Ok(out)
 }
 
@@ -409,151 +397,153 @@ fn cdf_rows(xs: &[f64]) -> Vec<(f64, f64)> {
     out
 }
 
-fn write_files(
-    plan: &Plan,
-    out: &DumbbellOut,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    let g = |x: f64| format!("{x:.6}");
-    let opt = |x: Option<f64>| x.map_or_else(String::new, |v| format!("{v:.1}"));
-    let rows: Vec<Vec<String>> = out
+/// A row of `dumbbell.csv` (Table 2 and the medians): counts per run to a
+/// tenth, rates in whole bytes per second.
+#[derive(Clone, Debug, Default, Serialize)]
+struct TableRow<'a> {
+    circuits: usize,
+    transport: &'a str,
+    kind: &'a str,
+    runs: usize,
+    issued: f64,
+    completed: f64,
+    unfinished: f64,
+    #[serde(rename = "mean_rate_Bps")]
+    mean_rate: f64,
+    ttfb_median_s: f64,
+    ttfb_p90_s: f64,
+    ttlb_median_s: f64,
+    ttlb_p90_s: f64,
+    ttfb_sd_s: f64,
+    ttlb_sd_s: f64,
+    e2e_rtt_median_s: f64,
+    ttfb_excess_median_s: f64,
+    hop_retransmits: Option<f64>,
+    lossy_circuits: Option<f64>,
+}
+
+/// A row of `dumbbell_runs.csv`: one kind of circuit in one run.
+#[derive(Clone, Debug, Default, Serialize)]
+struct RunRow<'a> {
+    circuits: usize,
+    transport: &'a str,
+    seed: u64,
+    kind: &'a str,
+    kind_circuits: usize,
+    issued: usize,
+    completed: usize,
+    #[serde(rename = "mean_rate_Bps")]
+    mean_rate: f64,
+    ttfb_median_s: f64,
+    ttlb_median_s: f64,
+    hop_retransmits: Option<u64>,
+    lossy_circuits: Option<usize>,
+    events: u64,
+    wall_s: f64,
+}
+
+/// A point of a CDF in `dumbbell_cdf.csv`.
+#[derive(Clone, Debug, Default, Serialize)]
+struct CdfRow<'a> {
+    circuits: usize,
+    transport: &'a str,
+    kind: &'a str,
+    metric: &'a str,
+    x: f64,
+    #[serde(rename = "F")]
+    f: f64,
+}
+
+/// The CDF of `xs` as rows of `dumbbell_cdf.csv` for (circuits,
+/// transport, kind, metric).
+fn push_cdf<'a>(
+    rows: &mut Vec<CdfRow<'a>>,
+    (circuits, transport, kind, metric): (usize, &'a str, &'a str, &'a str),
+    xs: &[f64],
+) {
+    rows.extend(cdf_rows(xs).into_iter().map(|(x, f)| CdfRow {
+        circuits,
+        transport,
+        kind,
+        metric,
+        x,
+        f,
+    }));
+}
+
+/// `dumbbell.csv`, `dumbbell_runs.csv`, `dumbbell_cdf.csv` and the
+/// figures.
+pub fn outputs(plan: &Plan, out: &DumbbellOut, o: &mut Outputs) -> anyhow::Result<()> {
+    let rows: Vec<TableRow> = out
         .rows
         .iter()
-        .map(|r| {
-            vec![
-                r.circuits.to_string(),
-                r.transport.clone(),
-                r.kind.clone(),
-                r.runs.to_string(),
-                format!("{:.1}", r.issued),
-                format!("{:.1}", r.completed),
-                format!("{:.1}", r.unfinished),
-                format!("{:.0}", r.mean_rate),
-                g(r.ttfb_median_s),
-                g(r.ttfb_p90_s),
-                g(r.ttlb_median_s),
-                g(r.ttlb_p90_s),
-                g(r.ttfb_sd_s),
-                g(r.ttlb_sd_s),
-                g(r.e2e_rtt_median_s),
-                g(r.ttfb_excess_median_s),
-                opt(r.hop_retransmits),
-                opt(r.lossy_circuits),
-            ]
+        .map(|r| TableRow {
+            circuits: r.circuits,
+            transport: &r.transport,
+            kind: &r.kind,
+            runs: r.runs,
+            issued: round_to(r.issued, 1),
+            completed: round_to(r.completed, 1),
+            unfinished: round_to(r.unfinished, 1),
+            mean_rate: round_to(r.mean_rate, 0),
+            ttfb_median_s: r.ttfb_median_s,
+            ttfb_p90_s: r.ttfb_p90_s,
+            ttlb_median_s: r.ttlb_median_s,
+            ttlb_p90_s: r.ttlb_p90_s,
+            ttfb_sd_s: r.ttfb_sd_s,
+            ttlb_sd_s: r.ttlb_sd_s,
+            e2e_rtt_median_s: r.e2e_rtt_median_s,
+            ttfb_excess_median_s: r.ttfb_excess_median_s,
+            hop_retransmits: r.hop_retransmits.map(|x| round_to(x, 1)),
+            lossy_circuits: r.lossy_circuits.map(|x| round_to(x, 1)),
         })
         .collect();
-    write_csv(
-        &dir.join("dumbbell.csv"),
-        &[
-            "circuits",
-            "transport",
-            "kind",
-            "runs",
-            "issued",
-            "completed",
-            "unfinished",
-            "mean_rate_Bps",
-            "ttfb_median_s",
-            "ttfb_p90_s",
-            "ttlb_median_s",
-            "ttlb_p90_s",
-            "ttfb_sd_s",
-            "ttlb_sd_s",
-            "e2e_rtt_median_s",
-            "ttfb_excess_median_s",
-            "hop_retransmits",
-            "lossy_circuits",
-        ],
-        &rows,
-    )?;
-    let rows: Vec<Vec<String>> = out
+    o.csv("dumbbell.csv", &rows)?;
+    let rows: Vec<RunRow> = out
         .runs
         .iter()
         .flat_map(|r| {
-            KINDS.iter().enumerate().map(move |(k, kind)| {
-                let x = &r.kinds[k];
-                vec![
-                    r.circuits.to_string(),
-                    r.transport.clone(),
-                    r.seed.to_string(),
-                    (*kind).into(),
-                    x.circuits.to_string(),
-                    x.issued.to_string(),
-                    x.completed.to_string(),
-                    format!("{:.0}", mean(&x.rate_bps)),
-                    g(quantile(&x.ttfb_s, 0.5)),
-                    g(quantile(&x.ttlb_s, 0.5)),
-                    x.hop_retransmits
-                        .map_or_else(String::new, |v| v.to_string()),
-                    x.lossy_circuits.map_or_else(String::new, |v| v.to_string()),
-                    r.events.to_string(),
-                    format!("{:.2}", r.wall_s),
-                ]
+            KINDS.iter().zip(&r.kinds).map(move |(kind, x)| RunRow {
+                circuits: r.circuits,
+                transport: &r.transport,
+                seed: r.seed,
+                kind,
+                kind_circuits: x.circuits,
+                issued: x.issued,
+                completed: x.completed,
+                mean_rate: round_to(mean(&x.rate_bps), 0),
+                ttfb_median_s: quantile(&x.ttfb_s, 0.5),
+                ttlb_median_s: quantile(&x.ttlb_s, 0.5),
+                hop_retransmits: x.hop_retransmits,
+                lossy_circuits: x.lossy_circuits,
+                events: r.events,
+                wall_s: round_to(r.wall_s, 2),
             })
         })
         .collect();
-    write_csv(
-        &dir.join("dumbbell_runs.csv"),
-        &[
-            "circuits",
-            "transport",
-            "seed",
-            "kind",
-            "kind_circuits",
-            "issued",
-            "completed",
-            "mean_rate_Bps",
-            "ttfb_median_s",
-            "ttlb_median_s",
-            "hop_retransmits",
-            "lossy_circuits",
-            "events",
-            "wall_s",
-        ],
-        &rows,
-    )?;
+    o.csv("dumbbell_runs.csv", &rows)?;
     // Tidy CDFs: one row per point.
-    let mut rows = Vec::new();
-    let mut push = |c: usize, t: &str, kind: &str, metric: &str, xs: &[f64]| {
-        for (x, f) in cdf_rows(xs) {
-            rows.push(vec![
-                c.to_string(),
-                t.to_string(),
-                kind.to_string(),
-                metric.to_string(),
-                g(x),
-                g(f),
-            ]);
-        }
-    };
-    let keys: Vec<String> = out.speed.iter().map(|s| s.transport.clone()).collect();
     let mut keys_seen: Vec<&str> = Vec::new();
-    for k in &keys {
-        if !keys_seen.contains(&k.as_str()) {
-            keys_seen.push(k);
+    for s in &out.speed {
+        if !keys_seen.contains(&s.transport.as_str()) {
+            keys_seen.push(&s.transport);
         }
     }
+    let mut rows: Vec<CdfRow> = Vec::new();
     for &c in &plan.dumbbell_circuits {
         for (k, kind) in KINDS.iter().enumerate() {
-            push(c, "all", kind, "e2e_rtt_s", &out.e2e_rtts(c, Some(k)));
+            let e2e = out.e2e_rtts(c, Some(k));
+            push_cdf(&mut rows, (c, "all", kind, "e2e_rtt_s"), &e2e);
             for t in &keys_seen {
-                push(c, t, kind, "ttfb_s", &out.pooled(c, t, k, |x| &x.ttfb_s));
-                push(c, t, kind, "ttlb_s", &out.pooled(c, t, k, |x| &x.ttlb_s));
+                let ttfb = out.pooled(c, t, k, |x| &x.ttfb_s);
+                push_cdf(&mut rows, (c, t, kind, "ttfb_s"), &ttfb);
+                let ttlb = out.pooled(c, t, k, |x| &x.ttlb_s);
+                push_cdf(&mut rows, (c, t, kind, "ttlb_s"), &ttlb);
             }
         }
     }
-    write_csv(
-        &dir.join("dumbbell_cdf.csv"),
-        &["circuits", "transport", "kind", "metric", "x", "F"],
-        &rows,
-    )?;
-    files.extend(
-        ["dumbbell.csv", "dumbbell_runs.csv", "dumbbell_cdf.csv"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    Ok(())
+    o.csv("dumbbell_cdf.csv", &rows)?;
+    plots(plan, out, o)
 }
 
 /// CDF chart of one metric, one curve per transport, plus the end-to-end
@@ -601,13 +591,8 @@ fn cdf_series(name: &str, xs: &[f64]) -> Series {
     Series::step(format!("{name} (n = {n})"), figs::cdf_from_zero(rows))
 }
 
-fn plots(
-    plan: &Plan,
-    ts: &[Transport],
-    out: &DumbbellOut,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
+fn plots(plan: &Plan, out: &DumbbellOut, o: &mut Outputs) -> anyhow::Result<()> {
+    let ts = &out.transports;
     for &c in &plan.dumbbell_circuits {
         let mut fig = Figure::new(format!("Fig. 7: TTFB, {c} circuits"), 2).panel_size(580, 420);
         for (k, kind) in KINDS.iter().enumerate() {
@@ -622,9 +607,7 @@ fn plots(
                 Some(&e2e),
             ));
         }
-        let name = format!("fig7_ttfb_{c}.svg");
-        fig.write_svg(dir.join(&name))?;
-        files.push(name);
+        o.svg(&format!("fig7_ttfb_{c}.svg"), &fig)?;
         for (k, kind) in KINDS.iter().enumerate() {
             let ch = cdf_chart(
                 &format!("Fig. 7: TTLB, {kind}, {c} circuits"),
@@ -635,9 +618,7 @@ fn plots(
                 |x| &x.ttlb_s,
                 None,
             );
-            let name = format!("fig7_ttlb_{kind}_{c}.svg");
-            ch.write_svg(dir.join(&name))?;
-            files.push(name);
+            o.svg(&format!("fig7_ttlb_{kind}_{c}.svg"), &ch)?;
         }
     }
     let mut ch = Chart::new("Fig. 7: end-to-end propagation RTT of the circuits")
@@ -649,269 +630,7 @@ fn plots(
         let rows = figs::cdf_from_zero(cdf_rows(&out.e2e_rtts(c, None)));
         ch.push_series(Series::step(format!("{c} circuits"), rows).color(palette_color(i)));
     }
-    ch.write_svg(dir.join("fig7_e2e_rtt.svg"))?;
-    files.push("fig7_e2e_rtt.svg".into());
-    Ok(())
-}
-
-/// Fig. 7 and Table 2's claims (the acceptance criteria).
-pub fn claims(plan: &Plan, out: &DumbbellOut) -> Vec<Claim> {
-    let mut cl = Vec::new();
-    let ms = |s: f64| format!("{:.0} ms", 1e3 * s);
-    let server = server_delay_mean();
-    // A count per run: a mean over the row's runs, a whole number when
-    // there is one run.
-    let count = |x: f64, runs: usize| {
-        if runs == 1 {
-            format!("{x:.0}")
-        } else {
-            format!("{x:.1}")
-        }
-    };
-    for &c in &plan.dumbbell_circuits {
-        let fig = format!("Fig. 7 ({c} circuits)");
-        let tab = format!("Table 2 ({c} circuits)");
-        let row = |t: &str, k: &str| out.row(c, t, k);
-        let (Some(bw), Some(bb)) = (row("backtap", "web"), row("backtap", "bulk")) else {
-            continue;
-        };
-        // TTFB against the propagation RTT plus the server's mean delay,
-        // over every request (web and bulk) and every circuit.
-        let ttfb_all: Vec<f64> = (0..2)
-            .flat_map(|k| out.pooled(c, "backtap", k, |x| &x.ttfb_s))
-            .collect();
-        let rtt = quantile(&out.e2e_rtts(c, None), 0.5);
-        let ttfb = quantile(&ttfb_all, 0.5);
-        let gap = ttfb - (rtt + server);
-        let excess: Vec<f64> = (0..2)
-            .flat_map(|k| out.pooled(c, "backtap", k, |x| &x.ttfb_excess_s))
-            .collect();
-        let detail = |t: &str| {
-            let (w, b) = (row(t, "web"), row(t, "bulk"));
-            let f = |r: Option<&DumbbellRow>| {
-                r.map_or("-".into(), |r| {
-                    format!("{} (+{})", ms(r.ttfb_median_s), ms(r.ttfb_excess_median_s))
-                })
-            };
-            format!("{t}: web {}, bulk {}", f(w), f(b))
-        };
-        let lines: Vec<String> = transports()
-            .iter()
-            .filter(|t| row(t.key, "web").is_some())
-            .map(|t| detail(t.key))
-            .collect();
-        let claim = format!(
-            "BackTap's median TTFB is within 100 ms of the median end-to-end RTT plus the {} mean server delay (paper: \"very close to the optimum, i.e. the network's physical end-to-end RTT\")",
-            ms(server)
-        );
-        let measured = format!(
-            "BackTap median TTFB {} (all requests) vs median E2E RTT {} + {} = {} (gap {:+.0} ms; median over requests of TTFB − own circuit's RTT: {}); median TTFB (and median excess over the circuit's RTT) per transport: {}",
-            ms(ttfb),
-            ms(rtt),
-            ms(server),
-            ms(rtt + server),
-            1e3 * gap,
-            ms(quantile(&excess, 0.5)),
-            lines.join("; ")
-        );
-        if c == plan.dumbbell_circuits[0] {
-            // Judged both ways: the median TTFB against the median circuit's
-            // RTT, and per request against the request's own circuit (short
-            // circuits issue more requests, which pulls the first median
-            // down).
-            let per_request = quantile(&excess, 0.5) - server;
-            cl.push(crate::legacy_claim(
-                &fig,
-                claim,
-                measured,
-                gap.abs() <= 0.1 && per_request.abs() <= 0.1,
-            ));
-        } else {
-            cl.push(Claim::info(&fig, claim, measured));
-        }
-        let list = |k: &str, f: &dyn Fn(&DumbbellRow) -> String| {
-            transports()
-                .iter()
-                .filter_map(|t| row(t.key, k))
-                .map(|r| format!("{} {}", r.transport, f(r)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let secs = |s: f64| format!("{s:.2} s");
-        if let Some(vw) = row("vanilla", "web") {
-            cl.push(crate::legacy_claim(
-                &fig,
-                "BackTap's median web TTLB is below vanilla's (paper: web downloads typically take 1–3 s, with BackTap almost half finish in under 1 s)",
-                format!(
-                    "median (90th percentile) web TTLB: {}; BackTap/vanilla {:.2}",
-                    list("web", &|r| format!("{} ({})", secs(r.ttlb_median_s), secs(r.ttlb_p90_s))),
-                    bw.ttlb_median_s / vw.ttlb_median_s
-                ),
-                bw.ttlb_median_s < vw.ttlb_median_s,
-            ));
-        }
-        if let (Some(vw), Some(vb)) = (row("vanilla", "web"), row("vanilla", "bulk")) {
-            cl.push(crate::legacy_claim(
-                &tab,
-                "BackTap completes at least as many bulk and as many web downloads as vanilla (paper, 800 circuits: about 5 % more web and 15 % more bulk)",
-                format!(
-                    "completed per run (issued ≥ {} s, over {}), web: {}; bulk: {}; BackTap/vanilla web {:+.1} %, bulk {:+.1} %",
-                    plan.dumbbell_from_s,
-                    plural(plan.dumbbell_seeds as usize, "seed"),
-                    list("web", &|r| count(r.completed, r.runs)),
-                    list("bulk", &|r| count(r.completed, r.runs)),
-                    100.0 * (bw.completed / vw.completed - 1.0),
-                    100.0 * (bb.completed / vb.completed - 1.0),
-                ),
-                bw.completed >= vw.completed && bb.completed >= vb.completed,
-            ));
-        }
-        cl.push(Claim::info(
-            &tab,
-            "Mean download rate (size / TTLB over completed downloads); paper: BackTap's is higher than every other protocol's in all cases",
-            format!(
-                "web: {}; bulk: {}",
-                list("web", &|r| format!("{:.0} kB/s", r.mean_rate / 1e3)),
-                list("bulk", &|r| format!("{:.0} kB/s", r.mean_rate / 1e3)),
-            ),
-        ));
-        let losses = |r: &DumbbellRow, circuits: usize| {
-            let (Some(x), Some(l)) = (r.hop_retransmits, r.lossy_circuits) else {
-                return "n/a".to_string();
-            };
-            format!(
-                "{x:.0} cells per run, on {} of {circuits} circuits",
-                count(l, r.runs)
-            )
-        };
-        let kind_circuits = |k: usize| {
-            out.runs
-                .iter()
-                .find(|r| r.circuits == c && r.transport == "backtap")
-                .map_or(0, |r| r.kinds[k].circuits)
-        };
-        cl.push(Claim::info(
-            &tab,
-            "BackTap's hop retransmissions (whole run; BackTap recovers losses per circuit and hop)",
-            format!(
-                "web: {}; bulk: {}",
-                losses(bw, kind_circuits(0)),
-                losses(bb, kind_circuits(1)),
-            ),
-        ));
-        for k in ["tor-vegas", "pctcp", "n23"] {
-            let (Some(w), Some(b)) = (row(k, "web"), row(k, "bulk")) else {
-                continue;
-            };
-            cl.push(Claim::info(
-                &tab,
-                format!("BackTap compared with {}", w.label),
-                format!(
-                    "web: median TTFB {} vs {}, median TTLB {} vs {}, TTLB sd {} vs {}, completed {} vs {}, mean rate {:.0} vs {:.0} kB/s; bulk: median TTLB {} vs {}, completed {} vs {}, mean rate {:.0} vs {:.0} kB/s (BackTap first)",
-                    ms(bw.ttfb_median_s),
-                    ms(w.ttfb_median_s),
-                    secs(bw.ttlb_median_s),
-                    secs(w.ttlb_median_s),
-                    secs(bw.ttlb_sd_s),
-                    secs(w.ttlb_sd_s),
-                    count(bw.completed, bw.runs),
-                    count(w.completed, w.runs),
-                    bw.mean_rate / 1e3,
-                    w.mean_rate / 1e3,
-                    secs(bb.ttlb_median_s),
-                    secs(b.ttlb_median_s),
-                    count(bb.completed, bb.runs),
-                    count(b.completed, b.runs),
-                    bb.mean_rate / 1e3,
-                    b.mean_rate / 1e3,
-                ),
-            ));
-        }
-        // Sensitivity variants, beside the compared transport they vary and
-        // vanilla.
-        for vw in out
-            .rows
-            .iter()
-            .filter(|r| r.circuits == c && !r.main && r.kind == "web")
-        {
-            let Some(vb) = row(&vw.transport, "bulk") else {
-                continue;
-            };
-            let base = super::plots::base_of(&vw.transport);
-            let f = |w: &DumbbellRow, b: &DumbbellRow| {
-                format!(
-                    "{}: web TTLB median {} (p90 {}), completed {} web and {} bulk, bulk TTLB median {}",
-                    w.transport,
-                    secs(w.ttlb_median_s),
-                    secs(w.ttlb_p90_s),
-                    count(w.completed, w.runs),
-                    count(b.completed, b.runs),
-                    secs(b.ttlb_median_s),
-                )
-            };
-            let mut keys = vec![base];
-            if base != "vanilla" {
-                keys.push("vanilla");
-            }
-            let others: Vec<String> = keys
-                .iter()
-                .filter_map(|k| Some(f(row(k, "web")?, row(k, "bulk")?)))
-                .collect();
-            cl.push(Claim::info(
-                &tab,
-                format!("Sensitivity: {} (not judged)", vw.label),
-                format!("{}; {}", f(vw, vb), others.join("; ")),
-            ));
-        }
-    }
-    cl
-}
-
-/// Limit for "minutes, not hours": wall seconds per run of the first
-/// (375-circuit) configuration.
-pub const MAX_WALL_S_PER_RUN: f64 = 1800.0;
-
-/// How long one run of the calibrated (375-circuit) dumbbell takes: an
-/// information line, never a verdict.
-pub fn speed_claim(plan: &Plan, out: &DumbbellOut) -> Claim {
-    let Some(&c) = plan.dumbbell_circuits.first() else {
-        return Claim::info("Speed", "Dumbbell runs", "no dumbbell configured");
-    };
-    let exp = format!("fig7-{c}");
-    let sp: Vec<&Speed> = out.speed.iter().filter(|s| s.experiment == exp).collect();
-    let claim = format!(
-        "One run of the {c}-circuit dumbbell for {} s of simulated time takes minutes, not hours (< {:.0} min of wall time per run)",
-        plan.dumbbell_secs,
-        MAX_WALL_S_PER_RUN / 60.0
-    );
-    if sp.is_empty() {
-        return Claim::info("Speed", claim, "not run");
-    }
-    let worst = sp.iter().map(|s| s.wall_s_per_run).fold(0.0, f64::max);
-    // Information only: wall time depends on the machine and its load, and
-    // a verdict (and `--strict`) must depend on the seed alone.
-    Claim::info(
-        "Speed",
-        claim,
-        format!(
-            "{}; wall time per run and events per second: {}",
-            if worst < MAX_WALL_S_PER_RUN {
-                "within the limit on this machine"
-            } else {
-                "over the limit on this machine"
-            },
-            sp.iter()
-                .map(|s| format!(
-                    "{} {:.0} s, {:.2} M events/s ({:.0} M events)",
-                    s.transport,
-                    s.wall_s_per_run,
-                    s.events_per_s / 1e6,
-                    s.events_per_run / 1e6
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-    )
+    o.svg("fig7_e2e_rtt.svg", &ch)
 }
 
 #[cfg(test)]

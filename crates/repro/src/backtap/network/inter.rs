@@ -41,9 +41,8 @@
 use super::fairness::RW_INTERVAL;
 use super::topo::{bulk, ACCESS_QUEUE, RELAY_ACCESS, RESPONSE_DELAY};
 use super::{transport, Plan, Speed, Transport};
-use crate::backtap::circuit::w_rate;
-use crate::plural;
-use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
+use crate::backtap::common::{round_to, w_rate};
+use hopwise_experiment::{plural, Claim, Cmp, Ctx, Estimate, Outputs};
 use hopwise_plot::{BarChart, Figure};
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::rng::Rng;
@@ -56,7 +55,6 @@ use hopwise_sim::spec::{
 use hopwise_sim::Sim;
 use hopwise_tor::{Access, BucketSpec, CircuitSpec, TorNet};
 use serde::Serialize;
-use std::path::Path;
 
 /// The relay under test.
 pub const RELAY: &str = "R";
@@ -123,7 +121,7 @@ pub struct InterRun {
 }
 
 /// One point of Fig. 6b/c: the mean over seeds (a row of `inter_fairness`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct InterRow {
     pub setting: String,
     pub transport: String,
@@ -145,6 +143,8 @@ pub struct InterRow {
 /// Everything Fig. 6b/c produced.
 #[derive(Clone, Debug, Default)]
 pub struct InterOut {
+    /// The settings run (each has a figure).
+    pub settings: Vec<Setting>,
     pub rows: Vec<InterRow>,
     pub runs: Vec<InterRun>,
     pub speed: Vec<Speed>,
@@ -292,26 +292,16 @@ pub fn run_one(
 }
 
 /// Runs both settings.
-pub fn run(
-    plan: &Plan,
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<InterOut> {
-    run_settings(plan, &settings(), opts, progress, dir, files)
+pub fn run(plan: &Plan, ctx: &Ctx<'_, InterOut>) -> anyhow::Result<InterOut> {
+    run_settings(plan, &settings(), ctx)
 }
 
 /// Runs the given settings for every circuit count, `nTcp`, transport and
-/// seed of the plan; writes `inter.csv`, `inter_runs.csv` and one figure per
-/// setting.
+/// seed of the plan.
 pub fn run_settings(
     plan: &Plan,
     settings: &[Setting],
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
+    ctx: &Ctx<'_, InterOut>,
 ) -> anyhow::Result<InterOut> {
     let ts: Vec<Transport> = plan
         .inter_transports
@@ -334,12 +324,12 @@ pub fn run_settings(
     // Most circuits first, so that the slowest runs do not start last.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by(|&a, &b| jobs[b].2.cmp(&jobs[a].2).then(a.cmp(&b)));
-    progress.start("Fig. 6b/c", jobs.len() as u64);
-    let results = par_map(order.clone(), opts.jobs, progress, |i| {
+    ctx.progress.start("Fig. 6b/c", jobs.len() as u64);
+    let results = ctx.par_map(order.clone(), |i| {
         let (s, t, n, k, seed) = &jobs[i];
         run_one(plan, s, t, *n, *k, *seed)
     });
-    progress.finish();
+    ctx.progress.finish();
     let mut by_job: Vec<Option<InterRun>> = vec![None; jobs.len()];
     for (i, r) in order.into_iter().zip(results) {
         let r = r?;
@@ -353,7 +343,10 @@ pub fn run_settings(
         by_job[i] = Some(r);
     }
     let runs: Vec<InterRun> = by_job.into_iter().flatten().collect();
-    let mut out = InterOut::default();
+    let mut out = InterOut {
+        settings: settings.to_vec(),
+        ..InterOut::default()
+    };
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
     for s in settings {
         for t in &ts {
@@ -400,100 +393,93 @@ pub fn run_settings(
         });
     }
     out.runs = runs;
-    write_files(&out, dir, files)?;
-    plots(plan, settings, &out, dir, files)?;
     Ok(out)
 }
 
-fn write_files(out: &InterOut, dir: &Path, files: &mut Vec<String>) -> anyhow::Result<()> {
-    let g = |x: f64| format!("{x:.6}");
-    write_csv(
-        &dir.join("inter.csv"),
-        &[
-            "setting",
-            "transport",
-            "circuits",
-            "n_tcp",
-            "runs",
-            "tcp_share",
-            "tcp_Bps",
-            "tor_Bps",
-            "link_utilization",
-            "drops",
-        ],
-        &out.rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.setting.clone(),
-                    r.transport.clone(),
-                    r.circuits.to_string(),
-                    r.n_tcp.to_string(),
-                    r.runs.to_string(),
-                    g(r.tcp_share),
-                    format!("{:.0}", r.tcp_rate),
-                    format!("{:.0}", r.tor_rate),
-                    g(r.link_util),
-                    format!("{:.1}", r.drops),
-                ]
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    write_csv(
-        &dir.join("inter_runs.csv"),
-        &[
-            "setting",
-            "transport",
-            "circuits",
-            "n_tcp",
-            "seed",
-            "tcp_share",
-            "tcp_Bps",
-            "tor_Bps",
-            "link_utilization",
-            "drops",
-            "events",
-            "wall_s",
-        ],
-        &out.runs
-            .iter()
-            .map(|r| {
-                vec![
-                    r.setting.into(),
-                    r.transport.clone(),
-                    r.circuits.to_string(),
-                    r.n_tcp.to_string(),
-                    r.seed.to_string(),
-                    g(r.tcp_share),
-                    format!("{:.0}", r.tcp_rate),
-                    format!("{:.0}", r.tor_rate),
-                    g(r.link_util),
-                    r.drops.to_string(),
-                    r.events.to_string(),
-                    format!("{:.2}", r.wall_s),
-                ]
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    files.extend(
-        ["inter.csv", "inter_runs.csv"]
-            .iter()
-            .map(|s| s.to_string()),
-    );
-    Ok(())
+/// A row of `inter.csv` (bytes per second whole, drops to a tenth).
+#[derive(Clone, Debug, Default, Serialize)]
+struct InterCsvRow<'a> {
+    setting: &'a str,
+    transport: &'a str,
+    circuits: usize,
+    n_tcp: usize,
+    runs: usize,
+    tcp_share: f64,
+    #[serde(rename = "tcp_Bps")]
+    tcp_rate: f64,
+    #[serde(rename = "tor_Bps")]
+    tor_rate: f64,
+    #[serde(rename = "link_utilization")]
+    link_util: f64,
+    drops: f64,
+}
+
+/// A row of `inter_runs.csv`.
+#[derive(Clone, Debug, Default, Serialize)]
+struct InterRunRow<'a> {
+    setting: &'a str,
+    transport: &'a str,
+    circuits: usize,
+    n_tcp: usize,
+    seed: u64,
+    tcp_share: f64,
+    #[serde(rename = "tcp_Bps")]
+    tcp_rate: f64,
+    #[serde(rename = "tor_Bps")]
+    tor_rate: f64,
+    #[serde(rename = "link_utilization")]
+    link_util: f64,
+    drops: u64,
+    events: u64,
+    wall_s: f64,
+}
+
+/// `inter.csv`, `inter_runs.csv` and one figure per setting.
+pub fn outputs(plan: &Plan, out: &InterOut, o: &mut Outputs) -> anyhow::Result<()> {
+    let rows: Vec<InterCsvRow> = out
+        .rows
+        .iter()
+        .map(|r| InterCsvRow {
+            setting: &r.setting,
+            transport: &r.transport,
+            circuits: r.circuits,
+            n_tcp: r.n_tcp,
+            runs: r.runs,
+            tcp_share: r.tcp_share,
+            tcp_rate: round_to(r.tcp_rate, 0),
+            tor_rate: round_to(r.tor_rate, 0),
+            link_util: r.link_util,
+            drops: round_to(r.drops, 1),
+        })
+        .collect();
+    o.csv("inter.csv", &rows)?;
+    let rows: Vec<InterRunRow> = out
+        .runs
+        .iter()
+        .map(|r| InterRunRow {
+            setting: r.setting,
+            transport: &r.transport,
+            circuits: r.circuits,
+            n_tcp: r.n_tcp,
+            seed: r.seed,
+            tcp_share: r.tcp_share,
+            tcp_rate: round_to(r.tcp_rate, 0),
+            tor_rate: round_to(r.tor_rate, 0),
+            link_util: r.link_util,
+            drops: r.drops,
+            events: r.events,
+            wall_s: round_to(r.wall_s, 2),
+        })
+        .collect();
+    o.csv("inter_runs.csv", &rows)?;
+    plots(plan, out, o)
 }
 
 /// One SVG per setting: the downloads' share at each number of circuits,
 /// a bar per transport, a panel per `nTcp`. (Categories rather than a log
 /// axis, so that every sampled circuit count is labelled.)
-fn plots(
-    plan: &Plan,
-    settings: &[Setting],
-    out: &InterOut,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
-    for s in settings {
+fn plots(plan: &Plan, out: &InterOut, o: &mut Outputs) -> anyhow::Result<()> {
+    for s in &out.settings {
         let runs = if plan.inter_seeds == 1 {
             "one run per bar".to_string()
         } else {
@@ -543,8 +529,7 @@ fn plots(
             s.figure.replace("Fig. ", "fig").to_lowercase(),
             s.key
         );
-        fig.write_svg(dir.join(&name))?;
-        files.push(name);
+        o.svg(&name, &fig)?;
     }
     Ok(())
 }
@@ -561,7 +546,52 @@ fn share_over_ntcp(out: &InterOut, setting: &str, t: &str, circuits: usize) -> O
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// Fig. 6b/c's claims.
+/// Per seed, in seed order: the mean over `nTcp` of the downloads' share
+/// (finite values) at one circuit count.
+fn shares_by_seed(out: &InterOut, setting: &str, t: &str, circuits: usize) -> Vec<(u64, f64)> {
+    let mut seeds: Vec<u64> = out
+        .runs
+        .iter()
+        .filter(|r| r.setting == setting && r.transport == t && r.circuits == circuits)
+        .map(|r| r.seed)
+        .collect();
+    seeds.sort_unstable();
+    seeds.dedup();
+    seeds
+        .into_iter()
+        .filter_map(|seed| {
+            let v: Vec<f64> = out
+                .runs
+                .iter()
+                .filter(|r| {
+                    r.setting == setting
+                        && r.transport == t
+                        && r.circuits == circuits
+                        && r.seed == seed
+                })
+                .map(|r| r.tcp_share)
+                .filter(|x| x.is_finite())
+                .collect();
+            (!v.is_empty()).then(|| (seed, v.iter().sum::<f64>() / v.len() as f64))
+        })
+        .collect()
+}
+
+/// The mean over seeds of `a − b`, paired by seed (the same seed draws the
+/// same start times), with its t interval; no value without a common seed.
+fn paired_difference(a: &[(u64, f64)], b: &[(u64, f64)]) -> Estimate {
+    let d: Vec<f64> = a
+        .iter()
+        .filter_map(|(s, x)| b.iter().find(|y| y.0 == *s).map(|y| x - y.1))
+        .collect();
+    if d.is_empty() {
+        return Estimate::exact(f64::NAN);
+    }
+    Estimate::mean_t90(&d)
+}
+
+/// Fig. 6b/c's claims. The shares are averaged over `nTcp`; a comparison
+/// is judged by the per-seed difference, with a t interval over seeds.
 pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
     let mut c = Vec::new();
     let (Some(&few), Some(&many)) = (
@@ -579,12 +609,18 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
         .collect();
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
     // The criterion, per setting at the smallest circuit count.
-    let mut holds = !shown.is_empty();
+    let mut items = Vec::new();
     let mut measured = Vec::new();
     for s in &shown {
         let bt = share_over_ntcp(out, s.key, "backtap", few);
         let va = share_over_ntcp(out, s.key, "vanilla", few);
-        holds &= matches!((bt, va), (Some(b), Some(v)) if b > v);
+        items.push((
+            format!("{} ({})", s.figure, s.key),
+            paired_difference(
+                &shares_by_seed(out, s.key, "backtap", few),
+                &shares_by_seed(out, s.key, "vanilla", few),
+            ),
+        ));
         measured.push(format!(
             "{} ({}): BackTap {} vs vanilla {}",
             s.figure,
@@ -593,28 +629,40 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
             f(va)
         ));
     }
-    c.push(crate::legacy_claim(
-        "Fig. 6b/c",
-        format!(
-            "With few circuits ({few}), BackTap leaves the TCP downloads a larger share of the relay's 2 MB/s access link than vanilla Tor does, in both settings (share averaged over nTcp ∈ {:?})",
-            plan.inter_n_tcp
-        ),
-        format!(
+    c.push(
+        Claim::new(
+            "Fig. 6b/c",
+            format!(
+                "With few circuits ({few}), BackTap leaves the TCP downloads a larger share of the relay's 2 MB/s access link than vanilla Tor does, in both settings (share averaged over nTcp ∈ {:?})",
+                plan.inter_n_tcp
+            ),
+        )
+        .measured(format!(
             "{}; {} per point, window {}–{} s, {DOWNLOAD_CC} downloads",
             measured.join("; "),
             plural(plan.inter_seeds as usize, "run"),
             plan.inter_from_s,
             plan.inter_secs
+        ))
+        .each(
+            "BackTap's share − vanilla's",
+            items,
+            Cmp::Above(0.0),
         ),
-        holds,
-    ));
+    );
     if many > few {
-        let mut holds = !shown.is_empty();
+        let mut items = Vec::new();
         let mut measured = Vec::new();
         for s in &shown {
             let a = share_over_ntcp(out, s.key, "backtap", few);
             let b = share_over_ntcp(out, s.key, "backtap", many);
-            holds &= matches!((a, b), (Some(a), Some(b)) if b < a);
+            items.push((
+                s.figure.to_string(),
+                paired_difference(
+                    &shares_by_seed(out, s.key, "backtap", few),
+                    &shares_by_seed(out, s.key, "backtap", many),
+                ),
+            ));
             measured.push(format!(
                 "{}: {} {} → {} {}",
                 s.figure,
@@ -624,12 +672,22 @@ pub fn claims(plan: &Plan, out: &InterOut) -> Vec<Claim> {
                 f(b)
             ));
         }
-        c.push(crate::legacy_claim(
-            "Fig. 6b/c",
-            "Delay-based circuits compete better together: BackTap's circuits leave the downloads a smaller share with many circuits than with few (averaged over nTcp)",
-            measured.join("; "),
-            holds,
-        ));
+        c.push(
+            Claim::new(
+                "Fig. 6b/c",
+                "Delay-based circuits compete better together: BackTap's circuits leave the downloads a smaller share with many circuits than with few (averaged over nTcp)",
+            )
+            .measured(measured.join("; "))
+            .each(
+                format!(
+                    "BackTap's share with {} − with {}",
+                    plural(few, "circuit"),
+                    plural(many, "circuit")
+                ),
+                items,
+                Cmp::Above(0.0),
+            ),
+        );
     }
     // Sensitivity variants beside BackTap (not judged).
     for v in &plan.inter_variants {

@@ -11,12 +11,13 @@
 //! * **Fig. 6b/c** ([`inter`]): circuits through one relay against `nTcp`
 //!   loss-based TCP downloads on the relay's host; relay bucket 1 MB/s on a
 //!   2 MB/s access link, and 10 MB/s with the link the bottleneck.
-//! * **Fig. 7, Table 2** ([`dumbbell`]): the NA/EU dumbbell of the
+//! * **Fig. 7, Table 2** ([`dumbbell`], claims in [`dumbbell_claims`]): the NA/EU dumbbell of the
 //!   100-relay file with 375 circuits (10 % bulk) for 300 s, and 800
 //!   circuits: TTFB and TTLB CDFs, the end-to-end RTT CDF, completed
 //!   downloads, mean download rate.
 //! * **Tor Vegas's standing queue** ([`single`]): the single circuit of
-//!   Fig. 5 (`backtap-circuit`) with Tor Vegas and BackTap.
+//!   Fig. 5 ([`crate::backtap::common::net`], which `backtap-circuit`
+//!   sweeps) with Tor Vegas and BackTap.
 //! * **Scale** ([`scale`]): a Tor-sized network (6000 relays, 20 000
 //!   circuits, 60 s), run by `hopwise bench --tor`.
 //!
@@ -26,6 +27,7 @@
 //! `docs/reproductions/backtap-network.md`.
 
 pub mod dumbbell;
+pub mod dumbbell_claims;
 pub mod fairness;
 pub mod inter;
 mod plots;
@@ -33,29 +35,20 @@ pub mod scale;
 pub mod single;
 pub mod topo;
 
-use crate::backtap::circuit::RefillMode;
-use crate::{write_summary, Claim, Experiment, Outcome, Progress, ReproOpts};
-use anyhow::Context as _;
+use crate::backtap::common::{RefillMode, PAPER};
+use hopwise_experiment::{Claim, Ctx, Outputs, Reproduction};
 use hopwise_tor::{TorConfig, TransportConfig};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+pub use crate::backtap::common::CELL_DATA;
 pub use dumbbell::{DumbbellOut, DumbbellRow};
 pub use fairness::{FairnessOut, FairnessRow};
 pub use inter::{InterOut, InterRow};
 pub use single::{SingleOut, SingleRow};
 
-pub fn experiment() -> Experiment {
-    Experiment {
-        name: "backtap-network",
-        about: "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 6 (fairness, overhead, backlog, inter-fairness), Fig. 7 (dumbbell TTFB/TTLB); vanilla, PCTCP, N23, Tor Vegas, BackTap",
-        wall: "quick about 2 min, full 35-50 min",
-        run,
-    }
-}
-
-/// Payload bytes per relay DATA cell.
-pub const CELL_DATA: f64 = 498.0;
+/// The reproduction `backtap-network`.
+pub struct BacktapNetwork;
 
 /// A transport as the experiments run it: the Tor model's configuration and
 /// the refill of every relay's token bucket.
@@ -110,7 +103,7 @@ fn backtap() -> TorConfig {
 /// `Startup::SlowStart`; the paper and nstor open the window by one cell per
 /// round from 2).
 fn backtap_slow_start() -> TorConfig {
-    crate::backtap::circuit::backtap(hopwise_proto::backtap::Startup::SlowStart { gamma: 1 })
+    crate::backtap::common::backtap(hopwise_proto::backtap::Startup::SlowStart { gamma: 1 })
 }
 
 /// The five transports, in table order. Relays of the TCP-based ones refill
@@ -332,18 +325,6 @@ impl Plan {
             ..Plan::full(Some(s))
         }
     }
-
-    pub fn for_opts(opts: &ReproOpts) -> Plan {
-        if opts.quick {
-            Plan::quick(opts.seeds)
-        } else {
-            Plan::full(opts.seeds)
-        }
-    }
-}
-
-fn run(opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
-    run_plan(&Plan::for_opts(opts), opts, progress)
 }
 
 /// One line of `fairness` (the format of its acceptance criteria).
@@ -371,12 +352,13 @@ pub struct Speed {
     pub events_per_s: f64,
 }
 
-/// `summary.json`: `fairness`, `overhead`, `backlog`, `inter_fairness` and
-/// `dumbbell` are the keys the acceptance criteria name; the rest is detail.
-#[derive(Serialize)]
-pub struct Summary {
-    pub paper: &'static str,
-    pub plan: Plan,
+/// What the runs measured. `fairness`, `overhead`, `backlog`,
+/// `inter_fairness` and `dumbbell` in summary.json are the keys the
+/// acceptance criteria name; the rest is detail. The parts' own results
+/// (with every run) are not serialized; a part that has not finished is
+/// `None` and its keys are empty.
+#[derive(Default, Serialize)]
+pub struct Results {
     pub fairness: Vec<FairnessSummary>,
     pub overhead: BTreeMap<String, f64>,
     pub backlog: BTreeMap<String, f64>,
@@ -385,103 +367,167 @@ pub struct Summary {
     pub fairness_detail: Vec<FairnessRow>,
     pub single_circuit: Vec<SingleRow>,
     pub speed: Vec<Speed>,
-    pub claims: Vec<Claim>,
+    /// Wall time of the runs (s).
     pub wall_s: f64,
+    #[serde(skip)]
+    pub star: Option<FairnessOut>,
+    #[serde(skip)]
+    pub inter: Option<InterOut>,
+    #[serde(skip)]
+    pub dumbbell_out: Option<DumbbellOut>,
+    #[serde(skip)]
+    pub single: Option<SingleOut>,
 }
 
-/// Runs a plan and writes everything into `opts.out`.
-pub fn run_plan(plan: &Plan, opts: &ReproOpts, progress: &dyn Progress) -> anyhow::Result<Outcome> {
-    #[allow(clippy::disallowed_methods)] // wall time for the summary only
-    let t0 = std::time::Instant::now();
-    let dir = opts.out.as_path();
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut files = Vec::new();
-
-    progress.note("Fig. 6a, Table 1: star of 50 relays, 100 bulk circuits");
-    let fo = fairness::run(plan, opts, progress, dir, &mut files)?;
-    progress.note("Fig. 6b/c: circuits against TCP downloads on a relay's host");
-    let io = inter::run(plan, opts, progress, dir, &mut files)?;
-    let counts: Vec<String> = plan
-        .dumbbell_circuits
-        .iter()
-        .map(|c| c.to_string())
+impl Results {
+    /// Fills summary.json's keys from the parts that have finished.
+    fn summarize(&mut self) {
+        if let Some(fo) = &self.star {
+            let main = || fo.rows.iter().filter(|r| r.main);
+            self.fairness = main()
+                .map(|r| FairnessSummary {
+                    transport: r.transport.clone(),
+                    jain_median: r.jain_median,
+                    jain_p10: r.jain_p10,
+                    backtap_gap_ci90: r.backtap_gap_ci90,
+                })
+                .collect();
+            self.overhead = main().map(|r| (r.transport.clone(), r.overhead)).collect();
+            self.backlog = main()
+                .map(|r| (r.transport.clone(), r.backlog_bytes))
+                .collect();
+            self.fairness_detail = fo.rows.clone();
+        }
+        if let Some(io) = &self.inter {
+            self.inter_fairness = io.rows.clone();
+        }
+        if let Some(dbo) = &self.dumbbell_out {
+            self.dumbbell = dbo.rows.clone();
+        }
+        if let Some(so) = &self.single {
+            self.single_circuit = so.rows.clone();
+        }
+        self.speed = [
+            self.star.as_ref().map(|x| &x.speed),
+            self.inter.as_ref().map(|x| &x.speed),
+            self.dumbbell_out.as_ref().map(|x| &x.speed),
+        ]
+        .into_iter()
+        .flatten()
+        .flatten()
+        .cloned()
         .collect();
-    progress.note(&format!(
-        "Fig. 7, Table 2: NA/EU dumbbell, {} circuits",
-        counts.join(" and ")
-    ));
-    let dbo = dumbbell::run(plan, opts, progress, dir, &mut files)?;
-    progress.note("Single circuit (Fig. 5 setup): Tor Vegas's standing queue vs BackTap");
-    let so = single::run(plan, opts, progress, dir, &mut files)?;
+    }
+}
 
-    let mut claims = fairness::claims(plan, &fo);
-    claims.extend(inter::claims(plan, &io));
-    claims.extend(dumbbell::claims(plan, &dbo));
-    claims.extend(single::claims(plan, &so, &fo));
-    let mut speed = fo.speed.clone();
-    speed.extend(io.speed.clone());
-    speed.extend(dbo.speed.clone());
-    claims.push(dumbbell::speed_claim(plan, &dbo));
+impl Reproduction for BacktapNetwork {
+    type Plan = Plan;
+    type Results = Results;
+    const NAME: &'static str = "backtap-network";
+    const ABOUT: &'static str = "Tschorsch and Scheuermann 2016 (BackTap, seed paper 002) §4: Fig. 6 (fairness, overhead, backlog, inter-fairness), Fig. 7 (dumbbell TTFB/TTLB); vanilla, PCTCP, N23, Tor Vegas, BackTap";
+    const PAPER: &'static str = PAPER;
+    const WALL: &'static str = "quick about 2 min, full 35-50 min";
 
-    let summary = Summary {
-        paper: "seed 002: Tschorsch, Scheuermann, Mind the Gap: Towards a Backpressure-Based Transport Protocol for the Tor Network (NSDI 2016)",
-        plan: plan.clone(),
-        fairness: fo
-            .rows
+    fn plan(&self, quick: bool, seeds: Option<u32>) -> Plan {
+        if quick {
+            Plan::quick(seeds)
+        } else {
+            Plan::full(seeds)
+        }
+    }
+
+    fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> anyhow::Result<Results> {
+        #[allow(clippy::disallowed_methods)] // wall time for the summary only
+        let t0 = std::time::Instant::now();
+        let mut r = Results::default();
+        let done = |r: &mut Results| -> anyhow::Result<()> {
+            r.summarize();
+            r.wall_s = t0.elapsed().as_secs_f64();
+            ctx.checkpoint(r)
+        };
+        ctx.progress
+            .note("Fig. 6a, Table 1: star of 50 relays, 100 bulk circuits");
+        r.star = Some(fairness::run(plan, &ctx.part())?);
+        done(&mut r)?;
+        ctx.progress
+            .note("Fig. 6b/c: circuits against TCP downloads on a relay's host");
+        r.inter = Some(inter::run(plan, &ctx.part())?);
+        done(&mut r)?;
+        let counts: Vec<String> = plan
+            .dumbbell_circuits
             .iter()
-            .filter(|r| r.main)
-            .map(|r| FairnessSummary {
-                transport: r.transport.clone(),
-                jain_median: r.jain_median,
-                jain_p10: r.jain_p10,
-                backtap_gap_ci90: r.backtap_gap_ci90,
-            })
-            .collect(),
-        overhead: fo
-            .rows
-            .iter()
-            .filter(|r| r.main)
-            .map(|r| (r.transport.clone(), r.overhead))
-            .collect(),
-        backlog: fo
-            .rows
-            .iter()
-            .filter(|r| r.main)
-            .map(|r| (r.transport.clone(), r.backlog_bytes))
-            .collect(),
-        inter_fairness: io.rows.clone(),
-        dumbbell: dbo.rows.clone(),
-        fairness_detail: fo.rows.clone(),
-        single_circuit: so.rows.clone(),
-        speed,
-        claims: claims.clone(),
-        wall_s: t0.elapsed().as_secs_f64(),
-    };
-    write_summary(dir, &summary)?;
-    files.insert(0, "summary.json".into());
-    let mut data = crate::data_pairs(
-        &["fig6a_jain_cdf.svg"],
-        &["fig6a_runs.csv", "fig6a_rates.csv"],
-    );
-    data.extend(crate::data_pairs(
-        &["fig6b_bucket.svg", "fig6c_access-link.svg"],
-        &["inter.csv", "inter_runs.csv"],
-    ));
-    // The dumbbell's figures are named after their circuit counts.
-    let fig7: Vec<&str> = files
-        .iter()
-        .map(String::as_str)
-        .filter(|f| f.starts_with("fig7_") && f.ends_with(".svg"))
-        .collect();
-    data.extend(crate::data_pairs(
-        &fig7,
-        &["dumbbell.csv", "dumbbell_cdf.csv", "dumbbell_runs.csv"],
-    ));
-    Ok(Outcome {
-        claims,
-        files,
-        data,
-    })
+            .map(|c| c.to_string())
+            .collect();
+        ctx.progress.note(&format!(
+            "Fig. 7, Table 2: NA/EU dumbbell, {} circuits",
+            counts.join(" and ")
+        ));
+        r.dumbbell_out = Some(dumbbell::run(plan, &ctx.part())?);
+        done(&mut r)?;
+        ctx.progress
+            .note("Single circuit (Fig. 5 setup): Tor Vegas's standing queue vs BackTap");
+        r.single = Some(single::run(plan, &ctx.part())?);
+        r.summarize();
+        r.wall_s = t0.elapsed().as_secs_f64();
+        Ok(r)
+    }
+
+    fn claims(&self, plan: &Plan, r: &Results) -> Vec<Claim> {
+        let mut claims = Vec::new();
+        if let Some(fo) = &r.star {
+            claims.extend(fairness::claims(plan, fo));
+        }
+        if let Some(io) = &r.inter {
+            claims.extend(inter::claims(plan, io));
+        }
+        if let Some(dbo) = &r.dumbbell_out {
+            claims.extend(dumbbell_claims::claims(plan, dbo));
+        }
+        if let Some(so) = &r.single {
+            let none = FairnessOut::default();
+            claims.extend(single::claims(plan, so, r.star.as_ref().unwrap_or(&none)));
+        }
+        if let Some(dbo) = &r.dumbbell_out {
+            claims.push(dumbbell_claims::speed_claim(plan, dbo));
+        }
+        claims
+    }
+
+    fn outputs(&self, plan: &Plan, r: &Results, out: &mut Outputs) -> anyhow::Result<()> {
+        if let Some(fo) = &r.star {
+            fairness::outputs(plan, fo, out)?;
+            out.data(
+                &["fig6a_jain_cdf.svg"],
+                &["fig6a_runs.csv", "fig6a_rates.csv"],
+            );
+        }
+        if let Some(io) = &r.inter {
+            inter::outputs(plan, io, out)?;
+            out.data(
+                &["fig6b_bucket.svg", "fig6c_access-link.svg"],
+                &["inter.csv", "inter_runs.csv"],
+            );
+        }
+        if let Some(dbo) = &r.dumbbell_out {
+            let written = out.files().len();
+            dumbbell::outputs(plan, dbo, out)?;
+            // The dumbbell's figures are named after their circuit counts.
+            let fig7: Vec<String> = out.files()[written..]
+                .iter()
+                .filter(|f| f.starts_with("fig7_") && f.ends_with(".svg"))
+                .cloned()
+                .collect();
+            let fig7: Vec<&str> = fig7.iter().map(String::as_str).collect();
+            out.data(
+                &fig7,
+                &["dumbbell.csv", "dumbbell_cdf.csv", "dumbbell_runs.csv"],
+            );
+        }
+        if let Some(so) = &r.single {
+            single::outputs(so, out)?;
+        }
+        Ok(())
+    }
 }
 
 /// Formats a fraction as a percentage with one decimal.

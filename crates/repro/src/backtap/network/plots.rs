@@ -10,9 +10,8 @@
 
 use super::fairness::{FairnessOut, FairnessRow, FairnessRun};
 use super::{transport, transports, Plan};
-use crate::plural;
+use hopwise_experiment::{plural, Outputs};
 use hopwise_plot::{cdf_points, palette_color, BarChart, Chart, Figure, Series};
-use std::path::Path;
 
 /// A transport's colour: its place in table order, so that every figure
 /// (and a variant and the transport it varies) uses the same one.
@@ -103,12 +102,7 @@ fn cdf_panels(
 const FEW_RUNS: usize = 5;
 
 /// Fig. 6a (and Table 1 as bars): see the module documentation.
-pub fn fig6a(
-    plan: &Plan,
-    out: &FairnessOut,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<()> {
+pub fn fig6a(plan: &Plan, out: &FairnessOut, o: &mut Outputs) -> anyhow::Result<()> {
     let main: Vec<&FairnessRow> = out.rows.iter().filter(|r| r.main).collect();
     let vars: Vec<&FairnessRow> = out.rows.iter().filter(|r| !r.main).collect();
     // The star's pair RTT, and the other RTTs of the variants shown (whose
@@ -134,15 +128,14 @@ pub fn fig6a(
     };
 
     let [jain, share] = cdf_panels(out, &main, &|_| false);
-    Figure::new(
+    let fig = Figure::new(
         format!("Fig. 6a: fairness between circuits ({})", setup(&main)),
         2,
     )
     .panel_size(600, 420)
     .panel(jain)
-    .panel(share)
-    .write_svg(dir.join("fig6a_jain_cdf.svg"))?;
-    files.push("fig6a_jain_cdf.svg".into());
+    .panel(share);
+    o.svg("fig6a_jain_cdf.svg", &fig)?;
 
     if !vars.is_empty() {
         // Each variant (dashed) with the compared transport it varies (solid).
@@ -156,7 +149,7 @@ pub fn fig6a(
         }
         rows.extend(vars.iter().copied());
         let [jain, share] = cdf_panels(out, &rows, &|r| !r.main);
-        Figure::new(
+        let fig = Figure::new(
             format!(
                 "Fig. 6a, sensitivity: refill, gating and star-RTT variants (dashed) ({})",
                 setup(&rows)
@@ -165,9 +158,8 @@ pub fn fig6a(
         )
         .panel_size(600, 420)
         .panel(jain)
-        .panel(share)
-        .write_svg(dir.join("fig6a_jain_cdf_variants.svg"))?;
-        files.push("fig6a_jain_cdf_variants.svg".into());
+        .panel(share);
+        o.svg("fig6a_jain_cdf_variants.svg", &fig)?;
     }
 
     // Table 1: one group for the compared transports, one for the variants.
@@ -192,13 +184,11 @@ pub fn fig6a(
         );
     }
     let shown: Vec<&FairnessRow> = main.iter().chain(&vars).copied().collect();
-    Figure::new(format!("Table 1 ({})", setup(&shown)), 2)
+    let fig = Figure::new(format!("Table 1 ({})", setup(&shown)), 2)
         .panel_size(600, 420)
         .panel(overhead)
-        .panel(backlog)
-        .write_svg(dir.join("table1.svg"))?;
-    files.push("table1.svg".into());
-    Ok(())
+        .panel(backlog);
+    o.svg("table1.svg", &fig)
 }
 
 #[cfg(test)]
@@ -262,8 +252,9 @@ mod tests {
         }
         let dir = std::env::temp_dir().join(format!("hopwise-fig6a-test-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut files = Vec::new();
-        fig6a(&super::super::Plan::quick(None), &out, &dir, &mut files).unwrap();
+        let mut o = Outputs::new(&dir);
+        fig6a(&super::super::Plan::quick(None), &out, &mut o).unwrap();
+        let files = o.files();
         assert_eq!(
             files,
             [
@@ -272,7 +263,7 @@ mod tests {
                 "table1.svg"
             ]
         );
-        for f in &files {
+        for f in files {
             let svg = std::fs::read_to_string(dir.join(f)).unwrap();
             assert!(svg.starts_with("<svg") || svg.starts_with("<?xml"), "{f}");
             assert!(svg.contains("</svg>"), "{f}");

@@ -36,7 +36,7 @@ use super::topo::{
     bulk, trunk_delay, web, Continent, ACCESS_QUEUE, RELAY_ACCESS, RESPONSE_DELAY, TRUNK_RATE,
 };
 use super::{transport, Transport};
-use crate::quantile;
+use hopwise_experiment::stats::quantile;
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;

@@ -18,21 +18,21 @@
 //!
 //! Both run for the same `single_secs`: BackTap's linear start-up (+1 cell
 //! per round) needs about `C/519 · (RTT/3)²` seconds to open a hop's window
-//! ([`fig5::ramp_estimate`]), which at the largest RTTs exceeds the run, so
+//! ([`ramp_estimate`]), which at the largest RTTs exceeds the run, so
 //! its rate there is still ramping (`backtap-circuit`'s Fig. 5 runs long
 //! enough for it).
 
-use super::fairness::FairnessOut;
+use super::fairness::{paired, FairnessOut};
 use super::Plan;
-use crate::backtap::circuit::fig5::{self, hop_mean, Variant};
-use crate::backtap::circuit::RefillMode;
-use crate::backtap::circuit::{start_offset, BACKTAP_CELL, BETA, C, CELL_DATA};
-use crate::plural;
-use crate::{par_map, write_csv, Claim, Progress, ReproOpts};
+use crate::backtap::common::{
+    self, hop_mean, middle_held_cells, over_seeds, ramp_estimate, round_to, start_offset,
+    RefillMode, Variant, BACKTAP_CELL, BETA, C, CELL_DATA,
+};
+use hopwise_experiment::stats::quantile;
+use hopwise_experiment::{plural, Claim, Cmp, Ctx, Outputs};
 use hopwise_proto::time::Dur;
 use hopwise_tor::Dir;
 use serde::Serialize;
-use std::path::Path;
 
 /// Cells Tor Vegas is expected to hold at the bottleneck (the claim: "100+").
 pub const VEGAS_QUEUE_MIN: f64 = 100.0;
@@ -48,8 +48,9 @@ pub fn backtap_few() -> f64 {
     BETA as f64 + C as f64 * RefillMode::Periodic10.interval().as_secs_f64() / BACKTAP_CELL
 }
 
-/// One (transport, RTT) point (a row of `single_circuit`).
-#[derive(Clone, Debug, Serialize)]
+/// One (transport, RTT) point (a row of `single_circuit` and of
+/// `single.csv`).
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct SingleRow {
     pub transport: String,
     /// The variant's key: `tor-vegas-on-demand`, `tor-vegas` (100 ms
@@ -94,6 +95,8 @@ pub struct SingleRow {
     pub secs: u64,
     pub fit_from_s: u64,
     pub events: u64,
+    /// Corrupt bytes delivered (a run with any fails, so never shown).
+    #[serde(skip)]
     pub corrupt: u64,
 }
 
@@ -120,13 +123,7 @@ impl SingleOut {
 /// `tor-vegas` in the star and the dumbbell) run with. BackTap: its 10 ms
 /// refill (nstor).
 pub fn variants() -> Vec<Variant> {
-    let all = fig5::variants();
-    let pick = |k: &str| {
-        all.iter()
-            .find(|v| v.key == k)
-            .cloned()
-            .unwrap_or_else(|| panic!("Fig. 5 variant `{k}`"))
-    };
+    let pick = |k: &str| common::variant(k).unwrap_or_else(|| panic!("Fig. 5 variant `{k}`"));
     let vegas = pick("tor-vegas");
     vec![
         Variant {
@@ -143,7 +140,7 @@ pub fn variants() -> Vec<Variant> {
 pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Result<SingleRow> {
     let rtt = Dur::from_millis(rtt_ms);
     let start = start_offset(1, "c0", Dur::ZERO);
-    let net = fig5::net(v, rtt, start);
+    let net = common::net(v, rtt, start);
     let mut sim = net
         .build(
             &format!("single-{}-{rtt_ms}", v.key),
@@ -161,7 +158,7 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
     let b = Dir::Backward.index();
     let qdt = res.queue_interval.map_or(0.01, |d| d.as_secs_f64());
     let from_s = from.as_secs_f64();
-    let (held, circuit_queue, unread) = fig5::middle_held_cells(&res, from_s);
+    let (held, circuit_queue, unread) = middle_held_cells(&res, from_s);
     let window = hop_mean(c, "exit", qdt, from_s, |s| {
         if s.cwnd[b] > 0 {
             s.cwnd[b] as f64
@@ -201,23 +198,17 @@ pub fn run_one(v: &Variant, rtt_ms: u64, secs: u64, fit_from: u64) -> anyhow::Re
     })
 }
 
-/// Runs Tor Vegas and BackTap at every RTT of the plan; writes `single.csv`.
-pub fn run(
-    plan: &Plan,
-    opts: &ReproOpts,
-    progress: &dyn Progress,
-    dir: &Path,
-    files: &mut Vec<String>,
-) -> anyhow::Result<SingleOut> {
+/// Runs Tor Vegas and BackTap at every RTT of the plan.
+pub fn run(plan: &Plan, ctx: &Ctx<'_, SingleOut>) -> anyhow::Result<SingleOut> {
     let jobs: Vec<(Variant, u64)> = variants()
         .into_iter()
         .flat_map(|v| plan.single_rtts_ms.iter().map(move |&r| (v.clone(), r)))
         .collect();
-    progress.start("single circuit", jobs.len() as u64);
-    let results = par_map(jobs, opts.jobs, progress, |(v, rtt)| {
+    ctx.progress.start("single circuit", jobs.len() as u64);
+    let results = ctx.par_map(jobs, |(v, rtt)| {
         run_one(&v, rtt, plan.single_secs, plan.single_fit_from)
     });
-    progress.finish();
+    ctx.progress.finish();
     let mut out = SingleOut::default();
     for r in results {
         let r = r?;
@@ -229,61 +220,21 @@ pub fn run(
         );
         out.rows.push(r);
     }
-    let g = |x: f64| format!("{x:.6}");
-    write_csv(
-        &dir.join("single.csv"),
-        &[
-            "transport",
-            "variant",
-            "refill",
-            "rtt_ms",
-            "rate_frac",
-            "bottleneck_queue_cells",
-            "rate_Bps",
-            "middle_circuit_queue_cells",
-            "middle_unread_cells",
-            "excess_delay_cells",
-            "backlog_B",
-            "delay_ms",
-            "exit_window_cells",
-            "vegas_inflight_cells",
-            "vegas_queue_use_cells",
-            "vegas_rtt_excess_ms",
-            "bottleneck_queue_ms",
-            "duration_s",
-            "fit_from_s",
-            "events",
-        ],
-        &out.rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.transport.clone(),
-                    r.variant.clone(),
-                    r.refill.to_string(),
-                    r.rtt_ms.to_string(),
-                    g(r.rate_frac),
-                    g(r.bottleneck_queue_cells),
-                    format!("{:.0}", r.rate),
-                    g(r.middle_circuit_queue_cells),
-                    g(r.middle_unread_cells),
-                    g(r.excess_delay_cells),
-                    format!("{:.0}", r.backlog),
-                    g(r.delay_ms),
-                    g(r.exit_window_cells),
-                    g(r.vegas_inflight_cells),
-                    g(r.vegas_queue_use_cells),
-                    g(r.vegas_rtt_excess_ms),
-                    g(r.bottleneck_queue_ms),
-                    r.secs.to_string(),
-                    r.fit_from_s.to_string(),
-                    r.events.to_string(),
-                ]
-            })
-            .collect::<Vec<_>>(),
-    )?;
-    files.push("single.csv".into());
     Ok(out)
+}
+
+/// `single.csv` (rates and backlogs in whole bytes).
+pub fn outputs(out: &SingleOut, o: &mut Outputs) -> anyhow::Result<()> {
+    let rows: Vec<SingleRow> = out
+        .rows
+        .iter()
+        .map(|r| SingleRow {
+            rate: round_to(r.rate, 0),
+            backlog: round_to(r.backlog, 0),
+            ..r.clone()
+        })
+        .collect();
+    o.csv("single.csv", &rows)
 }
 
 /// The single-circuit claims, and the star's standing queues of Tor Vegas
@@ -319,21 +270,25 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                     .map(|_| v.rtt_ms)
             })
             .collect();
-        let holds = !steady.is_empty()
-            && steady.iter().all(|&rtt| {
-                matches!(
-                    (out.row("tor-vegas-on-demand", rtt), out.row("backtap", rtt)),
-                    (Some(v), Some(b)) if v.bottleneck_queue_cells >= VEGAS_QUEUE_MIN
-                        && b.bottleneck_queue_cells <= few
-                )
-            });
-        c.push(crate::legacy_claim(
+        let at_steady = |t: &str| -> Vec<(String, f64)> {
+            steady
+                .iter()
+                .map(|&rtt| {
+                    let q = out
+                        .row(t, rtt)
+                        .map_or(f64::NAN, |r| r.bottleneck_queue_cells);
+                    (format!("{rtt} ms"), q)
+                })
+                .collect()
+        };
+        c.push(Claim::new(
             "Tor Vegas (Fig. 5 setup)",
             format!(
-                "Tor Vegas holds a standing queue of {VEGAS_QUEUE_MIN:.0}+ cells per circuit at the bottleneck relay, BackTap a few (judged at every RTT where both reach {:.0} % of the payload rate: Tor Vegas ≥ {VEGAS_QUEUE_MIN:.0} cells, BackTap ≤ β + one 10 ms refill = {few:.1} cells)",
+                "Tor Vegas holds a standing queue of {VEGAS_QUEUE_MIN:.0}+ cells per circuit at the bottleneck relay, BackTap a few: β + what one 10 ms refill releases = {few:.1} cells (judged at every RTT where both reach {:.0} % of the payload rate)",
                 100.0 * STEADY_RATE
             ),
-            format!(
+        )
+        .measured(format!(
                 "judged at {steady:?} ms; mean cells held at the middle from {} s of {} s: Tor Vegas (on-demand refill, Tor ≥ 0.3.3) {}; BackTap {}; Tor Vegas with the periodic 100 ms refill of Tor ≤ 0.3.2 {}. Whole-path standing queue (delay − RTT/2)·rate/498: Tor Vegas {}; BackTap {}. Tor Vegas's own estimate (mean queue_use per SENDME, whole run; its target α–β is 186–248), in cells and the extra RTT they stand for, against what the cells at the middle add: {}",
                 plan.single_fit_from,
                 plan.single_secs,
@@ -346,21 +301,39 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                     "{:.0} cells = {:.0} ms (middle {:.0} ms)",
                     r.vegas_queue_use_cells, r.vegas_rtt_excess_ms, r.bottleneck_queue_ms
                 )),
+            ))
+            .each(
+                "Tor Vegas's mean cells held at the middle",
+                at_steady("tor-vegas-on-demand"),
+                Cmp::AtLeast(VEGAS_QUEUE_MIN),
+            )
+            .each(
+                "BackTap's mean cells held at the middle",
+                at_steady("backtap"),
+                Cmp::AtMost(few),
             ),
-            holds,
-        ));
+        );
     }
     if let Some(hi) = tv.iter().max_by_key(|r| r.rtt_ms) {
-        c.push(crate::legacy_claim(
-            "Tor Vegas (Fig. 5 setup)",
-            "Tor Vegas keeps the rate under high RTT (judged: ≥ 0.8 of the bottleneck's payload rate at the largest RTT)",
-            format!(
+        c.push(
+            Claim::new(
+                "Tor Vegas (Fig. 5 setup)",
+                "Tor Vegas keeps the rate under high RTT (judged at the largest RTT)",
+            )
+            .measured(format!(
                 "rate / (C·498/512): {}; exit cwnd {}",
                 list("tor-vegas-on-demand", &|r| format!("{:.3}", r.rate_frac)),
-                list("tor-vegas-on-demand", &|r| format!("{:.0}", r.exit_window_cells)),
+                list("tor-vegas-on-demand", &|r| format!(
+                    "{:.0}",
+                    r.exit_window_cells
+                )),
+            ))
+            .at_least(
+                format!("rate / (C·498/512) at {} ms", hi.rtt_ms),
+                hi.rate_frac,
+                0.8,
             ),
-            hi.rate_frac >= 0.8,
-        ));
+        );
     }
     if !bt.is_empty() {
         c.push(Claim::info(
@@ -371,23 +344,44 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
                 list("backtap", &|r| format!("{:.3}", r.rate_frac)),
                 list("backtap", &|r| format!(
                     "{:.0} s",
-                    fig5::ramp_estimate(Dur::from_millis(r.rtt_ms), BACKTAP_CELL)
+                    ramp_estimate(Dur::from_millis(r.rtt_ms), BACKTAP_CELL)
                 )),
             ),
         ));
     }
     if let (Some(v), Some(b)) = (fo.row("tor-vegas"), fo.row("backtap")) {
-        c.push(crate::legacy_claim(
-            "Tor Vegas (Fig. 6a star)",
-            "In the star of Fig. 6a too (every TCP transport with the 100 ms refill), Tor Vegas's per-circuit standing queue is larger than BackTap's (median over circuits and runs of the backlog beyond what propagation holds)",
-            format!(
+        // The difference of the medians over runs, with a bootstrap over
+        // the seeds both ran (both runs of a seed share the star's draw).
+        let pairs = paired(&fo.runs, "tor-vegas", "backtap", |r| r.queue_cells_median);
+        let point = v.queue_cells_median - b.queue_cells_median;
+        let e = if pairs.len() == v.runs && pairs.len() == b.runs {
+            over_seeds(
+                point,
+                pairs.len(),
+                "backtap-network star queue tor-vegas-backtap",
+                |idx| {
+                    let med = |f: fn(&(f64, f64)) -> f64| {
+                        quantile(&idx.iter().map(|&i| f(&pairs[i])).collect::<Vec<_>>(), 0.5)
+                    };
+                    med(|p| p.0) - med(|p| p.1)
+                },
+            )
+        } else {
+            point.into()
+        };
+        c.push(
+            Claim::new(
+                "Tor Vegas (Fig. 6a star)",
+                "In the star of Fig. 6a too (every TCP transport with the 100 ms refill), Tor Vegas's per-circuit standing queue is larger than BackTap's (median over circuits and runs of the backlog beyond what propagation holds)",
+            )
+            .measured(format!(
                 "Tor Vegas {:.0} cells, BackTap {:.0} cells ({} each)",
                 v.queue_cells_median,
                 b.queue_cells_median,
                 plural(v.runs, "run")
-            ),
-            v.queue_cells_median > b.queue_cells_median,
-        ));
+            ))
+            .above("Tor Vegas's standing queue − BackTap's (cells)", e, 0.0),
+        );
     }
     c
 }
