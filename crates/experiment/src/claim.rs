@@ -139,7 +139,18 @@ impl Estimate {
     /// the units it is computed over. Exact for a single unit.
     pub fn resampled(name: &str, n: usize, stat: impl Fn(&[usize]) -> f64) -> Estimate {
         let all: Vec<usize> = (0..n).collect();
-        let value = stat(&all);
+        Estimate::resampled_at(stat(&all), name, n, stat)
+    }
+
+    /// [`Estimate::resampled`] for a value computed elsewhere (a fit over
+    /// the mean series, say), with the interval of `stat` over resamples
+    /// of the `n` units.
+    pub fn resampled_at(
+        value: f64,
+        name: &str,
+        n: usize,
+        stat: impl Fn(&[usize]) -> f64,
+    ) -> Estimate {
         if n < 2 {
             return Estimate::exact(value);
         }
@@ -281,9 +292,22 @@ pub fn sig3(x: f64) -> String {
     }
 }
 
-/// A threshold as written: the shortest form that reads back the same.
+/// A threshold as written: the shortest form that reads back the same, or
+/// six significant digits where that is longer (a bound computed from a
+/// model, say).
 fn num(x: f64) -> String {
-    format!("{x}")
+    let short = format!("{x}");
+    let digits = short.chars().filter(char::is_ascii_digit).count();
+    if digits <= 6 || !x.is_finite() || x == 0.0 {
+        return short;
+    }
+    let decimals = (5 - x.abs().log10().floor() as i32).max(0) as usize;
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
 /// One value against a one-sided or two-sided bound.
@@ -867,6 +891,9 @@ mod tests {
         assert_eq!(sig3(f64::NAN), "-");
         assert_eq!(num(0.9), "0.9");
         assert_eq!(num(15000.0), "15000");
+        assert_eq!(num(32.90173410404624), "32.9017");
+        assert_eq!(num(0.1 + 0.2), "0.3");
+        assert_eq!(num(1234567.8), "1234568");
     }
 
     #[test]

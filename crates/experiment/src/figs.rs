@@ -1,6 +1,6 @@
 //! Helpers shared by the reproductions' figures and their CSVs: series that
 //! hide one another, series that run along an axis, CDFs that rise from 0,
-//! a common range for log panels, and long-format ("tidy") CSV rows.
+//! and a common range for log panels.
 
 /// Points of a plotted series, `(x, y)`.
 pub type Pts = [(f64, f64)];
@@ -182,26 +182,6 @@ pub fn decade_range(values: impl IntoIterator<Item = f64>) -> Option<(f64, f64)>
         b = a + 1.0;
     }
     Some((10f64.powf(a), 10f64.powf(b)))
-}
-
-/// Long-format CSV rows of a named series: `key…, x, name, y` per point,
-/// with `x` and `y` formatted by `fx` and `fy`.
-pub fn long_rows(
-    key: &[String],
-    name: &str,
-    pts: &Pts,
-    fx: &dyn Fn(f64) -> String,
-    fy: &dyn Fn(f64) -> String,
-) -> Vec<Vec<String>> {
-    pts.iter()
-        .map(|&(x, y)| {
-            let mut r = key.to_vec();
-            r.push(fx(x));
-            r.push(name.to_string());
-            r.push(fy(y));
-            r
-        })
-        .collect()
 }
 
 #[cfg(test)]

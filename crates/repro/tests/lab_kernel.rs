@@ -6,9 +6,9 @@
 #![cfg(feature = "lab")]
 
 use hopwise_experiment::{Opts, Reproduction};
+use hopwise_experiment::{Silent, Verdict};
 use hopwise_lab::topology::{self, PREFIX};
 use hopwise_repro::pendulum::lab_fig1::{LabPendulum, Plan};
-use hopwise_experiment::{Silent, Verdict};
 use std::sync::Mutex;
 
 /// Fails unless every file in `files` exists in `out` and is not empty.

@@ -177,47 +177,24 @@ impl QueueStats {
     }
 }
 
-/// Jain's fairness index (Jain, Chiu & Hawe 1984): (Σx)² / (n·Σx²).
-/// 1 when all equal, 1/n when one takes everything. `None` for no samples
-/// or when every sample is zero.
-pub fn jain(xs: &[f64]) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    let s: f64 = xs.iter().sum();
-    let s2: f64 = xs.iter().map(|x| x * x).sum();
-    if s2 == 0.0 {
-        // Nobody got anything: fairness is undefined (0/0), not perfect.
-        return None;
-    }
-    Some(s * s / (xs.len() as f64 * s2))
-}
-
-/// Pearson correlation of two equally long series; `None` if either is constant.
-pub fn correlation(a: &[f64], b: &[f64]) -> Option<f64> {
-    let n = a.len().min(b.len());
-    if n < 2 {
-        return None;
-    }
-    let (a, b) = (&a[..n], &b[..n]);
-    let ma = a.iter().sum::<f64>() / n as f64;
-    let mb = b.iter().sum::<f64>() / n as f64;
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        let (da, db) = (a[i] - ma, b[i] - mb);
-        sab += da * db;
-        saa += da * da;
-        sbb += db * db;
-    }
-    if saa == 0.0 || sbb == 0.0 {
-        return None;
-    }
-    Some(sab / (saa * sbb).sqrt())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binned_rates_cover_each_bin() {
+        let mut b = Binned::new(Dur::SECOND);
+        b.add(Time::ZERO + Dur::from_millis(1500), 125_000);
+        b.pad_to(Time::ZERO + Dur::from_secs(3));
+        assert_eq!(b.rates_bps(), vec![0.0, 1e6, 0.0]);
+        // A run that ends half way through a bin: the last bin's rate is
+        // over the half it covers.
+        let mut b = Binned::new(Dur::SECOND);
+        b.add(Time::ZERO + Dur::from_millis(500), 125_000);
+        b.add(Time::ZERO + Dur::from_millis(1200), 62_500);
+        b.pad_to(Time::ZERO + Dur::from_millis(1500));
+        assert_eq!(b.rates_bps(), vec![1e6, 1e6]);
+    }
 
     #[test]
     fn time_weighted_mean_respects_warmup() {
@@ -291,25 +268,5 @@ mod tests {
         let mut q = QueueStats::default();
         feed(&mut q, "dacaad");
         assert_eq!(q.ack_bursts, vec![0, 0, 0, 1]);
-    }
-
-    #[test]
-    fn jain_and_correlation() {
-        assert_eq!(jain(&[1.0, 1.0, 1.0]), Some(1.0));
-        assert_eq!(jain(&[0.0, 0.0]), None);
-        assert!((jain(&[1.0, 0.0, 0.0, 0.0]).unwrap() - 0.25).abs() < 1e-12);
-        assert!((correlation(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]).unwrap() + 1.0).abs() < 1e-12);
-        assert_eq!(correlation(&[1.0, 1.0], &[1.0, 2.0]), None);
-        let mut b = Binned::new(Dur::SECOND);
-        b.add(Time::ZERO + Dur::from_millis(1500), 125_000);
-        b.pad_to(Time::ZERO + Dur::from_secs(3));
-        assert_eq!(b.rates_bps(), vec![0.0, 1e6, 0.0]);
-        // A run that ends half way through a bin: the last bin's rate is
-        // over the half it covers.
-        let mut b = Binned::new(Dur::SECOND);
-        b.add(Time::ZERO + Dur::from_millis(500), 125_000);
-        b.add(Time::ZERO + Dur::from_millis(1200), 62_500);
-        b.pad_to(Time::ZERO + Dur::from_millis(1500));
-        assert_eq!(b.rates_bps(), vec![1e6, 1e6]);
     }
 }

@@ -4,8 +4,6 @@
 //! runs it for Tor Vegas's standing queue), the draws every run makes, and
 //! the intervals over seeds that their claims are judged with.
 
-use hopwise_experiment::stats::bootstrap_ci90;
-use hopwise_experiment::Estimate;
 use hopwise_proto::backtap::{Startup, CELL_ITEM_LEN};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
@@ -417,20 +415,6 @@ pub fn middle_held_cells(res: &TorResults, from: f64) -> (f64, f64, f64) {
 // ---------------------------------------------------------------------
 // Intervals over seeds, and CSV cells.
 
-/// Resamples per bootstrap interval.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
-
-/// A statistic of runs that pairs them by seed (both transports of a
-/// resampled seed enter together): `point` with the 90 % percentile
-/// bootstrap interval of `stat` over `n` seeds, drawn from the named
-/// stream `name`; exact for fewer than two seeds (nothing to resample).
-pub fn over_seeds(point: f64, n: usize, name: &str, stat: impl Fn(&[usize]) -> f64) -> Estimate {
-    if n < 2 {
-        return Estimate::exact(point);
-    }
-    Estimate::bootstrap(point, bootstrap_ci90(n, BOOTSTRAP_RESAMPLES, name, stat), n)
-}
-
 /// `x` rounded to `decimals` places, for CSV columns kept at the precision
 /// they always had (whole bytes per second, a tenth of a count).
 pub fn round_to(x: f64, decimals: i32) -> f64 {
@@ -443,22 +427,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_seed_is_exact_and_more_get_a_paired_interval() {
-        let one = over_seeds(0.5, 1, "t", |_| f64::NAN);
-        assert_eq!(one.ci90, None);
-        assert_eq!(one.value, 0.5);
-        // Two transports' values on five seeds, always 0.1 apart: every
-        // resample's difference of means is 0.1.
-        let a = [0.3, 0.5, 0.7, 0.9, 1.1];
-        let diff = |idx: &[usize]| {
-            idx.iter().map(|&i| a[i] - (a[i] - 0.1)).sum::<f64>() / idx.len() as f64
-        };
-        let e = over_seeds(0.1, a.len(), "t", diff);
-        let [lo, hi] = e.ci90.expect("an interval over five seeds");
-        assert!(
-            (lo - 0.1).abs() < 1e-12 && (hi - 0.1).abs() < 1e-12,
-            "{lo} {hi}"
-        );
+    fn rounding_keeps_the_columns_old_precision() {
         assert_eq!(round_to(0.1 * 3.0, 1), 0.3);
         assert_eq!(round_to(1234.5678, 0), 1235.0);
         assert_eq!(round_to(12.345_67, 2), 12.35);

@@ -6,7 +6,7 @@
 use super::fig5::{Fig5Out, Fig5Row, Fig5Run};
 use super::{f3, kbs, Plan};
 use crate::backtap::common::{
-    over_seeds, payload_rate, RefillMode, ALPHA, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL,
+    payload_rate, RefillMode, ALPHA, BACKTAP_CELL, BETA, C, CELL_DATA, VANILLA_CELL,
 };
 use hopwise_experiment::stats::quantile;
 use hopwise_experiment::{plural, Claim, Cmp, Estimate};
@@ -291,10 +291,10 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
         // resample's mean curve and its knee).
         let rates = by_seed(out, &stream, |r| r.rate);
         let rtts: Vec<u64> = stream.iter().map(|r| r.rtt_ms).collect();
-        let knee_est = over_seeds(
+        let knee_est = Estimate::resampled_at(
             knee.unwrap_or(f64::NAN),
-            seed_count(&rates),
             "backtap-circuit stream knee",
+            seed_count(&rates),
             |idx| {
                 let pts: Vec<(u64, f64)> =
                     rtts.iter().copied().zip(resampled(&rates, idx)).collect();
@@ -365,16 +365,16 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             linear_fit(&pts)
         };
         let n = seed_count(&backlogs);
-        let slope = over_seeds(
+        let slope = Estimate::resampled_at(
             fit.map_or(f64::NAN, |f| f.1 / 1e4),
-            n,
             "backtap-circuit backlog slope",
+            n,
             |idx| refit(idx).map_or(f64::NAN, |f| f.1 / 1e4),
         );
-        let r2 = over_seeds(
+        let r2 = Estimate::resampled_at(
             fit.map_or(f64::NAN, |f| f.2),
-            n,
             "backtap-circuit backlog r2",
+            n,
             |idx| refit(idx).map_or(f64::NAN, |f| f.2),
         );
         c.push(Claim::new(

@@ -7,7 +7,6 @@
 use super::dumbbell::{server_delay_mean, DumbbellOut, DumbbellRow, KindRun, KINDS};
 use super::fairness::SLOW_START;
 use super::{plots, transports, Plan, Speed};
-use crate::backtap::common::over_seeds;
 use hopwise_experiment::stats::quantile;
 use hopwise_experiment::{plural, Claim, Estimate};
 
@@ -56,7 +55,7 @@ impl<'a> Seeds<'a> {
     /// `point`, with a bootstrap interval of `stat` over the seeds (exact
     /// for one seed).
     fn estimate(&self, point: f64, name: &str, stat: impl Fn(&Drawn) -> f64) -> Estimate {
-        over_seeds(point, self.seeds.len(), name, |idx| {
+        Estimate::resampled_at(point, name, self.seeds.len(), |idx| {
             stat(&Drawn {
                 of: self,
                 seeds: idx.iter().map(|&i| self.seeds[i]).collect(),

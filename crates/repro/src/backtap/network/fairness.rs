@@ -6,7 +6,7 @@
 
 use super::topo::{bulk, StarDraw};
 use super::{pct, transport, transports, Plan, Speed, Transport, CELL_DATA};
-use crate::backtap::common::{over_seeds, round_to, w_rate, BOOTSTRAP_RESAMPLES};
+use crate::backtap::common::{round_to, w_rate};
 use hopwise_experiment::stats::{bootstrap_ci90, jain, mean, quantile};
 use hopwise_experiment::{plural, Claim, Cmp, Ctx, Estimate, Outputs};
 use hopwise_proto::time::Dur;
@@ -325,7 +325,7 @@ pub fn backtap_gap_ci90(runs: &[FairnessRun], other: &str) -> Option<(f64, f64)>
     };
     Some(bootstrap_ci90(
         b.len(),
-        BOOTSTRAP_RESAMPLES,
+        hopwise_experiment::stats::RESAMPLES,
         &format!("backtap-network jain gap {other}"),
         gap,
     ))
@@ -581,10 +581,10 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
         if !all {
             return Estimate::exact(point);
         }
-        over_seeds(
+        Estimate::resampled_at(
             point,
-            pairs.len(),
             &format!("backtap-network backlog {k}/backtap"),
+            pairs.len(),
             |idx| of_pairs(&pairs, idx, |a, b| mean(a) / mean(b)),
         )
     };
@@ -658,10 +658,10 @@ fn slow_start_fairness(out: &FairnessOut, others: &[&str]) -> Claim {
         } else {
             gap(&all)
         };
-        let e = over_seeds(
+        let e = Estimate::resampled_at(
             point,
-            pairs.len(),
             &format!("backtap-network jain gap {SLOW_START} {k}"),
+            pairs.len(),
             gap,
         );
         shown.push(format!(

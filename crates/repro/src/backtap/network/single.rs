@@ -25,11 +25,11 @@
 use super::fairness::{paired, FairnessOut};
 use super::Plan;
 use crate::backtap::common::{
-    self, hop_mean, middle_held_cells, over_seeds, ramp_estimate, round_to, start_offset,
-    RefillMode, Variant, BACKTAP_CELL, BETA, C, CELL_DATA,
+    self, hop_mean, middle_held_cells, ramp_estimate, round_to, start_offset, RefillMode, Variant,
+    BACKTAP_CELL, BETA, C, CELL_DATA,
 };
 use hopwise_experiment::stats::quantile;
-use hopwise_experiment::{plural, Claim, Cmp, Ctx, Outputs};
+use hopwise_experiment::{plural, Claim, Cmp, Ctx, Estimate, Outputs};
 use hopwise_proto::time::Dur;
 use hopwise_tor::Dir;
 use serde::Serialize;
@@ -355,10 +355,10 @@ pub fn claims(plan: &Plan, out: &SingleOut, fo: &FairnessOut) -> Vec<Claim> {
         let pairs = paired(&fo.runs, "tor-vegas", "backtap", |r| r.queue_cells_median);
         let point = v.queue_cells_median - b.queue_cells_median;
         let e = if pairs.len() == v.runs && pairs.len() == b.runs {
-            over_seeds(
+            Estimate::resampled_at(
                 point,
-                pairs.len(),
                 "backtap-network star queue tor-vegas-backtap",
+                pairs.len(),
                 |idx| {
                     let med = |f: fn(&(f64, f64)) -> f64| {
                         quantile(&idx.iter().map(|&i| f(&pairs[i])).collect::<Vec<_>>(), 0.5)
