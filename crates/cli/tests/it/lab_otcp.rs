@@ -1,10 +1,9 @@
 //! `hopwise lab otcp` on this machine: `hopwise otcp relay` and `forward`
 //! processes in network namespaces, over links delayed in user space.
 //! Needs root and real time, so it is ignored by default:
-//! `cargo test -p hopwise --test lab_otcp -- --ignored`.
+//! `cargo test -p hopwise --test it -- --ignored lab_otcp::`.
 
-mod common;
-
+use crate::common;
 #[test]
 #[ignore = "needs root and network namespaces; about 30 s of real time"]
 fn otcp_chains_on_kernel_tcp_run_at_window_over_rtt_and_clean_up() {

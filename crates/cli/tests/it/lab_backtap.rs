@@ -1,9 +1,8 @@
 //! `hopwise lab backtap` on this machine: three `hopwise relay` processes
 //! and `hopwise proxy` in network namespaces. Needs root and real time, so
-//! it is ignored by default: `cargo test -p hopwise --test lab_backtap -- --ignored`.
+//! it is ignored by default: `cargo test -p hopwise --test it -- --ignored lab_backtap::`.
 
-mod common;
-
+use crate::common;
 #[test]
 #[ignore = "needs root and network namespaces; 3 × 11.5 s of real time"]
 fn backtap_circuit_over_real_udp_fills_the_bottleneck_with_a_short_queue() {

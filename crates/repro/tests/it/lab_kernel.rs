@@ -1,9 +1,7 @@
 //! The papers' lab experiments on this machine's kernel. These tests need
 //! root, iproute2 and the HTB/FIFO qdiscs (`hopwise lab check`), and take
 //! real time, so they are ignored by default:
-//! `cargo test -p hopwise-repro --features lab --test lab_kernel -- --ignored`.
-
-#![cfg(feature = "lab")]
+//! `cargo test -p hopwise-repro --features lab --test it -- --ignored lab_kernel::`.
 
 use hopwise_experiment::{Opts, Reproduction};
 use hopwise_experiment::{Silent, Verdict};

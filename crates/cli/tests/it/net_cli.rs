@@ -2,8 +2,6 @@
 //! its graceful shutdown.
 
 // Tests of real processes: they sleep.
-#![allow(clippy::disallowed_methods)]
-
 use std::process::Command;
 
 fn hopwise() -> Command {

@@ -125,9 +125,9 @@ fn the_architecture_doc_shows_this_example() {
         .nth(1)
         .and_then(|s| s.split("// example ends").next())
         .unwrap();
-    let doc = include_str!("../../../docs/architecture.md");
+    let doc = include_str!("../../../../docs/architecture.md");
     assert!(
         doc.contains(code),
-        "docs/architecture.md must show the example of crates/repro/tests/toy_reproduction.rs as it is"
+        "docs/architecture.md must show the example of crates/repro/tests/it/toy_reproduction.rs as it is"
     );
 }

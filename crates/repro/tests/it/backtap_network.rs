@@ -1,7 +1,7 @@
 //! backtap-network: a fast check of the star experiment (Fig. 6a,
 //! Table 1) on a small plan, and ignored explorations (`T=vanilla,backtap
-//! SECS=150 cargo test --release -p hopwise-repro --test backtap_network --
-//! --ignored --nocapture explore_star`).
+//! SECS=150 cargo test --release -p hopwise-repro --test it --
+//! --ignored --nocapture backtap_network::explore_star`).
 
 use hopwise_repro::backtap::network::*;
 
@@ -146,7 +146,7 @@ fn backtap_circuit_rate(w: &[u64], secs: u64) -> f64 {
 /// The full plan's star alone (Fig. 6a, Table 1): `SEEDS` runs per
 /// transport (default 20), no sensitivity variants unless `VARIANTS=1`;
 /// output in `OUT` (default out/backtap-network-star). `cargo test --release
-/// -p hopwise-repro --test backtap_network -- --ignored --nocapture star_full`.
+/// -p hopwise-repro --test it -- --ignored --nocapture backtap_network::star_full`.
 #[test]
 #[ignore]
 fn star_full() {

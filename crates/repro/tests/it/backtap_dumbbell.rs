@@ -183,7 +183,7 @@ fn tiny_dumbbell() {
 
 /// The quick plan's first configuration (375 circuits, 90 s) for the
 /// transports in `T` (default vanilla,backtap): `cargo test --release -p
-/// hopwise-repro --test backtap_dumbbell -- --ignored --nocapture`.
+/// hopwise-repro --test it -- --ignored --nocapture backtap_dumbbell::`.
 #[test]
 #[ignore]
 fn quick_375() {

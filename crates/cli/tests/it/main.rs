@@ -1,0 +1,13 @@
+//! The integration tests of this crate, one test binary (one link step
+//! instead of one per file): a module per area.
+
+mod common;
+mod cli_args;
+mod lab_backtap;
+mod lab_otcp;
+mod model_cli;
+#[allow(clippy::disallowed_methods)]
+mod net_cli;
+mod report_html;
+mod sim_capture;
+mod sweep_cli;
