@@ -1,8 +1,8 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
-mod common;
 mod cli_args;
+mod common;
 mod lab_backtap;
 mod lab_otcp;
 mod model_cli;
