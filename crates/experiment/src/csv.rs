@@ -13,12 +13,15 @@
 //! * a cell with a comma, a quote or a line break is quoted as RFC 4180
 //!   says, with quotes doubled.
 //!
-//! The `csv` crate would quote and write headers, but it writes NaN as
-//! "NaN" and a table with no rows without its header; the serializer here
-//! is the few lines that keep hopwise's convention (an empty table still
-//! has its header, from `T::default()`).
+//! A row goes through `serde_json::Value` (with `preserve_order`, so the
+//! columns keep the fields' order), which already writes NaN as `null`
+//! and flattens `#[serde(flatten)]`. The `csv` crate would quote and write
+//! headers, but it writes NaN as "NaN" and a table with no rows without
+//! its header; the few lines here keep hopwise's convention (an empty
+//! table still has its header, from `T::default()`).
 
-use serde::ser::{self, Impossible, Serialize};
+use serde::Serialize;
+use serde_json::Value;
 use std::fmt::{self, Display};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -48,8 +51,8 @@ pub fn float(x: f64) -> String {
 pub struct DynRow(pub Vec<(String, String)>);
 
 impl Serialize for DynRow {
-    fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use ser::SerializeMap;
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in &self.0 {
             m.serialize_entry(k, v)?;
@@ -151,13 +154,45 @@ impl Writer {
 
 /// A row's column names and cells.
 fn flatten<T: Serialize>(row: &T) -> Result<(Vec<String>, Vec<String>), Error> {
-    let mut r = RowSer {
-        names: Vec::new(),
-        cells: Vec::new(),
-        key: None,
+    let kind = |v: &Value| match v {
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a struct (use #[serde(flatten)])",
+        Value::Bool(_) => "a bool",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Null => "nothing",
     };
-    row.serialize(&mut r)?;
-    Ok((r.names, r.cells))
+    let fields = match serde_json::to_value(row).map_err(|e| Error(e.to_string()))? {
+        Value::Object(m) => m,
+        v => {
+            return Err(Error(format!(
+                "a CSV row must be a struct or a map of plain values, not {}",
+                kind(&v)
+            )))
+        }
+    };
+    let mut names = Vec::with_capacity(fields.len());
+    let mut cells = Vec::with_capacity(fields.len());
+    for (name, v) in fields {
+        cells.push(match &v {
+            Value::Null => String::new(),
+            Value::Bool(b) => b.to_string(),
+            Value::String(s) => s.clone(),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => u.to_string(),
+                (_, Some(i)) => i.to_string(),
+                _ => float(n.as_f64().unwrap_or(f64::NAN)),
+            },
+            _ => {
+                return Err(Error(format!(
+                    "{name}: a CSV cell holds a plain value, not {}",
+                    kind(&v)
+                )))
+            }
+        });
+        names.push(name);
+    }
+    Ok((names, cells))
 }
 
 /// What a row cannot hold (a nested struct or a list in a cell).
@@ -170,296 +205,6 @@ impl Display for Error {
     }
 }
 impl std::error::Error for Error {}
-impl ser::Error for Error {
-    fn custom<T: Display>(msg: T) -> Self {
-        Error(msg.to_string())
-    }
-}
-
-/// Serializes the top level of a row: a struct or a map of cells.
-struct RowSer {
-    names: Vec<String>,
-    cells: Vec<String>,
-    /// The pending map key.
-    key: Option<String>,
-}
-
-fn not_a_row(what: &str) -> Error {
-    Error(format!(
-        "a CSV row must be a struct or a map of plain values, not {what}"
-    ))
-}
-
-macro_rules! refuse {
-    ($($f:ident($($t:ty),*) $what:literal;)*) => {$(
-        fn $f(self, $(_: $t),*) -> Result<(), Error> { Err(not_a_row($what)) }
-    )*};
-}
-
-impl ser::Serializer for &mut RowSer {
-    type Ok = ();
-    type Error = Error;
-    type SerializeSeq = Impossible<(), Error>;
-    type SerializeTuple = Impossible<(), Error>;
-    type SerializeTupleStruct = Impossible<(), Error>;
-    type SerializeTupleVariant = Impossible<(), Error>;
-    type SerializeMap = Self;
-    type SerializeStruct = Self;
-    type SerializeStructVariant = Impossible<(), Error>;
-
-    refuse! {
-        serialize_bool(bool) "a bool";
-        serialize_i8(i8) "a number"; serialize_i16(i16) "a number";
-        serialize_i32(i32) "a number"; serialize_i64(i64) "a number";
-        serialize_u8(u8) "a number"; serialize_u16(u16) "a number";
-        serialize_u32(u32) "a number"; serialize_u64(u64) "a number";
-        serialize_f32(f32) "a number"; serialize_f64(f64) "a number";
-        serialize_char(char) "a char"; serialize_str(&str) "a string";
-        serialize_bytes(&[u8]) "bytes"; serialize_none() "None";
-        serialize_unit() "()"; serialize_unit_struct(&'static str) "a unit struct";
-        serialize_unit_variant(&'static str, u32, &'static str) "an enum";
-    }
-    fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<(), Error> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<(), Error> {
-        Err(not_a_row("an enum"))
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(not_a_row("a list"))
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(not_a_row("a tuple"))
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(not_a_row("a tuple struct"))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(not_a_row("an enum"))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self, Error> {
-        Ok(self)
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, Error> {
-        Ok(self)
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(not_a_row("an enum"))
-    }
-}
-
-impl RowSer {
-    fn push<T: ?Sized + Serialize>(&mut self, name: String, v: &T) -> Result<(), Error> {
-        let c = v
-            .serialize(CellSer)
-            .map_err(|Error(e)| Error(format!("{name}: {e}")))?;
-        self.names.push(name);
-        self.cells.push(c);
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for &mut RowSer {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Error> {
-        self.push(key.to_string(), v)
-    }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeMap for &mut RowSer {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Error> {
-        self.key = Some(key.serialize(CellSer)?);
-        Ok(())
-    }
-    fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
-        let k = self
-            .key
-            .take()
-            .ok_or_else(|| Error("a value without a key".into()))?;
-        self.push(k, v)
-    }
-    fn end(self) -> Result<(), Error> {
-        Ok(())
-    }
-}
-
-/// Serializes one cell.
-struct CellSer;
-
-fn not_a_cell(what: &str) -> Error {
-    Error(format!("a CSV cell holds a plain value, not {what}"))
-}
-
-impl ser::Serializer for CellSer {
-    type Ok = String;
-    type Error = Error;
-    type SerializeSeq = Impossible<String, Error>;
-    type SerializeTuple = Impossible<String, Error>;
-    type SerializeTupleStruct = Impossible<String, Error>;
-    type SerializeTupleVariant = Impossible<String, Error>;
-    type SerializeMap = Impossible<String, Error>;
-    type SerializeStruct = Impossible<String, Error>;
-    type SerializeStructVariant = Impossible<String, Error>;
-
-    fn serialize_bool(self, v: bool) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_f32(self, v: f32) -> Result<String, Error> {
-        Ok(if v.is_finite() {
-            v.to_string()
-        } else {
-            String::new()
-        })
-    }
-    fn serialize_f64(self, v: f64) -> Result<String, Error> {
-        Ok(float(v))
-    }
-    fn serialize_char(self, v: char) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_str(self, v: &str) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<String, Error> {
-        Err(not_a_cell("bytes"))
-    }
-    fn serialize_none(self) -> Result<String, Error> {
-        Ok(String::new())
-    }
-    fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<String, Error> {
-        v.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<String, Error> {
-        Ok(String::new())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<String, Error> {
-        Ok(String::new())
-    }
-    fn serialize_unit_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-    ) -> Result<String, Error> {
-        Ok(variant.to_string())
-    }
-    fn serialize_newtype_struct<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        v: &T,
-    ) -> Result<String, Error> {
-        v.serialize(self)
-    }
-    fn serialize_newtype_variant<T: ?Sized + Serialize>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<String, Error> {
-        Err(not_a_cell("an enum with data"))
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(not_a_cell("a list"))
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(not_a_cell("a tuple"))
-    }
-    fn serialize_tuple_struct(
-        self,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(not_a_cell("a tuple struct"))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(not_a_cell("an enum with data"))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(not_a_cell("a map (use #[serde(flatten)])"))
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(not_a_cell("a struct (use #[serde(flatten)])"))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(not_a_cell("an enum with data"))
-    }
-}
 
 #[cfg(test)]
 mod tests {
