@@ -270,7 +270,7 @@ fn drive<R: Reproduction>(
     };
     let bars = crate::reproduce::Bars::counting(unit);
     let outcome = hopwise_experiment::run(exp, plan, &opts, &bars)?;
-    crate::reproduce::print_claims(&outcome.claims, &opts.out, outcome.wall_s);
+    crate::reproduce::print_outcome(&outcome, &opts, &exp.doc());
     Ok(())
 }
 

@@ -168,7 +168,6 @@ pub fn run(
         );
     };
     let out = out.unwrap_or_else(|| PathBuf::from("out").join(name));
-    crate::run::prepare_out(&out)?;
     let r = run_one(exp.as_ref(), &opts(out, crate::run::command_line()))?;
     if strict && r.tally.differs > 0 {
         bail!(
@@ -192,13 +191,7 @@ fn run_one(exp: &dyn Experiment, opts: &Opts) -> Result<IndexRow<'static>> {
     let bars = Bars::new();
     let outcome = exp.run(opts, &bars)?;
     bars.finish();
-    let tally = print_claims(&outcome.claims, &opts.out, outcome.wall_s);
-    if opts.quick {
-        println!("{}", hopwise_experiment::driver::quick_caveat(&exp.doc()));
-    }
-    if let Some(note) = crate::run::leftovers(&opts.out, &outcome.files) {
-        eprintln!("{note}");
-    }
+    let tally = print_outcome(&outcome, opts, &exp.doc());
     Ok(IndexRow {
         name: exp.name(),
         about: exp.about(),
@@ -208,8 +201,26 @@ fn run_one(exp: &dyn Experiment, opts: &Opts) -> Result<IndexRow<'static>> {
     })
 }
 
+/// Prints what a run of a reproduction or lab experiment left: its claims
+/// and their count, the quick variant's caveat (`doc` has the full run's
+/// results), and files in the output directory that it did not write.
+pub(crate) fn print_outcome(
+    outcome: &hopwise_experiment::Outcome,
+    opts: &Opts,
+    doc: &str,
+) -> Tally {
+    let tally = print_claims(&outcome.claims, &opts.out, outcome.wall_s);
+    if opts.quick {
+        println!("{}", hopwise_experiment::driver::quick_caveat(doc));
+    }
+    if let Some(note) = crate::run::leftovers(&opts.out, &outcome.files) {
+        eprintln!("{note}");
+    }
+    tally
+}
+
 /// Prints the claims table and the verdict count.
-pub(crate) fn print_claims(claims: &[Claim], out: &std::path::Path, wall: f64) -> Tally {
+fn print_claims(claims: &[Claim], out: &std::path::Path, wall: f64) -> Tally {
     println!();
     print!("{}", claims_table(claims));
     let t = Tally::of(claims);

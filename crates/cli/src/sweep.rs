@@ -649,12 +649,7 @@ pub fn sweep(
     // A file that cannot be read is the first thing to report, before how
     // the sweep is asked for. It is read once; every run parses this text.
     let (text, origin) = match file {
-        Some(f) => (
-            std::fs::read_to_string(f).map_err(|e| {
-                anyhow::anyhow!("{}: cannot read the scenario file: {e}", f.display())
-            })?,
-            f.display().to_string(),
-        ),
+        Some(f) => (scenario::read(f)?, f.display().to_string()),
         None => (crate::run::DEMO.to_string(), "<built-in demo>".to_string()),
     };
     if axes.is_empty() && seeds < 2 {
@@ -773,15 +768,15 @@ pub fn sweep(
 
     // The runs go in batches of points; each batch's results are written to
     // runs.csv and folded into its points' means before the next batch
-    // runs, so that memory grows with the points, not with the runs. The
-    // CSVs are written under temporary names and renamed at the end, so
-    // that a sweep that fails leaves the previous results alone.
+    // runs, so that memory grows with the points, not with the runs.
     let t0 = Instant::now();
     let bars = crate::reproduce::Bars::new();
     let progress: &dyn Progress = if quiet { &Silent } else { &bars };
-    let (runs_tmp, points_tmp) = (out.join("runs.csv.partial"), out.join("points.csv.partial"));
-    let mut runs_csv = csv::Writer::create(&runs_tmp)?;
-    let mut points_csv = csv::Writer::create(&points_tmp)?;
+    // The tables are written under temporary names and put in place only
+    // once complete (csv::Writer), so a sweep that fails leaves the
+    // previous results alone.
+    let mut runs_csv = csv::Writer::create(&out.join("runs.csv"))?;
+    let mut points_csv = csv::Writer::create(&out.join("points.csv"))?;
     runs_csv.header_of(&RunRow {
         point: Params(axes, &points[0]),
         seed: 0,
@@ -848,17 +843,10 @@ pub fn sweep(
             }
         }
         runs_csv.finish()?;
-        points_csv.finish()?;
-        std::fs::rename(&runs_tmp, out.join("runs.csv"))?;
-        std::fs::rename(&points_tmp, out.join("points.csv"))?;
-        Ok(())
+        points_csv.finish()
     })();
     progress.finish();
-    if let Err(e) = ran {
-        let _ = std::fs::remove_file(&runs_tmp);
-        let _ = std::fs::remove_file(&points_tmp);
-        return Err(e);
-    }
+    ran?;
     let wall = t0.elapsed().as_secs_f64();
     let warnings = sameness(axes, &points, seed_list.len(), flat, &first_runs);
     for w in &warnings {

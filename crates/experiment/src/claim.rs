@@ -77,8 +77,8 @@ pub enum Interval {
 impl Interval {
     fn describe(&self) -> String {
         match self {
-            Interval::T { n } => format!("t over {n} seeds"),
-            Interval::Bootstrap { n } => format!("bootstrap over {n} runs"),
+            Interval::T { n } => format!("t, n = {n}"),
+            Interval::Bootstrap { n } => format!("bootstrap, n = {n}"),
         }
     }
 }
@@ -107,24 +107,25 @@ impl Estimate {
     }
 
     /// The mean over seeds with its t interval; exact for a single seed.
+    /// A seed without a value (NaN) is left out, and n counts the rest.
     pub fn mean_t90(samples: &[f64]) -> Estimate {
-        let (m, hw) = mean_ci90(samples);
-        if samples.len() < 2 || !hw.is_finite() {
+        let kept: Vec<f64> = samples.iter().copied().filter(|x| !x.is_nan()).collect();
+        let (m, hw) = mean_ci90(&kept);
+        if kept.len() < 2 {
             return Estimate::exact(m);
         }
         Estimate {
             value: m,
             ci90: Some([m - hw, m + hw]),
-            interval: Some(Interval::T { n: samples.len() }),
+            interval: Some(Interval::T { n: kept.len() }),
         }
     }
 
     /// A point value with a bootstrap interval over `n` runs
-    /// ([`crate::stats::bootstrap_ci90`]). A NaN bound leaves it exact.
+    /// ([`crate::stats::bootstrap_ci90`]). An interval that could not be
+    /// computed (NaN bounds: no resample gave a finite value) stays NaN, and
+    /// a check of it is inconclusive rather than decided.
     pub fn bootstrap(value: f64, (lo, hi): (f64, f64), n: usize) -> Estimate {
-        if !(lo.is_finite() && hi.is_finite()) {
-            return Estimate::exact(value);
-        }
         Estimate {
             value,
             ci90: Some([lo, hi]),
@@ -277,19 +278,7 @@ pub struct Check {
 
 /// A number with three significant digits (`0.686`, `12.3`, `1450`), NaN as `-`.
 pub fn sig3(x: f64) -> String {
-    if x.is_nan() {
-        return "-".into();
-    }
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{x:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
+    crate::sig(x, 3)
 }
 
 /// A threshold as written: the shortest form that reads back the same, or
@@ -297,16 +286,10 @@ pub fn sig3(x: f64) -> String {
 /// model, say).
 fn num(x: f64) -> String {
     let short = format!("{x}");
-    let digits = short.chars().filter(char::is_ascii_digit).count();
-    if digits <= 6 || !x.is_finite() || x == 0.0 {
-        return short;
-    }
-    let decimals = (5 - x.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{x:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    if short.chars().filter(char::is_ascii_digit).count() <= 6 {
+        short
     } else {
-        s
+        crate::sig(x, 6)
     }
 }
 
@@ -316,6 +299,12 @@ fn judge(e: &Estimate, cmp: &Cmp) -> Verdict {
         return Verdict::Differs;
     }
     let (lo, hi) = e.range();
+    if lo.is_nan() || hi.is_nan() {
+        return Verdict::Inconclusive;
+    }
+    // The value may lie outside a percentile interval (or one computed
+    // for a value found elsewhere): judge the span of both.
+    let (lo, hi) = (lo.min(e.value), hi.max(e.value));
     // Whether every / no value of the interval meets it.
     let (all, none) = match *cmp {
         Cmp::AtLeast(t) => (lo >= t, hi < t),
@@ -351,6 +340,11 @@ fn judge_pair(a: &Estimate, b: &Estimate, rising: bool) -> Verdict {
         return Verdict::Differs;
     }
     let ((alo, ahi), (blo, bhi)) = (a.range(), b.range());
+    if [alo, ahi, blo, bhi].iter().any(|x| x.is_nan()) {
+        return Verdict::Inconclusive;
+    }
+    let (alo, ahi) = (alo.min(a.value), ahi.max(a.value));
+    let (blo, bhi) = (blo.min(b.value), bhi.max(b.value));
     let (ordered, reversed) = if rising {
         (ahi < blo, bhi <= alo)
     } else {
@@ -396,7 +390,16 @@ impl Check {
     }
 
     fn build(subject: String, items: Vec<Item>, cmp: Cmp) -> Check {
+        match cmp {
+            Cmp::Between(a, b) => debug_assert!(a <= b, "between({a}, {b}): empty range"),
+            Cmp::Within { target, rel } => {
+                debug_assert!(rel >= 0.0 && target != 0.0, "within ±{rel} of {target}")
+            }
+            _ => {}
+        }
         let verdict = match cmp {
+            // An order needs two values to say anything.
+            Cmp::Increasing | Cmp::Decreasing if items.len() < 2 => Verdict::Differs,
             Cmp::Increasing | Cmp::Decreasing => {
                 let rising = cmp == Cmp::Increasing;
                 items
@@ -787,10 +790,23 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Inconclusive);
         assert_eq!(
             c.judged(),
-            "ratio = 1.87 (90 %: 1.67–2.11, bootstrap over 100 runs)"
+            "ratio = 1.87 (90 %: 1.67–2.11, bootstrap, n = 100)"
         );
         // One seed: no interval, so a decided verdict.
         assert_eq!(t(&[0.5]).ci90, None);
+        // The value counts even where a percentile interval leaves it out.
+        let off = Estimate::bootstrap(1.9, (2.01, 2.3), 20);
+        let c = Claim::new("x", "y").at_least("s", off, 2.0);
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        // An interval that could not be computed decides nothing.
+        let nan = Estimate::bootstrap(3.0, (f64::NAN, f64::NAN), 20);
+        assert_eq!(
+            Claim::new("x", "y").at_least("s", nan, 2.0).verdict,
+            Verdict::Inconclusive
+        );
+        // A seed without a value is left out of the mean.
+        let e = Estimate::mean_t90(&[1.0, f64::NAN, 3.0]);
+        assert_eq!((e.value, e.interval), (2.0, Some(Interval::T { n: 2 })));
         // No value misses every criterion.
         let n = Claim::new("x", "y").at_most("s", f64::NAN, 1.0);
         assert_eq!(n.verdict, Verdict::Differs);
@@ -837,6 +853,9 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Holds);
         let c = Claim::new("x", "y").increasing("v", [("a", hi), ("b", lo.clone())]);
         assert_eq!(c.verdict, Verdict::Differs);
+        // An order of one value says nothing.
+        let one = Claim::new("x", "y").increasing("v", [("a", 1.0)]);
+        assert_eq!(one.verdict, Verdict::Differs);
         let near = t(&[1.05, 1.2, 0.95]);
         let c = Claim::new("x", "y").increasing("v", [("a", lo), ("b", near)]);
         assert_eq!(c.verdict, Verdict::Inconclusive);

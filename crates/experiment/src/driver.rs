@@ -241,13 +241,6 @@ impl Outputs {
         Ok(())
     }
 
-    /// A file the run wrote itself (a capture, a log), listed if it exists.
-    pub fn existing(&mut self, name: &str) {
-        if self.dir.join(name).exists() {
-            self.add(name);
-        }
-    }
-
     /// Each of `figs` shows the data of each of `csvs`.
     pub fn data(&mut self, figs: &[&str], csvs: &[&str]) {
         for f in figs {
@@ -308,18 +301,37 @@ impl<R: Reproduction> Experiment for R {
     }
 }
 
-/// What summary.json holds.
-#[derive(Serialize)]
-struct Summary<'a, P, T> {
-    paper: &'static str,
-    /// False while the experiment is still running (or was interrupted).
+/// summary.json: `paper`, `complete` (false while the experiment is
+/// still running, or was interrupted), `wall_s` (so far), `plan`, the
+/// results' fields, and `claims`. A results field with one of the
+/// driver's names is an error, not a key written twice.
+fn summary<P: Serialize, T: Serialize>(
+    paper: &str,
     complete: bool,
-    /// Wall time so far, seconds.
     wall_s: f64,
-    plan: &'a P,
-    #[serde(flatten)]
-    results: &'a T,
-    claims: &'a [Claim],
+    plan: &P,
+    results: &T,
+    claims: &[Claim],
+) -> anyhow::Result<serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("paper".into(), paper.into());
+    m.insert("complete".into(), complete.into());
+    m.insert("wall_s".into(), wall_s.into());
+    m.insert("plan".into(), serde_json::to_value(plan)?);
+    match serde_json::to_value(results)? {
+        serde_json::Value::Object(fields) => {
+            for (k, v) in fields {
+                if m.contains_key(&k) || k == "claims" {
+                    anyhow::bail!("summary.json: the results have a field `{k}`, which the driver writes itself");
+                }
+                m.insert(k, v);
+            }
+        }
+        serde_json::Value::Null => {}
+        _ => anyhow::bail!("summary.json: the results must serialize as a struct"),
+    }
+    m.insert("claims".into(), serde_json::to_value(claims)?);
+    Ok(serde_json::Value::Object(m))
 }
 
 /// Runs `plan` of `r` into `opts.out`: the runs, then claims, outputs,
@@ -332,6 +344,16 @@ pub fn run<R: Reproduction>(
 ) -> anyhow::Result<Outcome> {
     let dir = opts.out.as_path();
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
+    // An earlier run's summary and report would speak for this one until
+    // its first checkpoint (or for good, if it fails before).
+    for stale in ["summary.json", "report.html"] {
+        match std::fs::remove_file(dir.join(stale)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                anyhow::bail!("removing {}: {e}", dir.join(stale).display())
+            }
+            _ => {}
+        }
+    }
     #[allow(clippy::disallowed_methods)] // wall time for summary.json and the report only
     let t0 = Instant::now();
     let save = |results: &R::Results, complete: bool| -> anyhow::Result<Outcome> {
@@ -339,17 +361,15 @@ pub fn run<R: Reproduction>(
         let mut out = Outputs::new(dir);
         out.add("summary.json");
         r.outputs(plan, results, &mut out)?;
-        write_summary(
-            dir,
-            &Summary {
-                paper: R::PAPER,
-                complete,
-                wall_s: t0.elapsed().as_secs_f64(),
-                plan,
-                results,
-                claims: &claims,
-            },
+        let json = summary(
+            R::PAPER,
+            complete,
+            t0.elapsed().as_secs_f64(),
+            plan,
+            results,
+            &claims,
         )?;
+        write_summary(dir, &json)?;
         let wall_s = t0.elapsed().as_secs_f64();
         let mut facts = vec![
             format!("command: {}", opts.command),
@@ -458,8 +478,8 @@ where
         .collect()
 }
 
-/// Writes `value` as pretty JSON to `dir/summary.json` (through a
-/// temporary file and a rename, so a reader never sees half of it).
+/// Writes `value` as pretty JSON to `dir/summary.json` (through
+/// [`crate::write_atomic`], so a reader never sees half of it).
 pub fn write_summary<T: Serialize>(dir: &Path, value: &T) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("creating {}: {e}", dir.display()))?;
     let s = serde_json::to_string_pretty(value)?;

@@ -142,20 +142,6 @@ pub fn along_axis(pts: &Pts, span: f64) -> Option<f64> {
     (med.abs() <= 0.015 * span).then_some(med)
 }
 
-/// A number with about two significant digits (`1`, `0.021`, `5.3`, `120`).
-pub fn sig2(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = (1 - x.abs().log10().floor() as i32).max(0) as usize;
-    let s = format!("{x:.digits$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
 /// CDF points that rise from 0: `(x₁, 0)` put before the first point
 /// `(x₁, F₁)` when the points do not start at 0 already.
 pub fn cdf_from_zero(mut pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
@@ -214,9 +200,6 @@ mod tests {
             .collect();
         assert_eq!(along_axis(&flat, 150.0), Some(1.0));
         assert_eq!(along_axis(&flat, 20.0), None);
-        assert_eq!(sig2(0.021409), "0.021");
-        assert_eq!(sig2(1.0), "1");
-        assert_eq!(sig2(123.4), "123");
         assert_eq!(cdf_from_zero(vec![(2.0, 0.5), (3.0, 1.0)])[0], (2.0, 0.0));
         assert_eq!(cdf_from_zero(vec![(2.0, 0.0), (3.0, 1.0)]).len(), 2);
         assert_eq!(decade_range([0.3, 42.0, -1.0]), Some((0.1, 100.0)));

@@ -342,7 +342,7 @@ mod tests {
         );
         assert!(page.contains(".inconclusive{color:"), "{page}");
         assert!(
-            page.contains("judged: r = 3 (90 %: 1.31–4.69, t over 3 seeds)"),
+            page.contains("judged: r = 3 (90 %: 1.31–4.69, t, n = 3)"),
             "{page}"
         );
         assert!(page.contains("<td>r ≤ 3</td>"), "{page}");

@@ -1,4 +1,5 @@
-//! The access-link topology of seed 004's Fig. 2, in three namespaces (four
+//! An access-link topology (Internet side, router, home side, as in seed
+//! 004's Fig. 2), in three namespaces (four
 //! with delays, below):
 //!
 //! ```text
@@ -375,15 +376,13 @@ impl AccessLab {
     }
 }
 
-/// The failed checks that keep `experiment` from running, as lines.
-fn blocking(items: &[CheckItem], experiment: &str) -> Vec<String> {
+/// The failed checks that keep an experiment needing the `optional`
+/// checks (of [`OPTIONAL`]) from running, as lines.
+fn blocking(items: &[CheckItem], optional: &[&str]) -> Vec<String> {
     items
         .iter()
         .filter(|c| {
-            !c.ok
-                && ONLY_FOR
-                    .iter()
-                    .all(|&(what, only)| what != c.what || only == experiment)
+            !c.ok && (!OPTIONAL.contains(&c.what.as_str()) || optional.contains(&c.what.as_str()))
         })
         .map(|c| format!("{}: {}", c.what, c.detail))
         .collect()
@@ -478,7 +477,7 @@ pub fn check() -> Vec<CheckItem> {
     item(
         "bridge",
         ns.ip(&["link", "add", "chkbr", "type", "bridge"])
-            .map(|_| "a Linux bridge, the switch of `lab backtap` and `lab overlay-ack`".into()),
+            .map(|_| "a Linux bridge (a switch between namespaces)".into()),
     );
     item(
         "packet socket",
@@ -523,7 +522,7 @@ pub fn check() -> Vec<CheckItem> {
                 "filter", "add", "dev", "chk0", "parent", "1:", "protocol", "ip", "prio", "1",
                 "u32", "match", "u16", "0", "0xffc0", "at", "2", "flowid", "1:2",
             ])
-            .map(|_| "ACKs into a class of their own (`lab overlay-ack`)".into()),
+            .map(|_| "ACKs into a class of their own".into()),
         );
     }
     item(
@@ -535,22 +534,20 @@ pub fn check() -> Vec<CheckItem> {
     out
 }
 
-/// Checks that only one experiment needs: (the check's `what`, the experiment).
-const ONLY_FOR: [(&str, &str); 2] = [
-    ("iproute2 ss", "overlay-ack"),
-    ("u32 classifier", "overlay-ack"),
-];
+/// Checks that an experiment needs only if it says so ([`require_with`]):
+/// reading TCP state with `ss`, and steering packets into classes with the
+/// u32 classifier.
+pub const OPTIONAL: [&str; 2] = ["iproute2 ss", "u32 classifier"];
 
-/// Fails with every failed check if the lab cannot run here; checks that
-/// only another experiment needs (`ss`, the u32 classifier) are left out.
+/// Fails with every failed check if the lab cannot run here; the
+/// [`OPTIONAL`] checks are left out.
 pub fn require() -> Result<()> {
-    require_for("")
+    require_with(&[])
 }
 
-/// [`require`] for `experiment` (e.g. "overlay-ack"), with the checks that
-/// only it needs.
-pub fn require_for(experiment: &str) -> Result<()> {
-    let failed = blocking(&check(), experiment);
+/// [`require`], with those of the [`OPTIONAL`] checks an experiment needs.
+pub fn require_with(optional: &[&str]) -> Result<()> {
+    let failed = blocking(&check(), optional);
     if failed.is_empty() {
         Ok(())
     } else {
@@ -566,7 +563,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_check_only_overlay_ack_needs_blocks_only_overlay_ack() {
+    fn an_optional_check_blocks_only_an_experiment_that_needs_it() {
         let item = |what: &str, ok: bool| CheckItem {
             what: what.into(),
             ok,
@@ -577,14 +574,14 @@ mod tests {
             item("u32 classifier", false),
             item("iproute2 ss", false),
         ];
-        assert!(blocking(&items, "").is_empty());
-        assert!(blocking(&items, "pendulum").is_empty());
+        assert!(blocking(&items, &[]).is_empty());
+        assert_eq!(blocking(&items, &["iproute2 ss"]), vec!["iproute2 ss: why"]);
         assert_eq!(
-            blocking(&items, "overlay-ack"),
+            blocking(&items, &OPTIONAL),
             vec!["u32 classifier: why", "iproute2 ss: why"]
         );
         let items = [item("qdisc htb", false), item("u32 classifier", true)];
-        assert_eq!(blocking(&items, ""), vec!["qdisc htb: why"]);
+        assert_eq!(blocking(&items, &[]), vec!["qdisc htb: why"]);
     }
 
     fn spec() -> AccessSpec {

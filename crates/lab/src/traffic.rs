@@ -489,7 +489,7 @@ pub fn spawn_sender(
 
 /// Connects to `to` at `start_s`, retrying for 10 s: the listener may not
 /// be up yet, and a SYN that meets a full bottleneck queue (a second and
-/// more of queueing in `lab overlay-ack`) is dropped and sent again only
+/// more of queueing behind a deep buffer) is dropped and sent again only
 /// after the kernel's 1 s and 3 s retransmission timers, which each
 /// attempt's 5 s allows.
 fn connect_at(to: SocketAddr, clock: Clock, start_s: f64, what: &str) -> Result<TcpStream> {

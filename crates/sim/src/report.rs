@@ -104,49 +104,39 @@ impl Summary {
         let warm = sim.warmup.min(end);
         let window = end - warm;
         let mut flows = Vec::new();
-        for (fi, f) in sim.flows.iter().enumerate() {
-            for (k, &e) in f.ends.iter().enumerate() {
-                let ep = &sim.endpoints[e as usize];
-                if !ep.sender {
-                    continue;
-                }
-                let rx = &sim.endpoints[ep.peer as usize];
-                let st = ep.conn.as_ref().map(|c| *c.stats()).unwrap_or_default();
-                let from = &sim.nodes[ep.node as usize].name;
-                let to = &sim.nodes[ep.peer_node as usize].name;
-                let t0 = f.start.max(warm);
-                let t1 = match (f.traffic, rx.completed_at, f.stop) {
-                    (Traffic::Fixed(_), Some(t), _) => t,
-                    (_, _, Some(s)) => s.max(rx.last_delivery.unwrap_or(s)).min(end),
-                    _ => end,
-                };
-                let dt = t1.checked_since(t0).map_or(0.0, |d| d.as_secs_f64());
-                let goodput = if dt > 0.0 {
-                    rx.received_after_warmup as f64 * 8.0 / dt
-                } else {
-                    0.0
-                };
-                flows.push(FlowSummary {
-                    name: if k == 0 {
-                        f.name.clone()
-                    } else {
-                        format!("{}/rev", f.name)
-                    },
-                    from: from.clone(),
-                    to: to.clone(),
-                    cc: sim.cc_name(e).to_string(),
-                    bytes_delivered: rx.received,
-                    goodput_bps: goodput,
-                    retransmits: st.retransmits,
-                    timeouts: st.timeouts,
-                    fast_recoveries: st.fast_recoveries,
-                    corrupt_bytes: rx.corrupt,
-                    start_s: f.start.as_secs_f64(),
-                    completion_s: rx.completed_at.map(|t| (t - f.start).as_secs_f64()),
-                    reset: ep.reset || rx.reset,
-                });
-                let _ = fi;
-            }
+        for (f, e, name) in senders(sim) {
+            let ep = &sim.endpoints[e as usize];
+            let rx = &sim.endpoints[ep.peer as usize];
+            let st = ep.conn.as_ref().map(|c| *c.stats()).unwrap_or_default();
+            let from = &sim.nodes[ep.node as usize].name;
+            let to = &sim.nodes[ep.peer_node as usize].name;
+            let t0 = f.start.max(warm);
+            let t1 = match (f.traffic, rx.completed_at, f.stop) {
+                (Traffic::Fixed(_), Some(t), _) => t,
+                (_, _, Some(s)) => s.max(rx.last_delivery.unwrap_or(s)).min(end),
+                _ => end,
+            };
+            let dt = t1.checked_since(t0).map_or(0.0, |d| d.as_secs_f64());
+            let goodput = if dt > 0.0 {
+                rx.received_after_warmup as f64 * 8.0 / dt
+            } else {
+                0.0
+            };
+            flows.push(FlowSummary {
+                name,
+                from: from.clone(),
+                to: to.clone(),
+                cc: sim.cc_name(e).to_string(),
+                bytes_delivered: rx.received,
+                goodput_bps: goodput,
+                retransmits: st.retransmits,
+                timeouts: st.timeouts,
+                fast_recoveries: st.fast_recoveries,
+                corrupt_bytes: rx.corrupt,
+                start_s: f.start.as_secs_f64(),
+                completion_s: rx.completed_at.map(|t| (t - f.start).as_secs_f64()),
+                reset: ep.reset || rx.reset,
+            });
         }
         let links = sim
             .ifaces
@@ -226,29 +216,27 @@ const MAX_PLOTTED: usize = 12;
 /// returns their names in the order written (`ack_bursts.svg` only when
 /// some queue saw ACK bursts; an older one is removed otherwise).
 pub fn write_outputs(dir: &Path, sim: &Sim, summary: &Summary) -> io::Result<Vec<String>> {
-    std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_string_pretty(summary).map_err(io::Error::other)?;
-    std::fs::write(dir.join("summary.json"), json + "\n")?;
+    hopwise_experiment::write_summary(dir, summary)
+        .map_err(|e| io::Error::other(format!("{e:#}")))?;
     let mut files = vec!["summary.json".to_string()];
     write_csvs(dir, sim, summary, &mut files)?;
     write_plots(dir, sim, &mut files)?;
     Ok(files)
 }
 
-/// Sending endpoints in flow order with their display names.
-fn senders(sim: &Sim) -> Vec<(u32, String)> {
+/// Sending endpoints in flow order, each with its flow and its display
+/// name (the reverse direction of a bidirectional flow is `<name>/rev`).
+fn senders(sim: &Sim) -> Vec<(&crate::sim::Flow, u32, String)> {
     let mut v = Vec::new();
     for f in &sim.flows {
         for (k, &e) in f.ends.iter().enumerate() {
             if sim.endpoints[e as usize].sender {
-                v.push((
-                    e,
-                    if k == 0 {
-                        f.name.clone()
-                    } else {
-                        format!("{}/rev", f.name)
-                    },
-                ));
+                let name = if k == 0 {
+                    f.name.clone()
+                } else {
+                    format!("{}/rev", f.name)
+                };
+                v.push((f, e, name));
             }
         }
     }
@@ -310,13 +298,13 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>)
     })?;
     table("goodput.csv", &mut |w| {
         w.header_of(&GoodputRow::default())?;
-        for (e, flow) in senders(sim) {
+        for (_, e, ref flow) in senders(sim) {
             let rx = &sim.endpoints[sim.endpoints[e as usize].peer as usize];
             let dt = rx.goodput.interval.as_secs_f64();
             for (i, &goodput_bps) in rx.goodput.rates_bps().iter().enumerate() {
                 w.row(&GoodputRow {
                     time_s: i as f64 * dt,
-                    flow: &flow,
+                    flow,
                     goodput_bps,
                 })?;
             }
@@ -325,12 +313,12 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>)
     })?;
     table("cwnd.csv", &mut |w| {
         w.header_of(&CwndRow::default())?;
-        for (e, flow) in senders(sim) {
+        for (_, e, ref flow) in senders(sim) {
             for (t, r) in sim.trace_times.iter().zip(&sim.endpoints[e as usize].trace) {
                 if !r[0].is_nan() {
                     w.row(&CwndRow {
                         time_s: t.as_secs_f64(),
-                        flow: &flow,
+                        flow,
                         cwnd_bytes: r[0],
                         ssthresh_bytes: r[1],
                         srtt_ms: r[2],
@@ -390,7 +378,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
     ))
     .x_label("time (s)")
     .y_label("goodput (Mbit/s)");
-    for (e, name) in senders.iter().take(MAX_PLOTTED) {
+    for (_, e, name) in senders.iter().take(MAX_PLOTTED) {
         let rx = &sim.endpoints[sim.endpoints[*e as usize].peer as usize];
         let dt = rx.goodput.interval.as_secs_f64();
         let pts = rx
@@ -405,7 +393,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
     if n > 1 {
         let mut total: Vec<f64> = Vec::new();
         let mut dt = 1.0;
-        for (e, _) in &senders {
+        for (_, e, _) in &senders {
             let rx = &sim.endpoints[sim.endpoints[*e as usize].peer as usize];
             dt = rx.goodput.interval.as_secs_f64();
             for (i, v) in rx.goodput.rates_bps().iter().enumerate() {
@@ -438,7 +426,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
     ))
     .x_label("time (s)")
     .y_label("SRTT (ms)");
-    for (e, name) in senders.iter().take(MAX_PLOTTED) {
+    for (_, e, name) in senders.iter().take(MAX_PLOTTED) {
         let tr = &sim.endpoints[*e as usize].trace;
         cwnd.push_series(Series::line(
             name.clone(),

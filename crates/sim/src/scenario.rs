@@ -98,11 +98,13 @@ const CC_ALIASES: &[&str] = &[
 
 /// Reads, overrides, parses and validates a scenario file.
 pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        ScenarioError::new(&file, "", format!("cannot read the scenario file: {e}"))
-    })?;
-    parse(&text, &file, overrides)
+    parse(&read(path)?, &path.display().to_string(), overrides)
+}
+
+/// Reads a scenario file's text as every configuration file is read
+/// ([`hopwise_config::read`]: a regular file, at most 16 MiB, UTF-8).
+pub fn read(path: &Path) -> Result<String, ScenarioError> {
+    cfg::read(path)
 }
 
 /// Parses scenario text. `origin` names it in errors (normally the file path;

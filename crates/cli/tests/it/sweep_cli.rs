@@ -128,7 +128,7 @@ fn sweep_errors_name_the_key_and_point() {
     let missing = d.join("nonexistent.toml");
     let e = err(&["sweep", missing.to_str().unwrap(), "--out", out]);
     assert!(
-        e.contains("nonexistent.toml: cannot read the scenario file") && !e.contains("--vary"),
+        e.contains("nonexistent.toml: cannot read") && !e.contains("--vary"),
         "{e}"
     );
     let e = err(&[
@@ -530,7 +530,7 @@ fn sweep_batches_keep_points_and_runs_together() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(!out.join("runs.csv.partial").exists());
+    assert!(!out.join(".runs.csv.tmp").exists());
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     let points = std::fs::read_to_string(out.join("points.csv")).unwrap();
     let order = |text: &str, metric: &str| -> Vec<String> {

@@ -344,7 +344,7 @@ impl VarRatio {
     }
 }
 
-/// `f` of `num`'s `var_10s` over `den`'s, with its paired bootstrap
+/// `num`'s `var_10s` over `den`'s, with its paired bootstrap
 /// interval over seeds (the stream `name`); `None` unless both modes ran
 /// the same seeds.
 fn var_ratio_by(
@@ -352,7 +352,6 @@ fn var_ratio_by(
     tl: &Timeline,
     (num, den): (Mode, Mode),
     name: &str,
-    f: fn(f64) -> f64,
 ) -> Option<VarRatio> {
     let pooled = |m: Mode| -> Vec<(u64, Vec<f64>)> {
         runs.iter()
@@ -369,7 +368,7 @@ fn var_ratio_by(
             let xs: Vec<f64> = idx.iter().flat_map(|&i| v[i].1.iter().copied()).collect();
             mean_sd(&xs).1.powi(2)
         };
-        f(var(&a) / var(&b))
+        var(&a) / var(&b)
     };
     let all: Vec<usize> = (0..a.len()).collect();
     Some(VarRatio {
@@ -387,7 +386,6 @@ pub fn var_ratio(runs: &[&RunResult], tl: &Timeline) -> Option<VarRatio> {
         tl,
         (Mode::BidirAckPrio, Mode::SplitAckPrio),
         "overlay-ack var_10s ratio",
-        |r| r,
     )
 }
 
@@ -413,8 +411,8 @@ pub struct Judged {
     pub modes: Vec<ModeJudged>,
     /// bidir-ackprio's `var_10s` over split-ackprio's.
     pub var_ratio: Option<VarRatio>,
-    /// split-dynamic's `var_10s` against split-ackprio's, the larger over
-    /// the smaller (paired bootstrap, as `var_ratio`).
+    /// split-dynamic's `var_10s` over split-ackprio's (paired bootstrap,
+    /// as `var_ratio`).
     pub dyn_factor: Option<Estimate>,
 }
 
@@ -457,7 +455,6 @@ pub fn judge(modes: &[Mode], runs: &[&RunResult], stats: &[ModeStats], base: &Se
         tl,
         (Mode::SplitDynamic, Mode::SplitAckPrio),
         "overlay-ack split-dynamic var_10s factor",
-        |r| r.max(1.0 / r),
     )
     .map(|v| v.estimate());
     Judged {

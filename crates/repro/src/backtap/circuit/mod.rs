@@ -145,8 +145,6 @@ pub struct Results {
     pub mux: Option<MuxOut>,
     #[serde(flatten)]
     pub latecomer: Option<LateOut>,
-    /// Wall time of the runs (s).
-    pub wall_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -204,29 +202,23 @@ impl Reproduction for BacktapCircuit {
     }
 
     fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> anyhow::Result<Results> {
-        #[allow(clippy::disallowed_methods)] // wall time for the summary only
-        let t0 = std::time::Instant::now();
         let mut r = Results {
             constants: Constants::paper(),
             fig5: None,
             mux: None,
             latecomer: None,
-            wall_s: 0.0,
         };
         ctx.progress
             .note("Fig. 5: one circuit, RTT swept from 30 to 900 ms");
         r.fig5 = Some(fig5::run(plan, &ctx.part())?);
-        r.wall_s = t0.elapsed().as_secs_f64();
         ctx.checkpoint(&r)?;
         ctx.progress
             .note("Multiplexing: 1 circuit through relays A, 9 through relays B");
         r.mux = Some(mux::run(plan, &ctx.part())?);
-        r.wall_s = t0.elapsed().as_secs_f64();
         ctx.checkpoint(&r)?;
         ctx.progress
             .note("Late-comer: a second circuit joins after 30 s");
         r.latecomer = Some(latecomer::run(plan, &ctx.part())?);
-        r.wall_s = t0.elapsed().as_secs_f64();
         Ok(r)
     }
 

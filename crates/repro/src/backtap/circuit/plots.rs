@@ -424,7 +424,10 @@ pub fn latecomer(plan: &Plan, out: &LateOut, o: &mut Outputs) -> anyhow::Result<
                 let label = match (hidden, figs::along_axis(&s[i], RATE_MAX)) {
                     (Some(o), _) => format!("{name}, {tag} ({} shared)", o.sign()),
                     (None, Some(med)) => {
-                        format!("{name}, {tag} (on the x axis: ≈ {} MB/s)", figs::sig2(med))
+                        format!(
+                            "{name}, {tag} (on the x axis: ≈ {} MB/s)",
+                            hopwise_experiment::sig(med, 2)
+                        )
                     }
                     (None, None) => format!("{name}, {tag}"),
                 };

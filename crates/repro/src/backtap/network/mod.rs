@@ -367,8 +367,6 @@ pub struct Results {
     pub fairness_detail: Vec<FairnessRow>,
     pub single_circuit: Vec<SingleRow>,
     pub speed: Vec<Speed>,
-    /// Wall time of the runs (s).
-    pub wall_s: f64,
     #[serde(skip)]
     pub star: Option<FairnessOut>,
     #[serde(skip)]
@@ -437,12 +435,9 @@ impl Reproduction for BacktapNetwork {
     }
 
     fn run(&self, plan: &Plan, ctx: &Ctx<'_, Results>) -> anyhow::Result<Results> {
-        #[allow(clippy::disallowed_methods)] // wall time for the summary only
-        let t0 = std::time::Instant::now();
         let mut r = Results::default();
         let done = |r: &mut Results| -> anyhow::Result<()> {
             r.summarize();
-            r.wall_s = t0.elapsed().as_secs_f64();
             ctx.checkpoint(r)
         };
         ctx.progress
@@ -468,7 +463,6 @@ impl Reproduction for BacktapNetwork {
             .note("Single circuit (Fig. 5 setup): Tor Vegas's standing queue vs BackTap");
         r.single = Some(single::run(plan, &ctx.part())?);
         r.summarize();
-        r.wall_s = t0.elapsed().as_secs_f64();
         Ok(r)
     }
 

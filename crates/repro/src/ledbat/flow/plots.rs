@@ -67,7 +67,7 @@ fn axis_notes(r: &RunResult, names: &[String]) -> Vec<String> {
         .map(|(name, p)| match figs::along_axis(p, span) {
             Some(med) => format!(
                 "{name} (on the x axis: ≈ {} {})",
-                figs::sig2(med),
+                hopwise_experiment::sig(med, 2),
                 if med == 1.0 { "packet" } else { "packets" }
             ),
             None => name.clone(),

@@ -274,34 +274,36 @@ fn points(regime: Regime, lab_runs: &[Vec<f64>], sim_runs: &[Vec<f64>]) -> Vec<P
 }
 
 /// Kernel gain over simulator gain on split path `k` (an index into
-/// [`TABLE1`]), with a bootstrap interval that resamples each path's lab
-/// transfers and simulator seeds independently.
+/// [`TABLE1`]), with a bootstrap interval that resamples the kernel's
+/// transfers of each path on their own and the simulator's seeds together
+/// (every path runs seeds 1..=n, so the simulator's gain pairs them).
 fn agreement(regime: Regime, k: usize, lab: &[Vec<f64>], sim: &[Vec<f64>]) -> Estimate {
-    let ratio = |l: &[&[f64]], s: &[&[f64]]| -> f64 {
-        let g = |runs: &[&[f64]]| {
-            harmonic_mean(runs[1])
-                .zip(harmonic_mean(runs[0]))
-                .map(|(a, b)| a / b)
-        };
-        match (g(l), g(s)) {
+    let ratio = |l0: &[f64], lk: &[f64], s0: &[f64], sk: &[f64]| -> f64 {
+        let g = |a: &[f64], b: &[f64]| harmonic_mean(b).zip(harmonic_mean(a)).map(|(b, a)| b / a);
+        match (g(l0, lk), g(s0, sk)) {
             (Some(a), Some(b)) => a / b,
             _ => f64::NAN,
         }
     };
-    let groups = [&lab[0], &lab[k], &sim[0], &sim[k]];
-    let value = ratio(&[&lab[0], &lab[k]], &[&sim[0], &sim[k]]);
-    let sizes: Vec<usize> = groups.iter().map(|g| g.len()).collect();
+    let value = ratio(&lab[0], &lab[k], &sim[0], &sim[k]);
+    let n = sim[0].len().min(sim[k].len());
+    let sizes = [lab[0].len(), lab[k].len(), n];
     let ci = bootstrap_groups_ci90(
         &sizes,
-        2000,
+        hopwise_experiment::stats::RESAMPLES,
         &format!("lab-otcp/{}/{k}", regime.name()),
         |idx| {
-            let pick = |g: usize| -> Vec<f64> { idx[g].iter().map(|&i| groups[g][i]).collect() };
-            let (l0, lk, s0, sk) = (pick(0), pick(1), pick(2), pick(3));
-            ratio(&[&l0, &lk], &[&s0, &sk])
+            let pick =
+                |xs: &[f64], g: usize| -> Vec<f64> { idx[g].iter().map(|&i| xs[i]).collect() };
+            ratio(
+                &pick(&lab[0], 0),
+                &pick(&lab[k], 1),
+                &pick(&sim[0], 2),
+                &pick(&sim[k], 2),
+            )
         },
     );
-    Estimate::bootstrap(value, ci, sizes[1])
+    Estimate::bootstrap(value, ci, lab[k].len())
 }
 
 impl Reproduction for LabOtcp {

@@ -53,7 +53,7 @@ pub(super) fn claims(kernel: &[Stats], sim: &[Stats], tl: &Timeline) -> Vec<Clai
         c.push(
             Claim::new(
                 "Fig. 2b, kernel TCP",
-                "A→B's RTT rises above a second while B→C runs",
+                "A→B's RTT rises above a second while B→C runs (the paper's words; the threshold below is ours)",
             )
             .measured(format!(
                 "median SRTT {:.0} ms in phase 2 ({:.0} % of samples above 500 ms); {}{}{}",

@@ -357,7 +357,7 @@ impl Reproduction for OverlayAckLab {
     /// later keeps the modes it finished), and at the end everything with
     /// the simulator's.
     fn run(&self, opts: &Options, ctx: &Ctx<'_, Results>) -> Result<Results> {
-        hopwise_lab::topology::require_for("overlay-ack")?;
+        hopwise_lab::topology::require_with(&hopwise_lab::topology::OPTIONAL)?;
         opts.check()?;
         let progress = ctx.progress;
         let tl = opts.timeline();
