@@ -46,8 +46,13 @@ fuzz_target!(|data: &[u8]| {
                 if ch.len() < 6 {
                     break;
                 }
-                let (c, d) = [(relay, 1u32), (relay, 2), (edge, 3), (relay, 9)][(ch[0] & 3) as usize];
-                let dir = if d == 2 { Direction::Forward } else { Direction::Backward };
+                let (c, d) =
+                    [(relay, 1u32), (relay, 2), (edge, 3), (relay, 9)][(ch[0] & 3) as usize];
+                let dir = if d == 2 {
+                    Direction::Forward
+                } else {
+                    Direction::Backward
+                };
                 let next_tx = ep.circuit_stats(c, dir).next_tx;
                 // Mostly at or below next_tx; bit 7 forges an ACK beyond it.
                 let ack = next_tx.saturating_sub((ch[1] & 0x0f) as u32) + (ch[1] >> 7) as u32 * 3;

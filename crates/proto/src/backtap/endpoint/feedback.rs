@@ -1,5 +1,5 @@
 //! Feedback of the endpoint: what a node owes its predecessor (ACK, FWD and,
-//! with [`Config::sack`], SACK items) and how items are packed into datagrams
+//! with [`Config::sack`](crate::backtap::Config::sack), SACK items) and how items are packed into datagrams
 //! and serialized; and the receipt of SACK items from the successor (the
 //! scoreboard itself is in `recovery.rs`). FEEDBACK items are received in
 //! the parent module, beside the window's FWD path.
@@ -8,8 +8,6 @@ use super::{Endpoint, QRef, TimerKey};
 use crate::backtap::wire::{
     self, Feedback, Sack, CELL_ITEM_LEN, FEEDBACK_MAX_LEN, FLAG_OPEN, SACK_MAX_LEN,
 };
-#[allow(unused_imports)]
-use crate::backtap::Config;
 use crate::time::Time;
 use std::cmp::Reverse;
 
@@ -25,7 +23,7 @@ pub(super) enum PItem {
         q: QRef,
     },
     /// A duplicate ACK for an out-of-order arrival; never coalesced, so that
-    /// the sender can count them (RFC 5681 §4.2). With [`Config::sack`] the
+    /// the sender can count them (RFC 5681 §4.2). With [`Config::sack`](crate::backtap::Config::sack) the
     /// queue's coalesced item carries a SACK instead.
     DupAck {
         circ_id: u32,
@@ -47,7 +45,7 @@ pub(super) struct Pending {
 impl Endpoint {
     /// Makes sure the queue's owed feedback has an item in the datagram to
     /// its in-leg peer (one item per queue: later feedback updates it). With
-    /// [`Config::sack`] the item has room for a SACK too, and a SACK owed
+    /// [`Config::sack`](crate::backtap::Config::sack) the item has room for a SACK too, and a SACK owed
     /// for an out-of-order arrival leaves at once, as FWD does.
     pub(super) fn queue_feedback(&mut self, now: Time, r: QRef) {
         let Some(circ) = self.circuits.get_mut(&r.c) else {
