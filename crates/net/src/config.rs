@@ -283,6 +283,10 @@ pub struct Transport {
     /// Vegas slow start instead of +1 cell per round.
     pub slow_start: bool,
     pub max_window: u32,
+    /// Send SACK items (BackTap `Config::sack`): with them a hop repairs
+    /// several holes per round trip (RACK-TLP) instead of one. On by default
+    /// in the daemon, off in the paper's configuration.
+    pub sack: bool,
 }
 
 impl Default for Transport {
@@ -293,6 +297,7 @@ impl Default for Transport {
             beta: 20,
             slow_start: false,
             max_window: 10_000,
+            sack: true,
         }
     }
 }
@@ -306,6 +311,7 @@ fn transport(t: Option<TableOf<RawTransport>>) -> R<Transport> {
         o.pack_delay = d;
     }
     cfg::apply!(o, t, |n| n.0 as u32; alpha, beta, max_window);
+    cfg::apply!(o, t, |b| b.0; sack);
     if o.beta < o.alpha {
         return err("transport.beta", "must not be below transport.alpha");
     }

@@ -103,6 +103,7 @@ fn backtap_config(
         },
         max_window: t.max_window,
         bucket,
+        sack: t.sack,
         ..backtap::Config::default()
     }
 }

@@ -179,6 +179,14 @@ pub fn render(s: &Snapshot) -> String {
         "kind=\"lost_retransmission\"",
         sum(|h| h.lost_retransmits),
     );
+    w.val("retransmits", "kind=\"rack\"", sum(|h| h.rack_lost));
+    w.val("retransmits", "kind=\"tail_probe\"", sum(|h| h.tlp_probes));
+    w.one(
+        "sack_blocks_rejected_total",
+        "counter",
+        "SACK blocks ignored because they reached beyond the cells sent.",
+        t.sack_rejected,
+    );
     w.one(
         "control_retransmits_total",
         "counter",

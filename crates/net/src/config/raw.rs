@@ -55,7 +55,7 @@ table! {
 table! {
     pub struct RawTransport("a table ([transport])") {
         pack_delay: Duration, alpha: Int<1, 100_000>, beta: Int<1, 100_000>, startup: Text,
-        max_window: Int<1, 1_000_000>,
+        max_window: Int<1, 1_000_000>, sack: Flag,
     }
 }
 table! {

@@ -212,6 +212,25 @@ fn relay_errors_name_file_key_and_problem() {
             ),
         ];
         relay_errors_start_with(base, ok, &cases);
+        assert!(
+            RelayConfig::parse(ok, "relay.toml", base)
+                .unwrap()
+                .transport
+                .sack
+        );
+        let c = RelayConfig::parse(
+            &format!("{ok}[transport]\nsack = false\n"),
+            "relay.toml",
+            base,
+        )
+        .unwrap();
+        assert!(!c.transport.sack);
+        let e = RelayConfig::parse(&format!("{ok}[transport]\nsack = 1\n"), "relay.toml", base)
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("relay.toml: transport.sack: "),
+            "{e}"
+        );
         let text =
             format!("{ok}[limits]\nmax_circuits_per_client = 8\nmax_stream_buffers = \"64MiB\"\n");
         let c = RelayConfig::parse(&text, "relay.toml", base).unwrap();

@@ -2,7 +2,11 @@
 //! its neighbours, with time steps, application reads and timeouts in
 //! between. It must never panic, must keep the fused-queue invariants, must
 //! honour `circuit_limit`, must keep its running count of held cells right,
-//! and must only emit datagrams that decode.
+//! and must only emit datagrams that decode. Both ends of the relay circuit
+//! send SACK items (`Config::sack`), and a control-bit mode feeds SACK and
+//! FEEDBACK items with sequence numbers near what was sent, some forged
+//! beyond it: SACKed cells stay within those in flight, and forged blocks are
+//! counted. Seeds: `seeds/endpoint`.
 #![no_main]
 
 use hopwise_proto::backtap::{wire, Config, Direction, Endpoint};
@@ -12,6 +16,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let cfg = Config {
         circuit_limit: 32,
+        sack: true,
         ..Config::default()
     };
     let mut ep = Endpoint::new(cfg);
@@ -32,9 +37,47 @@ fuzz_target!(|data: &[u8]| {
         now += Dur::from_micros((ctl as u64 & 0x0f) * 700);
         let from = if ctl & 0x10 != 0 { next } else { prev };
         // Short inputs rarely form a cell; let bit 5 expand the datagram
-        // into cells with fuzzer-chosen preambles.
+        // into cells with fuzzer-chosen preambles (first byte even) or into
+        // SACK and FEEDBACK items about the cells sent (first byte odd).
         let owned;
-        let dg = if ctl & 0x20 != 0 && dg.len() >= 6 {
+        let dg = if ctl & 0x20 != 0 && dg.len() >= 6 && dg[0] & 1 == 1 {
+            let mut v = vec![wire::VERSION];
+            for ch in dg[1..].chunks(6) {
+                if ch.len() < 6 {
+                    break;
+                }
+                let (c, d) =
+                    [(relay, 1u32), (relay, 2), (edge, 3), (relay, 9)][(ch[0] & 3) as usize];
+                let dir = if d == 2 {
+                    Direction::Forward
+                } else {
+                    Direction::Backward
+                };
+                let next_tx = ep.circuit_stats(c, dir).next_tx;
+                // Mostly at or below next_tx; bit 7 forges an ACK beyond it.
+                let ack = next_tx.saturating_sub((ch[1] & 0x0f) as u32) + (ch[1] >> 7) as u32 * 3;
+                if ch[2] & 1 == 0 {
+                    let f = wire::Feedback {
+                        circ_id: d,
+                        ack: (ch[2] & 2 != 0).then_some(ack),
+                        fwd: (ch[2] & 4 != 0).then_some(ack.saturating_sub((ch[2] >> 4) as u32)),
+                    };
+                    wire::put_feedback(&mut v, &f);
+                    continue;
+                }
+                let mut s = wire::Sack::new(d, ack);
+                let mut at = ack;
+                for i in 0..1 + (ch[3] & 7) as usize {
+                    let bits = ch[4 + (i & 1)] >> (4 * (i >> 1 & 1));
+                    let start = at + 1 + (bits & 3) as u32;
+                    at = start + 1 + ((bits >> 2) & 3) as u32;
+                    s.push(start, at);
+                }
+                wire::put_sack(&mut v, &s);
+            }
+            owned = v;
+            &owned[..]
+        } else if ctl & 0x20 != 0 && dg.len() >= 6 {
             let mut v = vec![wire::VERSION];
             for ch in dg[1..].chunks(5) {
                 if ch.len() < 5 {
@@ -49,7 +92,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             dg
         };
+        let rejected = ep.stats().sack_rejected;
         let _ = ep.handle_datagram(now, from, dg);
+        assert!(ep.stats().sack_rejected >= rejected);
         if ctl & 0x40 != 0 {
             while ep
                 .recv_cell_into(now, edge, Direction::Forward, &mut body)
@@ -75,6 +120,7 @@ fuzz_target!(|data: &[u8]| {
                     "{s:?}"
                 );
                 assert!(s.tail + 1 - s.next_tx <= 32, "{s:?}");
+                assert!(s.sacked <= s.in_flight, "{s:?}");
             }
         }
         let held: usize = ep.held_cells().map(|h| h.1).sum();

@@ -20,15 +20,15 @@
 //!   its latest cumulative values (coalescing in place), and a cell ACKed in
 //!   the meantime is skipped.
 
+mod feedback;
+
 use super::queue::{AckResult, Arrival, Queue, Timer};
-use super::wire::{
-    self, CellBody, DecodeError, Feedback, Item, CELL_ITEM_LEN, FEEDBACK_MAX_LEN, FLAG_CLOSE,
-    FLAG_OPEN,
-};
+use super::wire::{self, CellBody, DecodeError, Feedback, Item, CELL_ITEM_LEN, FLAG_CLOSE};
 use super::{CircuitId, Config, Direction, EndpointStats, Event, Full, HopStats, PeerId};
 use crate::bucket::TokenBucket;
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
+use feedback::{PItem, Pending};
 use std::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -104,36 +104,6 @@ impl Circuit {
 struct QRef {
     c: u32,
     d: u8,
-}
-
-/// An item waiting in a datagram, serialized when the datagram leaves.
-#[derive(Clone, Copy, Debug)]
-enum PItem {
-    Cell {
-        q: QRef,
-        seq: u32,
-    },
-    /// The queue's owed ACK/FWD, with the values current at serialization.
-    Feedback {
-        q: QRef,
-    },
-    /// A duplicate ACK for an out-of-order arrival; never coalesced, so that
-    /// the sender can count them (RFC 5681 §4.2).
-    DupAck {
-        circ_id: u32,
-        ack: u32,
-    },
-    /// A feedback request (kinds = 0) from the FWD probe timer.
-    Request {
-        circ_id: u32,
-    },
-}
-
-#[derive(Default)]
-struct Pending {
-    items: Vec<PItem>,
-    /// Bytes reserved, header included (feedback at its largest size).
-    size: usize,
 }
 
 struct Peer {
@@ -389,6 +359,10 @@ impl Endpoint {
                     self.stats.feedback_in += 1;
                     self.on_feedback(now, from.0, &f);
                 }
+                Item::Sack(s) => {
+                    self.stats.feedback_in += 1;
+                    self.on_sack(now, from.0, &s);
+                }
             }
         }
         self.tidy();
@@ -438,6 +412,12 @@ impl Endpoint {
                 self.queue_feedback(now, r);
                 self.activate(r);
                 self.check_edge(r);
+            }
+            Arrival::OutOfOrder if cfg.sack => {
+                // [hopwise] A SACK (RFC 2018), coalesced per queue and sent at once.
+                q.owe_ack = true;
+                q.owe_sack = true;
+                self.queue_feedback(now, r);
             }
             Arrival::OutOfOrder => {
                 let ack = q.ack_value();
@@ -554,16 +534,24 @@ impl Endpoint {
             self.timers.pop();
             match key {
                 TimerKey::Queue(r) => {
+                    let Some(q) = self.queue_mut(r) else {
+                        continue;
+                    };
+                    if q.heap_at != Some(t) {
+                        continue;
+                    }
+                    q.heap_at = None;
+                    // With SACK: RACK's reorder timer and the loss probe.
+                    if q.on_recovery_timers(now) {
+                        self.arm(r);
+                        self.activate(r);
+                    }
                     let cfg = &self.cfg;
                     let Some(circ) = self.circuits.get_mut(&r.c) else {
                         continue;
                     };
                     let out = circ.out_leg(r.d as usize);
                     let q = &mut circ.q[r.d as usize];
-                    if q.heap_at != Some(t) {
-                        continue;
-                    }
-                    q.heap_at = None;
                     match q.timer {
                         Timer::Rto(d) if d <= now => {
                             q.on_rto(cfg, now);
@@ -614,7 +602,7 @@ impl Endpoint {
         let Some(q) = self.circuits.get_mut(&r.c).map(|c| &mut c.q[r.d as usize]) else {
             return;
         };
-        if let Some(d) = q.timer.deadline() {
+        if let Some(d) = q.deadline() {
             if q.heap_at.is_none_or(|h| d < h) {
                 q.heap_at = Some(d);
                 self.timers.push(Reverse((d, TimerKey::Queue(r))));
@@ -628,7 +616,7 @@ impl Endpoint {
         while let Some(&Reverse((t, key))) = self.timers.peek() {
             let (heap_at, deadline) = match key {
                 TimerKey::Queue(r) => match self.queue(r) {
-                    Some(q) => (q.heap_at, q.timer.deadline()),
+                    Some(q) => (q.heap_at, q.deadline()),
                     None => (None, None),
                 },
                 TimerKey::Pack(p) => {
@@ -772,6 +760,10 @@ impl Endpoint {
         let (seq, new) = q.take_for_send(now);
         // A retransmission in recovery (re)starts the lost-retransmission timer.
         q.update_timer(cfg, now, !new && q.recover.is_some());
+        if new {
+            // With SACK: RFC 8985 §7.2, new data (re)arms the loss probe.
+            q.arm_tlp(cfg, now);
+        }
         q.note_limited();
         if new && inl.is_some() {
             // Paper §3, nstor: the cell leaves downstream, so FWD is owed upstream.
@@ -819,157 +811,6 @@ impl Endpoint {
                 self.events.push_back(Event::Writable { circuit, dir });
             }
             q.edge_flag = open;
-        }
-    }
-
-    /// Makes sure the queue's owed feedback has an item in the datagram to
-    /// its in-leg peer (one item per queue: later feedback updates it).
-    fn queue_feedback(&mut self, now: Time, r: QRef) {
-        let Some(circ) = self.circuits.get_mut(&r.c) else {
-            return;
-        };
-        let Some(inl) = circ.in_leg(r.d as usize) else {
-            return;
-        };
-        let q = &mut circ.q[r.d as usize];
-        if !(q.owe_ack || q.owe_fwd) {
-            return;
-        }
-        let urgent = q.owe_fwd;
-        if !q.fb_queued {
-            q.fb_queued = true;
-            self.push_item(now, inl.peer, PItem::Feedback { q: r }, FEEDBACK_MAX_LEN);
-        }
-        if urgent {
-            self.expedite(now, inl.peer);
-        }
-    }
-
-    /// [hopwise] A datagram carrying FWD leaves without waiting for
-    /// `pack_delay`: the FORWARD-RTT is the congestion signal, and holding
-    /// FWD would add up to `pack_delay` of systematic noise to it (with
-    /// coalescing, the hold is about `pack_delay` minus the burst length, which
-    /// Eq. 1 reads as queueing). ACK-only feedback and lone cells still wait.
-    fn expedite(&mut self, now: Time, peer: u32) {
-        let p = &mut self.peers[peer as usize];
-        if p.open.is_some() && p.pack_at.is_some_and(|t| t > now) {
-            p.pack_at = Some(now);
-            if p.heap_at.is_none_or(|h| now < h) {
-                p.heap_at = Some(now);
-                self.timers.push(Reverse((now, TimerKey::Pack(peer))));
-            }
-        }
-    }
-
-    /// Packs an item into the datagram being filled for `peer` (paper §3:
-    /// cells and feedback of any circuits share datagrams). A datagram that
-    /// cannot take the item leaves; one that cannot take another cell leaves
-    /// at once; otherwise it waits at most `pack_delay`.
-    fn push_item(&mut self, now: Time, peer: u32, item: PItem, size: usize) {
-        let budget = self.cfg.payload_budget;
-        if self.peers[peer as usize]
-            .open
-            .as_ref()
-            .is_some_and(|o| o.size + size > budget)
-        {
-            self.close_open(peer);
-        }
-        let p = &mut self.peers[peer as usize];
-        if p.open.is_none() {
-            let items = self.spare.pop().unwrap_or_default();
-            p.open = Some(Pending {
-                items,
-                size: wire::HEADER_LEN,
-            });
-            let at = now + self.cfg.pack_delay;
-            p.pack_at = Some(at);
-            if p.heap_at.is_none_or(|h| at < h) {
-                p.heap_at = Some(at);
-                self.timers.push(Reverse((at, TimerKey::Pack(peer))));
-            }
-        }
-        let open = p.open.as_mut().expect("just opened");
-        open.items.push(item);
-        open.size += size;
-        if open.size + CELL_ITEM_LEN > budget {
-            self.close_open(peer);
-        }
-    }
-
-    fn close_open(&mut self, peer: u32) {
-        let p = &mut self.peers[peer as usize];
-        p.pack_at = None;
-        if let Some(o) = p.open.take() {
-            self.ready.push_back((peer, o));
-        }
-    }
-
-    fn serialize(&mut self, pending: &Pending, out: &mut Vec<u8>) {
-        wire::begin(out);
-        for it in &pending.items {
-            match *it {
-                PItem::Cell { q: r, seq } => {
-                    let Some(circ) = self.circuits.get(&r.c) else {
-                        continue;
-                    };
-                    let Some(out_leg) = circ.out_leg(r.d as usize) else {
-                        continue;
-                    };
-                    // A cell ACKed since it was packed needs no (re)transmission.
-                    let Some(slot) = circ.q[r.d as usize].cell(seq) else {
-                        continue;
-                    };
-                    let flags = slot.flags | if seq == 1 { FLAG_OPEN } else { 0 };
-                    wire::put_cell(out, out_leg.circ_id, seq, flags, &slot.body);
-                    self.stats.cells_out += 1;
-                }
-                PItem::Feedback { q: r } => {
-                    let Some(circ) = self.circuits.get_mut(&r.c) else {
-                        continue;
-                    };
-                    let Some(in_leg) = circ.in_leg(r.d as usize) else {
-                        continue;
-                    };
-                    let q = &mut circ.q[r.d as usize];
-                    if !q.fb_queued {
-                        continue;
-                    }
-                    let fb = Feedback {
-                        circ_id: in_leg.circ_id,
-                        ack: q.owe_ack.then(|| q.ack_value()),
-                        fwd: q.owe_fwd.then(|| q.fwd_value()),
-                    };
-                    q.fb_queued = false;
-                    q.owe_ack = false;
-                    q.owe_fwd = false;
-                    if fb.ack.is_some() || fb.fwd.is_some() {
-                        wire::put_feedback(out, &fb);
-                        self.stats.feedback_out += 1;
-                    }
-                }
-                PItem::DupAck { circ_id, ack } => {
-                    wire::put_feedback(
-                        out,
-                        &Feedback {
-                            circ_id,
-                            ack: Some(ack),
-                            fwd: None,
-                        },
-                    );
-                    self.stats.feedback_out += 1;
-                }
-                PItem::Request { circ_id } => {
-                    wire::put_feedback(
-                        out,
-                        &Feedback {
-                            circ_id,
-                            ack: None,
-                            fwd: None,
-                        },
-                    );
-                    self.stats.feedback_out += 1;
-                }
-            }
         }
     }
 

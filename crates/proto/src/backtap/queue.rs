@@ -6,6 +6,7 @@
 //!   cells: [ring indexed by seq − head]
 //!   above: {seq → cell}, seq > tail + 1
 //!   tx:    [first-send times indexed by seq − fwd_seen], seq < next_tx
+//!   runs:  {start → end} of `above` ([`Config::sack`] only)
 //! ```
 //!
 //! Invariants: `fwd_seen ≤ head ≤ next_tx ≤ tail + 1`; `cells` holds
@@ -16,6 +17,7 @@
 //! are kept apart so that memory follows the cells that arrived: one cell
 //! far ahead costs one cell, not a ring stretched to reach it.
 
+use super::recovery::Scoreboard;
 use super::wire::CellBody;
 use super::{Config, HopStats, Startup};
 use crate::rtt::RttEstimator;
@@ -29,12 +31,44 @@ pub(super) struct Slot {
     pub body: CellBody,
 }
 
-/// First transmission of a cell to the successor.
+/// Transmissions of a cell to the successor.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct TxInfo {
+    /// First transmission (FORWARD-RTT and ACK RTT samples).
     pub sent: Time,
+    /// Latest transmission (RACK, RFC 8985 §6.1: `xmit_ts`).
+    pub xmit: Time,
     /// Retransmitted at least once: no RTT sample from it (Karn).
     pub retx: bool,
+    /// Reported held by a SACK block (SACK mode only).
+    pub sacked: bool,
+    /// Marked lost and not yet sent again (SACK mode only).
+    pub lost: bool,
+}
+
+impl TxInfo {
+    fn new(now: Time) -> TxInfo {
+        TxInfo {
+            sent: now,
+            xmit: now,
+            retx: false,
+            sacked: false,
+            lost: false,
+        }
+    }
+}
+
+/// What declared a loss ([`Queue::on_loss_event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum LossCause {
+    /// Duplicate ACKs (RFC 5681 §3.2, RFC 5827 early retransmit).
+    FastRetransmit,
+    /// The retransmission timer (RFC 6298 §5).
+    Rto,
+    /// RACK's time-based detection from SACKs (RFC 8985 §6).
+    Rack,
+    /// A tail loss probe revealed a loss (RFC 8985 §7.4).
+    Tlp,
 }
 
 /// The queue's one timer: the RFC 6298 retransmission timer while cells are
@@ -94,7 +128,14 @@ pub(super) struct Queue {
     pub cells: VecDeque<Slot>,
     /// Cells that arrived above a gap (seq > tail + 1).
     pub above: BTreeMap<u32, Box<Slot>>,
+    /// [`Config::sack`]: the runs of `above`, start → end (exclusive).
+    pub runs: BTreeMap<u32, u32>,
+    /// The latest out-of-order arrival: its run is the first SACK block.
+    pub last_ooo: u32,
     pub tx: VecDeque<TxInfo>,
+    /// The sender's SACK scoreboard and RACK-TLP state, from the first
+    /// SACK the successor sent; until then the dupack/NewReno path.
+    pub sb: Option<Box<Scoreboard>>,
 
     // Window (paper Eq. 1).
     pub swnd: u32,
@@ -128,7 +169,11 @@ pub(super) struct Queue {
     // Feedback owed to the predecessor (coalesced in place).
     pub owe_ack: bool,
     pub owe_fwd: bool,
+    /// A SACK is owed at once (an out-of-order arrival, [`Config::sack`]).
+    pub owe_sack: bool,
     pub fb_queued: bool,
+    /// [`Config::halve_on_loss`], for [`Queue::on_loss_event`].
+    pub halve_on_loss: bool,
 
     /// The application sits on the in side (packaging edge) / out side
     /// (delivering edge).
@@ -150,7 +195,10 @@ impl Queue {
             fwd_seen: 1,
             cells: VecDeque::new(),
             above: BTreeMap::new(),
+            runs: BTreeMap::new(),
+            last_ooo: 0,
             tx: VecDeque::new(),
+            sb: None,
             swnd: cfg.initial_window.clamp(1, cfg.window_cap()),
             slow_start: matches!(cfg.startup, Startup::SlowStart { .. }),
             ss_wait: false,
@@ -171,7 +219,9 @@ impl Queue {
             heap_at: None,
             owe_ack: false,
             owe_fwd: false,
+            owe_sack: false,
             fb_queued: false,
+            halve_on_loss: cfg.halve_on_loss,
             in_app,
             out_app,
             edge_flag: in_app,
@@ -196,20 +246,25 @@ impl Queue {
     /// Paper §3: a new cell may go if `high_tx − (fwd_seen − 1) < swnd`
     /// (with `high_tx = next_tx − 1`). RFC 3042 limited transmit: the first
     /// two duplicate ACKs outside recovery each allow one cell more, so that
-    /// a small window still produces enough duplicate ACKs.
+    /// a small window still produces enough duplicate ACKs. With SACK
+    /// ([`Scoreboard::window_open`]) SACKed cells do not count.
     pub fn window_open(&self) -> bool {
         let extra = if self.recover.is_none() {
             self.dupacks.min(2)
         } else {
             0
         };
-        self.unforwarded() < self.swnd + extra
+        match &self.sb {
+            None => self.unforwarded() < self.swnd + extra,
+            Some(sb) => sb.window_open(self.unforwarded(), self.swnd + extra),
+        }
     }
 
     /// Whether the scheduler has a cell to send for this queue.
     pub fn sendable(&self) -> bool {
         !self.out_app
             && ((self.retx_due && self.head < self.next_tx)
+                || self.sack_has_retransmission()
                 || (self.next_tx <= self.tail && self.window_open()))
     }
 
@@ -223,7 +278,8 @@ impl Queue {
             // A circuit with the application on both sides: only the buffer bounds it.
             return self.tail + 1 - self.head < cfg.circuit_limit;
         }
-        self.tail + 1 - self.fwd_seen < self.swnd
+        let sacked = self.sb.as_ref().map_or(0, |sb| sb.sacked);
+        self.tail + 1 - self.fwd_seen - sacked < self.swnd
     }
 
     /// Records that the window held back a cell, for
@@ -280,6 +336,9 @@ impl Queue {
                 self.cells.push_back(*next.remove());
                 self.tail += 1;
             }
+            if cfg.sack {
+                self.drop_runs_below_tail();
+            }
             return Arrival::InOrder;
         }
         match self.above.entry(seq) {
@@ -289,6 +348,9 @@ impl Queue {
             Entry::Vacant(v) => {
                 v.insert(Box::new(Slot { flags, body: *body }));
                 self.st.cells_in += 1;
+                if cfg.sack {
+                    self.add_run(seq);
+                }
             }
         }
         Arrival::OutOfOrder
@@ -327,20 +389,22 @@ impl Queue {
                     self.rtt.update(now.since(t.sent));
                 }
             }
+            self.sack_delivered(now, a);
             self.release(a);
             self.dupacks = 0;
             self.lost_tries = 0;
             if let Some(r) = self.recover {
                 if a > r {
                     self.recover = None;
-                } else {
+                } else if self.sb.is_none() {
                     // RFC 6582 §3.2 step 5: a partial ACK means `a` was lost too.
                     self.retx_due = true;
                 }
             }
             return AckResult::Advanced;
         }
-        if a == self.head && self.head < self.next_tx && may_be_dup {
+        // With SACK, RACK detects losses (RFC 8985 §6), not duplicate ACKs.
+        if a == self.head && self.head < self.next_tx && may_be_dup && self.sb.is_none() {
             self.dupacks = self.dupacks.saturating_add(1);
             // RFC 5681 §3.2: fast retransmit on the third duplicate ACK, once
             // per loss (not again before the recovery point is acknowledged).
@@ -357,7 +421,7 @@ impl Queue {
                 self.retx_due = true;
                 self.recover = Some(self.next_tx - 1);
                 self.st.fast_retransmits += 1;
-                self.cut_on_loss(cfg);
+                self.on_loss_event(now, LossCause::FastRetransmit);
                 return AckResult::Duplicate(true);
             }
             return AckResult::Duplicate(false);
@@ -373,6 +437,7 @@ impl Queue {
         }
         if f > self.head {
             // The successor holds what it forwarded: an implied ACK.
+            self.sack_delivered(now, f);
             self.release(f);
             self.dupacks = 0;
             if self.recover.is_some_and(|r| f > r) {
@@ -470,28 +535,37 @@ impl Queue {
         true
     }
 
-    /// Picks the cell to send (a due retransmission of `head` first) and
-    /// updates the pointers. Returns `(seq, is_new)`.
+    /// Picks the cell to send (a due retransmission of `head` first; with
+    /// SACK the lowest cell marked lost, or a tail loss probe) and updates
+    /// the pointers. Returns `(seq, is_new)`.
     pub fn take_for_send(&mut self, now: Time) -> (u32, bool) {
         if self.retx_due && self.head < self.next_tx {
             self.retx_due = false;
             let seq = self.head;
-            if let Some(t) = self.tx.get_mut((seq - self.fwd_seen) as usize) {
-                t.retx = true;
-            }
-            self.st.retransmits += 1;
+            self.note_retransmit(now, seq);
+            (seq, false)
+        } else if let Some(seq) = self.sack_take(now) {
             (seq, false)
         } else {
             self.retx_due = false;
             let seq = self.next_tx;
             self.next_tx += 1;
-            self.tx.push_back(TxInfo {
-                sent: now,
-                retx: false,
-            });
+            self.tx.push_back(TxInfo::new(now));
+            self.sack_sent(seq, now);
             self.st.cells_out += 1;
             (seq, true)
         }
+    }
+
+    /// Records a retransmission of `seq` (not below `head`).
+    pub(super) fn note_retransmit(&mut self, now: Time, seq: u32) {
+        if let Some(t) = self.tx.get_mut((seq - self.fwd_seen) as usize) {
+            t.retx = true;
+            t.xmit = now;
+            t.lost = false;
+        }
+        self.sack_sent(seq, now);
+        self.st.retransmits += 1;
     }
 
     /// How long a retransmission in recovery may go unacknowledged before it
@@ -511,8 +585,11 @@ impl Queue {
         if self.out_app {
             self.timer = Timer::Off;
         } else if self.head < self.next_tx {
-            let quick =
-                self.recover.is_some() && self.lost_tries < LOST_TRIES && self.rtt.has_sample();
+            // With SACK, RACK finds lost retransmissions (RFC 8985 §6).
+            let quick = self.recover.is_some()
+                && self.lost_tries < LOST_TRIES
+                && self.rtt.has_sample()
+                && self.sb.is_none();
             match (quick, self.timer) {
                 (true, Timer::Lost(_)) | (false, Timer::Rto(_)) if !restart => {}
                 (true, _) => self.timer = Timer::Lost(now + self.lost_timeout(cfg)),
@@ -526,15 +603,33 @@ impl Queue {
         } else {
             self.timer = Timer::Off;
         }
+        if restart {
+            self.arm_tlp(cfg, now);
+        }
+    }
+
+    /// The earliest deadline of the queue's timers: the one of
+    /// [`Queue::timer`] and, with SACK, RACK's reorder timer and the tail
+    /// loss probe.
+    pub fn deadline(&self) -> Option<Time> {
+        let t = self.timer.deadline();
+        match &self.sb {
+            None => t,
+            Some(sb) => [t, sb.reo_at, sb.tlp_at].into_iter().flatten().min(),
+        }
     }
 
     /// The retransmission timer expired (RFC 6298 §5.4–5.6): retransmit the
     /// oldest unacknowledged cell, back off, restart the timer. Later holes
     /// are repaired by partial ACKs (RFC 6582).
     pub fn on_rto(&mut self, cfg: &Config, now: Time) {
-        self.retx_due = true;
+        if self.sb.is_some() {
+            self.rack_on_rto(cfg, now);
+        } else {
+            self.retx_due = true;
+        }
         if self.recover.is_none() {
-            self.cut_on_loss(cfg);
+            self.on_loss_event(now, LossCause::Rto);
         }
         self.recover = Some(self.next_tx - 1);
         self.dupacks = 0;
@@ -543,10 +638,13 @@ impl Queue {
         self.timer = Timer::Rto(now + self.rtt.rto());
     }
 
-    /// [`Config::halve_on_loss`]: the window halves, not below the start-up
+    /// Every loss declaration comes here, at most once per recovery episode
+    /// (fast retransmit, RTO, RACK, TLP). The response: with
+    /// [`Config::halve_on_loss`] the window halves, not below the start-up
     /// window of 2, and slow start ends.
-    fn cut_on_loss(&mut self, cfg: &Config) {
-        if cfg.halve_on_loss {
+    pub fn on_loss_event(&mut self, now: Time, cause: LossCause) {
+        let _ = (now, cause);
+        if self.halve_on_loss {
             self.swnd = (self.swnd / 2).max(2).min(self.swnd);
             self.slow_start = false;
             self.st.loss_cuts += 1;
@@ -614,6 +712,7 @@ impl Queue {
         s.in_flight = self.next_tx - self.head;
         s.unforwarded = self.unforwarded();
         s.out_of_order = self.above.len() as u32;
+        s.sacked = self.sb.as_ref().map_or(0, |sb| sb.sacked);
         s.srtt = self.rtt.srtt();
         s.rto = self.rtt.rto();
         s.base_rtt = if base == Dur::MAX { Dur::ZERO } else { base };

@@ -28,6 +28,11 @@ enum Out {
         ack: Option<u32>,
         fwd: Option<u32>,
     },
+    Sack {
+        circ: u32,
+        ack: u32,
+        blocks: Vec<(u32, u32)>,
+    },
 }
 
 fn drain(ep: &mut Endpoint, now: Time) -> Vec<(PeerId, Vec<Out>)> {
@@ -48,6 +53,11 @@ fn drain(ep: &mut Endpoint, now: Time) -> Vec<(PeerId, Vec<Out>)> {
                     circ: f.circ_id,
                     ack: f.ack,
                     fwd: f.fwd,
+                },
+                Item::Sack(s) => Out::Sack {
+                    circ: s.circ_id,
+                    ack: s.ack,
+                    blocks: s.blocks().to_vec(),
                 },
             })
             .collect();

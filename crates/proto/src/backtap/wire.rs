@@ -1,12 +1,21 @@
-//! The BackTap datagram codec, version 1 (`docs/backtap.md`, "Wire format").
+//! The BackTap datagram codec, version 2 (`docs/backtap.md`, "Wire format").
 //!
 //! ```text
 //! datagram := header item*
-//! header   := version:u8 (= 1)
-//! item     := CELL | FEEDBACK
+//! header   := version:u8 (= 2)
+//! item     := CELL | FEEDBACK | SACK
 //! CELL     := 0x01 circ_id:u32 seq:u32 flags:u8 body:[509]       (519 bytes)
 //! FEEDBACK := 0x02 circ_id:u32 kinds:u8 [ack:u32] [fwd:u32]       (6, 10 or 14 bytes)
+//! SACK     := 0x03 circ_id:u32 ack:u32 n:u8 (start:u32 end:u32){n}  (10 + 8n bytes, 1 ≤ n ≤ 8)
 //! ```
+//!
+//! [hopwise] Version 2 adds the SACK item (RFC 2018's SACK option, in
+//! cells): `ack` is cumulative as in FEEDBACK, and each block `start..end`
+//! (end exclusive) is a run of cells held above a gap. The decoder checks
+//! what it can without context: `ack < start < end` for every block, and no
+//! two blocks overlap or touch. The order of the blocks is free (RFC 2018
+//! §4 puts the most recent first). Version 1 had no SACK item; there is no
+//! negotiation, a version-1 datagram is rejected.
 //!
 //! All integers are big-endian. The cell preamble (`circ_id`, `seq`, `flags`)
 //! stays outside the 509-byte relay-cell body so that per-hop onion
@@ -20,8 +29,8 @@
 
 use std::fmt;
 
-/// The only version this codec speaks.
-pub const VERSION: u8 = 1;
+/// The only version this codec speaks ([hopwise] 2 since the SACK item).
+pub const VERSION: u8 = 2;
 /// Bytes of the datagram header (the version byte).
 pub const HEADER_LEN: usize = 1;
 /// Tor's relay-cell body: `relay_cmd:u8 recognized:u16 stream_id:u16
@@ -36,6 +45,13 @@ pub const FEEDBACK_MAX_LEN: usize = 14;
 /// Item type bytes.
 pub const TYPE_CELL: u8 = 0x01;
 pub const TYPE_FEEDBACK: u8 = 0x02;
+pub const TYPE_SACK: u8 = 0x03;
+/// Most blocks a SACK item carries.
+pub const MAX_SACK_BLOCKS: usize = 8;
+/// A SACK item without its blocks: type, circ_id, ack, n.
+pub const SACK_HEADER_LEN: usize = 10;
+/// The largest SACK item (eight blocks): 74 bytes.
+pub const SACK_MAX_LEN: usize = SACK_HEADER_LEN + 8 * MAX_SACK_BLOCKS;
 
 /// Cell flag: first cell of a circuit on this hop (bit 0).
 pub const FLAG_OPEN: u8 = 0x01;
@@ -91,11 +107,87 @@ impl Feedback {
     }
 }
 
+/// One SACK item (RFC 2018 in cells): the sender of the item holds every
+/// cell below `ack` and the cells `start..end` (end exclusive) of each
+/// block, all above `ack`. Build one with [`Sack::new`] and [`Sack::push`]
+/// or [`Sack::from_blocks`]; a value with no block, or with blocks the
+/// decoder would reject, encodes to bytes the decoder rejects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Sack {
+    pub circ_id: u32,
+    pub ack: u32,
+    len: u8,
+    /// Unused entries stay zero, so that equality compares the blocks only.
+    blocks: [(u32, u32); MAX_SACK_BLOCKS],
+}
+
+impl Sack {
+    /// An item with no block yet.
+    pub fn new(circ_id: u32, ack: u32) -> Sack {
+        Sack {
+            circ_id,
+            ack,
+            len: 0,
+            blocks: [(0, 0); MAX_SACK_BLOCKS],
+        }
+    }
+
+    /// Appends the block `start..end`; `false` (and nothing changes) when
+    /// the item already has [`MAX_SACK_BLOCKS`]. Not validated.
+    pub fn push(&mut self, start: u32, end: u32) -> bool {
+        let i = self.len as usize;
+        if i >= MAX_SACK_BLOCKS {
+            return false;
+        }
+        self.blocks[i] = (start, end);
+        self.len += 1;
+        true
+    }
+
+    /// An item with the given blocks, checked as the decoder checks them.
+    pub fn from_blocks(circ_id: u32, ack: u32, blocks: &[(u32, u32)]) -> Result<Sack, Problem> {
+        if blocks.is_empty() || blocks.len() > MAX_SACK_BLOCKS {
+            return Err(Problem::BadSackCount(blocks.len().min(255) as u8));
+        }
+        let mut s = Sack::new(circ_id, ack);
+        for &(a, b) in blocks {
+            s.push(a, b);
+        }
+        match s.first_bad_block() {
+            Some(index) => Err(Problem::BadSackBlock { index }),
+            None => Ok(s),
+        }
+    }
+
+    /// The blocks `(start, end)` in wire order.
+    pub fn blocks(&self) -> &[(u32, u32)] {
+        &self.blocks[..self.len as usize]
+    }
+
+    /// Bytes on the wire: 10 + 8 per block.
+    pub fn wire_len(&self) -> usize {
+        SACK_HEADER_LEN + 8 * self.len as usize
+    }
+
+    /// The first block that is empty, not above `ack`, or overlaps or
+    /// touches an earlier block.
+    fn first_bad_block(&self) -> Option<u8> {
+        let b = self.blocks();
+        (0..b.len())
+            .find(|&i| {
+                let (s, e) = b[i];
+                !(self.ack < s && s < e) || b[..i].iter().any(|&(s2, e2)| s <= e2 && s2 <= e)
+            })
+            .map(|i| i as u8)
+    }
+}
+
 /// A decoded item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Item<'a> {
     Cell(Cell<'a>),
     Feedback(Feedback),
+    Sack(Sack),
 }
 
 impl Item<'_> {
@@ -104,6 +196,7 @@ impl Item<'_> {
         match self {
             Item::Cell(_) => CELL_ITEM_LEN,
             Item::Feedback(f) => f.wire_len(),
+            Item::Sack(s) => s.wire_len(),
         }
     }
 }
@@ -115,7 +208,7 @@ pub enum Problem {
     Empty,
     /// The version byte is not [`VERSION`].
     BadVersion(u8),
-    /// An item starts with a type byte that is neither CELL nor FEEDBACK.
+    /// An item starts with a type byte that is not CELL, FEEDBACK or SACK.
     UnknownType(u8),
     /// A cell's flags have reserved bits set (the whole flags byte).
     ReservedFlags(u8),
@@ -123,11 +216,17 @@ pub enum Problem {
     ReservedKinds(u8),
     /// An item needs `need` bytes from its start but only `have` remain.
     Truncated { need: usize, have: usize },
+    /// A SACK item's block count `n` is not 1 to [`MAX_SACK_BLOCKS`].
+    BadSackCount(u8),
+    /// A SACK item's block `index` (from 0) is empty, not above `ack`, or
+    /// overlaps or touches an earlier block.
+    BadSackBlock { index: u8 },
 }
 
 /// A rejected datagram: `offset` is the byte at which the problem was found
-/// (the version byte, an item's type byte, a flags or kinds byte, or the start
-/// of a truncated item).
+/// (the version byte, an item's type byte, a flags or kinds byte, a SACK
+/// item's count byte or the start of its bad block, or the start of a
+/// truncated item).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct DecodeError {
     pub offset: usize,
@@ -155,6 +254,17 @@ impl fmt::Display for DecodeError {
                     "byte {o}: truncated item: needs {need} bytes, {have} left"
                 )
             }
+            Problem::BadSackCount(n) => {
+                write!(
+                    f,
+                    "byte {o}: SACK item with {n} blocks (expected 1 to {MAX_SACK_BLOCKS})"
+                )
+            }
+            Problem::BadSackBlock { index } => write!(
+                f,
+                "byte {o}: SACK block {index} is empty, not above the ACK, \
+                 or overlaps or touches an earlier block"
+            ),
         }
     }
 }
@@ -278,6 +388,34 @@ fn parse_item(data: &[u8], pos: usize) -> Result<(Item<'_>, usize), DecodeError>
             };
             Ok((Item::Feedback(fb), pos + need))
         }
+        TYPE_SACK => {
+            if have < SACK_HEADER_LEN {
+                return Err(truncated(SACK_HEADER_LEN));
+            }
+            let n = data[pos + 9];
+            if n == 0 || n as usize > MAX_SACK_BLOCKS {
+                return Err(DecodeError {
+                    offset: pos + 9,
+                    problem: Problem::BadSackCount(n),
+                });
+            }
+            let need = SACK_HEADER_LEN + 8 * n as usize;
+            if have < need {
+                return Err(truncated(need));
+            }
+            let mut s = Sack::new(be32(data, pos + 1), be32(data, pos + 5));
+            for i in 0..n as usize {
+                let at = pos + SACK_HEADER_LEN + 8 * i;
+                s.push(be32(data, at), be32(data, at + 4));
+            }
+            if let Some(index) = s.first_bad_block() {
+                return Err(DecodeError {
+                    offset: pos + SACK_HEADER_LEN + 8 * index as usize,
+                    problem: Problem::BadSackBlock { index },
+                });
+            }
+            Ok((Item::Sack(s), pos + need))
+        }
         t => Err(DecodeError {
             offset: pos,
             problem: Problem::UnknownType(t),
@@ -346,11 +484,24 @@ pub fn put_feedback(out: &mut Vec<u8>, fb: &Feedback) {
     }
 }
 
+/// Appends a SACK item (as given: see [`Sack`] for what decodes).
+pub fn put_sack(out: &mut Vec<u8>, s: &Sack) {
+    out.push(TYPE_SACK);
+    out.extend_from_slice(&s.circ_id.to_be_bytes());
+    out.extend_from_slice(&s.ack.to_be_bytes());
+    out.push(s.len);
+    for &(a, b) in s.blocks() {
+        out.extend_from_slice(&a.to_be_bytes());
+        out.extend_from_slice(&b.to_be_bytes());
+    }
+}
+
 /// Appends any item.
 pub fn put_item(out: &mut Vec<u8>, item: &Item<'_>) {
     match item {
         Item::Cell(c) => put_cell(out, c.circ_id, c.seq, c.flags, c.body),
         Item::Feedback(f) => put_feedback(out, f),
+        Item::Sack(s) => put_sack(out, s),
     }
 }
 
@@ -407,15 +558,26 @@ mod tests {
                 ack: None,
                 fwd: None,
             }),
+            Item::Sack(Sack::from_blocks(4, 10, &[(20, 25), (11, 12)]).unwrap()),
             Item::Cell(Cell {
                 circ_id: u32::MAX,
                 seq: u32::MAX,
                 flags: FLAG_CLOSE,
                 body: &b2,
             }),
+            Item::Sack(
+                Sack::from_blocks(
+                    5,
+                    0,
+                    &(0..8u32)
+                        .map(|i| (1 + 10 * i, 5 + 10 * i))
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap(),
+            ),
         ];
         let bytes = encode(&items);
-        assert_eq!(bytes.len(), 1 + 2 * 519 + 10 + 10 + 14 + 6);
+        assert_eq!(bytes.len(), 1 + 2 * 519 + 10 + 10 + 14 + 6 + 26 + 74);
         let d = decode(&bytes).unwrap();
         assert_eq!(d.len(), items.len());
         let back: Vec<Item> = d.items().collect();
@@ -440,7 +602,7 @@ mod tests {
         let bytes = encode(&[Item::Feedback(fb)]);
         assert_eq!(
             bytes,
-            [1, 2, 1, 2, 3, 4, 3, 0x0a, 0x0b, 0x0c, 0x0d, 0x11, 0x12, 0x13, 0x14]
+            [2, 2, 1, 2, 3, 4, 3, 0x0a, 0x0b, 0x0c, 0x0d, 0x11, 0x12, 0x13, 0x14]
         );
     }
 
@@ -449,35 +611,35 @@ mod tests {
         let e = |d: &[u8]| decode(d).unwrap_err();
         assert_eq!(e(&[]).problem, Problem::Empty);
         assert_eq!(
-            e(&[2]),
+            e(&[1]),
             DecodeError {
                 offset: 0,
-                problem: Problem::BadVersion(2)
+                problem: Problem::BadVersion(1)
             }
         );
         assert_eq!(
-            e(&[1, 9]),
+            e(&[2, 9]),
             DecodeError {
                 offset: 1,
                 problem: Problem::UnknownType(9)
             }
         );
         assert_eq!(
-            e(&[1, 2, 0, 0, 0, 1]),
+            e(&[2, 2, 0, 0, 0, 1]),
             DecodeError {
                 offset: 1,
                 problem: Problem::Truncated { need: 6, have: 5 }
             }
         );
         assert_eq!(
-            e(&[1, 2, 0, 0, 0, 1, 4]),
+            e(&[2, 2, 0, 0, 0, 1, 4]),
             DecodeError {
                 offset: 6,
                 problem: Problem::ReservedKinds(4)
             }
         );
         assert_eq!(
-            e(&[1, 2, 0, 0, 0, 1, 3, 0, 0, 0, 1, 0, 0]),
+            e(&[2, 2, 0, 0, 0, 1, 3, 0, 0, 0, 1, 0, 0]),
             DecodeError {
                 offset: 1,
                 problem: Problem::Truncated { need: 14, have: 12 }
@@ -509,7 +671,112 @@ mod tests {
                 }
             }
         );
-        let msg = e(&[1, 2, 0, 0, 0, 1, 4]).to_string();
+        let msg = e(&[2, 2, 0, 0, 0, 1, 4]).to_string();
         assert!(msg.contains("byte 6") && msg.contains("reserved"), "{msg}");
+    }
+
+    /// A SACK item, block by block: `ack` 10, blocks 20..25 and 12..13.
+    fn sack_bytes() -> Vec<u8> {
+        vec![
+            2, 3, 0, 0, 0, 7, 0, 0, 0, 10, 2, 0, 0, 0, 20, 0, 0, 0, 25, 0, 0, 0, 12, 0, 0, 0, 13,
+        ]
+    }
+
+    #[test]
+    fn sack_exact_layout() {
+        let s = Sack::from_blocks(7, 10, &[(20, 25), (12, 13)]).unwrap();
+        assert_eq!(s.wire_len(), 26);
+        assert_eq!(encode(&[Item::Sack(s)]), sack_bytes());
+        let bytes = sack_bytes();
+        let d = decode(&bytes).unwrap();
+        assert_eq!(d.items().collect::<Vec<_>>(), [Item::Sack(s)]);
+        assert_eq!(s.blocks(), [(20, 25), (12, 13)]);
+        let full = Sack::from_blocks(
+            1,
+            0,
+            &(0..8u32)
+                .map(|i| (1 + 3 * i, 2 + 3 * i))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        assert_eq!(full.wire_len(), SACK_MAX_LEN);
+        assert_eq!(SACK_MAX_LEN, 74);
+        let mut more = full;
+        assert!(!more.push(100, 101), "a ninth block does not fit");
+        assert_eq!(more, full);
+    }
+
+    #[test]
+    fn sack_errors_name_the_count_and_the_block() {
+        let e = |d: &[u8]| decode(d).unwrap_err();
+        // Block count 0 and 9.
+        for n in [0u8, 9, 255] {
+            let mut d = sack_bytes();
+            d[10] = n;
+            assert_eq!(
+                e(&d),
+                DecodeError {
+                    offset: 10,
+                    problem: Problem::BadSackCount(n)
+                }
+            );
+        }
+        // A count that promises more blocks than there are.
+        let mut d = sack_bytes();
+        d[10] = 3;
+        assert_eq!(
+            e(&d),
+            DecodeError {
+                offset: 1,
+                problem: Problem::Truncated { need: 34, have: 26 }
+            }
+        );
+        assert_eq!(
+            e(&sack_bytes()[..8]),
+            DecodeError {
+                offset: 1,
+                problem: Problem::Truncated { need: 10, have: 7 }
+            }
+        );
+        let block = |blocks: &[(u32, u32)]| {
+            let mut s = Sack::new(7, 10);
+            for &(a, b) in blocks {
+                s.push(a, b);
+            }
+            decode(&encode(&[Item::Sack(s)])).map(|d| d.len())
+        };
+        let bad = |blocks: &[(u32, u32)], index: u8| {
+            assert_eq!(
+                block(blocks).unwrap_err(),
+                DecodeError {
+                    offset: 1 + 10 + 8 * index as usize,
+                    problem: Problem::BadSackBlock { index }
+                },
+                "{blocks:?}"
+            );
+            assert_eq!(
+                Sack::from_blocks(7, 10, blocks).unwrap_err(),
+                Problem::BadSackBlock { index }
+            );
+        };
+        bad(&[(10, 12)], 0); // start = ack: cell 10 would be ACKed
+        bad(&[(5, 12)], 0); // below ack
+        bad(&[(12, 12)], 0); // empty
+        bad(&[(13, 12)], 0); // reversed
+        bad(&[(20, 25), (25, 30)], 1); // touching
+        bad(&[(20, 25), (15, 20)], 1); // touching below
+        bad(&[(20, 25), (22, 23)], 1); // inside
+        bad(&[(20, 25), (11, 12), (12, 40)], 2); // overlapping two
+        assert!(block(&[(20, 25), (26, 30), (11, 19)]).is_ok());
+        assert!(block(&[(11, u32::MAX)]).is_ok());
+        assert_eq!(
+            Sack::from_blocks(7, 10, &[]).unwrap_err(),
+            Problem::BadSackCount(0)
+        );
+        let msg = block(&[(20, 25), (25, 30)]).unwrap_err().to_string();
+        assert!(
+            msg.contains("byte 19") && msg.contains("SACK block 1"),
+            "{msg}"
+        );
     }
 }

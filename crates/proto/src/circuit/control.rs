@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! frame   := BACKTAP | CTL | CTL_ACK
-//! BACKTAP := 0x01 ...                    a whole BackTap v1 datagram (0x01 is its version byte)
+//! BACKTAP := 0x02 ...                    a whole BackTap v2 datagram (0x02 is its version byte)
 //! CTL     := 0x40 seq:u32 msg            a control message, delivered reliably and in order
 //! CTL_ACK := 0x41 next:u32               every CTL below `next` arrived
 //! msg     := CREATE | CREATED | DESTROY

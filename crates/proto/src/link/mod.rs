@@ -97,7 +97,7 @@ use std::net::{IpAddr, SocketAddr};
 /// The Noise protocol name.
 pub const NOISE_PARAMS: &str = "Noise_IK_25519_AESGCM_BLAKE2s";
 /// Bound into every handshake: a different version cannot complete one.
-pub const PROLOGUE: &[u8] = b"hopwise link v1";
+pub const PROLOGUE: &[u8] = b"hopwise link v2";
 pub const TYPE_INIT: u8 = 0x01;
 pub const TYPE_RESP: u8 = 0x02;
 pub const TYPE_DATA: u8 = 0x03;

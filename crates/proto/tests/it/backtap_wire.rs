@@ -3,8 +3,8 @@
 //! (the long-running fuzzer is `crates/proto/fuzz`).
 
 use hopwise_proto::backtap::wire::{
-    self, Cell, CellBody, DecodeError, Feedback, Item, Problem, CELL_BODY_LEN, CELL_ITEM_LEN,
-    FLAG_CLOSE, FLAG_OPEN, TYPE_CELL, TYPE_FEEDBACK, VERSION,
+    self, Cell, CellBody, DecodeError, Feedback, Item, Problem, Sack, CELL_BODY_LEN, CELL_ITEM_LEN,
+    FLAG_CLOSE, FLAG_OPEN, MAX_SACK_BLOCKS, TYPE_CELL, TYPE_FEEDBACK, TYPE_SACK, VERSION,
 };
 use hopwise_proto::backtap::{Config, Direction, Endpoint};
 use hopwise_proto::time::{Dur, Time};
@@ -20,6 +20,7 @@ enum Owned {
         body: Vec<u8>,
     },
     Fb(Feedback),
+    Sack(Sack),
 }
 
 fn owned(it: &Item) -> Owned {
@@ -31,6 +32,7 @@ fn owned(it: &Item) -> Owned {
             body: c.body.to_vec(),
         },
         Item::Feedback(f) => Owned::Fb(*f),
+        Item::Sack(s) => Owned::Sack(*s),
     }
 }
 
@@ -49,6 +51,7 @@ fn encode(items: &[Owned]) -> Vec<u8> {
                 wire::put_cell(&mut out, *circ_id, *seq, *flags, b);
             }
             Owned::Fb(f) => wire::put_feedback(&mut out, f),
+            Owned::Sack(s) => wire::put_sack(&mut out, s),
         }
     }
     out
@@ -68,7 +71,44 @@ fn item() -> impl Strategy<Value = Owned> {
         ),
         (any::<u32>(), any::<Option<u32>>(), any::<Option<u32>>())
             .prop_map(|(circ_id, ack, fwd)| Owned::Fb(Feedback { circ_id, ack, fwd })),
+        sack().prop_map(Owned::Sack),
     ]
+}
+
+/// A valid SACK item: blocks from cut points above `ack`, in a shuffled order.
+fn sack() -> impl Strategy<Value = Sack> {
+    (
+        any::<u32>(),
+        0u32..u32::MAX / 2,
+        prop::collection::vec((1u32..50, 1u32..50), 1..=MAX_SACK_BLOCKS),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(circ_id, ack, gaps, rot)| {
+            let mut at = ack;
+            let mut blocks: Vec<(u32, u32)> = gaps
+                .iter()
+                .map(|&(gap, len)| {
+                    let start = at + gap;
+                    at = start + len;
+                    (start, at)
+                })
+                .collect();
+            let k = rot.index(blocks.len());
+            blocks.rotate_left(k);
+            Sack::from_blocks(circ_id, ack, &blocks).expect("valid by construction")
+        })
+}
+
+/// What an accepted SACK item promises, whatever bytes it came from.
+fn check_sack(s: &Sack) {
+    let b = s.blocks();
+    assert!((1..=MAX_SACK_BLOCKS).contains(&b.len()));
+    for (i, &(a, e)) in b.iter().enumerate() {
+        assert!(s.ack < a && a < e, "{s:?}");
+        for &(a2, e2) in &b[..i] {
+            assert!(e < a2 || e2 < a, "disjoint, not touching: {s:?}");
+        }
+    }
 }
 
 /// Decoding must never panic; a datagram it accepts re-encodes to itself.
@@ -76,6 +116,11 @@ fn check_total(data: &[u8]) {
     if let Ok(d) = wire::decode(data) {
         let items: Vec<Owned> = d.items().map(|i| owned(&i)).collect();
         assert_eq!(items.len(), d.len());
+        for it in &items {
+            if let Owned::Sack(s) = it {
+                check_sack(s);
+            }
+        }
         assert_eq!(encode(&items), data, "canonical");
     }
 }
@@ -89,6 +134,49 @@ proptest! {
         let d = wire::decode(&bytes).unwrap();
         let back: Vec<Owned> = d.items().map(|i| owned(&i)).collect();
         prop_assert_eq!(back, items);
+    }
+
+    /// SACK items from arbitrary numbers: accepted exactly when every block
+    /// is above `ack` and no two overlap or touch; accepted ones are canonical.
+    #[test]
+    fn sack_items_from_arbitrary_blocks(
+        ack in 0u32..64,
+        blocks in prop::collection::vec((0u32..96, 0u32..96), 0..10),
+    ) {
+        let mut v = vec![VERSION, TYPE_SACK, 0, 0, 0, 9];
+        v.extend_from_slice(&ack.to_be_bytes());
+        v.push(blocks.len() as u8);
+        for &(a, e) in &blocks {
+            v.extend_from_slice(&a.to_be_bytes());
+            v.extend_from_slice(&e.to_be_bytes());
+        }
+        let valid = (1..=MAX_SACK_BLOCKS).contains(&blocks.len())
+            && blocks.iter().enumerate().all(|(i, &(a, e))| {
+                ack < a && a < e && blocks[..i].iter().all(|&(a2, e2)| e < a2 || e2 < a)
+            });
+        let r = wire::decode(&v);
+        prop_assert_eq!(r.is_ok(), valid, "{:?}: {:?}", blocks, r);
+        check_total(&v);
+        match r {
+            Ok(_) => prop_assert_eq!(
+                Sack::from_blocks(9, ack, &blocks).map(|s| s.blocks().to_vec()),
+                Ok(blocks.clone())
+            ),
+            Err(e) => match e.problem {
+                Problem::BadSackCount(n) => {
+                    prop_assert_eq!(n as usize, blocks.len());
+                    prop_assert_eq!(e.offset, 10);
+                }
+                Problem::BadSackBlock { index } => {
+                    prop_assert_eq!(e.offset, 11 + 8 * index as usize);
+                    prop_assert_eq!(
+                        Sack::from_blocks(9, ack, &blocks),
+                        Err(Problem::BadSackBlock { index })
+                    );
+                }
+                p => prop_assert!(false, "{:?}", p),
+            },
+        }
     }
 
     #[test]
@@ -139,6 +227,20 @@ proptest! {
                         f.ack = f.ack.map(|a| a % 40);
                         f.fwd = f.fwd.map(|a| a % 40);
                     }
+                    Owned::Sack(s) => {
+                        // Small sequence numbers, still a valid item.
+                        let ack = s.ack % 30;
+                        let blocks: Vec<(u32, u32)> = s
+                            .blocks()
+                            .iter()
+                            .map(|&(a, e)| (ack + (a - s.ack) % 64, ack + (e - s.ack) % 64))
+                            .collect();
+                        if let Ok(t) = Sack::from_blocks(if from_prev { 5 } else { 6 }, ack, &blocks) {
+                            *s = t;
+                        } else {
+                            *s = Sack::from_blocks(if from_prev { 5 } else { 6 }, ack, &[(ack + 2, ack + 4)]).unwrap();
+                        }
+                    }
                 }
             }
             now += Dur::from_millis(dt);
@@ -157,6 +259,7 @@ proptest! {
                 let s = relay.circuit_stats(c, dir);
                 prop_assert!(s.fwd_seen <= s.head && s.head <= s.next_tx && s.next_tx <= s.tail + 1, "{s:?}");
                 prop_assert!(s.tail + 1 - s.next_tx <= 20, "circuit_limit holds: {s:?}");
+                prop_assert!(s.sacked <= s.in_flight, "SACKed cells are in flight: {s:?}");
             }
         }
     }
@@ -198,7 +301,7 @@ fn every_malformed_class_is_rejected_with_its_offset() {
         }
     );
     // Bad version: 0, 2, 255.
-    for v in [0u8, 2, 255] {
+    for v in [0u8, 1, 3, 255] {
         let mut d = good.clone();
         d[0] = v;
         assert_eq!(
@@ -217,7 +320,8 @@ fn every_malformed_class_is_rejected_with_its_offset() {
         1 + 2 * CELL_ITEM_LEN + 14,
     ];
     for &s in &starts {
-        for t in [0u8, 3, 0x80, 0xff] {
+        for t in [0u8, 4, 0x80, 0xff] {
+            assert_ne!(t, TYPE_SACK);
             let mut d = good.clone();
             d[s] = t;
             assert_eq!(
