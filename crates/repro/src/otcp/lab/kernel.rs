@@ -8,7 +8,7 @@ use crate::otcp::{Regime, FILE, SPLICE, TABLE1, WINDOW};
 use anyhow::{Context, Result};
 use hopwise_experiment::Progress;
 use hopwise_lab::delay::LinkStats;
-use hopwise_lab::traffic::{enter, spawn_ready, Clock};
+use hopwise_lab::traffic::{enter, spawn_ready, Clock, StopOnDrop};
 use hopwise_lab::wan::{link_addr, Wan, WanLink, WanNames, WanSpec};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use socket2::SockRef;
@@ -71,6 +71,7 @@ pub(super) fn spec(regime: Regime, cc: &str) -> (WanSpec, Vec<Vec<usize>>) {
             links,
             initcwnd: Some(3),
             sysctls,
+            routes: Vec::new(),
         },
         paths,
     )
@@ -91,16 +92,6 @@ struct Seen {
     end: f64,
     /// Why reading stopped, if not at the end of the stream.
     error: Option<String>,
-}
-
-/// Sets a stop flag when dropped, so that a thread waiting on it ends
-/// whichever way its owner leaves.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
 }
 
 /// Listens on `SERVER_PORT` in the server's namespace and reads each
