@@ -77,6 +77,23 @@ pub(super) fn spec(regime: Regime, cc: &str) -> (WanSpec, Vec<Vec<usize>>) {
     )
 }
 
+/// The arguments of `hopwise otcp KIND` (`relay` or `forward`) listening
+/// on `listen`, with `buffer` bytes per direction of a connection, that
+/// stops with the lab even if the lab is killed outright.
+pub(crate) fn otcp_args(kind: &str, listen: &str, buffer: u64) -> Vec<String> {
+    [
+        "otcp",
+        kind,
+        "--listen",
+        listen,
+        "--buffer",
+        &format!("{buffer}B"),
+        "--exit-with-parent",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// The window regime's receive buffers: twice the simulator's window,
 /// since the kernel advertises about half of the buffer.
 pub(super) fn window_rmem() -> String {
@@ -218,20 +235,9 @@ pub(super) fn run_regime(
     let mut wan = Wan::build(&names, &wspec, seed, clock)?;
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let common = |listen: String| -> Vec<String> {
-        vec![
-            "--listen".into(),
-            listen,
-            "--buffer".into(),
-            format!("{}B", SPLICE),
-            // Stop with the lab, even if it is killed outright.
-            "--exit-with-parent".into(),
-        ]
-    };
     for (i, h) in wspec.hosts.iter().enumerate() {
         if h.starts_with('p') {
-            let mut a = vec!["otcp".to_string(), "relay".into()];
-            a.extend(common(format!("0.0.0.0:{RELAY_PORT}")));
+            let mut a = otcp_args("relay", &format!("0.0.0.0:{RELAY_PORT}"), SPLICE as u64);
             a.push("--allow-private".into());
             wan.start(
                 i,
@@ -255,8 +261,7 @@ pub(super) fn run_regime(
             .map(|&l| SocketAddr::from((link_addr(l, true), RELAY_PORT)).to_string())
             .collect();
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, FORWARD_PORT + path.len() as u16));
-        let mut a = vec!["otcp".to_string(), "forward".into()];
-        a.extend(common(listen.to_string()));
+        let mut a = otcp_args("forward", &listen.to_string(), SPLICE as u64);
         a.extend([
             "--via".into(),
             via.join(","),
