@@ -39,7 +39,8 @@ fn retry(e: &std::io::Error) -> bool {
     )
 }
 
-/// Listens on `port` (every address) in `ns`; sends each connection,
+/// Listens on `port` (every address) in `ns`, with congestion control
+/// `cc` (`TCP_CONGESTION`) if given; sends each connection,
 /// on a thread of its own, `size` bytes from `fill`, half-closes, and
 /// waits for the client to close. A connection the client drops early is
 /// given up quietly. Ends when `stop` is set; returns how many bodies were
@@ -49,6 +50,7 @@ pub fn spawn_sized_server(
     port: u16,
     size: u64,
     fill: Fill,
+    cc: Option<String>,
     stop: Arc<AtomicBool>,
     name: String,
 ) -> Result<JoinHandle<Result<u64>>> {
@@ -61,9 +63,14 @@ pub fn spawn_sized_server(
             let l = TcpListener::bind((Ipv4Addr::UNSPECIFIED, port))
                 .with_context(|| format!("{w}: cannot listen on port {port}"))?;
             l.set_nonblocking(true)?;
-            Ok((l, w))
+            if let Some(cc) = &cc {
+                socket2::SockRef::from(&l)
+                    .set_tcp_congestion(cc.as_bytes())
+                    .with_context(|| format!("{w}: congestion control {cc:?}"))?;
+            }
+            Ok((l, w, cc))
         },
-        move |(l, what)| {
+        move |(l, what, cc)| {
             let whole = Arc::new(AtomicU64::new(0));
             while !stop.load(Ordering::Relaxed) {
                 let mut fds = [PollFd::new(l.as_fd(), PollFlags::POLLIN)];
@@ -76,6 +83,10 @@ pub fn spawn_sized_server(
                     Err(e) if retry(&e) => continue,
                     Err(e) => return Err(e).context(format!("{what}: accept")),
                 };
+                if let Some(cc) = &cc {
+                    // Children inherit the listener's, but say it.
+                    let _ = socket2::SockRef::from(&s).set_tcp_congestion(cc.as_bytes());
+                }
                 let (fill, stop, whole) = (fill.clone(), stop.clone(), whole.clone());
                 std::thread::Builder::new()
                     .name(format!("{what}: a connection"))
@@ -307,7 +318,8 @@ mod tests {
             }
         });
         let size = 3 * CHUNK as u64 + 77;
-        let server = match spawn_sized_server(ns, port, size, fill, stop.clone(), "t".into()) {
+        let server = match spawn_sized_server(ns, port, size, fill, None, stop.clone(), "t".into())
+        {
             Ok(s) => s,
             // setns into our own namespace needs CAP_SYS_ADMIN.
             Err(e) if format!("{e:#}").contains("setns") => return,

@@ -34,9 +34,11 @@
 //! download that reaches the per-transfer limit is reported with the
 //! bytes it got, and its goodput so far, marked unfinished.
 //!
-//! Kernel: CUBIC, SACK on, `tcp_no_metrics_save = 1` on every host (each
-//! connection starts afresh), Linux's default initial window; the sysctls
-//! as read back go into summary.json. Buffers: `otcp --buffer` per
+//! Kernel: CUBIC on every socket that sends (`hopwise otcp --cc`, the
+//! servers; a namespace may only default to an algorithm of
+//! `tcp_allowed_congestion_control`), SACK on, `tcp_no_metrics_save = 1`
+//! on every host (each connection starts afresh), Linux's default initial
+//! window; the sysctls as read back go into summary.json. Buffers: `otcp --buffer` per
 //! direction of a spliced connection, and BackTap's `[limits]
 //! circuit_queue` and `stream_window`; the plan holds them, and its
 //! `relay_transport` lines go into every relay's and the proxy's
@@ -175,8 +177,18 @@ impl Plan {
         );
         anyhow::ensure!(
             (64 << 10..=1 << 30).contains(&self.otcp_buffer),
-            "otcp buffer {} B: 64 KiB to 1 GiB",
+            "--otcp-buffer {} B: 64 KiB to 1 GiB",
             self.otcp_buffer
+        );
+        anyhow::ensure!(
+            (4096..=1 << 30).contains(&self.stream_window),
+            "--stream-window {} B: 4 KiB to 1 GiB (the daemon's range)",
+            self.stream_window
+        );
+        anyhow::ensure!(
+            (2..=1_000_000).contains(&self.circuit_queue),
+            "--circuit-queue {}: 2 to 1000000 cells",
+            self.circuit_queue
         );
         for l in &self.relay_transport {
             let t = l.trim();
@@ -422,6 +434,10 @@ pub struct CpuRow {
 #[derive(Debug, Default, Serialize)]
 pub struct Results {
     pub kernel: String,
+    /// Where the congestion control is set: on every TCP socket of the
+    /// oTCP chain and the servers, not as the namespaces' default (which
+    /// `sysctls` shows).
+    pub congestion_control: String,
     /// The TCP sysctls as read back in the client's namespace (every host
     /// gets the same).
     pub sysctls: BTreeMap<String, String>,
@@ -507,6 +523,10 @@ impl Reproduction for LabHops {
         let clock = Clock::start();
         let mut r = Results {
             kernel: hopwise_lab::kstats::kernel_release(),
+            congestion_control: format!(
+                "{} on every socket that sends data (TCP_CONGESTION: hopwise otcp --cc, the servers)",
+                plan.cc
+            ),
             ..Results::default()
         };
         let hashes = run::hashes(plan);
@@ -543,9 +563,10 @@ impl Reproduction for LabHops {
         out.svg("hops.svg", &chart(&r.table))?;
         out.csv("table.csv", &r.table)?;
         out.csv("transfers.csv", &r.transfers)?;
+        /// `p`: the wan's loss (the clean hop's own `loss` is 0).
         #[derive(Default, Serialize)]
         struct LinkRow {
-            loss: f64,
+            p: f64,
             #[serde(flatten)]
             lane: LaneRow,
         }
@@ -556,7 +577,7 @@ impl Reproduction for LabHops {
                 w.links
                     .iter()
                     .flat_map(LinkStats::rows)
-                    .map(|lane| LinkRow { loss: w.loss, lane })
+                    .map(|lane| LinkRow { p: w.loss, lane })
             })
             .collect();
         out.csv("links.csv", &rows)?;
@@ -700,7 +721,7 @@ fn claims(plan: &Plan, r: &Results) -> Vec<Claim> {
     };
     out.push(Claim::info(
         "setup",
-        "time to the first byte: for BackTap a fresh proxy, its circuit and the stream (a cold circuit each time); for TCP the chain of connections",
+        "time to the first byte: for BackTap a fresh proxy, its circuit and the stream (a cold circuit each time), for TCP the chain of connections",
         format!(
             "median BackTap {} s, kernel TCP {} s",
             hopwise_experiment::sig(setup(Transport::Backtap), 3),
@@ -1077,7 +1098,7 @@ mod wan_tests {
 
     #[test]
     fn the_wan_is_a_chain_of_three_lossy_hops_and_a_clean_one_with_routes() {
-        let s = spec(0.02, "cubic");
+        let s = spec(0.02);
         s.check().unwrap();
         assert_eq!(s.hosts, HOSTS);
         assert_eq!(s.links.len(), 4);
@@ -1090,11 +1111,7 @@ mod wan_tests {
                 if lossy { HOP_RTT_MS } else { 0.0 }
             );
         }
-        for k in [
-            "net.ipv4.tcp_congestion_control=cubic",
-            "net.ipv4.tcp_sack=1",
-            "net.ipv4.tcp_no_metrics_save=1",
-        ] {
+        for k in ["net.ipv4.tcp_sack=1", "net.ipv4.tcp_no_metrics_save=1"] {
             assert!(s.sysctls.contains(&k.to_string()), "{k}");
         }
         assert_eq!(s.initcwnd, None, "Linux's default initial window");

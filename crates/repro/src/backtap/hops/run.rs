@@ -51,7 +51,7 @@ const SYSCTLS: [&str; 9] = [
 /// [`HOP_RTT_MS`] and a clean last one, routes through the neighbours (so
 /// that each BackTap relay, bound to the address its predecessor reaches,
 /// can answer from it), and the kernel's settings.
-pub(super) fn spec(loss: f64, cc: &str) -> WanSpec {
+pub(super) fn spec(loss: f64) -> WanSpec {
     let links: Vec<WanLink> = (0..HOSTS.len() - 1)
         .map(|i| {
             let lossy = i < LOSSY_HOPS;
@@ -73,8 +73,11 @@ pub(super) fn spec(loss: f64, cc: &str) -> WanSpec {
         links,
         // Linux's default initial window.
         initcwnd: None,
+        // The congestion control goes on every socket instead (`otcp
+        // --cc`, the servers): a namespace may only default to one of
+        // net.ipv4.tcp_allowed_congestion_control, and on some machines
+        // that leaves out CUBIC.
         sysctls: vec![
-            format!("net.ipv4.tcp_congestion_control={cc}"),
             "net.ipv4.tcp_sack=1".into(),
             // Every connection starts afresh.
             "net.ipv4.tcp_no_metrics_save=1".into(),
@@ -132,7 +135,7 @@ pub(super) fn run_loss(
     progress: &dyn Progress,
     hashes: &[[u8; 32]],
 ) -> Result<LossRun> {
-    let wspec = spec(loss, &plan.cc);
+    let wspec = spec(loss);
     let names = WanNames::new_instance(&wspec);
     // Each loss draws its own frames.
     let seed = plan.seed ^ hopwise_proto::rng::fnv1a(format!("hops/{loss}").as_bytes());
@@ -169,7 +172,7 @@ pub(super) fn run_loss(
         let log = dir.join(format!("relay{host}.log"));
         relays.push(wan.start(host, &plan.exe, &daemon_args("relay", f), &log)?);
         let mut a = otcp_args("relay", &format!("0.0.0.0:{OTCP_PORT}"), plan.otcp_buffer);
-        a.push("--allow-private".into());
+        a.extend(["--allow-private".into(), "--cc".into(), plan.cc.clone()]);
         let log = dir.join(format!("otcp-relay{host}.log"));
         otcps.push(wan.start(host, &plan.exe, &a, &log)?);
     }
@@ -182,6 +185,8 @@ pub(super) fn run_loss(
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, FORWARD_PORT + i as u16));
         let mut a = otcp_args("forward", &listen.to_string(), plan.otcp_buffer);
         a.extend([
+            "--cc".into(),
+            plan.cc.clone(),
             "--via".into(),
             via.join(","),
             "--to".into(),
@@ -212,6 +217,7 @@ pub(super) fn run_loss(
             SERVER_PORT + i as u16,
             size,
             fill.clone(),
+            Some(plan.cc.clone()),
             stop.clone(),
             format!("{size} B"),
         )?);
