@@ -181,7 +181,7 @@ pub enum LabCmd {
     /// hops of 40 ms RTT that lose p of the frames each way: downloads through each, side by side, with the
     /// delay line's UDP and TCP losses (real time: quick about 2 min, full several hours; needs root).
     Hops {
-        /// p ∈ {0, 2 %}, 4 MB, 1 run, 120 s limit.
+        /// p ∈ {0, 2 %}, 4 MB, 1 run, 300 s limit.
         #[arg(long)]
         quick: bool,
         /// Loss per frame on each lossy hop, each way, comma-separated fractions, e.g. 0,0.005,0.01
@@ -194,7 +194,7 @@ pub enum LabCmd {
         /// Downloads per transport, size and loss (default 3; 1 with --quick).
         #[arg(long)]
         runs: Option<u32>,
-        /// Time a download may take, setup included, e.g. 300s or 10min (default 600s; 120s with --quick);
+        /// Time a download may take, setup included, e.g. 300s or 10min (default 600s; 300s with --quick);
         /// an unfinished download counts with the bytes it got.
         #[arg(long, value_parser = parse_secs)]
         limit: Option<u64>,
