@@ -260,9 +260,9 @@ pub(super) fn run_loss(
             .with_context(|| format!("(logs in {})", dir.display()))?;
         progress.inc();
         progress.note(&format!(
-            "p = {}, {} B, run {}, {}: {} MB/s{} (setup {:.2} s, transfer {:.1} s)",
+            "p = {}, {}, run {}, {}: {} MB/s{} (setup {:.2} s, transfer {:.1} s)",
             super::pct(loss),
-            t.size,
+            super::mb(t.size),
             run + 1,
             tr.name(),
             hopwise_experiment::sig(t.goodput_mbs, 3),
