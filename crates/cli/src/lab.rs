@@ -4,6 +4,7 @@ use anyhow::{bail, Result};
 use clap::Subcommand;
 use hopwise_experiment::{Opts, Reproduction};
 use hopwise_lab::Buffer;
+use hopwise_repro::backtap::hops;
 use hopwise_repro::backtap::lab as backtap;
 use hopwise_repro::otcp::lab as otcp;
 use hopwise_repro::overlay_ack::lab as overlay_ack;
@@ -175,6 +176,50 @@ pub enum LabCmd {
         #[arg(long, default_value = "out/lab-otcp")]
         out: PathBuf,
     },
+    /// Issue 36's equal footing: a BackTap circuit (three `hopwise relay`s and a fresh `hopwise proxy` per
+    /// download) against kernel TCP spliced by `hopwise otcp` relays at the same hosts, over the same three
+    /// hops of 40 ms RTT that lose p of the frames each way: downloads through each, side by side, with the
+    /// delay line's UDP and TCP losses (real time: quick about 2 min, full several hours; needs root).
+    Hops {
+        /// p ∈ {0, 2 %}, 4 MB, 1 run, 300 s limit.
+        #[arg(long)]
+        quick: bool,
+        /// Loss per frame on each lossy hop, each way, comma-separated fractions, e.g. 0,0.005,0.01
+        /// (default 0,0.005,0.01,0.02,0.05; 0,0.02 with --quick).
+        #[arg(long, value_delimiter = ',')]
+        loss: Option<Vec<f64>>,
+        /// Download sizes, comma-separated, e.g. 20MB,200MB (default 20MB,200MB; 4MB with --quick).
+        #[arg(long, value_delimiter = ',', value_parser = parse_size)]
+        sizes: Option<Vec<u64>>,
+        /// Downloads per transport, size and loss (default 3; 1 with --quick).
+        #[arg(long)]
+        runs: Option<u32>,
+        /// Time a download may take, setup included, e.g. 300s or 10min (default 600s; 300s with --quick);
+        /// an unfinished download counts with the bytes it got.
+        #[arg(long, value_parser = parse_secs)]
+        limit: Option<u64>,
+        /// Every host's congestion control.
+        #[arg(long, default_value = "cubic")]
+        cc: String,
+        /// `hopwise otcp --buffer` of the relays and forwarders.
+        #[arg(long, default_value = "4MiB", value_parser = parse_size)]
+        otcp_buffer: u64,
+        /// BackTap's `[limits] circuit_queue` (cells) on the relays and proxies.
+        #[arg(long, default_value_t = 4096)]
+        circuit_queue: u32,
+        /// BackTap's `[limits] stream_window` on the relays and proxies.
+        #[arg(long, default_value = "8MiB", value_parser = parse_size)]
+        stream_window: u64,
+        /// A line for the relays' and proxies' `[transport]` table, e.g. 'startup = "slow-start"' (repeatable).
+        #[arg(long = "relay-transport", value_name = "LINE")]
+        relay_transport: Vec<String>,
+        /// Seed of the links' random loss and the downloads' bodies.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output directory (the daemons' configs and logs go into DIR/hops-pP).
+        #[arg(long, default_value = "out/lab-hops")]
+        out: PathBuf,
+    },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
 }
@@ -239,6 +284,15 @@ fn parse_bytes_buffer(s: &str) -> Result<u64, String> {
         Buffer::Bytes(b) => Ok(b),
         Buffer::Packets(_) => Err(format!("{s:?}: give this buffer in bytes (45000B, 45kB)")),
     }
+}
+
+/// A duration with a unit (`300s`, `10min`), as whole seconds.
+fn parse_secs(s: &str) -> Result<u64, String> {
+    let d = hopwise_proto::units::parse_duration(s).map_err(|e| e.to_string())?;
+    if d.as_nanos() % 1_000_000_000 != 0 {
+        return Err(format!("{s:?}: whole seconds only"));
+    }
+    Ok(d.as_nanos() / 1_000_000_000)
 }
 
 /// A duration with a unit (`100ms`, `0.1s`), as whole milliseconds.
@@ -393,6 +447,46 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 plan.size
             );
             drive(&otcp::LabOtcp, &plan, quick, out, "transfers")
+        }
+        LabCmd::Hops {
+            quick,
+            loss,
+            sizes,
+            runs,
+            limit,
+            cc,
+            otcp_buffer,
+            circuit_queue,
+            stream_window,
+            relay_transport,
+            seed,
+            out,
+        } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
+            let d = hops::Plan::new(exe, quick);
+            let plan = hops::Plan {
+                losses: loss.unwrap_or(d.losses.clone()),
+                sizes: sizes.unwrap_or(d.sizes.clone()),
+                runs: runs.unwrap_or(d.runs),
+                limit_s: limit.unwrap_or(d.limit_s),
+                cc,
+                otcp_buffer,
+                circuit_queue,
+                stream_window,
+                relay_transport,
+                seed,
+                ..d
+            };
+            plan.check()?;
+            crate::run::prepare_out(&out)?;
+            eprintln!(
+                "lab hops: {} ({} downloads, at most {} s each)",
+                <hops::LabHops as Reproduction>::ABOUT,
+                plan.transfers(),
+                plan.limit_s
+            );
+            drive(&hops::LabHops, &plan, quick, out, "downloads")
         }
         LabCmd::OverlayAck {
             quick,

@@ -77,6 +77,10 @@ pub struct Common {
     /// Connections served at once; more are closed when accepted.
     #[arg(long, default_value_t = 1024)]
     max_connections: usize,
+    /// TCP congestion control of every connection accepted or made (TCP_CONGESTION), e.g. cubic;
+    /// default: the system's (net.ipv4.tcp_congestion_control).
+    #[arg(long)]
+    cc: Option<String>,
     /// Shut down when the parent process is gone.
     #[arg(long, hide = true)]
     exit_with_parent: bool,
@@ -88,6 +92,7 @@ struct Checked {
     connect_timeout: Duration,
     idle_timeout: Duration,
     max_connections: usize,
+    congestion: Option<String>,
     exit_with_parent: bool,
 }
 
@@ -98,6 +103,7 @@ impl Common {
             connect_timeout: timeout("connect-timeout", &self.connect_timeout)?,
             idle_timeout: timeout("idle-timeout", &self.idle_timeout)?,
             max_connections: self.max_connections,
+            congestion: self.cc.clone(),
             exit_with_parent: self.exit_with_parent,
         })
     }
@@ -246,6 +252,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             o.connect_timeout = c.connect_timeout;
             o.idle_timeout = c.idle_timeout;
             o.max_connections = c.max_connections;
+            o.congestion = c.congestion.clone();
             crate::net::init_logging();
             if let Some(w) = policy_warning(&o.policy) {
                 tracing::warn!("{w}");
@@ -289,6 +296,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             o.connect_timeout = c.connect_timeout;
             o.idle_timeout = c.idle_timeout;
             o.max_connections = c.max_connections;
+            o.congestion = c.congestion.clone();
             let route = o
                 .relays
                 .iter()

@@ -55,8 +55,10 @@ impl Progress for Bars {
     }
     fn note(&self, msg: &str) {
         match self.bar.lock().expect("not poisoned").as_ref() {
-            Some(b) => b.println(msg),
-            None => eprintln!("{msg}"),
+            // A bar that draws nothing (stderr is not a terminal) would
+            // swallow the line too.
+            Some(b) if !b.is_hidden() => b.println(msg),
+            _ => eprintln!("{msg}"),
         }
     }
 }

@@ -18,7 +18,9 @@
 //! a direction is a FIFO and never reorders. Loss is per IPv4 frame (ARP
 //! passes, as the simulator has none) and direction, from its own
 //! xoshiro256++ stream seeded by the run's seed and the link's name, as the
-//! simulator's links draw theirs. The seed fixes that stream, not the
+//! simulator's links draw theirs; UDP and TCP frames, and those lost of each,
+//! are counted apart ([`LaneStats::udp_frames`]), so that an experiment that
+//! runs both over one link can show that both met the same loss. The seed fixes that stream, not the
 //! frames it meets: which frames a run sends depends on the kernel's
 //! timing, so two runs with one seed are not the same frame by frame. The interfaces
 //! carry no address, so `wan`'s own stack ignores the frames; a packet
@@ -106,6 +108,14 @@ pub struct LaneStats {
     pub bytes: u64,
     /// Frames dropped at random (`loss`).
     pub lost: u64,
+    /// Of `frames` and `lost`: the IPv4 frames that carry UDP, and those
+    /// that carry TCP (the rest is ARP, ICMP and the like), so that an
+    /// experiment that sends both over one link can show each met the same
+    /// loss.
+    pub udp_frames: u64,
+    pub udp_lost: u64,
+    pub tcp_frames: u64,
+    pub tcp_lost: u64,
     /// Frames dropped because the line held [`MAX_LANE_BYTES`] already.
     pub overflow: u64,
     /// Frames the other interface would not take (`send` failed).
@@ -183,9 +193,20 @@ impl Lane {
     pub fn arrive(&mut self, now_ns: u64, frame: Vec<u8>) -> bool {
         self.stats.frames += 1;
         self.stats.bytes += frame.len() as u64;
+        let proto = l4_proto(&frame);
+        match proto {
+            Some(IPPROTO_UDP) => self.stats.udp_frames += 1,
+            Some(IPPROTO_TCP) => self.stats.tcp_frames += 1,
+            _ => {}
+        }
         // Only IP frames are lost, as in the simulator, which has no ARP.
         if self.loss > 0.0 && is_ipv4(&frame) && self.rng.chance(self.loss) {
             self.stats.lost += 1;
+            match proto {
+                Some(IPPROTO_UDP) => self.stats.udp_lost += 1,
+                Some(IPPROTO_TCP) => self.stats.tcp_lost += 1,
+                _ => {}
+            }
             return false;
         }
         if self.held + frame.len() > MAX_LANE_BYTES {
@@ -249,6 +270,12 @@ pub struct LaneRow {
     pub frames: u64,
     pub sent: u64,
     pub lost: u64,
+    /// IPv4 frames carrying UDP and TCP, and those lost of each
+    /// ([`LaneStats::udp_frames`]).
+    pub udp_frames: u64,
+    pub udp_lost: u64,
+    pub tcp_frames: u64,
+    pub tcp_lost: u64,
     pub overflow: u64,
     pub socket_drops: u64,
     pub send_errors: u64,
@@ -270,6 +297,10 @@ impl LinkStats {
             frames: s.frames,
             sent: s.sent,
             lost: s.lost,
+            udp_frames: s.udp_frames,
+            udp_lost: s.udp_lost,
+            tcp_frames: s.tcp_frames,
+            tcp_lost: s.tcp_lost,
             overflow: s.overflow,
             socket_drops: s.socket_drops,
             send_errors: s.send_errors,
@@ -550,6 +581,19 @@ fn is_ipv4(frame: &[u8]) -> bool {
     frame.get(12..14) == Some(&[0x08, 0x00][..])
 }
 
+/// IPv4's protocol numbers for TCP and UDP (RFC 790, "Assigned Numbers").
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// The protocol field of an IPv4 frame's header (`None` for anything
+/// else, or a frame too short to have one).
+fn l4_proto(frame: &[u8]) -> Option<u8> {
+    if !is_ipv4(frame) {
+        return None;
+    }
+    frame.get(14 + 9).copied()
+}
+
 /// Writes the TCP or UDP checksum of an IPv4 frame. A veth leaves it to
 /// the receiver (checksum offload: the skb says "not computed yet", and a
 /// packet socket reads the bytes as they are), so a frame copied to another
@@ -691,6 +735,70 @@ mod tests {
         let mut l = Lane::new(dir(1, 0.5), Rng::from_seed(7));
         assert!((0..1000).all(|i| l.arrive(i, arp.clone())));
         assert_eq!(l.stats.lost, 0);
+    }
+
+    #[test]
+    fn udp_and_tcp_frames_and_their_losses_are_counted_apart() {
+        let tcp = tcp_frame(b"data", [0, 0]);
+        let mut udp = tcp.clone();
+        udp[14 + 9] = 17;
+        let mut arp = tcp.clone();
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        let mut l = Lane::new(dir(1, 0.2), Rng::from_seed(3));
+        for i in 0..30_000u64 {
+            let f = match i % 3 {
+                0 => &tcp,
+                1 => &udp,
+                _ => &arp,
+            };
+            l.arrive(i, f.clone());
+        }
+        let s = &l.stats;
+        assert_eq!(
+            (s.frames, s.tcp_frames, s.udp_frames),
+            (30_000, 10_000, 10_000)
+        );
+        assert_eq!(s.lost, s.tcp_lost + s.udp_lost, "ARP is never lost");
+        for lost in [s.tcp_lost, s.udp_lost] {
+            assert!(
+                (1_800..2_200).contains(&lost),
+                "lost {lost} of 10000 at 20 %"
+            );
+        }
+        // A frame too short for an IP header counts as neither.
+        let mut l = Lane::new(dir(1, 0.0), Rng::from_seed(3));
+        l.arrive(
+            0,
+            vec![0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00, 0x45],
+        );
+        assert_eq!(
+            (l.stats.frames, l.stats.tcp_frames, l.stats.udp_frames),
+            (1, 0, 0)
+        );
+        // And the rows of links.csv carry the counts.
+        let link = Link {
+            name: "l0".into(),
+            a_dev: "a".into(),
+            b_dev: "b".into(),
+            ab: dir(20, 0.2),
+            ba: dir(20, 0.2),
+        };
+        let rows = LinkStats {
+            link,
+            ab: s.clone(),
+            ba: LaneStats::default(),
+        }
+        .rows();
+        assert_eq!(
+            (
+                rows[0].udp_frames,
+                rows[0].udp_lost,
+                rows[0].tcp_frames,
+                rows[0].tcp_lost
+            ),
+            (s.udp_frames, s.udp_lost, s.tcp_frames, s.tcp_lost)
+        );
+        assert_eq!(rows[1].tcp_frames, 0);
     }
 
     /// An Ethernet frame with an IPv4 TCP segment (checksum as given).

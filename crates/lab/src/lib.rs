@@ -27,6 +27,9 @@
 //!   undone reductions) and the kernel's release;
 //! * [`traffic`]: bulk TCP senders and receivers on threads that enter a
 //!   namespace, with goodput in fixed bins;
+//! * [`download`]: sized downloads (a server of a body generated from its
+//!   offset, a client through SOCKS5 or straight), with setup and
+//!   transfer timed apart;
 //! * [`capture`]: a packet socket on the router: what enters and leaves
 //!   each queue, hence occupancy and ACK bursts;
 //! * [`overlay`]: five hosts on a switch with one shaped port, running the
@@ -38,6 +41,7 @@
 pub mod capture;
 pub mod cmd;
 pub mod delay;
+pub mod download;
 pub mod kstats;
 pub mod netns;
 pub mod overlay;

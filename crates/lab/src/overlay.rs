@@ -204,6 +204,14 @@ impl Overlay {
     pub fn check_daemons(&mut self) -> Result<()> {
         self.daemons.iter_mut().try_for_each(Daemon::check)
     }
+
+    /// The CPU seconds each process has used so far ([`Daemon`]'s).
+    pub fn cpu_seconds(&self) -> Vec<(String, f64)> {
+        self.daemons
+            .iter()
+            .map(|d| (d.what.clone(), d.cpu_seconds()))
+            .collect()
+    }
 }
 
 /// A child process in a namespace, killed when dropped.
@@ -286,6 +294,35 @@ impl Daemon {
     pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// What it is, as errors name it: `relay (relay1)`.
+    pub(crate) fn what(&self) -> &str {
+        &self.what
+    }
+
+    /// The CPU seconds (user and system) the process has used so far, from
+    /// `/proc/PID/stat` (`ip netns exec` runs the program in its own
+    /// process); NaN once it is gone.
+    pub(crate) fn cpu_seconds(&self) -> f64 {
+        std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .ok()
+            .and_then(|s| cpu_seconds_of_stat(&s))
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// `utime + stime` of a `/proc/PID/stat` line, in seconds: fields 14 and
+/// 15 (proc(5)), counted after the command name, which is in parentheses
+/// and may hold spaces. The kernel reports them in USER_HZ ticks, 100 per
+/// second on every architecture Linux exports to user space.
+pub fn cpu_seconds_of_stat(stat: &str) -> Option<f64> {
+    const USER_HZ: f64 = 100.0;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // After the name: state is field 3, so utime (14) is the 12th.
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some((utime + stime) as f64 / USER_HZ)
 }
 
 impl Drop for Daemon {
@@ -331,5 +368,15 @@ mod tests {
             .iter()
             .any(|l| l.contains("addr add 10.202.0.5/24 dev e0")));
         assert_eq!(relay_addr(2), "10.202.0.4:9001".parse().unwrap());
+    }
+
+    #[test]
+    fn cpu_seconds_come_from_the_fields_after_the_command_name() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt
+        // majflt cmajflt utime stime …; the name may hold spaces and ')'.
+        let stat = "42 (hop wise) x) S 1 42 42 0 -1 4194560 10 0 0 0 250 130 0 0 20 0";
+        assert_eq!(cpu_seconds_of_stat(stat), Some(3.8));
+        assert_eq!(cpu_seconds_of_stat("42 (x) S 1"), None);
+        assert_eq!(cpu_seconds_of_stat("no parenthesis"), None);
     }
 }

@@ -13,7 +13,8 @@ use socket2::SockRef;
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -62,6 +63,16 @@ impl Clock {
         if d > 0.0 {
             std::thread::sleep(Duration::from_secs_f64(d));
         }
+    }
+}
+
+/// Sets a stop flag when dropped, so that threads waiting on it end
+/// whichever way their owner leaves.
+pub struct StopOnDrop(pub Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 

@@ -8,9 +8,15 @@
 //!
 //! Link `L` (0, 1, …) is a subnet of its own, 10.203.L.0/24: end A has
 //! .1 and end B .2, both on an interface named `lL`. A host reaches the
-//! other end of each of its links directly; there is no routing, so a
+//! other end of each of its links directly; nothing is forwarded, so a
 //! path through several hosts exists only where a program relays it (an
-//! oTCP relay). The hosts' veths segment before sending
+//! oTCP relay, a BackTap relay). With [`WanSpec::routes`] a host also
+//! reaches the addresses of hosts further away, as long as they are the
+//! neighbour's own: a route to each other link's subnet through the
+//! neighbour on the shortest path ([`routes_to_neighbours`]), which
+//! accepts packets for any of its addresses on any interface (Linux's weak
+//! host model). A relay bound to one address can then answer a peer that
+//! writes from another of its addresses. The hosts' veths segment before sending
 //! (`gso_max_segs 1`), as the delay line requires. Each host gets the
 //! sysctls asked for (for instance its default congestion control or its
 //! receive buffers) and, if asked, an initial congestion window on its
@@ -53,6 +59,67 @@ pub struct WanSpec {
     pub initcwnd: Option<u32>,
     /// `key=value` sysctls set in every host's namespace.
     pub sysctls: Vec<String>,
+    /// Routes to the subnets of links a host is not on: each through the
+    /// other end of one of its own links ([`routes_to_neighbours`]).
+    pub routes: Vec<WanRoute>,
+}
+
+/// A route in host `host` to link `to`'s subnet through the other end of
+/// its own link `via`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WanRoute {
+    pub host: usize,
+    pub to: usize,
+    pub via: usize,
+}
+
+/// For every host, a route to the subnet of every link it is not on,
+/// through the neighbour on a shortest path (fewest links) to that link;
+/// the first such neighbour in link order, so the routes are the same on
+/// every run. Links that no path reaches get no route.
+pub fn routes_to_neighbours(hosts: usize, links: &[WanLink]) -> Vec<WanRoute> {
+    let mut out = Vec::new();
+    for h in 0..hosts {
+        // Breadth first from h: each host's distance in links, and the
+        // first link out of h on the way there.
+        let mut dist = vec![usize::MAX; hosts];
+        let mut first: Vec<Option<usize>> = vec![None; hosts];
+        dist[h] = 0;
+        let mut frontier = vec![h];
+        while !frontier.is_empty() {
+            let mut next = Vec::new();
+            for &u in &frontier {
+                for (l, k) in links.iter().enumerate() {
+                    let v = match (k.a == u, k.b == u) {
+                        (true, _) => k.b,
+                        (_, true) => k.a,
+                        _ => continue,
+                    };
+                    if v < hosts && dist[v] == usize::MAX {
+                        dist[v] = dist[u] + 1;
+                        first[v] = if u == h { Some(l) } else { first[u] };
+                        next.push(v);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        for (l, k) in links.iter().enumerate() {
+            if k.a == h || k.b == h || k.a >= hosts || k.b >= hosts {
+                continue;
+            }
+            // Through the way to the nearer end of the link.
+            let end = if dist[k.a] <= dist[k.b] { k.a } else { k.b };
+            if let Some(via) = first[end] {
+                out.push(WanRoute {
+                    host: h,
+                    to: l,
+                    via,
+                });
+            }
+        }
+    }
+    out
 }
 
 impl WanSpec {
@@ -72,6 +139,18 @@ impl WanSpec {
             }
             if !(0.0..1.0).contains(&l.loss) {
                 bail!("link {i}: loss {} is not in [0, 1)", l.loss);
+            }
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            let via = self.links.get(r.via);
+            if r.host >= self.hosts.len()
+                || r.to >= self.links.len()
+                || !via.is_some_and(|v| v.a == r.host || v.b == r.host)
+            {
+                bail!(
+                    "route {i}: host {} to link {} via link {}: the host is not on that link, or no such host or link",
+                    r.host, r.to, r.via
+                );
             }
         }
         Ok(())
@@ -183,6 +262,26 @@ pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
             }
         }
     }
+    for r in &spec.routes {
+        let link = &spec.links[r.via];
+        // The other end of the host's own link.
+        let gw = link_addr(r.via, link.a == r.host);
+        let net = format!("{}/24", Ipv4Addr::new(10, 203, r.to as u8, 0));
+        p.push((
+            "ip",
+            args(&[
+                "-n",
+                &n.hosts[r.host],
+                "route",
+                "replace",
+                &net,
+                "via",
+                &gw.to_string(),
+                "dev",
+                &host_dev(r.via),
+            ]),
+        ));
+    }
     for ns in &n.hosts {
         for s in &spec.sysctls {
             p.push(("ip", args(&["netns", "exec", ns, "sysctl", "-qw", s])));
@@ -196,8 +295,10 @@ pub fn plan(n: &WanNames, spec: &WanSpec) -> Vec<(&'static str, Vec<String>)> {
 /// line, then deletes the namespaces.
 pub struct Wan {
     pub spec: WanSpec,
-    /// Declared first, so that they are dropped first.
-    daemons: Vec<Daemon>,
+    /// Declared first, so that they are dropped first; each with the id
+    /// [`Wan::start`] gave it.
+    daemons: Vec<(usize, Daemon)>,
+    started: usize,
     delay: Option<DelayLine>,
     pub wan: Netns,
     pub hosts: Vec<Netns>,
@@ -215,6 +316,7 @@ impl Wan {
         let mut w = Wan {
             spec: spec.clone(),
             daemons: Vec::new(),
+            started: 0,
             delay: None,
             wan,
             hosts,
@@ -255,27 +357,65 @@ impl Wan {
     }
 
     /// Runs `exe args…` in host `i`'s namespace, with its output in `log`,
-    /// until the wan is dropped.
-    pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<()> {
+    /// until the wan is dropped or [`Wan::stop`] stops it. Returns the
+    /// process's id for [`Wan::stop`] and [`Wan::wait_for_logs_of`].
+    pub fn start(&mut self, i: usize, exe: &Path, a: &[String], log: &Path) -> Result<usize> {
         let d = Daemon::spawn(&self.hosts[i], &self.spec.hosts[i], exe, a, log)?;
-        self.daemons.push(d);
-        Ok(())
+        let id = self.started;
+        self.started += 1;
+        self.daemons.push((id, d));
+        Ok(id)
+    }
+
+    /// Stops process `id` (if it still runs, and is not already stopped);
+    /// returns the CPU seconds it used, as [`Wan::cpu_seconds`] counts them.
+    pub fn stop(&mut self, id: usize) -> Option<(String, f64)> {
+        let i = self.daemons.iter().position(|(k, _)| *k == id)?;
+        let (_, d) = self.daemons.remove(i);
+        Some((d.what().to_string(), d.cpu_seconds()))
+    }
+
+    /// The CPU seconds (user and system) each running process has used so
+    /// far, named as in errors (`relay (relay1)`).
+    pub fn cpu_seconds(&self) -> Vec<(String, f64)> {
+        self.daemons
+            .iter()
+            .map(|(_, d)| (d.what().to_string(), d.cpu_seconds()))
+            .collect()
     }
 
     /// Fails, naming the process and the end of its log, if one has
     /// exited, or with its error if the delay line has stopped.
     pub fn check_daemons(&mut self) -> Result<()> {
-        self.daemons.iter_mut().try_for_each(Daemon::check)?;
+        self.daemons.iter_mut().try_for_each(|(_, d)| d.check())?;
         self.delay.as_mut().map_or(Ok(()), DelayLine::check)
     }
 
     /// Waits until every process started has written `line` to its log
     /// (for instance that it listens), or fails after `within`.
     pub fn wait_for_logs(&mut self, line: &str, within: Duration, clock: Clock) -> Result<()> {
+        let all: Vec<usize> = self.daemons.iter().map(|(k, _)| *k).collect();
+        self.wait_for_logs_of(&all, line, within, clock)
+    }
+
+    /// Waits until the processes `ids` have written `line` to their logs,
+    /// or fails after `within`.
+    pub fn wait_for_logs_of(
+        &mut self,
+        ids: &[usize],
+        line: &str,
+        within: Duration,
+        clock: Clock,
+    ) -> Result<()> {
         let end = clock.now_s() + within.as_secs_f64();
         loop {
             self.check_daemons()?;
-            if self.daemons.iter().all(|d| d.log_text().contains(line)) {
+            if self
+                .daemons
+                .iter()
+                .filter(|(k, _)| ids.contains(k))
+                .all(|(_, d)| d.log_text().contains(line))
+            {
                 return Ok(());
             }
             if clock.now_s() > end {
@@ -327,6 +467,7 @@ mod tests {
             ],
             initcwnd: Some(3),
             sysctls: vec!["net.ipv4.tcp_congestion_control=reno".into()],
+            routes: vec![],
         }
     }
 
@@ -357,6 +498,58 @@ mod tests {
             .any(|l| l.ends_with(&format!("-n {relay} addr add 10.203.2.1/24 dev l2"))));
         assert_eq!(link_addr(2, true), Ipv4Addr::new(10, 203, 2, 2));
         s.check().unwrap();
+    }
+
+    #[test]
+    fn routes_go_through_the_neighbour_towards_each_far_link() {
+        // A chain 0 - 1 - 2 - 3 - 4, links 0..3 in order.
+        let links: Vec<WanLink> = (0..4)
+            .map(|i| WanLink {
+                a: i,
+                b: i + 1,
+                rtt: Duration::from_millis(40),
+                loss: 0.0,
+            })
+            .collect();
+        let r = routes_to_neighbours(5, &links);
+        // Every host: a route to each link it is not on (5 × 4 links, less
+        // the 8 link ends).
+        assert_eq!(r.len(), 12);
+        let route = |host, to| {
+            r.iter()
+                .find(|x| x.host == host && x.to == to)
+                .map(|x| x.via)
+        };
+        assert_eq!(route(0, 3), Some(0), "the client goes out of its only link");
+        assert_eq!(route(2, 0), Some(1), "towards the client: back over link 1");
+        assert_eq!(route(2, 3), Some(2));
+        assert_eq!(route(4, 0), Some(3));
+        assert_eq!(route(1, 1), None, "no route to a link of its own");
+        let spec = WanSpec {
+            hosts: (0..5).map(|i| format!("h{i}")).collect(),
+            links,
+            initcwnd: None,
+            sysctls: vec![],
+            routes: r,
+        };
+        spec.check().unwrap();
+        let n = WanNames::new_instance(&spec);
+        let lines: Vec<String> = plan(&n, &spec).iter().map(|(p, a)| display(p, a)).collect();
+        // Host 2 reaches link 0's subnet through host 1's end of link 1.
+        assert!(
+            lines.iter().any(|l| l.ends_with(&format!(
+                "-n {} route replace 10.203.0.0/24 via 10.203.1.1 dev l1",
+                n.hosts[2]
+            ))),
+            "{lines:#?}"
+        );
+        assert!(lines.iter().any(|l| l.ends_with(&format!(
+            "-n {} route replace 10.203.3.0/24 via 10.203.0.2 dev l0",
+            n.hosts[0]
+        ))));
+        let mut bad = spec.clone();
+        bad.routes[0].via = 3;
+        assert!(bad.check().unwrap_err().to_string().starts_with("route 0:"));
     }
 
     #[test]

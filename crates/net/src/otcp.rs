@@ -58,6 +58,9 @@ pub struct RelayOptions {
     /// reset (a peer that went away without a FIN or RST).
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// TCP congestion control of every connection it accepts or makes
+    /// (`TCP_CONGESTION`); `None`: the system's default.
+    pub congestion: Option<String>,
 }
 
 /// Default of `idle_timeout`.
@@ -73,6 +76,7 @@ impl RelayOptions {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: IDLE_TIMEOUT,
             max_connections: 1024,
+            congestion: None,
         }
     }
 }
@@ -88,6 +92,8 @@ pub struct ForwardOptions {
     pub connect_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
+    /// As [`RelayOptions::congestion`].
+    pub congestion: Option<String>,
 }
 
 impl ForwardOptions {
@@ -104,6 +110,7 @@ impl ForwardOptions {
             connect_timeout: Duration::from_secs(10),
             idle_timeout: IDLE_TIMEOUT,
             max_connections: 1024,
+            congestion: None,
         }
     }
 
@@ -231,9 +238,37 @@ fn check_splice(bytes: usize, what: &str) -> Result<(), StartError> {
     Ok(())
 }
 
+/// Fails, naming the flag, if this process cannot give its sockets the
+/// congestion control `cc` (a kernel without it, or one outside
+/// `tcp_allowed_congestion_control` without `CAP_NET_ADMIN`).
+fn check_congestion(cc: Option<&str>, what: &str) -> Result<(), StartError> {
+    let Some(cc) = cc else { return Ok(()) };
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .map_err(|e| StartError(format!("{what}: cannot open a TCP socket: {e}")))?;
+    s.set_tcp_congestion(cc.as_bytes()).map_err(|e| {
+        let avail = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+            .unwrap_or_default();
+        StartError(format!(
+            "{what}: --cc {cc}: {e} (the kernel offers: {}; those outside net.ipv4.tcp_allowed_congestion_control need CAP_NET_ADMIN)",
+            avail.trim()
+        ))
+    })
+}
+
+/// Gives `s` the congestion control `cc`, if any; a failure (checked at
+/// start, so unexpected) is logged and the system's default stays.
+fn set_congestion(s: &impl std::os::fd::AsFd, cc: Option<&str>) {
+    if let Some(cc) = cc {
+        if let Err(e) = socket2::SockRef::from(s).set_tcp_congestion(cc.as_bytes()) {
+            tracing::warn!(cc, error = %e, "otcp: cannot set the congestion control");
+        }
+    }
+}
+
 /// Starts a relay on a thread of its own.
 pub fn spawn_otcp_relay(o: RelayOptions) -> Result<OtcpHandle, StartError> {
     check_splice(o.splice_bytes, "otcp relay")?;
+    check_congestion(o.congestion.as_deref(), "otcp relay")?;
     let o = Arc::new(o);
     start(
         o.listen,
@@ -246,6 +281,7 @@ pub fn spawn_otcp_relay(o: RelayOptions) -> Result<OtcpHandle, StartError> {
 /// Starts a forwarder on a thread of its own.
 pub fn spawn_otcp_forward(o: ForwardOptions) -> Result<OtcpHandle, StartError> {
     check_splice(o.splice_bytes, "otcp forward")?;
+    check_congestion(o.congestion.as_deref(), "otcp forward")?;
     let header = o
         .header()
         .map_err(|e| StartError(format!("otcp forward: --via: {e}")))?;
@@ -343,6 +379,7 @@ async fn read_opening(s: &TcpStream) -> Result<(Opening, Vec<u8>), HeaderError> 
 async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Arc<Counters>) {
     bump(&c.accepted);
     let _ = up.set_nodelay(true);
+    set_congestion(&up, o.congestion.as_deref());
     // Until the splice takes over: stopping during the header, the probe or
     // the connect resets the client too.
     let guard = ResetOnDrop {
@@ -392,7 +429,15 @@ async fn relay_conn(up: TcpStream, peer: SocketAddr, o: Arc<RelayOptions>, c: Ar
     } else {
         Some(onward.encode().expect("a shorter route encodes"))
     };
-    let Some(down) = connect(to, o.connect_timeout, header.as_deref(), &c).await else {
+    let Some(down) = connect(
+        to,
+        o.connect_timeout,
+        header.as_deref(),
+        o.congestion.as_deref(),
+        &c,
+    )
+    .await
+    else {
         return reset(&up);
     };
     tracing::debug!(%peer, next = %to, ahead = onward.hops.len(), "otcp relay: spliced");
@@ -408,13 +453,22 @@ async fn forward_conn(
 ) {
     bump(&c.accepted);
     let _ = up.set_nodelay(true);
+    let (o, header) = &*o;
+    set_congestion(&up, o.congestion.as_deref());
     let guard = ResetOnDrop {
         socks: vec![&up],
         armed: true,
     };
-    let (o, header) = &*o;
     let first = o.relays.first().copied().unwrap_or(o.destination);
-    let Some(down) = connect(first, o.connect_timeout, header.as_deref(), &c).await else {
+    let Some(down) = connect(
+        first,
+        o.connect_timeout,
+        header.as_deref(),
+        o.congestion.as_deref(),
+        &c,
+    )
+    .await
+    else {
         return reset(&up);
     };
     tracing::debug!(%peer, first = %first, "otcp forward: spliced");
@@ -638,15 +692,19 @@ pub fn choose(
     Some((relay, best.path_rtt))
 }
 
-/// Connects to the next hop and writes `header`; `None` (counted) on failure.
+/// Connects to the next hop (with congestion control `cc`, if given, from
+/// the SYN on) and writes `header`; `None` (counted) on failure.
 async fn connect(
     to: SocketAddrV4,
     timeout: Duration,
     header: Option<&[u8]>,
+    cc: Option<&str>,
     c: &Counters,
 ) -> Option<TcpStream> {
     let r = tokio::time::timeout(timeout, async {
-        let mut s = TcpStream::connect(to).await?;
+        let sock = tokio::net::TcpSocket::new_v4()?;
+        set_congestion(&sock, cc);
+        let mut s = sock.connect(to.into()).await?;
         if let Some(h) = header {
             s.write_all(h).await?;
         }

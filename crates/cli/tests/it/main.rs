@@ -4,6 +4,7 @@
 mod cli_args;
 mod common;
 mod lab_backtap;
+mod lab_hops;
 mod lab_otcp;
 mod model_cli;
 #[allow(clippy::disallowed_methods)]

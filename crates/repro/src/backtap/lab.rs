@@ -177,6 +177,51 @@ fn case_slug(name: &str) -> String {
     name.to_lowercase().replace(' ', "-")
 }
 
+/// The arguments of `hopwise relay` or `hopwise proxy` (`cmd`) with the
+/// config file `config`, that stops with the lab even if the lab is
+/// killed outright.
+pub(crate) fn daemon_args(cmd: &str, config: &Path) -> Vec<String> {
+    vec![
+        cmd.into(),
+        "--config".into(),
+        config.display().to_string(),
+        "--exit-with-parent".into(),
+    ]
+}
+
+/// A proxy's config file as `write_lab` wrote it, to copy with another
+/// SOCKS5 address: one proxy process, hence one circuit, per copy.
+pub(crate) struct ProxyTemplate {
+    text: String,
+    line: String,
+}
+
+impl ProxyTemplate {
+    /// Reads `path`, which must have the line `socks = "SOCKS"`.
+    pub(crate) fn read(path: &Path, socks: SocketAddr) -> Result<ProxyTemplate> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let line = format!("socks = \"{socks}\"");
+        anyhow::ensure!(
+            text.contains(&line),
+            "{}: no line `{line}` to give each proxy its own port",
+            path.display()
+        );
+        Ok(ProxyTemplate { text, line })
+    }
+
+    /// Writes the copy with SOCKS5 address `socks` to `path`; returns `path`.
+    pub(crate) fn write(&self, path: &Path, socks: SocketAddr) -> Result<PathBuf> {
+        std::fs::write(
+            path,
+            self.text
+                .replace(&self.line, &format!("socks = \"{socks}\"")),
+        )
+        .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path.to_path_buf())
+    }
+}
+
 fn run_case(
     opts: &Options,
     out: &Path,
@@ -202,45 +247,20 @@ fn run_case(
         let files = write_lab(&o).map_err(|e| anyhow::anyhow!("{e}"))?;
         for (i, f) in files.relays.iter().enumerate() {
             let log = dir.join(format!("relay{}-{}.log", i + 1, case_slug(name)));
-            ov.start(
-                i + 1,
-                &opts.exe,
-                &[
-                    "relay".into(),
-                    "--config".into(),
-                    f.display().to_string(),
-                    // Stop with the lab, even if it is killed outright.
-                    "--exit-with-parent".into(),
-                ],
-                &log,
-            )?;
+            ov.start(i + 1, &opts.exe, &daemon_args("relay", f), &log)?;
         }
         // One proxy, hence one circuit, per download: the same file but
         // for its SOCKS5 port.
-        let text = std::fs::read_to_string(&files.proxy)
-            .with_context(|| format!("cannot read {}", files.proxy.display()))?;
-        let first = format!("socks = \"{}\"", o.socks);
-        anyhow::ensure!(
-            text.contains(&first),
-            "{}: no line `{first}` to give each proxy its own port",
-            files.proxy.display()
-        );
+        let proxy = ProxyTemplate::read(&files.proxy, o.socks)?;
         // Only the per-circuit copies are used.
         let _ = std::fs::remove_file(&files.proxy);
         for k in 0..opts.circuits {
             let socks = SocketAddr::from((overlay::addr(CLIENT), SOCKS_PORT + k as u16));
-            let f = dir.join(format!("proxy{}.toml", k + 1));
-            std::fs::write(&f, text.replace(&first, &format!("socks = \"{socks}\"")))
-                .with_context(|| format!("cannot write {}", f.display()))?;
+            let f = proxy.write(&dir.join(format!("proxy{}.toml", k + 1)), socks)?;
             ov.start(
                 CLIENT,
                 &opts.exe,
-                &[
-                    "proxy".into(),
-                    "--config".into(),
-                    f.display().to_string(),
-                    "--exit-with-parent".into(),
-                ],
+                &daemon_args("proxy", &f),
                 &dir.join(format!("proxy{}-{}.log", k + 1, case_slug(name))),
             )?;
         }

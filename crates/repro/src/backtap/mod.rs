@@ -10,10 +10,14 @@
 //! * [`network`]: `backtap-network`, Tor networks: fairness, overhead,
 //!   backlog, TTFB/TTLB (§5);
 //! * `lab` (feature `lab`): a BackTap circuit of `hopwise relay` processes
-//!   against kernel TCP at one shaped bottleneck.
+//!   against kernel TCP at one shaped bottleneck;
+//! * `hops` (feature `lab`): `hopwise lab hops`, BackTap against kernel TCP
+//!   spliced at the same relays, over the same three lossy hops (issue 36).
 
 pub mod circuit;
 pub mod common;
+#[cfg(feature = "lab")]
+pub mod hops;
 #[cfg(feature = "lab")]
 pub mod lab;
 pub mod network;

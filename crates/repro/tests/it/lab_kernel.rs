@@ -208,6 +208,7 @@ fn the_delay_line_delays_both_ways_and_loses_nothing_at_zero_loss() {
         }],
         initcwnd: None,
         sysctls: vec![],
+        routes: vec![],
     };
     let clock = Clock::start();
     let wan = Wan::build(&WanNames::new_instance(&spec), &spec, 1, clock).unwrap();

@@ -8,7 +8,7 @@ use crate::otcp::{Regime, FILE, SPLICE, TABLE1, WINDOW};
 use anyhow::{Context, Result};
 use hopwise_experiment::Progress;
 use hopwise_lab::delay::LinkStats;
-use hopwise_lab::traffic::{enter, spawn_ready, Clock};
+use hopwise_lab::traffic::{enter, spawn_ready, Clock, StopOnDrop};
 use hopwise_lab::wan::{link_addr, Wan, WanLink, WanNames, WanSpec};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use socket2::SockRef;
@@ -71,9 +71,27 @@ pub(super) fn spec(regime: Regime, cc: &str) -> (WanSpec, Vec<Vec<usize>>) {
             links,
             initcwnd: Some(3),
             sysctls,
+            routes: Vec::new(),
         },
         paths,
     )
+}
+
+/// The arguments of `hopwise otcp KIND` (`relay` or `forward`) listening
+/// on `listen`, with `buffer` bytes per direction of a connection, that
+/// stops with the lab even if the lab is killed outright.
+pub(crate) fn otcp_args(kind: &str, listen: &str, buffer: u64) -> Vec<String> {
+    [
+        "otcp",
+        kind,
+        "--listen",
+        listen,
+        "--buffer",
+        &format!("{buffer}B"),
+        "--exit-with-parent",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 /// The window regime's receive buffers: twice the simulator's window,
@@ -91,16 +109,6 @@ struct Seen {
     end: f64,
     /// Why reading stopped, if not at the end of the stream.
     error: Option<String>,
-}
-
-/// Sets a stop flag when dropped, so that a thread waiting on it ends
-/// whichever way its owner leaves.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
 }
 
 /// Listens on `SERVER_PORT` in the server's namespace and reads each
@@ -227,20 +235,9 @@ pub(super) fn run_regime(
     let mut wan = Wan::build(&names, &wspec, seed, clock)?;
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let common = |listen: String| -> Vec<String> {
-        vec![
-            "--listen".into(),
-            listen,
-            "--buffer".into(),
-            format!("{}B", SPLICE),
-            // Stop with the lab, even if it is killed outright.
-            "--exit-with-parent".into(),
-        ]
-    };
     for (i, h) in wspec.hosts.iter().enumerate() {
         if h.starts_with('p') {
-            let mut a = vec!["otcp".to_string(), "relay".into()];
-            a.extend(common(format!("0.0.0.0:{RELAY_PORT}")));
+            let mut a = otcp_args("relay", &format!("0.0.0.0:{RELAY_PORT}"), SPLICE as u64);
             a.push("--allow-private".into());
             wan.start(
                 i,
@@ -264,8 +261,7 @@ pub(super) fn run_regime(
             .map(|&l| SocketAddr::from((link_addr(l, true), RELAY_PORT)).to_string())
             .collect();
         let listen = SocketAddr::from((Ipv4Addr::LOCALHOST, FORWARD_PORT + path.len() as u16));
-        let mut a = vec!["otcp".to_string(), "forward".into()];
-        a.extend(common(listen.to_string()));
+        let mut a = otcp_args("forward", &listen.to_string(), SPLICE as u64);
         a.extend([
             "--via".into(),
             via.join(","),

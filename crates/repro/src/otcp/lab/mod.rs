@@ -42,6 +42,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 mod kernel;
+pub(crate) use kernel::otcp_args;
 use kernel::{run_regime, window_rmem};
 
 const SERVER_PORT: u16 = 5001;
