@@ -829,13 +829,15 @@ impl Queue {
     ///    last waited behind it;
     /// 2. the last round's Eq. 1 `diff` exceeded β: queueing beyond the band
     ///    Eq. 1 aims at, seen in the FORWARD round trip;
-    /// 3. the retransmission timer found it (RFC 6298 §5; RFC 8985 §6.3
-    ///    treats an RTO as congestion too);
+    /// 3. the retransmission timer found it, once a round trip was measured
+    ///    (RFC 6298 §5; RFC 8985 §6.3 treats an RTO as congestion too);
     /// 4. the smoothed lost fraction exceeds [`Config::loss_bound`]: an
     ///    explicit loss-rate bound, as BBR's `loss_thresh` (2 %) bounds
     ///    the loss it tolerates.
     fn loss_is_congestive(&self, cause: LossCause) -> bool {
-        if cause == LossCause::Rto {
+        // A timeout before any round trip was measured (the first flight
+        // lost, the RTO still the initial 1 s) says nothing about a queue.
+        if cause == LossCause::Rto && self.rtt.has_sample() {
             return true;
         }
         if self.last_over_beta || self.loss_ewma > self.loss_bound {
