@@ -430,7 +430,8 @@ fn loss_recovery_halves_the_window_once_unless_turned_off() {
     }
 }
 
-/// DelayQualified: a timeout outside recovery is congestive.
+/// DelayQualified: a timeout outside recovery is congestive once a round
+/// trip was measured (before that, the test above: kept).
 #[test]
 fn delay_qualified_halves_on_a_timeout() {
     let cfg = Config {
@@ -438,9 +439,11 @@ fn delay_qualified_halves_on_a_timeout() {
         loss_response: LossResponse::DelayQualified,
         ..Config::default()
     };
-    let (mut ep, _p, cs) = client(cfg, 1);
+    let (mut ep, p, cs) = client(cfg, 1);
     assert_eq!(fill(&mut ep, ms(0), cs[0]), 12);
     drain(&mut ep, ms(1));
+    ep.handle_datagram(ms(10), p, &fb(10, Some(2), None))
+        .unwrap();
     let rto = ep.poll_timeout().expect("RTO armed");
     ep.handle_timeout(rto);
     settle(&mut ep, rto);
