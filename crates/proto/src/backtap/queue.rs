@@ -165,7 +165,7 @@ pub(super) struct Queue {
     pub hs_frac: u32,
     /// When CSS was entered, and `fwd_seen` then: the delivery rate with a
     /// queue, for the exit clamp.
-    pub css_at: (Time, u32, u32),
+    pub css_at: (Time, u32),
     /// Time of the latest FWD progress.
     pub last_fwd_at: Time,
 
@@ -240,7 +240,7 @@ impl Queue {
             hs_held: false,
             hs_new: 0,
             hs_frac: 0,
-            css_at: (Time::ZERO, 1, 0),
+            css_at: (Time::ZERO, 1),
             last_fwd_at: Time::ZERO,
             loss_response: cfg.loss_response,
             loss_bound: cfg.loss_bound,
@@ -527,7 +527,7 @@ impl Queue {
             if recent >= self.hs_last_min + rtt_thresh(self.hs_last_min) {
                 self.css = true;
                 self.css_base = recent;
-                self.css_at = (now, self.fwd_seen, self.swnd);
+                self.css_at = (now, self.fwd_seen);
                 self.css_rounds = 0;
                 self.hs_frac = 0;
                 self.st.css_entries += 1;
@@ -590,33 +590,36 @@ impl Queue {
     }
 
     /// Leaving HyStart (RFC 9406 keeps cwnd on leaving CSS). [hopwise] The
-    /// window is clamped to the largest of the window when CSS began and
-    /// the smaller of two estimates of the BDP plus one: the clamp of
-    /// [`Startup::SlowStart`], `swnd · baseRtt / rtt` with the latest
-    /// minimum (Linux tcp_vegas), and the delivery rate since CSS began
-    /// times baseRtt (BBR's estimate, draft-cardwell-iccrg-bbr-congestion-
-    /// control §4.5.4: in CSS a queue has built, so cells leave at the
-    /// bottleneck's rate). Either estimate alone misjudged the unpaced
-    /// start-up on a 100 Mbit/s, 50 ms hop (BDP 1157 cells, `backtap_window`
-    /// tests): the window doubles on every FWD and sends in bursts, so the
-    /// latest samples and the delivery rate also reflect bursts and gaps,
-    /// and both came out near 1000 cells; the window at CSS entry, when the
-    /// queue first showed, was 1179. Eq. 1 takes over from there.
+    /// window is clamped to the larger of two estimates of the BDP, plus
+    /// one: the clamp of [`Startup::SlowStart`], `swnd · baseRtt / rtt`
+    /// with the latest minimum (Linux tcp_vegas), and the delivery rate
+    /// since CSS began times baseRtt (BBR's estimate,
+    /// draft-cardwell-iccrg-bbr-congestion-control: in CSS a queue has
+    /// built, so cells leave at the bottleneck's rate). The start-up is
+    /// unpaced, so each estimate alone can read its bursts and gaps low: on
+    /// a 100 Mbit/s, 50 ms hop either alone gave about 1000 cells, the
+    /// larger 1174 for a BDP of 1157 (`backtap_window` tests). Flooring the
+    /// clamp at the window at CSS entry instead kept backtap-circuit's exit
+    /// hop at 788 cells for a 96-cell BDP (a relay's full initial token
+    /// bucket hid the bottleneck while the window grew).
     fn hystart_clamp(&mut self, base: Dur, rtt: Dur, now: Time) {
         if base == Dur::MAX {
             return;
         }
         let b = base.as_nanos() as u128;
-        let mut est = u128::MAX;
+        let mut est = 0;
         if rtt != Dur::MAX {
             est = self.swnd as u128 * b / rtt.max(base).as_nanos().max(1) as u128;
         }
         let span = now.since(self.css_at.0);
         let cells = self.fwd_seen - self.css_at.1;
         if span > Dur::ZERO && cells >= HS_N_RTT_SAMPLE {
-            est = est.min(cells as u128 * b / span.as_nanos() as u128);
+            est = est.max(cells as u128 * b / span.as_nanos() as u128);
         }
-        let target = (est.min(u32::MAX as u128 - 1) as u32 + 1).max(self.css_at.2);
+        if est == 0 {
+            return;
+        }
+        let target = est.min(u32::MAX as u128 - 1) as u32 + 1;
         self.swnd = self.swnd.min(target).max(2);
     }
 
@@ -683,7 +686,8 @@ impl Queue {
         let may_grow = self.limited || !cfg.grow_only_when_limited;
         let max = cfg.window_cap();
         // HyStart++ replaces Eq. 1 until it ends, and on the round it ends.
-        let mut vegas = !hs_exit && !(self.hystart && self.slow_start);
+        let in_hystart = self.hystart && self.slow_start;
+        let mut vegas = !(hs_exit || in_hystart);
         if self.slow_start && !self.hystart {
             let gamma = match cfg.startup {
                 Startup::SlowStart { gamma } => gamma,

@@ -371,9 +371,7 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
         }
     }
     // The HyStart rows after the others (they were added later).
-    ramp_runs.sort_by(|a, b| {
-        (a.1 == "hystart", a.0, a.1).cmp(&(b.1 == "hystart", b.0, b.1))
-    });
+    ramp_runs.sort_by(|a, b| (a.1 == "hystart", a.0, a.1).cmp(&(b.1 == "hystart", b.0, b.1)));
     let ramp: Vec<RampRow> = ramp_runs
         .iter()
         .map(|(rtt, name, run, _)| RampRow {

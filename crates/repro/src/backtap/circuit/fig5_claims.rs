@@ -470,11 +470,8 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             ),
         ));
     }
-    let hs: Vec<&(u64, &str, Fig5Run)> = out
-        .ramp_runs
-        .iter()
-        .filter(|r| r.1 == "hystart")
-        .collect();
+    let hs: Vec<&(u64, &str, Fig5Run)> =
+        out.ramp_runs.iter().filter(|r| r.1 == "hystart").collect();
     if !hs.is_empty() {
         let lin = |rtt: u64| {
             out.ramp
