@@ -46,7 +46,7 @@ macro_rules! from_value {
     )*};
 }
 
-from_value!(Rate, Duration, Size, QueueLimit, Loss, Number, Flag, Name, Text);
+from_value!(Rate, Duration, Size, QueueLimit, Loss, Fraction, Number, Flag, Name, Text);
 
 /// A bit rate with a unit (`"10Mbit"`, `"1.5MB/s"`); zero is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,6 +245,39 @@ impl Loss {
         match loss_problem(x) {
             Some(m) => Err(m),
             None => Ok(Loss(x)),
+        }
+    }
+}
+
+/// A fraction in (0, 1]: a number, or a percentage (`"10%"`), e.g. a bound
+/// on a loss rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fraction(pub f64);
+
+impl Fraction {
+    pub fn read(v: &Value) -> Result<Self, String> {
+        let expected = "expected a fraction such as 0.1 or a percentage such as \"10%\"";
+        let x = match v {
+            Value::String(s) => {
+                let pct = s
+                    .trim()
+                    .strip_suffix('%')
+                    .ok_or_else(|| format!("{expected}, got the string {s:?}"))?;
+                let p: f64 = pct
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("`{s}` is not a percentage such as \"10%\""))?;
+                p / 100.0
+            }
+            Value::Integer(_) | Value::Float(_) => Number::read(v)?.0,
+            other => return Err(format!("{expected}, got {}", describe(other))),
+        };
+        if x > 0.0 && x <= 1.0 {
+            Ok(Fraction(x))
+        } else {
+            Err(format!(
+                "must be a fraction in (0, 1] (0.1 or \"10%\" is a tenth), got {x}"
+            ))
         }
     }
 }
@@ -536,5 +569,15 @@ mod tests {
         assert_eq!(Duration::read(&s("2min")).unwrap().text, "2min");
         assert_eq!(Size::read(&Value::Float(3e3)), Ok(Size(3000)));
         assert_eq!(Loss::read(&s("1%")), Ok(Loss(0.01)));
+        assert_eq!(Fraction::read(&s("10%")), Ok(Fraction(0.1)));
+        assert_eq!(Fraction::read(&Value::Float(0.02)), Ok(Fraction(0.02)));
+        assert_eq!(Fraction::read(&Value::Integer(1)), Ok(Fraction(1.0)));
+        for bad in [Value::Float(0.0), Value::Float(1.5), s("150%")] {
+            assert!(
+                Fraction::read(&bad).unwrap_err().contains("(0, 1]"),
+                "{bad:?}"
+            );
+        }
+        assert!(Fraction::read(&s("ten")).unwrap_err().contains("10%"));
     }
 }

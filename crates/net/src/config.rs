@@ -269,7 +269,7 @@ fn link_options(t: Option<TableOf<RawLink>>) -> R<LinkOptions> {
 }
 
 /// `[transport]`: BackTap's knobs (`docs/backtap.md`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Transport {
     /// How long a datagram that could take another cell waits for one. The
     /// daemon packs what one wake-up produces anyway, so 0 by default.
@@ -280,13 +280,36 @@ pub struct Transport {
     /// queueing, which pins windows of 2 to 4 cells at one or two cells.
     pub alpha: u32,
     pub beta: u32,
-    /// Vegas slow start instead of +1 cell per round.
-    pub slow_start: bool,
+    /// How the window starts (`startup`): `linear` (+1 cell per round, the
+    /// paper), `slow-start` (Vegas) or `hystart` (RFC 9406).
+    pub startup: Startup,
     pub max_window: u32,
     /// Send SACK items (BackTap `Config::sack`): with them a hop repairs
     /// several holes per round trip (RACK-TLP) instead of one. On by default
     /// in the daemon, off in the paper's configuration.
     pub sack: bool,
+    /// How the window answers loss (`loss_response`): `none`, `halve` or
+    /// `delay-qualified` (`docs/backtap.md`, "Loss response").
+    pub loss_response: LossResponse,
+    /// `loss_bound`: the smoothed lost fraction above which
+    /// `delay-qualified` takes a loss as congestion.
+    pub loss_bound: f64,
+}
+
+/// `[transport] startup`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Startup {
+    Linear,
+    SlowStart,
+    HyStart,
+}
+
+/// `[transport] loss_response`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossResponse {
+    None,
+    Halve,
+    DelayQualified,
 }
 
 impl Default for Transport {
@@ -295,9 +318,11 @@ impl Default for Transport {
             pack_delay: Duration::ZERO,
             alpha: 10,
             beta: 20,
-            slow_start: false,
+            startup: Startup::Linear,
             max_window: 10_000,
             sack: true,
+            loss_response: LossResponse::Halve,
+            loss_bound: 0.1,
         }
     }
 }
@@ -316,9 +341,24 @@ fn transport(t: Option<TableOf<RawTransport>>) -> R<Transport> {
         return err("transport.beta", "must not be below transport.alpha");
     }
     if let Some(s) = t.startup {
-        let kinds = [("linear", false), ("slow-start", true)];
-        o.slow_start =
-            cfg::choice(&s, "startup", &kinds).or_else(|m| err("transport.startup", m))?;
+        let kinds = [
+            ("linear", Startup::Linear),
+            ("slow-start", Startup::SlowStart),
+            ("hystart", Startup::HyStart),
+        ];
+        o.startup = cfg::choice(&s, "startup", &kinds).or_else(|m| err("transport.startup", m))?;
+    }
+    if let Some(s) = t.loss_response {
+        let kinds = [
+            ("none", LossResponse::None),
+            ("halve", LossResponse::Halve),
+            ("delay-qualified", LossResponse::DelayQualified),
+        ];
+        o.loss_response = cfg::choice(&s, "loss_response", &kinds)
+            .or_else(|m| err("transport.loss_response", m))?;
+    }
+    if let Some(b) = t.loss_bound {
+        o.loss_bound = b.0;
     }
     Ok(o)
 }

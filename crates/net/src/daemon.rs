@@ -4,7 +4,7 @@
 
 use crate::accept::Gate;
 use crate::clock::Clock;
-use crate::config::{LinkOptions, ProxyConfig, RelayConfig, Transport};
+use crate::config::{LinkOptions, LossResponse, ProxyConfig, RelayConfig, Startup, Transport};
 use crate::core::{ClientState, Cmd, Core, Snapshot};
 use crate::emu::Emulator;
 use crate::keys;
@@ -96,11 +96,17 @@ fn backtap_config(
         pack_delay: dur(t.pack_delay),
         alpha: t.alpha,
         beta: t.beta,
-        startup: if t.slow_start {
-            backtap::Startup::SlowStart { gamma: 1 }
-        } else {
-            backtap::Startup::Linear
+        startup: match t.startup {
+            Startup::Linear => backtap::Startup::Linear,
+            Startup::SlowStart => backtap::Startup::SlowStart { gamma: 1 },
+            Startup::HyStart => backtap::Startup::HyStart,
         },
+        loss_response: match t.loss_response {
+            LossResponse::None => backtap::LossResponse::None,
+            LossResponse::Halve => backtap::LossResponse::Halve,
+            LossResponse::DelayQualified => backtap::LossResponse::DelayQualified,
+        },
+        loss_bound: t.loss_bound,
         max_window: t.max_window,
         bucket,
         sack: t.sack,

@@ -87,7 +87,7 @@ pub struct HopLosses {
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
-    /// Recovery episodes that halved the window (`halve_on_loss`).
+    /// Recovery episodes that halved the window (`loss_response`).
     pub loss_cuts: u64,
 }
 

@@ -3,7 +3,7 @@
 //! words its own mistakes. `super` checks what they mean.
 
 use hopwise_config::{
-    table, Duration, Flag, Int, Loss, Name, Rate, Size, Strings, TableOf, Tables, Text,
+    table, Duration, Flag, Fraction, Int, Loss, Name, Rate, Size, Strings, TableOf, Tables, Text,
 };
 use std::collections::BTreeMap;
 
@@ -55,7 +55,7 @@ table! {
 table! {
     pub struct RawTransport("a table ([transport])") {
         pack_delay: Duration, alpha: Int<1, 100_000>, beta: Int<1, 100_000>, startup: Text,
-        max_window: Int<1, 1_000_000>, sack: Flag,
+        max_window: Int<1, 1_000_000>, sack: Flag, loss_response: Text, loss_bound: Fraction,
     }
 }
 table! {

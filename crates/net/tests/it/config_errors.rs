@@ -204,3 +204,53 @@ fn units_unknown_keys_and_types_name_file_key_and_problem() {
         "relay.toml: accept_clients: expected true or false, got the integer 1"
     );
 }
+
+/// `[transport]`'s start-up and loss-response keys: the accepted names, and a
+/// bad name or an out-of-range `loss_bound` named with file and key.
+#[test]
+fn transport_startup_and_loss_keys_name_their_problems() {
+    let d = tempfile::tempdir().unwrap();
+    let relay = &write_lab(&LabOptions::new(d.path())).unwrap().relays[0];
+    let top: String = std::fs::read_to_string(relay)
+        .unwrap()
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let parse = |extra: &str| RelayConfig::parse(&format!("{top}{extra}"), "relay.toml", d.path());
+
+    let c = parse(
+        "[transport]\nstartup = \"hystart\"\nloss_response = \"delay-qualified\"\nloss_bound = \"5%\"\n",
+    )
+    .unwrap();
+    use hopwise_net::config::{LossResponse, Startup};
+    assert_eq!(c.transport.startup, Startup::HyStart);
+    assert_eq!(c.transport.loss_response, LossResponse::DelayQualified);
+    assert_eq!(c.transport.loss_bound, 0.05);
+    // The defaults are today's: linear start-up, halving on loss.
+    let c = parse("").unwrap();
+    assert_eq!(
+        (c.transport.startup, c.transport.loss_response),
+        (Startup::Linear, LossResponse::Halve)
+    );
+
+    let e = parse("[transport]\nloss_response = \"ignore\"\n").unwrap_err();
+    assert_eq!(e.key, "transport.loss_response");
+    assert!(
+        e.to_string()
+            .starts_with("relay.toml: transport.loss_response: ")
+            && e.to_string().contains("delay-qualified"),
+        "{e}"
+    );
+    let e = parse("[transport]\nstartup = \"hystart++\"\n").unwrap_err();
+    assert_eq!(e.key, "transport.startup");
+    assert!(e.to_string().contains("hystart"), "{e}");
+    let e = parse("[transport]\nloss_bound = 1.5\n").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "relay.toml: transport.loss_bound: must be a fraction in (0, 1] (0.1 or \"10%\" is a tenth), got 1.5"
+    );
+    let e = parse("[transport]\nloss_bound = \"ten\"\n").unwrap_err();
+    assert_eq!(e.key, "transport.loss_bound");
+    assert!(e.to_string().contains("\"10%\""), "{e}");
+}

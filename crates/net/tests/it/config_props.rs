@@ -30,6 +30,8 @@ const KEYS: &[&str] = &[
     "alpha",
     "beta",
     "startup",
+    "loss_response",
+    "loss_bound",
     "[emulation.\"*\"]",
     "delay",
     "loss",
@@ -57,6 +59,8 @@ const VALUES: &[&str] = &[
     "\"\"",
     "1e400",
     "\"slow-start\"",
+    "\"hystart\"",
+    "\"delay-qualified\"",
 ];
 
 fn toml_ish() -> impl Strategy<Value = String> {

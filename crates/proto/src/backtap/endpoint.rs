@@ -486,6 +486,7 @@ impl Endpoint {
         if let Some(x) = f.fwd {
             invalid |= x > q.next_tx;
             if let Some(sample) = q.on_fwd(now, x) {
+                q.grow_on_forward(cfg);
                 let peer_base = &mut self.peers[out.peer as usize].base_rtt;
                 if let Some(s) = sample {
                     *peer_base = (*peer_base).min(s);

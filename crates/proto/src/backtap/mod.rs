@@ -111,6 +111,59 @@ pub enum Startup {
     /// [hopwise] Double `swnd` every round while `diff < gamma` cells, then
     /// follow Eq. 1 (Vegas' slow start; γ = 1 as in Vegas).
     SlowStart { gamma: u32 },
+    /// [hopwise] HyStart++ (RFC 9406 §4.2) on BackTap's rounds and
+    /// FORWARD-RTT samples: `swnd` grows by the cells each FWD forwards (at
+    /// most L = 8 per FWD, RFC 9406 §4.3 without pacing) while the window
+    /// holds cells back; a round whose minimum FORWARD-RTT rose by
+    /// `clamp(min/8, 4 ms, 16 ms)` over the last round's enters Conservative
+    /// Slow Start (growth ÷ 4); CSS returns to slow start when the minimum
+    /// falls back below the CSS baseline (a rise caused by the successor's
+    /// own start-up, not by a queue: backpressure), and ends after 5 CSS
+    /// rounds, or at once if the minimum rises by another threshold, with
+    /// the clamp `swnd · baseRtt / minRtt + 1` of [`Startup::SlowStart`];
+    /// Eq. 1 follows. Only a loss that [`Config::loss_response`] answers ends
+    /// it. Motivation: the linear start takes ~50 s to open a 40 ms hop to
+    /// 17 MB/s (`docs/backtap.md`, "Start-up").
+    HyStart,
+}
+
+/// How a hop's window answers a loss event (the first loss of a recovery
+/// episode: a fast retransmit, a timeout, or, with SACK, RACK or a tail
+/// loss probe; [`LossCause`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossResponse {
+    /// The paper's Eq. 1 and nstor: delay alone moves the window.
+    None,
+    /// [hopwise] `swnd` halves (not below 2) and any slow start ends, as
+    /// Reno's response that TCP Vegas keeps (Brakmo and Peterson 1995;
+    /// RFC 5681 §3.1). The default.
+    Halve,
+    /// [hopwise] Halve only a loss that comes with queueing, as
+    /// `docs/backtap.md` ("Loss response") derives: the loss is taken as
+    /// congestion if the latest ACK round trip rose over the hop's minimum by
+    /// `clamp(min/8, 4 ms, 16 ms)` (RFC 9406 §4.3's threshold), or the last
+    /// round's Eq. 1 `diff` exceeded β, or a timeout found it, or the
+    /// smoothed fraction of cells lost exceeds [`Config::loss_bound`] (an
+    /// explicit loss-rate bound, as BBR's 2 % `loss_thresh`,
+    /// draft-cardwell-iccrg-bbr-congestion-control §4.5.10.2). Otherwise the
+    /// window stays (random loss on a link is not congestion; Copa and BBR
+    /// tolerate it too). Motivation: with [`LossResponse::Halve`], a 20 ms
+    /// hop at 5 % random loss fell to 16 kB/s (the daemon, three 20 ms hops).
+    DelayQualified,
+}
+
+/// What declared a loss, for [`LossResponse::DelayQualified`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossCause {
+    /// The duplicate-ACK threshold (RFC 5681 §3.2, RFC 5827).
+    FastRetransmit,
+    /// The retransmission timer (RFC 6298 §5): congestive once a round trip
+    /// was measured.
+    Rto,
+    /// RACK's time-based detection (RFC 8985 §6).
+    Rack,
+    /// A loss a tail loss probe revealed (RFC 8985 §7).
+    Tlp,
 }
 
 /// A relay's token bucket (Tor's BandwidthRate/BandwidthBurst). It gates
@@ -146,16 +199,21 @@ pub struct Config {
     /// for TCP; otherwise an application-limited circuit would grow its window
     /// without bound. Decreases are never held back. Default true.
     pub grow_only_when_limited: bool,
-    /// [hopwise] Halve `swnd` (not below 2, the start-up window) when a hop
-    /// enters loss recovery: on a fast retransmit and on a timeout, at most
-    /// once per recovery episode; slow start ends. The paper's Eq. 1 and
-    /// nstor react to delay only. A loss downstream of a bursty sender, which
-    /// the hop's FORWARD-RTT samples do not see (Karn's rule drops the
-    /// samples of retransmitted cells), then never shrinks the window that
-    /// feeds the bursts. TCP Vegas keeps Reno's loss response (Brakmo and
-    /// Peterson 1995; Linux `tcp_vegas` uses Reno's halving,
-    /// RFC 5681 §3.1). Default true.
-    pub halve_on_loss: bool,
+    /// [hopwise] How `swnd` answers when a hop enters loss recovery (at most
+    /// once per recovery episode). Default [`LossResponse::Halve`]: halve
+    /// (not below 2, the start-up window), slow start ends. The paper's Eq. 1
+    /// and nstor react to delay only ([`LossResponse::None`]). A loss
+    /// downstream of a bursty sender, which the hop's FORWARD-RTT samples do
+    /// not see (Karn's rule drops the samples of retransmitted cells), then
+    /// never shrinks the window that feeds the bursts. TCP Vegas keeps Reno's
+    /// loss response (Brakmo and Peterson 1995; Linux `tcp_vegas` uses Reno's
+    /// halving, RFC 5681 §3.1).
+    pub loss_response: LossResponse,
+    /// [hopwise] [`LossResponse::DelayQualified`]: a loss counts as
+    /// congestion when the smoothed fraction of cells lost (an EWMA with gain
+    /// 1/8 over rounds of at least 64 cells sent) exceeds this fraction.
+    /// Default 0.1 (10 %).
+    pub loss_bound: f64,
     /// RTO lower bound (RFC 6298 §2.4 says 1 s, nstor 1 s; hopwise 200 ms).
     pub min_rto: Dur,
     /// RTO upper bound (RFC 6298 §2.5: at least 60 s).
@@ -182,7 +240,7 @@ pub struct Config {
     /// are held above a gap. A sender that receives a SACK on a queue
     /// detects losses there by RACK-TLP (RFC 8985) and repairs several holes
     /// per round trip; without SACK it repairs about one (NewReno), which at
-    /// 5 % loss per 40 ms hop held the daemon near 16 kB/s (issue 36). The
+    /// 5 % loss per 40 ms hop held the daemon near 16 kB/s. The
     /// paper has no SACK: default false. Receiving SACK items needs no
     /// switch.
     pub sack: bool,
@@ -215,7 +273,8 @@ impl Default for Config {
             startup: Startup::Linear,
             max_window: 10_000,
             grow_only_when_limited: true,
-            halve_on_loss: true,
+            loss_response: LossResponse::Halve,
+            loss_bound: 0.1,
             min_rto: Dur::from_millis(200),
             max_rto: Dur::from_secs(60),
             dupthresh: 3,
@@ -235,8 +294,11 @@ impl Default for Config {
 pub struct HopStats {
     /// Sending window in cells.
     pub swnd: u32,
-    /// Still in slow start ([`Startup::SlowStart`] only).
+    /// Still in slow start ([`Startup::SlowStart`], or [`Startup::HyStart`]
+    /// in slow start or CSS).
     pub slow_start: bool,
+    /// [`Startup::HyStart`]: in Conservative Slow Start (RFC 9406 §4.2).
+    pub css: bool,
     /// Oldest cell held for the successor (not yet ACKed, or not yet taken
     /// by the application at a delivering edge).
     pub head: u32,
@@ -273,8 +335,15 @@ pub struct HopStats {
     pub retransmits: u64,
     pub fast_retransmits: u64,
     pub timeouts: u64,
-    /// Window halvings on entering loss recovery ([`Config::halve_on_loss`]).
+    /// Window halvings on entering loss recovery ([`Config::loss_response`]).
     pub loss_cuts: u64,
+    /// Loss events that [`LossResponse::DelayQualified`] did not take as
+    /// congestion (the window stayed).
+    pub loss_kept: u64,
+    /// [`Startup::HyStart`]: times CSS was entered, and times it returned to
+    /// slow start because the minimum FORWARD-RTT fell below its baseline.
+    pub css_entries: u64,
+    pub css_resumes: u64,
     /// Retransmissions sent again because the lost-retransmission timer
     /// expired in recovery.
     pub lost_retransmits: u64,

@@ -19,7 +19,7 @@
 
 use super::recovery::Scoreboard;
 use super::wire::CellBody;
-use super::{Config, HopStats, Startup};
+use super::{Config, HopStats, LossCause, LossResponse, Startup};
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
 use std::collections::{btree_map::Entry, BTreeMap, VecDeque};
@@ -58,19 +58,6 @@ impl TxInfo {
     }
 }
 
-/// What declared a loss ([`Queue::on_loss_event`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum LossCause {
-    /// Duplicate ACKs (RFC 5681 §3.2, RFC 5827 early retransmit).
-    FastRetransmit,
-    /// The retransmission timer (RFC 6298 §5).
-    Rto,
-    /// RACK's time-based detection from SACKs (RFC 8985 §6).
-    Rack,
-    /// A tail loss probe revealed a loss (RFC 8985 §7.4).
-    Tlp,
-}
-
 /// The queue's one timer: the RFC 6298 retransmission timer while cells are
 /// unacknowledged (or, in loss recovery, the shorter lost-retransmission
 /// timer), otherwise the FWD probe timer while cells are ACKed but not
@@ -96,6 +83,33 @@ impl Timer {
 
 /// Lost-retransmission timeouts per cell before the RTO (with backoff) takes over.
 const LOST_TRIES: u32 = 2;
+
+// HyStart++ constants (RFC 9406 §4.3).
+/// MIN_RTT_THRESH.
+const HS_MIN_RTT_THRESH: Dur = Dur::from_millis(4);
+/// MAX_RTT_THRESH.
+const HS_MAX_RTT_THRESH: Dur = Dur::from_millis(16);
+/// MIN_RTT_DIVISOR.
+const HS_MIN_RTT_DIVISOR: u64 = 8;
+/// N_RTT_SAMPLE: FORWARD-RTT samples a round needs before it is judged.
+const HS_N_RTT_SAMPLE: u32 = 8;
+/// CSS_GROWTH_DIVISOR.
+const HS_CSS_GROWTH_DIVISOR: u32 = 4;
+/// CSS_ROUNDS.
+const HS_CSS_ROUNDS: u32 = 5;
+/// L, the most cells one FWD may add: RFC 9406 §4.3 recommends 8 without
+/// pacing (BackTap does not pace).
+const HS_L: u32 = 8;
+
+/// [`LossResponse::DelayQualified`]: the loss-fraction EWMA takes a sample
+/// once at least this many cells were sent (rounds with fewer carry over).
+const LOSS_MIN_CELLS: u64 = 64;
+
+/// RFC 9406 §4.2: `RttThresh = clamp(lastRoundMinRTT / 8, 4 ms, 16 ms)`.
+/// [`LossResponse::DelayQualified`] uses the same threshold for a delay rise.
+fn rtt_thresh(min: Dur) -> Dur {
+    (min / HS_MIN_RTT_DIVISOR).clamp(HS_MIN_RTT_THRESH, HS_MAX_RTT_THRESH)
+}
 
 /// What an arriving cell did to the queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +165,45 @@ pub(super) struct Queue {
     pub limited: bool,
     pub own_base: Dur,
     pub last_actual: Dur,
+    /// The last round that adjusted the window had Eq. 1's `diff > β`.
+    pub last_over_beta: bool,
+
+    // HyStart++ (RFC 9406 §4.2), [`Startup::HyStart`] only; `slow_start`
+    // covers both slow start and CSS.
+    pub hystart: bool,
+    /// In Conservative Slow Start.
+    pub css: bool,
+    /// lastRoundMinRTT, currentRoundMinRTT, rttSampleCount (FORWARD-RTTs).
+    pub hs_last_min: Dur,
+    pub hs_cur_min: Dur,
+    pub hs_count: u32,
+    /// The round's latest `N_RTT_SAMPLE` samples (a ring indexed by count).
+    pub hs_recent: [Dur; HS_N_RTT_SAMPLE as usize],
+    /// CSS saw the queue grow again: leave at the next FWD.
+    pub hs_exit: bool,
+    /// cssBaselineMinRtt.
+    pub css_base: Dur,
+    /// Rounds ended in CSS.
+    pub css_rounds: u32,
+    /// The window held back a cell since the last growth.
+    pub hs_held: bool,
+    /// Cells the last FWD forwarded, none of them retransmitted (0 if any was).
+    pub hs_new: u32,
+    /// CSS growth not yet applied, in 1/`CSS_GROWTH_DIVISOR` cells.
+    pub hs_frac: u32,
+    /// When CSS was entered, and `fwd_seen` then: the delivery rate with a
+    /// queue, for the exit clamp.
+    pub css_at: (Time, u32),
+    /// Time of the latest FWD progress.
+    pub last_fwd_at: Time,
+
+    // Loss response.
+    pub loss_response: LossResponse,
+    pub loss_bound: f64,
+    /// EWMA of the fraction of cells lost per sample of ≥ 64 cells sent.
+    pub loss_ewma: f64,
+    /// `st.cells_out` and `st.retransmits` when the current sample began.
+    pub loss_mark: (u64, u64),
 
     // Reliability (RFC 6298, RFC 5681, RFC 6582).
     pub rtt: RttEstimator,
@@ -172,8 +225,6 @@ pub(super) struct Queue {
     /// A SACK is owed at once (an out-of-order arrival, [`Config::sack`]).
     pub owe_sack: bool,
     pub fb_queued: bool,
-    /// [`Config::halve_on_loss`], for [`Queue::on_loss_event`].
-    pub halve_on_loss: bool,
 
     /// The application sits on the in side (packaging edge) / out side
     /// (delivering edge).
@@ -200,7 +251,7 @@ impl Queue {
             tx: VecDeque::new(),
             sb: None,
             swnd: cfg.initial_window.clamp(1, cfg.window_cap()),
-            slow_start: matches!(cfg.startup, Startup::SlowStart { .. }),
+            slow_start: matches!(cfg.startup, Startup::SlowStart { .. } | Startup::HyStart),
             ss_wait: false,
             round_end: 1,
             samples: 0,
@@ -209,6 +260,25 @@ impl Queue {
             limited: false,
             own_base: Dur::MAX,
             last_actual: Dur::ZERO,
+            last_over_beta: false,
+            hystart: cfg.startup == Startup::HyStart,
+            css: false,
+            hs_last_min: Dur::MAX,
+            hs_cur_min: Dur::MAX,
+            hs_count: 0,
+            hs_recent: [Dur::MAX; HS_N_RTT_SAMPLE as usize],
+            hs_exit: false,
+            css_base: Dur::MAX,
+            css_rounds: 0,
+            hs_held: false,
+            hs_new: 0,
+            hs_frac: 0,
+            css_at: (Time::ZERO, 1),
+            last_fwd_at: Time::ZERO,
+            loss_response: cfg.loss_response,
+            loss_bound: cfg.loss_bound,
+            loss_ewma: 0.0,
+            loss_mark: (0, 0),
             rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto),
             dupacks: 0,
             recover: None,
@@ -221,7 +291,6 @@ impl Queue {
             owe_fwd: false,
             owe_sack: false,
             fb_queued: false,
-            halve_on_loss: cfg.halve_on_loss,
             in_app,
             out_app,
             edge_flag: in_app,
@@ -294,6 +363,7 @@ impl Queue {
     pub fn note_limited(&mut self) {
         if !self.out_app && (self.next_tx <= self.tail || self.in_app) && !self.window_open() {
             self.limited = true;
+            self.hs_held = true;
         }
     }
 
@@ -444,7 +514,9 @@ impl Queue {
                 self.recover = None;
             }
         }
-        let sample = if self.any_retx(self.fwd_seen, f) {
+        let retx = self.any_retx(self.fwd_seen, f);
+        self.hs_new = if retx { 0 } else { f - self.fwd_seen };
+        let sample = if retx {
             None
         } else {
             self.tx
@@ -454,6 +526,7 @@ impl Queue {
         let n = ((f - self.fwd_seen) as usize).min(self.tx.len());
         self.tx.drain(..n);
         self.fwd_seen = f;
+        self.last_fwd_at = now;
         self.probe_backoff = 0;
         if let Some(s) = sample {
             self.samples += 1;
@@ -461,18 +534,193 @@ impl Queue {
             self.round_last = s;
             self.own_base = self.own_base.min(s);
             self.st.fwd_samples += 1;
+            if self.hystart && self.slow_start {
+                self.hystart_sample(now, s);
+            }
         }
         Some(sample)
+    }
+
+    /// RFC 9406 §4.2, per RTT sample: track the round's minimum; in slow
+    /// start, once the round has `N_RTT_SAMPLE` samples, enter CSS if the
+    /// minimum rose by `RttThresh` over the last round's; in CSS, go back to
+    /// slow start if it fell below the CSS baseline.
+    ///
+    /// [hopwise] The current round is judged by the minimum of its latest
+    /// `N_RTT_SAMPLE` samples, not of all its samples. A round's samples
+    /// come from cells sent in the round before, while the window doubled:
+    /// its first samples are of cells sent before the window crossed the
+    /// BDP and hide the queue the rest built, for a whole round. With the
+    /// round minimum, a 100 Mbit/s, 50 ms hop entered CSS at 4123 cells for
+    /// a 1157-cell BDP, after its 1000-datagram link queue had overflowed
+    /// (`backtap_window` tests). The last round's minimum stays the RFC's.
+    ///
+    /// [hopwise] In CSS, a minimum that rose by another `RttThresh` over
+    /// the CSS baseline ends slow start at once (the queue keeps growing;
+    /// the RFC waits `CSS_ROUNDS`).
+    ///
+    /// On BackTap a FORWARD-RTT also holds the wait behind the successor's
+    /// window, which is itself still opening: that rise passes once the
+    /// successor catches up, and the RFC's resume rule undoes the false CSS
+    /// entry it caused (the slow start of `Startup::SlowStart` ended for
+    /// good there, `docs/reproductions/backtap-circuit.md`).
+    fn hystart_sample(&mut self, now: Time, s: Dur) {
+        self.hs_cur_min = self.hs_cur_min.min(s);
+        self.hs_recent[(self.hs_count % HS_N_RTT_SAMPLE) as usize] = s;
+        self.hs_count += 1;
+        if self.hs_count < HS_N_RTT_SAMPLE || self.hs_last_min == Dur::MAX {
+            return;
+        }
+        let recent = self.hs_recent.iter().copied().min().unwrap_or(Dur::MAX);
+        if !self.css {
+            if recent >= self.hs_last_min + rtt_thresh(self.hs_last_min) {
+                self.css = true;
+                self.css_base = recent;
+                self.css_at = (now, self.fwd_seen);
+                self.css_rounds = 0;
+                self.hs_frac = 0;
+                self.st.css_entries += 1;
+            }
+        } else if recent < self.css_base {
+            self.css = false;
+            self.css_base = Dur::MAX;
+            self.st.css_resumes += 1;
+        } else if recent >= self.css_base + rtt_thresh(self.css_base) {
+            self.hs_exit = true;
+        }
+    }
+
+    /// [`Startup::HyStart`] growth on a FWD (RFC 9406 §4.2): `swnd` grows by
+    /// the cells the FWD forwarded, at most L, divided by
+    /// `CSS_GROWTH_DIVISOR` in CSS, if none of them was retransmitted and
+    /// the window held a cell back since the last growth (RFC 7661's rule,
+    /// as [`Config::grow_only_when_limited`]). Call after [`Queue::on_fwd`].
+    pub fn grow_on_forward(&mut self, cfg: &Config) {
+        let k = std::mem::take(&mut self.hs_new);
+        if !self.hystart || !self.slow_start || k == 0 {
+            return;
+        }
+        if !self.hs_held && cfg.grow_only_when_limited {
+            return;
+        }
+        self.hs_held = false;
+        let inc = k.min(HS_L);
+        let add = if self.css {
+            self.hs_frac += inc;
+            let a = self.hs_frac / HS_CSS_GROWTH_DIVISOR;
+            self.hs_frac %= HS_CSS_GROWTH_DIVISOR;
+            a
+        } else {
+            inc
+        };
+        self.swnd = self.swnd.saturating_add(add).min(cfg.window_cap());
+    }
+
+    /// HyStart++ at the end of a round (RFC 9406 §4.2): a CSS round counts,
+    /// and after `CSS_ROUNDS` of them slow start ends with
+    /// [`Queue::hystart_clamp`]. Then the next round's minimum starts
+    /// afresh. Returns whether slow start ended.
+    fn hystart_round_end(&mut self, base: Dur) -> bool {
+        let cur = self.hs_cur_min;
+        let now = self.last_fwd_at;
+        let mut exit = false;
+        if self.css {
+            self.css_rounds += 1;
+            if self.css_rounds >= HS_CSS_ROUNDS {
+                exit = true;
+                self.leave_hystart();
+                self.hystart_clamp(base, cur, now);
+            }
+        }
+        self.hs_last_min = cur;
+        self.hs_cur_min = Dur::MAX;
+        self.hs_count = 0;
+        exit
+    }
+
+    /// Leaving HyStart (RFC 9406 keeps cwnd on leaving CSS). [hopwise] The
+    /// window is clamped to the larger of two estimates of the BDP, plus
+    /// one: the clamp of [`Startup::SlowStart`], `swnd · baseRtt / rtt`
+    /// with the latest minimum (Linux tcp_vegas), and the delivery rate
+    /// since CSS began times baseRtt (BBR's estimate,
+    /// draft-cardwell-iccrg-bbr-congestion-control: in CSS a queue has
+    /// built, so cells leave at the bottleneck's rate). The start-up is
+    /// unpaced, so each estimate alone can read its bursts and gaps low: on
+    /// a 100 Mbit/s, 50 ms hop either alone gave about 1000 cells, the
+    /// larger 1174 for a BDP of 1157 (`backtap_window` tests). Flooring the
+    /// clamp at the window at CSS entry instead kept backtap-circuit's exit
+    /// hop at 788 cells for a 96-cell BDP (a relay's full initial token
+    /// bucket hid the bottleneck while the window grew).
+    fn hystart_clamp(&mut self, base: Dur, rtt: Dur, now: Time) {
+        if base == Dur::MAX {
+            return;
+        }
+        let b = base.as_nanos() as u128;
+        let mut est = 0;
+        if rtt != Dur::MAX {
+            est = self.swnd as u128 * b / rtt.max(base).as_nanos().max(1) as u128;
+        }
+        let span = now.since(self.css_at.0);
+        let cells = self.fwd_seen - self.css_at.1;
+        if span > Dur::ZERO && cells >= HS_N_RTT_SAMPLE {
+            est = est.max(cells as u128 * b / span.as_nanos() as u128);
+        }
+        if est == 0 {
+            return;
+        }
+        let target = est.min(u32::MAX as u128 - 1) as u32 + 1;
+        self.swnd = self.swnd.min(target).max(2);
+    }
+
+    fn leave_hystart(&mut self) {
+        self.slow_start = false;
+        self.hs_exit = false;
+        self.css = false;
+        self.css_base = Dur::MAX;
+    }
+
+    /// Leaving slow start: clamp to the window that matches the measured
+    /// rate, swnd · baseRtt / rtt, plus one (Linux tcp_vegas), so that Eq. 1
+    /// does not spend a round per cell of overshoot.
+    fn clamp_to_rate(&mut self, base: Dur, rtt: Dur) {
+        let target = self.swnd as u128 * base.as_nanos() as u128 / rtt.as_nanos().max(1) as u128;
+        self.swnd = self.swnd.min(target as u32 + 1).max(1);
+    }
+
+    /// [`LossResponse::DelayQualified`]: one sample of the lost fraction
+    /// (retransmissions over new cells sent) per ≥ 64 cells sent, smoothed
+    /// with gain 1/8.
+    fn loss_round_end(&mut self) {
+        let sent = self.st.cells_out - self.loss_mark.0;
+        if sent < LOSS_MIN_CELLS {
+            return;
+        }
+        let lost = self.st.retransmits - self.loss_mark.1;
+        let frac = (lost as f64 / sent as f64).min(1.0);
+        self.loss_ewma += (frac - self.loss_ewma) / 8.0;
+        self.loss_mark = (self.st.cells_out, self.st.retransmits);
     }
 
     /// The round ends when a FWD covers the cell that was next to send when
     /// it began (`docs/backtap.md`; nstor `begRttSeq`). Returns whether the
     /// window was evaluated.
     pub fn maybe_end_round(&mut self, cfg: &Config, base: Dur) -> bool {
+        let mut hs_exit = false;
+        if self.hs_exit && self.slow_start {
+            // CSS saw the queue grow again (`hystart_sample`).
+            hs_exit = true;
+            self.leave_hystart();
+            let recent = self.hs_recent.iter().copied().min().unwrap_or(Dur::MAX);
+            self.hystart_clamp(base, recent, self.last_fwd_at);
+        }
         if self.fwd_seen <= self.round_end {
             return false;
         }
         self.round_end = self.next_tx;
+        if self.loss_response == LossResponse::DelayQualified {
+            self.loss_round_end();
+        }
+        hs_exit |= self.hystart && self.slow_start && self.hystart_round_end(base);
         // Fewer than `min_samples` samples carry over to the next round
         // (nstor only resets its counter when it adjusts the window).
         if self.samples < cfg.min_samples.max(1) || base == Dur::MAX {
@@ -486,11 +734,13 @@ impl Queue {
         let lhs = |rtt: Dur| swnd * (rtt.max(base) - base).as_nanos() as u128;
         let may_grow = self.limited || !cfg.grow_only_when_limited;
         let max = cfg.window_cap();
-        let mut vegas = true;
-        if self.slow_start {
+        // HyStart++ replaces Eq. 1 until it ends, and on the round it ends.
+        let in_hystart = self.hystart && self.slow_start;
+        let mut vegas = !(hs_exit || in_hystart);
+        if self.slow_start && !self.hystart {
             let gamma = match cfg.startup {
                 Startup::SlowStart { gamma } => gamma,
-                Startup::Linear => 0,
+                Startup::Linear | Startup::HyStart => 0,
             };
             // [hopwise] Slow start judges a round by its latest sample: the
             // minimum still includes cells sent before the last doubling
@@ -508,16 +758,13 @@ impl Queue {
                     self.ss_wait = false;
                 }
             } else {
-                // Leaving slow start: clamp to the window that matches the
-                // measured rate, swnd · baseRtt / actualRtt, plus one (Linux
-                // tcp_vegas), so that Eq. 1 does not spend a round per cell
-                // of overshoot.
+                // Leaving slow start: clamp to the measured rate.
                 self.slow_start = false;
                 vegas = false;
-                let target = swnd * b / latest.as_nanos().max(1) as u128;
-                self.swnd = self.swnd.min(target as u32 + 1).max(1);
+                self.clamp_to_rate(base, latest);
             }
         }
+        self.last_over_beta = lhs(actual) > cfg.beta as u128 * b;
         if vegas {
             if lhs(actual) < cfg.alpha as u128 * b {
                 if may_grow {
@@ -638,17 +885,54 @@ impl Queue {
         self.timer = Timer::Rto(now + self.rtt.rto());
     }
 
-    /// Every loss declaration comes here, at most once per recovery episode
-    /// (fast retransmit, RTO, RACK, TLP). The response: with
-    /// [`Config::halve_on_loss`] the window halves, not below the start-up
-    /// window of 2, and slow start ends.
-    pub fn on_loss_event(&mut self, now: Time, cause: LossCause) {
-        let _ = (now, cause);
-        if self.halve_on_loss {
+    /// A loss event: the first loss of a recovery episode, whatever found it
+    /// (called at most once per episode). The window answers as
+    /// [`Config::loss_response`] says; a cut halves it, not below the
+    /// start-up window of 2, and ends any slow start.
+    pub fn on_loss_event(&mut self, _now: Time, cause: LossCause) {
+        let cut = match self.loss_response {
+            LossResponse::None => false,
+            LossResponse::Halve => true,
+            LossResponse::DelayQualified => self.loss_is_congestive(cause),
+        };
+        if cut {
             self.swnd = (self.swnd / 2).max(2).min(self.swnd);
-            self.slow_start = false;
+            self.leave_hystart();
             self.st.loss_cuts += 1;
+        } else if self.loss_response == LossResponse::DelayQualified {
+            self.st.loss_kept += 1;
         }
+    }
+
+    /// [hopwise] [`LossResponse::DelayQualified`] (`docs/backtap.md`, "Loss
+    /// response"): a loss is congestive if any of
+    /// 1. the latest ACK round trip of this hop rose over its minimum by
+    ///    `clamp(min/8, 4 ms, 16 ms)` (RFC 9406 §4.3's threshold): a queue
+    ///    that overflowed was full just before, and the cell acknowledged
+    ///    last waited behind it;
+    /// 2. the last round's Eq. 1 `diff` exceeded β: queueing beyond the band
+    ///    Eq. 1 aims at, seen in the FORWARD round trip;
+    /// 3. the retransmission timer found it, once a round trip was measured
+    ///    (RFC 6298 §5; RFC 8985 §6.3 treats an RTO as congestion too);
+    /// 4. the smoothed lost fraction exceeds [`Config::loss_bound`]: an
+    ///    explicit loss-rate bound, as BBR's `loss_thresh` (2 %) bounds
+    ///    the loss it tolerates.
+    fn loss_is_congestive(&self, cause: LossCause) -> bool {
+        // A timeout before any round trip was measured (the first flight
+        // lost, the RTO still the initial 1 s) says nothing about a queue.
+        if cause == LossCause::Rto && self.rtt.has_sample() {
+            return true;
+        }
+        if self.last_over_beta || self.loss_ewma > self.loss_bound {
+            return true;
+        }
+        if self.rtt.has_sample() {
+            let min = self.rtt.min_rtt();
+            if self.rtt.latest() >= min + rtt_thresh(min) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The lost-retransmission timer expired: send `head` again, no backoff.
@@ -700,6 +984,7 @@ impl Queue {
         let mut s = self.st;
         s.swnd = self.swnd;
         s.slow_start = self.slow_start;
+        s.css = self.css;
         s.head = self.head;
         s.tail = self.tail;
         s.next_tx = self.next_tx;

@@ -2,7 +2,7 @@
 //! (`docs/backtap.md`, "Selective acknowledgement"). The paper's BackTap has
 //! cumulative ACKs only; a hop then repairs about one hole per round trip and
 //! finds a lost retransmission only by a timer, which at 5 % loss per 40 ms
-//! hop held the daemon near 16 kB/s (issue 36).
+//! hop held the daemon near 16 kB/s.
 //!
 //! Receiver ([`Config::sack`] on): the cells held above a gap are kept as
 //! runs; every feedback item while a run exists goes out as a SACK item
@@ -23,7 +23,8 @@
 //! overlaps `head` is clipped. A forged SACK can at worst delay the repair
 //! of a cell until RACK or the RTO marks `head` lost.
 
-use super::queue::{LossCause, Queue, Timer, TxInfo};
+use super::queue::{Queue, Timer, TxInfo};
+use super::LossCause;
 use super::wire::Sack;
 use super::Config;
 use crate::time::{Dur, Time};

@@ -392,18 +392,25 @@ fn fast_retransmit_on_the_third_duplicate_ack() {
     assert_eq!(cells(&settle(&mut ep, ms(25))), vec![6]);
     let s = ep.circuit_stats(cs[0], Direction::Forward);
     assert_eq!((s.fast_retransmits, s.retransmits, s.timeouts), (1, 2, 0));
-    // The window halved once on entering recovery (Config::halve_on_loss).
+    // The window halved once on entering recovery (Config::loss_response).
     assert_eq!((s.swnd, s.loss_cuts), (4, 1));
 }
 
 /// The loss response halves the window once per recovery episode, on a fast
 /// retransmit or a timeout, and can be turned off (the paper's BackTap).
+/// DelayQualified keeps the window for a loss that comes without a delay
+/// rise (here: no ACK sample at all, nothing smoothed); the timeout that
+/// follows in the same episode is not a second loss event.
 #[test]
 fn loss_recovery_halves_the_window_once_unless_turned_off() {
-    for halve in [true, false] {
+    for resp in [
+        LossResponse::Halve,
+        LossResponse::None,
+        LossResponse::DelayQualified,
+    ] {
         let cfg = Config {
             initial_window: 12,
-            halve_on_loss: halve,
+            loss_response: resp,
             ..Config::default()
         };
         let (mut ep, p, cs) = client(cfg, 1);
@@ -423,10 +430,68 @@ fn loss_recovery_halves_the_window_once_unless_turned_off() {
         settle(&mut ep, rto);
         let s = ep.circuit_stats(cs[0], Direction::Forward);
         assert!(s.timeouts >= 1, "{s:?}");
-        if halve {
-            assert_eq!((s.swnd, s.loss_cuts), (6, 1), "{s:?}");
+        match resp {
+            LossResponse::Halve => assert_eq!((s.swnd, s.loss_cuts), (6, 1), "{s:?}"),
+            LossResponse::None => assert_eq!((s.swnd, s.loss_cuts), (12, 0), "{s:?}"),
+            LossResponse::DelayQualified => {
+                assert_eq!((s.swnd, s.loss_cuts, s.loss_kept), (12, 0, 1), "{s:?}")
+            }
+        }
+    }
+}
+
+/// DelayQualified: a timeout outside recovery is congestive once a round
+/// trip was measured (before that, the test above: kept).
+#[test]
+fn delay_qualified_halves_on_a_timeout() {
+    let cfg = Config {
+        initial_window: 12,
+        loss_response: LossResponse::DelayQualified,
+        ..Config::default()
+    };
+    let (mut ep, p, cs) = client(cfg, 1);
+    assert_eq!(fill(&mut ep, ms(0), cs[0]), 12);
+    drain(&mut ep, ms(1));
+    ep.handle_datagram(ms(10), p, &fb(10, Some(2), None))
+        .unwrap();
+    let rto = ep.poll_timeout().expect("RTO armed");
+    ep.handle_timeout(rto);
+    settle(&mut ep, rto);
+    let s = ep.circuit_stats(cs[0], Direction::Forward);
+    assert_eq!((s.timeouts, s.swnd, s.loss_cuts), (1, 6, 1), "{s:?}");
+}
+
+/// DelayQualified: a fast retransmit after the ACK round trip rose by the
+/// RFC 9406 threshold (here from 9 ms to 29 ms, threshold 4 ms) halves the
+/// window; the same loss after an unchanged round trip keeps it.
+#[test]
+fn delay_qualified_halves_a_loss_that_comes_with_a_delay_rise() {
+    for (second_ack_ms, cut) in [(29, true), (11, false)] {
+        let cfg = Config {
+            initial_window: 12,
+            loss_response: LossResponse::DelayQualified,
+            ..Config::default()
+        };
+        let (mut ep, p, cs) = client(cfg, 1);
+        assert_eq!(fill(&mut ep, ms(0), cs[0]), 12);
+        drain(&mut ep, ms(1));
+        // Cell 1 acknowledged after 9 ms, cell 2 after `second_ack_ms` − 1.
+        ep.handle_datagram(ms(10), p, &fb(10, Some(2), None))
+            .unwrap();
+        ep.handle_datagram(ms(second_ack_ms), p, &fb(10, Some(3), None))
+            .unwrap();
+        // Cell 3 lost.
+        for t in 0..3 {
+            ep.handle_datagram(ms(second_ack_ms + 1 + t), p, &fb(10, Some(3), None))
+                .unwrap();
+        }
+        settle(&mut ep, ms(second_ack_ms + 4));
+        let s = ep.circuit_stats(cs[0], Direction::Forward);
+        assert_eq!(s.fast_retransmits, 1, "{s:?}");
+        if cut {
+            assert_eq!((s.swnd, s.loss_cuts, s.loss_kept), (6, 1, 0), "{s:?}");
         } else {
-            assert_eq!((s.swnd, s.loss_cuts), (12, 0), "{s:?}");
+            assert_eq!((s.swnd, s.loss_cuts, s.loss_kept), (12, 0, 1), "{s:?}");
         }
     }
 }

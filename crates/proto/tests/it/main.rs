@@ -5,6 +5,7 @@ mod backtap_dynamics;
 mod backtap_net;
 mod backtap_sack;
 mod backtap_transfer;
+mod backtap_window;
 mod backtap_wire;
 mod cc_props;
 mod circuit_props;

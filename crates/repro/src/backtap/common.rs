@@ -4,7 +4,7 @@
 //! runs it for Tor Vegas's standing queue), the draws every run makes, and
 //! the intervals over seeds that their claims are judged with.
 
-use hopwise_proto::backtap::{Startup, CELL_ITEM_LEN};
+use hopwise_proto::backtap::{LossResponse, Startup, CELL_ITEM_LEN};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
@@ -195,6 +195,16 @@ fn backtap_linear() -> TorConfig {
 fn backtap_slow_start() -> TorConfig {
     backtap(Startup::SlowStart { gamma: 1 })
 }
+/// [hopwise] BackTap whose hops start with HyStart++ (RFC 9406 on BackTap's
+/// rounds) and answer loss with the delay-qualified rule; otherwise the
+/// paper's constants (`docs/backtap.md`, "Start-up" and "Loss response").
+pub fn backtap_hystart() -> TorConfig {
+    let mut cfg = backtap(Startup::HyStart);
+    if let TransportConfig::Backtap(t) = &mut cfg.transport {
+        t.endpoint.loss_response = LossResponse::DelayQualified;
+    }
+    cfg
+}
 
 impl Variant {
     fn new(
@@ -313,6 +323,19 @@ pub fn slow_start_variant() -> Variant {
         "per-hop",
         RefillMode::Periodic10,
         backtap_slow_start,
+        false,
+    )
+}
+
+/// BackTap with HyStart++ and the delay-qualified loss response, for the
+/// start-up comparison.
+pub fn hystart_variant() -> Variant {
+    Variant::new(
+        "backtap-hystart",
+        "backtap",
+        "per-hop",
+        RefillMode::Periodic10,
+        backtap_hystart,
         false,
     )
 }

@@ -12,7 +12,7 @@
 //! * `lab` (feature `lab`): a BackTap circuit of `hopwise relay` processes
 //!   against kernel TCP at one shaped bottleneck;
 //! * `hops` (feature `lab`): `hopwise lab hops`, BackTap against kernel TCP
-//!   spliced at the same relays, over the same three lossy hops (issue 36).
+//!   spliced at the same relays, over the same three lossy hops.
 
 pub mod circuit;
 pub mod common;

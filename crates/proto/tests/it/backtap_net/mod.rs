@@ -60,6 +60,13 @@ pub struct LinkDir {
     pub max_queue: usize,
 }
 
+impl LinkDir {
+    /// Datagrams queued or being sent at `now`.
+    pub fn queue_len(&self, now: Time) -> usize {
+        self.queued.iter().filter(|&&t| t > now).count()
+    }
+}
+
 pub struct Node {
     pub ep: Endpoint,
     /// Per PeerId at this node: (link direction out, destination node, our PeerId there).

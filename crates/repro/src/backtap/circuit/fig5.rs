@@ -6,8 +6,8 @@
 
 use super::Plan;
 use crate::backtap::common::{
-    hop_mean, middle_held_cells, net, ramp_estimate, round_to, slow_start_variant, start_offset,
-    variants, Variant, BACKTAP_CELL, C,
+    hop_mean, hystart_variant, middle_held_cells, net, ramp_estimate, round_to, slow_start_variant,
+    start_offset, variants, Variant, BACKTAP_CELL, C,
 };
 use hopwise_experiment::stats::mean_ci90;
 use hopwise_experiment::{Ctx, Outputs};
@@ -208,7 +208,8 @@ pub struct Fig5Row {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct RampRow {
     pub rtt_ms: u64,
-    /// "linear" (+1 cell per round, the paper) or "slow-start" (γ = 1).
+    /// "linear" (+1 cell per round, the paper), "slow-start" (γ = 1) or
+    /// "hystart" (HyStart++ with the delay-qualified loss response).
     pub startup: &'static str,
     /// Time to 95 % of the payload rate (seed 1).
     pub ramp_s: f64,
@@ -243,6 +244,9 @@ pub struct Fig5Out {
     /// (RTT, startup, series) for the start-up figure.
     #[serde(skip)]
     pub ramp_series: Vec<(u64, &'static str, Series)>,
+    /// (RTT, startup, run) of the start-up runs, for their queues.
+    #[serde(skip)]
+    pub ramp_runs: Vec<(u64, &'static str, Fig5Run)>,
 }
 
 impl Fig5Out {
@@ -271,6 +275,7 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
         .filter(|v| v.main || plan.fig5_refill_variants)
         .collect();
     let ss = slow_start_variant();
+    let hs = hystart_variant();
     // (variant, rtt, seed, keep series, is a start-up run)
     let mut jobs: Vec<(Variant, u64, u64, bool, bool)> = Vec::new();
     for v in &vs {
@@ -291,6 +296,7 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
             jobs.push((vs[2].clone(), rtt, 1, true, true));
         }
         jobs.push((ss.clone(), rtt, 1, true, true));
+        jobs.push((hs.clone(), rtt, 1, true, true));
     }
     // Longest first, so that the slowest runs do not start last.
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -317,6 +323,8 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
         if *keep {
             let name = if v.key == ss.key {
                 "slow-start"
+            } else if v.key == hs.key {
+                "hystart"
             } else {
                 "linear"
             };
@@ -362,7 +370,8 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
             });
         }
     }
-    ramp_runs.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)));
+    // The HyStart rows after the others (they were added later).
+    ramp_runs.sort_by(|a, b| (a.1 == "hystart", a.0, a.1).cmp(&(b.1 == "hystart", b.0, b.1)));
     let ramp: Vec<RampRow> = ramp_runs
         .iter()
         .map(|(rtt, name, run, _)| RampRow {
@@ -379,8 +388,12 @@ pub fn run(plan: &Plan, ctx: &Ctx<'_, Fig5Out>) -> anyhow::Result<Fig5Out> {
         runs,
         ramp,
         ramp_series: ramp_runs
+            .iter()
+            .map(|(r, n, _, s)| (*r, *n, s.clone()))
+            .collect(),
+        ramp_runs: ramp_runs
             .into_iter()
-            .map(|(r, n, _, s)| (r, n, s))
+            .map(|(r, n, run, _)| (r, n, run))
             .collect(),
     };
     Ok(out)

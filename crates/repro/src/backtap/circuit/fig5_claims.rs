@@ -470,6 +470,36 @@ pub fn claims(plan: &Plan, out: &Fig5Out) -> Vec<Claim> {
             ),
         ));
     }
+    let hs: Vec<&(u64, &str, Fig5Run)> =
+        out.ramp_runs.iter().filter(|r| r.1 == "hystart").collect();
+    if !hs.is_empty() {
+        let lin = |rtt: u64| {
+            out.ramp
+                .iter()
+                .find(|r| r.startup == "linear" && r.rtt_ms == rtt)
+                .map_or(f64::NAN, |r| r.ramp_s)
+        };
+        c.push(Claim::info(
+            "§3 start-up (hopwise HyStart)",
+            "BackTap whose hops start with HyStart++ (RFC 9406 on BackTap's rounds) and answer loss with the delay-qualified rule (docs/backtap.md, [hopwise]; the paper's constants otherwise): time to fill the circuit, and the queue it keeps at the bottleneck once it has (the paper's BackTap: a few cells)",
+            hs.iter()
+                .map(|(rtt, _, r)| {
+                    format!(
+                        "{rtt} ms: 95 % of the payload rate after {:.1} s (linear {:.0} s), exit window {:.0} cells, mean middle queue {:.1} cells, backlog {:.0} kB, rate/payload {:.3} (from {:.0} s of {:.0} s)",
+                        r.ramp_s,
+                        lin(*rtt),
+                        r.exit_swnd,
+                        r.bottleneck_queue_cells,
+                        r.backlog / 1e3,
+                        r.rate / pb,
+                        r.fit_from_s,
+                        r.duration_s,
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        ));
+    }
     for key in ["backtap-100ms", "backtap-on-demand"] {
         let cv = out.curve(key);
         if cv.is_empty() {

@@ -262,6 +262,13 @@ pub fn fig5(out: &Fig5Out, o: &mut Outputs) -> anyhow::Result<()> {
         let (rate_span, swnd_span) = (figs::y_span(&rate_refs), figs::y_span(&swnds));
         for (k, (rtt, name, _)) in out.ramp_series.iter().enumerate() {
             let idx = rtts.iter().position(|r| r == rtt).unwrap_or(0);
+            // HyStart in colours of its own (the other start-ups share
+            // their RTT's).
+            let idx = if *name == "hystart" {
+                idx + rtts.len()
+            } else {
+                idx
+            };
             let color = hopwise_plot::palette_color(idx);
             let n = format!("{rtt} ms, {name}");
             // A start-up curve on top of the same RTT's linear one says so.
@@ -294,7 +301,7 @@ pub fn fig5(out: &Fig5Out, o: &mut Outputs) -> anyhow::Result<()> {
             )));
         }
         let fig = Figure::new(
-            "BackTap's start-up: +1 cell per round (solid) and slow start, γ = 1 (dashed)",
+            "BackTap's start-up: +1 cell per round (solid), slow start, γ = 1, and HyStart++ (dashed)",
             2,
         )
         .panel_size(580, 400)

@@ -1,5 +1,5 @@
 //! `hopwise lab hops`: BackTap and kernel TCP over the same three lossy
-//! hops (issue 36's equal footing).
+//! hops, on an equal footing.
 //!
 //! Five hosts on the lab's wide-area links ([`hopwise_lab::wan`]):
 //!
@@ -638,7 +638,7 @@ fn claims(plan: &Plan, r: &Results) -> Vec<Claim> {
         .join("; ");
     out.push(
         Claim::new(
-            "issue 36: parity or better",
+            "parity or better",
             "over the same three lossy hops, BackTap's median goodput is at least kernel TCP's (CUBIC, SACK, spliced at the same relays), for every loss and size",
         )
         .measured(format!("median (min–max) over {}: {measured}", hopwise_experiment::plural(plan.runs as usize, "run")))

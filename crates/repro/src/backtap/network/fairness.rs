@@ -613,6 +613,23 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
             list(&|r| format!("{:.0}", r.queue_cells_median))
         ),
     ));
+    if let (Some(h), Some(b)) = (out.row(HYSTART), out.row("backtap")) {
+        c.push(Claim::info(
+            "Fig. 6a (standing queue, hopwise HyStart)",
+            "BackTap with HyStart++ and the delay-qualified loss response (hopwise options; the paper's constants otherwise) keeps BackTap's standing queue per circuit (paper: BackTap about 20 cells, vanilla 238)",
+            format!(
+                "median over circuits and runs, cells: {HYSTART} {:.0}, backtap {:.0}; backlog {:.1} MB vs {:.1} MB; Jain median {:.3} vs {:.3} ({} vs {})",
+                h.queue_cells_median,
+                b.queue_cells_median,
+                h.backlog_bytes / 1e6,
+                b.backlog_bytes / 1e6,
+                h.jain_median,
+                b.jain_median,
+                plural(h.runs, "run"),
+                plural(b.runs, "run"),
+            ),
+        ));
+    }
     let vars: Vec<&FairnessRow> = out.rows.iter().filter(|r| !r.main).collect();
     if !vars.is_empty() {
         c.push(Claim::info(
@@ -640,6 +657,9 @@ pub fn claims(plan: &Plan, out: &FairnessOut) -> Vec<Claim> {
 /// The BackTap variant whose hops start with slow start (a hopwise
 /// option; the paper opens the window by one cell per round).
 pub const SLOW_START: &str = "backtap-slowstart";
+
+/// The BackTap variant with HyStart++ and the delay-qualified loss response.
+pub const HYSTART: &str = "backtap-hystart";
 
 /// The fairness claim again for BackTap with slow start, as a row of its
 /// own: its median Jain index against each of `others`' over the seeds both

@@ -156,6 +156,12 @@ pub fn variants() -> Vec<Transport> {
             Periodic10,
             backtap_slow_start,
         ),
+        t(
+            "backtap-hystart",
+            "BackTap, HyStart++ and delay-qualified loss response (hopwise)",
+            Periodic10,
+            crate::backtap::common::backtap_hystart,
+        ),
         t("n23-edge", "N23, edge-gated (nstor)", Periodic100, n23_edge),
         t("vanilla-10ms", "vanilla, 10 ms refill", Periodic10, vanilla),
         // Tor Vegas on relays of the Tor versions that have it (≥ 0.4.7),
@@ -262,6 +268,7 @@ impl Plan {
                 "backtap-100ms",
                 "backtap-1ms",
                 "backtap-slowstart",
+                "backtap-hystart",
                 "n23-edge",
                 "vanilla-10ms",
                 "tor-vegas-on-demand",
@@ -275,7 +282,7 @@ impl Plan {
             inter_circuits: vec![1, 2, 4, 8, 16, 32],
             inter_n_tcp: vec![1, 2, 4],
             inter_transports: vec!["vanilla", "pctcp", "n23", "tor-vegas", "backtap"],
-            inter_variants: vec!["backtap-slowstart"],
+            inter_variants: vec!["backtap-slowstart", "backtap-hystart"],
             inter_secs: 60,
             inter_from_s: 20,
             inter_seeds: seeds.unwrap_or(3).max(1),
@@ -286,7 +293,7 @@ impl Plan {
             dumbbell_from_s: 60,
             dumbbell_seeds: seeds.unwrap_or(2).max(1),
             dumbbell_bulk_fraction: 0.1,
-            dumbbell_variants: vec!["backtap-slowstart"],
+            dumbbell_variants: vec!["backtap-slowstart", "backtap-hystart"],
             // BackTap's linear start-up needs ~260 s at 900 ms (see
             // backtap-circuit), Tor Vegas ~120–240 s to converge at 683 ms.
             single_rtts_ms: vec![100, 300, 683, 900],
@@ -303,7 +310,8 @@ impl Plan {
             star_start_s: 10,
             star_from_s: 30,
             star_secs: 50,
-            star_variants: vec![],
+            // HyStart's standing queue per circuit, beside BackTap's.
+            star_variants: vec!["backtap-hystart"],
             star_variant_seeds: s,
             inter_circuits: vec![1, 4, 16],
             inter_n_tcp: vec![1, 4],
