@@ -176,7 +176,7 @@ pub enum LabCmd {
         #[arg(long, default_value = "out/lab-otcp")]
         out: PathBuf,
     },
-    /// Issue 36's equal footing: a BackTap circuit (three `hopwise relay`s and a fresh `hopwise proxy` per
+    /// BackTap on an equal footing with kernel TCP: a BackTap circuit (three `hopwise relay`s and a fresh `hopwise proxy` per
     /// download) against kernel TCP spliced by `hopwise otcp` relays at the same hosts, over the same three
     /// hops of 40 ms RTT that lose p of the frames each way: downloads through each, side by side, with the
     /// delay line's UDP and TCP losses (real time: quick about 2 min, full several hours; needs root).

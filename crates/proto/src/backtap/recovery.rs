@@ -24,9 +24,9 @@
 //! of a cell until RACK or the RTO marks `head` lost.
 
 use super::queue::{Queue, Timer, TxInfo};
-use super::LossCause;
 use super::wire::Sack;
 use super::Config;
+use super::LossCause;
 use crate::time::{Dur, Time};
 use std::collections::{BTreeSet, VecDeque};
 

@@ -10,8 +10,8 @@
 //!
 //! The three hops client–relay1, relay1–relay2 and relay2–relay3 each have
 //! a 40 ms round trip (20 ms one way) and lose each frame with probability
-//! `p`, in each direction, independently (the TCP measurement
-//! lost frames on every hop both ways, as the delay line does); relay3–
+//! `p`, in each direction, independently (the kernel-TCP measurement
+//! that motivated it lost frames on every hop both ways, as the delay line does); relay3–
 //! server has no delay and no loss. Both transports cross the same veths
 //! and the same delay line: every relay host runs `hopwise relay` (BackTap
 //! over UDP) and `hopwise otcp relay` (kernel TCP spliced at the relay),
