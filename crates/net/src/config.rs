@@ -318,10 +318,10 @@ impl Default for Transport {
             pack_delay: Duration::ZERO,
             alpha: 10,
             beta: 20,
-            startup: Startup::Linear,
+            startup: Startup::HyStart,
             max_window: 10_000,
             sack: true,
-            loss_response: LossResponse::Halve,
+            loss_response: LossResponse::DelayQualified,
             loss_bound: 0.1,
         }
     }

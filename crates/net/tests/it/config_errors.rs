@@ -227,11 +227,17 @@ fn transport_startup_and_loss_keys_name_their_problems() {
     assert_eq!(c.transport.startup, Startup::HyStart);
     assert_eq!(c.transport.loss_response, LossResponse::DelayQualified);
     assert_eq!(c.transport.loss_bound, 0.05);
-    // The defaults are today's: linear start-up, halving on loss.
+    // The daemon's defaults: HyStart, the delay-qualified loss response, SACK
+    // (docs/relay.md; the paper's linear start and delay-only window are
+    // `startup = "linear"`, `loss_response = "none"`, `sack = false`).
     let c = parse("").unwrap();
     assert_eq!(
-        (c.transport.startup, c.transport.loss_response),
-        (Startup::Linear, LossResponse::Halve)
+        (
+            c.transport.startup,
+            c.transport.loss_response,
+            c.transport.sack
+        ),
+        (Startup::HyStart, LossResponse::DelayQualified, true)
     );
 
     let e = parse("[transport]\nloss_response = \"ignore\"\n").unwrap_err();
