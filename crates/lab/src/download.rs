@@ -10,7 +10,7 @@
 //! it reads to the caller (to hash it), so that this module knows nothing
 //! about the content.
 
-use crate::traffic::{enter, socks5_connect, spawn_ready, Clock};
+use crate::traffic::{connect_via, enter, spawn_ready, Clock};
 use anyhow::{Context, Result};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
@@ -222,16 +222,7 @@ pub fn fetch(
             f.error = last_error.map(|e: anyhow::Error| format!("not connected: {e:#}"));
             return f;
         }
-        let attempt = (|| -> Result<TcpStream> {
-            match socks {
-                None => Ok(TcpStream::connect_timeout(&to, Duration::from_secs(1))?),
-                Some(p) => {
-                    let mut s = TcpStream::connect_timeout(&p, Duration::from_secs(1))?;
-                    socks5_connect(&mut s, to)?;
-                    Ok(s)
-                }
-            }
-        })();
+        let attempt = connect_via(to, socks);
         match attempt {
             Ok(s) => break s,
             Err(e) => {

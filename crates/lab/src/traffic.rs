@@ -84,6 +84,19 @@ fn retry(e: &std::io::Error) -> bool {
     )
 }
 
+/// A TCP connection to `to`, directly or through the SOCKS5 proxy at
+/// `socks`, each connect bounded by one second.
+pub fn connect_via(to: SocketAddr, socks: Option<SocketAddr>) -> Result<TcpStream> {
+    match socks {
+        None => Ok(TcpStream::connect_timeout(&to, Duration::from_secs(1))?),
+        Some(p) => {
+            let mut s = TcpStream::connect_timeout(&p, Duration::from_secs(1))?;
+            socks5_connect(&mut s, to)?;
+            Ok(s)
+        }
+    }
+}
+
 /// Moves the calling thread into the namespace behind `ns`.
 pub fn enter(ns: &File, what: &str) -> Result<()> {
     setns(ns, CloneFlags::CLONE_NEWNET)
@@ -351,16 +364,7 @@ pub fn spawn_client(
             enter(&ns, &what)?;
             clock.sleep_until(start_s);
             let mut stream = loop {
-                let attempt = (|| -> Result<TcpStream> {
-                    match socks {
-                        None => Ok(TcpStream::connect_timeout(&to, Duration::from_secs(1))?),
-                        Some(p) => {
-                            let mut s = TcpStream::connect_timeout(&p, Duration::from_secs(1))?;
-                            socks5_connect(&mut s, to)?;
-                            Ok(s)
-                        }
-                    }
-                })();
+                let attempt = connect_via(to, socks);
                 match attempt {
                     Ok(s) => break s,
                     Err(_) if clock.now_s() < start_s + setup_s => {
