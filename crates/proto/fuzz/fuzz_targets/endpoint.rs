@@ -92,9 +92,9 @@ fuzz_target!(|data: &[u8]| {
         } else {
             dg
         };
-        let rejected = ep.stats().sack_rejected;
+        // The exact count of rejected blocks is a property test
+        // (tests/it/backtap_sack.rs); here: no panic, and the invariants below.
         let _ = ep.handle_datagram(now, from, dg);
-        assert!(ep.stats().sack_rejected >= rejected);
         if ctl & 0x40 != 0 {
             while ep
                 .recv_cell_into(now, edge, Direction::Forward, &mut body)

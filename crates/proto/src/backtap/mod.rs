@@ -120,7 +120,9 @@ pub enum Startup {
     /// falls back below the CSS baseline (a rise caused by the successor's
     /// own start-up, not by a queue: backpressure), and ends after 5 CSS
     /// rounds, or at once if the minimum rises by another threshold, with
-    /// the clamp `swnd · baseRtt / minRtt + 1` of [`Startup::SlowStart`];
+    /// a clamp: the larger of `swnd · baseRtt / minRtt` (as
+    /// [`Startup::SlowStart`]) and the delivery rate since CSS began times
+    /// baseRtt, plus 1;
     /// Eq. 1 follows. Only a loss that [`Config::loss_response`] answers ends
     /// it. Motivation: the linear start takes ~50 s to open a 40 ms hop to
     /// 17 MB/s (`docs/backtap.md`, "Start-up").

@@ -197,8 +197,16 @@ impl Queue {
 
     /// A transmission of `seq` at `now` (SACK mode): RACK's order of sends.
     pub(super) fn sack_sent(&mut self, seq: u32, now: Time) {
+        let head = self.head;
         if let Some(sb) = self.sb.as_deref_mut() {
             sb.lost.remove(&seq);
+            // Entries of released cells go from the front here, not only in
+            // RACK's scan (which runs on SACKs and the reorder timer): on a
+            // clean stretch the order would otherwise grow by one entry per
+            // cell sent, without bound.
+            while sb.xmit_order.front().is_some_and(|&(s, _)| s < head) {
+                sb.xmit_order.pop_front();
+            }
             sb.xmit_order.push_back((seq, now));
         }
     }
@@ -230,6 +238,9 @@ impl Queue {
             // means the original or the probe was lost.
             let retx = std::mem::take(&mut sb.tlp_retx);
             if retx && self.recover.is_none() {
+                // One loss event per episode: RACK in the same SACK must not
+                // answer the same loss again.
+                self.recover = Some(self.next_tx - 1);
                 self.on_loss_event(now, LossCause::Tlp);
             }
         }
@@ -242,7 +253,13 @@ impl Queue {
         let Some(sb) = self.sb.as_deref_mut() else {
             return out;
         };
-        for &(start, end) in blocks {
+        // §6.2 step 3 reads the newly delivered cells in ascending order:
+        // taken in the wire's order (most recent block first), a lower
+        // block newly covered after a higher one would look reordered, and
+        // `reordering_seen` never resets.
+        let mut blocks = blocks.to_vec();
+        blocks.sort_unstable();
+        for &(start, end) in &blocks {
             if end > self.next_tx {
                 out.rejected += 1;
                 continue;
@@ -338,6 +355,8 @@ impl Queue {
             };
             sb.tlp_retx = false;
             sb.tlp_at = None;
+            // §7.2: no probe in recovery.
+            sb.tlp_due = false;
             self.recover = Some(self.next_tx - 1);
             self.on_loss_event(now, cause);
         }

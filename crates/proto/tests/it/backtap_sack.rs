@@ -391,6 +391,8 @@ fn sack_is_much_faster_at_five_percent_loss() {
 
 fn fingerprint(seed: u64) -> String {
     let net = transfer(true, 500_000, 0.05, seed);
+    let sacks: u64 = net.nodes.iter().map(|n| n.ep.stats().sack_in).sum();
+    assert!(sacks > 0, "the run used SACK");
     let mut s = format!("{:?} {}", net.flows[0].done_at, net.datagrams);
     for (i, node) in net.nodes.iter().enumerate() {
         s += &format!(" {:?}", node.ep.stats());
@@ -404,7 +406,6 @@ fn fingerprint(seed: u64) -> String {
 #[test]
 fn runs_with_sack_are_deterministic() {
     let a = fingerprint(11);
-    assert!(a.contains("sack_in: "), "{a}");
     assert_eq!(a, fingerprint(11));
     assert_ne!(a, fingerprint(12), "the seed matters");
 }

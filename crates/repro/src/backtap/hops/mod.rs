@@ -123,8 +123,8 @@ pub struct Plan {
 
 impl Plan {
     /// Full: p ∈ {0, 0.5, 1, 2, 5} %, 20 and 200 MB, 3 runs, 600 s per
-    /// download; quick: p ∈ {0, 2} %, 4 MB, 1 run, 300 s (today BackTap takes
-    /// about 100 s for 4 MB at 2 %).
+    /// download; quick: p ∈ {0, 2} %, 4 MB, 1 run, 300 s (BackTap with the
+    /// paper's linear start and halving took about 100 s for 4 MB at 2 %).
     pub fn new(exe: PathBuf, quick: bool) -> Plan {
         Plan {
             exe,
@@ -814,7 +814,7 @@ mod tests {
     }
 
     #[test]
-    fn plans_have_the_issues_grid_and_refuse_bad_values_by_flag() {
+    fn plans_have_the_full_grid_and_refuse_bad_values_by_flag() {
         let exe = std::env::current_exe().unwrap();
         let full = Plan::new(exe.clone(), false);
         assert_eq!(full.losses, [0.0, 0.005, 0.01, 0.02, 0.05]);
