@@ -948,6 +948,14 @@ impl Endpoint {
             .map_or(0, |q| q.cells.capacity() + q.above.len())
     }
 
+    /// Entries of RACK's send order in the queue of `c` in `dir` (SACK mode).
+    #[cfg(test)]
+    pub(super) fn rack_order_len(&self, c: CircuitId, dir: Direction) -> usize {
+        self.queue(Self::qref(c, dir))
+            .and_then(|q| q.sb.as_deref())
+            .map_or(0, |sb| sb.xmit_order.len())
+    }
+
     pub fn stats(&self) -> &EndpointStats {
         &self.stats
     }

@@ -1027,3 +1027,42 @@ fn the_window_never_exceeds_the_circuit_limit() {
         assert!(most_in_flight as u32 >= cap * 3 / 4, "{most_in_flight}");
     }
 }
+
+/// After a queue's first SACK, RACK's order of sends keeps only cells not
+/// yet released: a long clean stretch (no SACK, no reorder timer) does not
+/// grow it by one entry per cell sent.
+#[test]
+fn rack_send_order_stays_bounded_on_a_clean_stretch() {
+    let cfg = Config {
+        sack: true,
+        initial_window: 8,
+        pack_delay: Dur::ZERO,
+        ..Config::default()
+    };
+    let (mut ep, p, cs) = client(cfg, 1);
+    let c = cs[0];
+    assert_eq!(fill(&mut ep, ms(0), c), 8);
+    assert_eq!(cells(&drain(&mut ep, ms(0))), (1..=8).collect::<Vec<_>>());
+    // Cell 2 is missing, 3 and 4 arrived: the queue gets its first SACK.
+    let mut s = wire::Sack::new(10, 2);
+    assert!(s.push(3, 5));
+    let mut dg = vec![wire::VERSION];
+    wire::put_sack(&mut dg, &s);
+    ep.handle_datagram(ms(10), p, &dg).unwrap();
+    assert!(ep.circuit_stats(c, Direction::Forward).sacks_in >= 1);
+    drain(&mut ep, ms(10));
+    // Then a clean stretch: everything sent is ACKed and forwarded each
+    // millisecond, and the application refills the window.
+    let mut sent = 8u32;
+    for k in 0..2000u64 {
+        let t = ms(20 + k);
+        ep.handle_datagram(t, p, &fb(10, Some(sent + 1), Some(sent + 1)))
+            .unwrap();
+        sent += fill(&mut ep, t, c);
+        drain(&mut ep, t);
+    }
+    let w = ep.circuit_stats(c, Direction::Forward).swnd as usize;
+    assert!(sent > 4000, "{sent} cells sent");
+    let n = ep.rack_order_len(c, Direction::Forward);
+    assert!(n <= w + 8, "{n} entries for a window of {w}");
+}
