@@ -226,22 +226,7 @@ pub struct Loss(pub f64);
 
 impl Loss {
     pub fn read(v: &Value) -> Result<Self, String> {
-        let expected = "expected a probability such as 0.01 or a percentage such as \"1%\"";
-        let x = match v {
-            Value::String(s) => {
-                let pct = s
-                    .trim()
-                    .strip_suffix('%')
-                    .ok_or_else(|| format!("{expected}, got the string {s:?}"))?;
-                let p: f64 = pct
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("`{s}` is not a percentage such as \"1%\""))?;
-                p / 100.0
-            }
-            Value::Integer(_) | Value::Float(_) => Number::read(v)?.0,
-            other => return Err(format!("{expected}, got {}", describe(other))),
-        };
+        let x = number_or_percent(v, "a probability such as 0.01", "1%")?;
         match loss_problem(x) {
             Some(m) => Err(m),
             None => Ok(Loss(x)),
@@ -256,22 +241,7 @@ pub struct Fraction(pub f64);
 
 impl Fraction {
     pub fn read(v: &Value) -> Result<Self, String> {
-        let expected = "expected a fraction such as 0.1 or a percentage such as \"10%\"";
-        let x = match v {
-            Value::String(s) => {
-                let pct = s
-                    .trim()
-                    .strip_suffix('%')
-                    .ok_or_else(|| format!("{expected}, got the string {s:?}"))?;
-                let p: f64 = pct
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("`{s}` is not a percentage such as \"10%\""))?;
-                p / 100.0
-            }
-            Value::Integer(_) | Value::Float(_) => Number::read(v)?.0,
-            other => return Err(format!("{expected}, got {}", describe(other))),
-        };
+        let x = number_or_percent(v, "a fraction such as 0.1", "10%")?;
         if x > 0.0 && x <= 1.0 {
             Ok(Fraction(x))
         } else {
@@ -279,6 +249,27 @@ impl Fraction {
                 "must be a fraction in (0, 1] (0.1 or \"10%\" is a tenth), got {x}"
             ))
         }
+    }
+}
+
+/// A number, or a percentage string (`"1%"` is 0.01), for [`Loss`] and
+/// [`Fraction`]; `what` names the number, `pct` is an example percentage.
+fn number_or_percent(v: &Value, what: &str, pct: &str) -> Result<f64, String> {
+    let expected = format!("expected {what} or a percentage such as \"{pct}\"");
+    match v {
+        Value::String(s) => {
+            let p = s
+                .trim()
+                .strip_suffix('%')
+                .ok_or_else(|| format!("{expected}, got the string {s:?}"))?;
+            let p: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("`{s}` is not a percentage such as \"{pct}\""))?;
+            Ok(p / 100.0)
+        }
+        Value::Integer(_) | Value::Float(_) => Ok(Number::read(v)?.0),
+        other => Err(format!("{expected}, got {}", describe(other))),
     }
 }
 

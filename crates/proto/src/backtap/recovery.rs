@@ -246,20 +246,18 @@ impl Queue {
         }
     }
 
-    /// The blocks of a SACK item whose `ack` was valid and processed.
+    /// The blocks of a SACK item whose `ack` was valid and processed, in
+    /// ascending order: §6.2 step 3 reads the newly delivered cells that
+    /// way. Taken in the wire's order (most recent block first), a lower
+    /// block newly covered after a higher one would look reordered, and
+    /// `reordering_seen` never resets.
     pub(super) fn on_sack_blocks(&mut self, now: Time, blocks: &[(u32, u32)]) -> SackOutcome {
         let mut out = SackOutcome::default();
         let min_rtt = self.rtt.min_rtt();
         let Some(sb) = self.sb.as_deref_mut() else {
             return out;
         };
-        // §6.2 step 3 reads the newly delivered cells in ascending order:
-        // taken in the wire's order (most recent block first), a lower
-        // block newly covered after a higher one would look reordered, and
-        // `reordering_seen` never resets.
-        let mut blocks = blocks.to_vec();
-        blocks.sort_unstable();
-        for &(start, end) in &blocks {
+        for &(start, end) in blocks {
             if end > self.next_tx {
                 out.rejected += 1;
                 continue;

@@ -248,7 +248,11 @@ impl Endpoint {
                 self.peers[out.peer as usize].rtt_seed = Some(q.rtt.clone());
             }
         }
-        let o = q.on_sack_blocks(now, s.blocks());
+        let mut blocks = [(0, 0); wire::MAX_SACK_BLOCKS];
+        let blocks = &mut blocks[..s.blocks().len()];
+        blocks.copy_from_slice(s.blocks());
+        blocks.sort_unstable();
+        let o = q.on_sack_blocks(now, blocks);
         q.rack_detect(now);
         q.update_timer(cfg, now, false);
         self.held = self.held - before + q.held();
