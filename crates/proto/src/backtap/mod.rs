@@ -41,6 +41,16 @@ mod tests;
 pub use endpoint::Endpoint;
 pub use wire::{DecodeError, Problem, CELL_BODY_LEN, CELL_DATA_LEN, CELL_ITEM_LEN};
 
+/// A transformation a forwarding node applies to every cell body of one
+/// circuit and direction: an onion layer (`crate::circuit::onion`). The
+/// transport applies it exactly once per cell, in sequence order, when the
+/// cell joins the in-order part of its queue; the queue then holds (and a
+/// retransmission re-sends) the transformed body. The preamble (`circ_id`,
+/// `seq`, flags) is never passed to it.
+pub trait CellLayer: Send {
+    fn apply(&mut self, body: &mut wire::CellBody);
+}
+
 use crate::bucket::Refill;
 use crate::time::Dur;
 
