@@ -36,6 +36,7 @@
 pub mod cell;
 pub mod control;
 mod node;
+pub mod onion;
 pub mod policy;
 pub mod socks;
 
