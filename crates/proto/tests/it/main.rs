@@ -9,4 +9,5 @@ mod backtap_window;
 mod backtap_wire;
 mod cc_props;
 mod circuit_props;
+mod onion_props;
 mod tcp_transfer;
