@@ -37,8 +37,8 @@
 //! | 64..80 | `Kf` | AES-128-CTR key of the forward layer |
 //! | 80..96 | `Kb` | AES-128-CTR key of the backward layer |
 //!
-//! A relay remembers the `X` of recent onionskins ([`onionskin_ephemeral`],
-//! [`ReplayCache`]) so that a replayed CREATE or EXTEND is refused.
+//! [`onionskin_ephemeral`] and [`ReplayCache`] let a relay remember the `X`
+//! of recent onionskins and refuse a replayed CREATE or EXTEND.
 //!
 //! **Layers ("tor1", tor-spec §6.1 "Relay cells", with SHA-256 for SHA-1).**
 //! Each hop has a [`Layer`] per direction: an AES-128-CTR keystream (all-zero
