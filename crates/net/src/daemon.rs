@@ -297,6 +297,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     lc.max_clients = cfg.limits.max_clients;
     let mut nc = NodeConfig::new(
         kp.public,
+        kp.private,
         cfg.directory.relays.iter().map(|r| r.key).collect(),
     );
     nc.backtap = backtap_config(
@@ -323,7 +324,7 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     start(Parts {
         name: cfg.name.clone(),
         udp,
-        host: Host::new(Links::new(lc), Node::new(nc)),
+        host: Host::new(Links::new(lc), Node::new(nc, Box::new(keys::OsKeys))),
         emu: Emulator::new(cfg.emulation.clone()),
         exit: cfg.exit.enabled.then(|| cfg.exit.clone()),
         client: None,
@@ -356,6 +357,7 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     lc.accept_clients = false;
     let mut nc = NodeConfig::new(
         kp.public,
+        kp.private,
         cfg.directory.relays.iter().map(|r| r.key).collect(),
     );
     nc.backtap = backtap_config(&cfg.link, &cfg.transport, cfg.limits.circuit_queue, None);
@@ -387,7 +389,7 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     start(Parts {
         name: "proxy".into(),
         udp,
-        host: Host::new(Links::new(lc), Node::new(nc)),
+        host: Host::new(Links::new(lc), Node::new(nc, Box::new(keys::OsKeys))),
         emu: Emulator::new(cfg.emulation.clone()),
         exit: None,
         client: Some(client),

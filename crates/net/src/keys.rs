@@ -12,6 +12,17 @@ use hopwise_proto::link::{hex, parse_key, Keypair};
 use std::io::Write;
 use std::path::Path;
 
+/// The operating system's random source, for the ephemeral keys of the
+/// circuit handshakes (the sans-IO node takes its keys from outside).
+pub struct OsKeys;
+
+impl hopwise_proto::circuit::onion::KeySource for OsKeys {
+    fn fill_bytes(&mut self, out: &mut [u8]) {
+        // Without a random source no key can be made safely: stop.
+        getrandom::fill(out).expect("the operating system's random source failed");
+    }
+}
+
 /// Loads the key at `path`, or creates it (and its directory) if there is
 /// no file. `origin` names the config file and key for messages.
 pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {

@@ -153,6 +153,9 @@ pub fn render(s: &Snapshot) -> String {
         ("invalid_item", t.invalid_items),
         ("circuit_queue_full", t.drops),
         ("protocol", s.node.protocol_errors),
+        ("onion_unrecognized", s.node.cells_unrecognized),
+        ("circuit_handshake_failure", s.node.handshake_failures),
+        ("circuit_handshake_replay", s.node.handshake_replays),
         ("emulated_loss", s.emulation.lost),
         ("emulated_queue", s.emulation.queue_drops),
         ("socket", s.socket_drops.unwrap_or(0)),
@@ -190,7 +193,7 @@ pub fn render(s: &Snapshot) -> String {
     w.one(
         "control_retransmits_total",
         "counter",
-        "Control messages (CREATE, CREATED, DESTROY) sent again.",
+        "Control messages (CREATE, CREATED, RELAY, DESTROY) sent again.",
         s.node.ctl_retransmits,
     );
     w.one(

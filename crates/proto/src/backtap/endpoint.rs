@@ -24,7 +24,9 @@ mod feedback;
 
 use super::queue::{AckResult, Arrival, Queue, Timer};
 use super::wire::{self, CellBody, DecodeError, Feedback, Item, CELL_ITEM_LEN, FLAG_CLOSE};
-use super::{CircuitId, Config, Direction, EndpointStats, Event, Full, HopStats, PeerId};
+use super::{
+    CellLayer, CircuitId, Config, Direction, EndpointStats, Event, Full, HopStats, PeerId,
+};
 use crate::bucket::TokenBucket;
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
@@ -295,6 +297,87 @@ impl Endpoint {
         self.circuits.insert(idx, Box::new(c));
         self.live += 1;
         CircuitId(idx)
+    }
+
+    /// Turns the last hop of circuit `c` into a forwarding hop: `next` becomes
+    /// its successor leg, its two queues start afresh as a relay's, and
+    /// `layers` (forward, backward), if given, are the onion layers its
+    /// queues apply to every cell they forward ([`CellLayer`]). Only a
+    /// circuit that has carried no cell yet can be extended (a telescoping
+    /// circuit is extended before it is used); otherwise, or if `c` is not a
+    /// last hop, the layers are handed back.
+    ///
+    /// # Panics
+    /// If the peer is unknown or the leg is already in use (caller errors,
+    /// as for [`Endpoint::add_circuit`]).
+    pub fn extend_circuit(
+        &mut self,
+        c: CircuitId,
+        next: (PeerId, u32),
+        layers: Option<(Box<dyn CellLayer>, Box<dyn CellLayer>)>,
+    ) -> Result<(), Option<(Box<dyn CellLayer>, Box<dyn CellLayer>)>> {
+        let Some(circ) = self.circuits.get(&c.0) else {
+            return Err(layers);
+        };
+        if circ.next.is_some() || circ.prev.is_none() || self.carried_cells(c) {
+            return Err(layers);
+        }
+        let (p, circ_id) = next;
+        assert!(
+            (p.0 as usize) < self.peers.len(),
+            "extend_circuit: unknown peer {p:?}"
+        );
+        let k = leg_key(p.0, circ_id);
+        assert!(
+            !self.legs.contains_key(&k),
+            "extend_circuit: leg ({p:?}, circ_id {circ_id}) already in use"
+        );
+        self.legs.insert(k, (c.0, Side::Next));
+        let seed = self.peers[p.0 as usize].rtt_seed.clone();
+        let prev_seed = circ
+            .prev
+            .and_then(|l| self.peers[l.peer as usize].rtt_seed.clone());
+        let cfg = &self.cfg;
+        let circ = self.circuits.get_mut(&c.0).expect("checked");
+        circ.next = Some(Leg { peer: p.0, circ_id });
+        circ.q = [Queue::new(cfg, false, false), Queue::new(cfg, false, false)];
+        if let Some(s) = seed {
+            circ.q[0].rtt = s;
+        }
+        if let Some(s) = prev_seed {
+            circ.q[1].rtt = s;
+        }
+        if let Some((f, b)) = layers {
+            circ.q[0].layer = Some(f);
+            circ.q[1].layer = Some(b);
+        }
+        self.tidy();
+        Ok(())
+    }
+
+    /// Whether circuit `c` has packaged or received any cell (in either
+    /// direction).
+    pub fn carried_cells(&self, c: CircuitId) -> bool {
+        self.circuits
+            .get(&c.0)
+            .is_some_and(|x| x.q.iter().any(|q| q.st.cells_in > 0 || q.tail > 0))
+    }
+
+    /// Applies the onion layer of circuit `c`'s `dir` queue to `body`, as if
+    /// the cell had passed through the queue (used for the few cells that
+    /// travel beside the transport while a circuit is being extended).
+    /// `false` if the queue has no layer.
+    pub fn apply_layer(&mut self, c: CircuitId, dir: Direction, body: &mut CellBody) -> bool {
+        match self
+            .queue_mut(Self::qref(c, dir))
+            .and_then(|q| q.layer.as_mut())
+        {
+            Some(l) => {
+                l.apply(body);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Removes a circuit and everything it holds. Items already packed for

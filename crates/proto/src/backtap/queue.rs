@@ -19,7 +19,7 @@
 
 use super::recovery::Scoreboard;
 use super::wire::CellBody;
-use super::{Config, HopStats, LossCause, LossResponse, Startup};
+use super::{CellLayer, Config, HopStats, LossCause, LossResponse, Startup};
 use crate::rtt::RttEstimator;
 use crate::time::{Dur, Time};
 use std::collections::{btree_map::Entry, BTreeMap, VecDeque};
@@ -147,6 +147,9 @@ pub(super) struct Queue {
     /// The latest out-of-order arrival: its run is the first SACK block.
     pub last_ooo: u32,
     pub tx: VecDeque<TxInfo>,
+    /// The onion layer this node adds or removes (a forwarding relay's):
+    /// applied to each body once, when it joins `cells` in sequence order.
+    pub layer: Option<Box<dyn CellLayer>>,
     /// The sender's SACK scoreboard and RACK-TLP state, from the first
     /// SACK the successor sent; until then the dupack/NewReno path.
     pub sb: Option<Box<Scoreboard>>,
@@ -249,6 +252,7 @@ impl Queue {
             runs: BTreeMap::new(),
             last_ooo: 0,
             tx: VecDeque::new(),
+            layer: None,
             sb: None,
             swnd: cfg.initial_window.clamp(1, cfg.window_cap()),
             slow_start: matches!(cfg.startup, Startup::SlowStart { .. } | Startup::HyStart),
@@ -396,6 +400,7 @@ impl Queue {
         }
         if seq == self.tail + 1 {
             self.cells.push_back(Slot { flags, body: *body });
+            self.apply_layer_to_back();
             self.tail = seq;
             self.st.cells_in += 1;
             // Pull in the out-of-order cells the new one connects.
@@ -404,6 +409,7 @@ impl Queue {
                     break;
                 }
                 self.cells.push_back(*next.remove());
+                self.apply_layer_to_back();
                 self.tail += 1;
             }
             if cfg.sack {
@@ -424,6 +430,16 @@ impl Queue {
             }
         }
         Arrival::OutOfOrder
+    }
+
+    /// The onion layer, applied to the cell that just joined the in-order
+    /// part: every sequence number passes here exactly once and in order,
+    /// so a stream cipher's position never repeats, and a retransmission
+    /// re-sends the body as it was transformed.
+    fn apply_layer_to_back(&mut self) {
+        if let (Some(l), Some(slot)) = (self.layer.as_mut(), self.cells.back_mut()) {
+            l.apply(&mut slot.body);
+        }
     }
 
     /// Drops cells below `upto` from the buffer.

@@ -23,10 +23,16 @@
 //! | 3 | END | `reason:u8`; [`EndReason::Done`] half-closes, anything else resets |
 //! | 4 | CONNECTED | `window:u32` (exit → client) |
 //! | 5 | SENDME | `increment:u32`, bytes the receiver consumed |
+//! | 14 | EXTEND | `identity:[32] htype:u8 onionskin:[64]`: the last hop extends the circuit to `identity` (client → hop) |
+//! | 15 | EXTENDED | `reply:[64]`: the new hop's handshake reply (hop → client) |
 //!
-//! The numbers of BEGIN, DATA, END, CONNECTED and SENDME are Tor's; the data
-//! layouts are not (hopwise does not speak Tor's protocol).
+//! The numbers are Tor's (EXTEND and EXTENDED are Tor's EXTEND2 and
+//! EXTENDED2); the data layouts are not (hopwise does not speak Tor's
+//! protocol). EXTEND and EXTENDED travel on the link's control channel
+//! while a circuit is built (`control::CtlMsg::Relay`), never as BackTap
+//! cells; the other commands only as BackTap cells.
 
+use super::control::HANDSHAKE_LEN;
 use super::CellError;
 use crate::backtap::wire::{CellBody, CELL_BODY_LEN, CELL_DATA_LEN};
 
@@ -45,6 +51,8 @@ pub enum RelayCmd {
     End = 3,
     Connected = 4,
     Sendme = 5,
+    Extend = 14,
+    Extended = 15,
 }
 
 impl RelayCmd {
@@ -55,6 +63,8 @@ impl RelayCmd {
             3 => RelayCmd::End,
             4 => RelayCmd::Connected,
             5 => RelayCmd::Sendme,
+            14 => RelayCmd::Extend,
+            15 => RelayCmd::Extended,
             _ => return None,
         })
     }
@@ -161,6 +171,14 @@ pub enum RelayMsg<'a> {
     Sendme {
         increment: u32,
     },
+    Extend {
+        relay: [u8; 32],
+        htype: u8,
+        onionskin: [u8; HANDSHAKE_LEN],
+    },
+    Extended {
+        reply: [u8; HANDSHAKE_LEN],
+    },
 }
 
 impl RelayMsg<'_> {
@@ -171,6 +189,8 @@ impl RelayMsg<'_> {
             RelayMsg::End(_) => RelayCmd::End,
             RelayMsg::Connected { .. } => RelayCmd::Connected,
             RelayMsg::Sendme { .. } => RelayCmd::Sendme,
+            RelayMsg::Extend { .. } => RelayCmd::Extend,
+            RelayMsg::Extended { .. } => RelayCmd::Extended,
         }
     }
 }
@@ -212,6 +232,20 @@ pub fn encode(stream_id: u16, msg: &RelayMsg<'_>, out: &mut CellBody) {
         RelayMsg::Sendme { increment } => {
             data[0..4].copy_from_slice(&increment.to_be_bytes());
             4
+        }
+        RelayMsg::Extend {
+            relay,
+            htype,
+            onionskin,
+        } => {
+            data[..32].copy_from_slice(&relay);
+            data[32] = htype;
+            data[33..33 + HANDSHAKE_LEN].copy_from_slice(&onionskin);
+            33 + HANDSHAKE_LEN
+        }
+        RelayMsg::Extended { reply } => {
+            data[..HANDSHAKE_LEN].copy_from_slice(&reply);
+            HANDSHAKE_LEN
         }
     };
     out[9..11].copy_from_slice(&(len as u16).to_be_bytes());
@@ -293,6 +327,28 @@ pub fn decode(body: &CellBody) -> Result<(u16, RelayMsg<'_>), CellError> {
                 increment: u32_at(0),
             }
         }
+        RelayCmd::Extend => {
+            if len != 33 + HANDSHAKE_LEN {
+                return Err(CellError::BadData(cmd));
+            }
+            let mut relay = [0u8; 32];
+            relay.copy_from_slice(&data[..32]);
+            let mut onionskin = [0u8; HANDSHAKE_LEN];
+            onionskin.copy_from_slice(&data[33..]);
+            RelayMsg::Extend {
+                relay,
+                htype: data[32],
+                onionskin,
+            }
+        }
+        RelayCmd::Extended => {
+            if len != HANDSHAKE_LEN {
+                return Err(CellError::BadData(cmd));
+            }
+            let mut reply = [0u8; HANDSHAKE_LEN];
+            reply.copy_from_slice(data);
+            RelayMsg::Extended { reply }
+        }
     };
     Ok((stream_id, msg))
 }
@@ -323,6 +379,20 @@ mod tests {
         rt(2, RelayMsg::End(EndReason::Other(200)));
         rt(3, RelayMsg::Connected { window: 5 });
         rt(4, RelayMsg::Sendme { increment: 99 });
+        rt(
+            0,
+            RelayMsg::Extend {
+                relay: [7; 32],
+                htype: 2,
+                onionskin: [9; HANDSHAKE_LEN],
+            },
+        );
+        rt(
+            0,
+            RelayMsg::Extended {
+                reply: [3; HANDSHAKE_LEN],
+            },
+        );
     }
 
     #[test]

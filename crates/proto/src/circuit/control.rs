@@ -8,11 +8,22 @@
 //! BACKTAP := 0x02 ...                    a whole BackTap v2 datagram (0x02 is its version byte)
 //! CTL     := 0x40 seq:u32 msg            a control message, delivered reliably and in order
 //! CTL_ACK := 0x41 next:u32               every CTL below `next` arrived
-//! msg     := CREATE | CREATED | DESTROY
-//! CREATE  := 0x01 circ_id:u32 hops:u8 identity:[32]*hops    build a circuit, extend it through `hops`
-//! CREATED := 0x02 circ_id:u32                                 the circuit is built to its end
-//! DESTROY := 0x03 circ_id:u32 reason:u8                       tear the circuit down
+//! msg     := CREATE | CREATED | DESTROY | RELAY
+//! CREATE  := 0x01 circ_id:u32 htype:u8 onionskin:[64]   open a circuit to this hop (its ntor handshake)
+//! CREATED := 0x02 circ_id:u32 reply:[64]                the hop's handshake reply
+//! DESTROY := 0x03 circ_id:u32 reason:u8                 tear the circuit down
+//! RELAY   := 0x04 circ_id:u32 body:[509]                an onion-encrypted relay cell (EXTEND, EXTENDED)
 //! ```
+//!
+//! CREATE names no further hops: a circuit grows one hop at a time
+//! (telescoping). The client sends EXTEND, sealed for the circuit's last
+//! hop, in a RELAY message; each hop on the way removes its layer and
+//! passes it on, the last hop opens the next one with CREATE and answers
+//! EXTENDED, which travels back the same way with a layer added per hop.
+//! RELAY messages are only accepted while a circuit is being built, before
+//! it carries its first BackTap cell, so that they and the BackTap cells
+//! use each hop's cipher stream in one order (`docs/relay.md`, "Onion
+//! layers").
 //!
 //! Control messages travel beside BackTap, not inside it: a BackTap endpoint
 //! only accepts cells for circuits already installed, so a circuit must be
@@ -23,6 +34,7 @@
 //! The empty frame is the link's keepalive and never reaches this layer.
 
 use super::CellError;
+use crate::backtap::wire::{CellBody, CELL_BODY_LEN};
 
 /// First byte of a frame carrying a BackTap datagram (its version byte).
 pub const FRAME_BACKTAP: u8 = crate::backtap::wire::VERSION;
@@ -31,9 +43,16 @@ pub const FRAME_CTL: u8 = 0x40;
 /// First byte of a control acknowledgement frame.
 pub const FRAME_CTL_ACK: u8 = 0x41;
 
-/// Most hops a CREATE may carry after the receiver (a circuit is at most
-/// nine relays long).
+/// Most hops a circuit may be extended by after its first (a circuit is
+/// at most nine relays long).
 pub const MAX_HOPS: usize = 8;
+
+/// Bytes of a handshake message (a CREATE's onionskin, a CREATED's reply).
+pub const HANDSHAKE_LEN: usize = 64;
+
+/// The handshake type of CREATE and EXTEND: ntor over X25519 and SHA-256
+/// (Tor's number for ntor, tor-spec §5.1).
+pub const HTYPE_NTOR: u8 = 2;
 
 /// An identity: a relay's static X25519 public key.
 pub type Identity = [u8; 32];
@@ -122,9 +141,25 @@ impl std::fmt::Display for DestroyReason {
 /// A control message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CtlMsg {
-    Create { circ_id: u32, path: Vec<Identity> },
-    Created { circ_id: u32 },
-    Destroy { circ_id: u32, reason: DestroyReason },
+    Create {
+        circ_id: u32,
+        htype: u8,
+        onionskin: [u8; HANDSHAKE_LEN],
+    },
+    Created {
+        circ_id: u32,
+        reply: [u8; HANDSHAKE_LEN],
+    },
+    Destroy {
+        circ_id: u32,
+        reason: DestroyReason,
+    },
+    /// An onion-encrypted relay cell (EXTEND or EXTENDED) on the control
+    /// channel.
+    Relay {
+        circ_id: u32,
+        body: Box<CellBody>,
+    },
 }
 
 /// A decoded frame.
@@ -143,22 +178,29 @@ pub enum Frame<'a> {
 
 /// Encodes a control message frame.
 pub fn encode_ctl(seq: u32, msg: &CtlMsg) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16);
+    let mut out = Vec::with_capacity(16 + CELL_BODY_LEN);
     out.push(FRAME_CTL);
     out.extend_from_slice(&seq.to_be_bytes());
     match msg {
-        CtlMsg::Create { circ_id, path } => {
-            assert!(path.len() <= MAX_HOPS, "CREATE with {} hops", path.len());
+        CtlMsg::Create {
+            circ_id,
+            htype,
+            onionskin,
+        } => {
             out.push(0x01);
             out.extend_from_slice(&circ_id.to_be_bytes());
-            out.push(path.len() as u8);
-            for k in path {
-                out.extend_from_slice(k);
-            }
+            out.push(*htype);
+            out.extend_from_slice(onionskin);
         }
-        CtlMsg::Created { circ_id } => {
+        CtlMsg::Created { circ_id, reply } => {
             out.push(0x02);
             out.extend_from_slice(&circ_id.to_be_bytes());
+            out.extend_from_slice(reply);
+        }
+        CtlMsg::Relay { circ_id, body } => {
+            out.push(0x04);
+            out.extend_from_slice(&circ_id.to_be_bytes());
+            out.extend_from_slice(&body[..]);
         }
         CtlMsg::Destroy { circ_id, reason } => {
             out.push(0x03);
@@ -203,29 +245,23 @@ pub fn decode_frame(d: &[u8]) -> Result<Frame<'_>, CellError> {
             let rest = &d[10..];
             let msg = match kind {
                 0x01 => {
-                    let (&n, keys) = rest.split_first().ok_or(CellError::Truncated)?;
-                    let n = n as usize;
-                    if n > MAX_HOPS {
-                        return Err(CellError::TooManyHops(n));
+                    let (&htype, skin) = rest.split_first().ok_or(CellError::Truncated)?;
+                    CtlMsg::Create {
+                        circ_id,
+                        htype,
+                        onionskin: skin.try_into().map_err(|_| CellError::Truncated)?,
                     }
-                    if keys.len() != 32 * n {
-                        return Err(CellError::Truncated);
-                    }
-                    let path = keys
-                        .chunks_exact(32)
-                        .map(|c| {
-                            let mut k = [0u8; 32];
-                            k.copy_from_slice(c);
-                            k
-                        })
-                        .collect();
-                    CtlMsg::Create { circ_id, path }
                 }
-                0x02 => {
-                    if !rest.is_empty() {
-                        return Err(CellError::Truncated);
+                0x02 => CtlMsg::Created {
+                    circ_id,
+                    reply: rest.try_into().map_err(|_| CellError::Truncated)?,
+                },
+                0x04 => {
+                    let body: &CellBody = rest.try_into().map_err(|_| CellError::Truncated)?;
+                    CtlMsg::Relay {
+                        circ_id,
+                        body: Box::new(*body),
                     }
-                    CtlMsg::Created { circ_id }
                 }
                 0x03 => {
                     if rest.len() != 1 {
@@ -253,13 +289,17 @@ mod tests {
         for m in [
             CtlMsg::Create {
                 circ_id: 0x8000_0001,
-                path: vec![[1; 32], [2; 32]],
+                htype: HTYPE_NTOR,
+                onionskin: [1; HANDSHAKE_LEN],
             },
-            CtlMsg::Create {
-                circ_id: 3,
-                path: vec![],
+            CtlMsg::Created {
+                circ_id: 9,
+                reply: [2; HANDSHAKE_LEN],
             },
-            CtlMsg::Created { circ_id: 9 },
+            CtlMsg::Relay {
+                circ_id: 4,
+                body: Box::new([5; CELL_BODY_LEN]),
+            },
             CtlMsg::Destroy {
                 circ_id: 9,
                 reason: DestroyReason::UnknownRelay,
@@ -278,16 +318,34 @@ mod tests {
     fn rejects() {
         assert!(decode_frame(&[]).is_err());
         assert!(decode_frame(&[0x99]).is_err());
+        for m in [
+            CtlMsg::Create {
+                circ_id: 1,
+                htype: HTYPE_NTOR,
+                onionskin: [1; HANDSHAKE_LEN],
+            },
+            CtlMsg::Created {
+                circ_id: 1,
+                reply: [1; HANDSHAKE_LEN],
+            },
+            CtlMsg::Relay {
+                circ_id: 1,
+                body: Box::new([1; CELL_BODY_LEN]),
+            },
+        ] {
+            let mut f = encode_ctl(1, &m);
+            f.pop();
+            assert!(decode_frame(&f).is_err());
+            f.extend_from_slice(&[0, 0]);
+            assert!(decode_frame(&f).is_err());
+        }
         let mut f = encode_ctl(
             1,
-            &CtlMsg::Create {
+            &CtlMsg::Destroy {
                 circ_id: 1,
-                path: vec![[1; 32]],
+                reason: DestroyReason::Requested,
             },
         );
-        f.pop();
-        assert!(decode_frame(&f).is_err());
-        let mut f = encode_ctl(1, &CtlMsg::Created { circ_id: 1 });
         f.push(0);
         assert!(decode_frame(&f).is_err());
     }

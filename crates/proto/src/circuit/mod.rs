@@ -45,7 +45,8 @@ mod tests;
 
 pub use control::{DestroyReason, Identity};
 pub use node::{
-    BuildError, Node, NodeConfig, NodeEvent, NodeStats, Read, Role, StreamError, StreamKey,
+    BuildError, Node, NodeConfig, NodeEvent, NodeStats, Observed, Observer, Read, Role,
+    StreamError, StreamKey,
 };
 
 use std::fmt;

@@ -13,6 +13,7 @@
 
 use super::cell::{self, EndReason, RelayMsg};
 use super::control::{self, CtlMsg, DestroyReason, Frame, Identity, MAX_HOPS};
+use super::onion::{ClientCrypto, ClientHandshake, HopCrypto, KeySource, ReplayCache};
 use super::LinkId;
 use crate::backtap::wire::{CellBody, CELL_BODY_LEN, CELL_DATA_LEN};
 use crate::backtap::{self, CircuitId, Direction, Endpoint, Event, PeerId};
@@ -20,11 +21,16 @@ use crate::time::{Dur, Time};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 
+mod telescope;
+
 /// Settings of a node.
 #[derive(Clone, Debug)]
 pub struct NodeConfig {
-    /// This node's identity (its link static public key).
+    /// This node's identity (its link static public key), which is also
+    /// its onion key: the key of the circuit handshake.
     pub identity: Identity,
+    /// The private half of `identity` (X25519), for the circuit handshake.
+    pub secret: [u8; 32],
     /// Identities of the relays in the directory: `LinkId(i)` is entry `i`.
     pub directory: Vec<Identity>,
     /// The transport's settings (token bucket, per-circuit queue limit, ...).
@@ -62,12 +68,20 @@ pub struct NodeConfig {
     /// (`EndReason::ResourceLimit`) until the rest fit; checked at most
     /// every [`SHED_INTERVAL`], like `max_queued_cells`.
     pub max_stream_bytes: usize,
+    /// How long a relay remembers the client keys of the handshakes it
+    /// answered, and refuses them again (replayed CREATEs).
+    pub replay_window: Dur,
+    /// Handshakes remembered at most; beyond it the oldest are forgotten.
+    pub replay_capacity: usize,
 }
 
 impl NodeConfig {
-    pub fn new(identity: Identity, directory: Vec<Identity>) -> NodeConfig {
+    /// A node with identity `identity` (the X25519 public key of `secret`)
+    /// and default limits.
+    pub fn new(identity: Identity, secret: [u8; 32], directory: Vec<Identity>) -> NodeConfig {
         NodeConfig {
             identity,
+            secret,
             directory,
             backtap: backtap::Config::default(),
             exit: false,
@@ -81,9 +95,36 @@ impl NodeConfig {
             ctl_max_rto: Dur::from_secs(4),
             max_queued_cells: 1 << 20,
             max_stream_bytes: 512 << 20,
+            replay_window: Dur::from_secs(3600),
+            replay_capacity: 1 << 18,
         }
     }
 }
+
+/// What a node's circuit layer handles, shown to an observer
+/// ([`Node::set_observer`]): audits and tests that check what a relay can
+/// see.
+#[derive(Clone, Copy, Debug)]
+pub enum Observed<'a> {
+    /// A frame a link delivered (after the link's decryption).
+    FrameIn { link: LinkId, frame: &'a [u8] },
+    /// A frame for a link (before the link's encryption).
+    FrameOut { link: LinkId, frame: &'a [u8] },
+    /// A relay cell this node read once its onion layers were removed (at
+    /// an edge, or an EXTEND or EXTENDED addressed to this node).
+    CellOpened {
+        circuit: CircuitId,
+        body: &'a CellBody,
+    },
+    /// A relay cell this node wrote, before its onion layers were added.
+    CellSealed {
+        circuit: CircuitId,
+        body: &'a CellBody,
+    },
+}
+
+/// A callback for [`Observed`] events.
+pub type Observer = Box<dyn FnMut(Observed<'_>) + Send>;
 
 /// A stream: its circuit and its id on that circuit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -233,6 +274,17 @@ pub struct NodeStats {
     /// Streams reset because all streams together buffered more than
     /// `max_stream_bytes`.
     pub streams_shed: u64,
+    /// CREATEs this relay answered (it became the circuit's last hop).
+    pub circuits_created: u64,
+    /// Handshakes that failed: a CREATE for another relay or with a weak
+    /// key, a CREATED or EXTENDED whose authentication did not verify.
+    pub handshake_failures: u64,
+    /// CREATEs refused because their client key was seen before (replays).
+    pub handshake_replays: u64,
+    /// Relay cells no onion layer recognized where one had to (a cell
+    /// changed on the way, or not meant for this circuit): the circuit is
+    /// torn down.
+    pub cells_unrecognized: u64,
 }
 
 // ---------------------------------------------------------------------------
@@ -320,6 +372,8 @@ struct Edge {
     next_id: u16,
     pending: VecDeque<(u16, PendingCell)>,
     rr: VecDeque<u16>,
+    /// Exit: a stream was opened here (counted once per circuit).
+    exited: bool,
 }
 
 impl Edge {
@@ -334,6 +388,7 @@ impl Edge {
             next_id: 1,
             pending: VecDeque::new(),
             rr: VecDeque::new(),
+            exited: false,
         }
     }
     fn recv_dir(&self) -> Direction {
@@ -361,6 +416,41 @@ struct Circ {
     next: Option<(LinkId, u32)>,
     state: CircState,
     edge: Option<Edge>,
+    onion: Onion,
+    /// RELAY control messages this circuit carried (bounded).
+    relay_ctl: u32,
+}
+
+/// A circuit's onion keys at this node.
+#[allow(clippy::large_enum_variant)]
+enum Onion {
+    /// Client: one layer per hop built so far, the path, and the handshake
+    /// of the hop being added.
+    Client {
+        crypto: ClientCrypto,
+        path: Vec<Identity>,
+        pending: Option<ClientHandshake>,
+    },
+    /// The last hop (exit, or a relay about to extend): its own layers and
+    /// digests.
+    Hop(HopCrypto),
+    /// A forwarding relay: its layers are in the BackTap queues.
+    Forwarding,
+}
+
+impl Onion {
+    /// Seals a cell this edge packages: the client adds every hop's layer
+    /// (the cell is for the last hop), the exit its own.
+    fn seal(&mut self, body: &mut CellBody) {
+        match self {
+            Onion::Client { crypto, .. } => {
+                let last = crypto.len().saturating_sub(1);
+                crypto.encrypt_forward(last, body);
+            }
+            Onion::Hop(h) => h.originate_backward(body),
+            Onion::Forwarding => {}
+        }
+    }
 }
 
 struct LinkState {
@@ -408,6 +498,10 @@ pub struct Node {
     shed_at: Time,
     stats: NodeStats,
     cell: Box<CellBody>,
+    /// Ephemeral keys of the circuit handshakes.
+    keys: Box<dyn KeySource + Send>,
+    replays: ReplayCache,
+    observer: Option<Observer>,
 }
 
 /// The circuits (or streams) to tear down so that `total` cells (or bytes)
@@ -449,8 +543,12 @@ impl fmt::Debug for Node {
 }
 
 impl Node {
-    pub fn new(cfg: NodeConfig) -> Node {
+    /// A node; `keys` supplies the ephemeral keys of its circuit handshakes
+    /// (the operating system's random source in the daemon, a seeded one in
+    /// simulations and tests).
+    pub fn new(cfg: NodeConfig, keys: Box<dyn KeySource + Send>) -> Node {
         let ep = Endpoint::new(cfg.backtap.clone());
+        let replays = ReplayCache::new(cfg.replay_capacity, cfg.replay_window);
         Node {
             cfg,
             ep,
@@ -466,6 +564,20 @@ impl Node {
             shed_at: Time::ZERO,
             stats: NodeStats::default(),
             cell: Box::new([0u8; CELL_BODY_LEN]),
+            keys,
+            replays,
+            observer: None,
+        }
+    }
+
+    /// Shows every frame and every relay cell this node handles to `o`.
+    pub fn set_observer(&mut self, o: Observer) {
+        self.observer = Some(o);
+    }
+
+    fn observe(&mut self, what: Observed<'_>) {
+        if let Some(o) = self.observer.as_mut() {
+            o(what);
         }
     }
 
@@ -622,6 +734,7 @@ impl Node {
 
     /// A frame arrived on link `l`. Malformed frames are counted and dropped.
     pub fn handle_frame(&mut self, now: Time, l: LinkId, frame: &[u8]) {
+        self.observe(Observed::FrameIn { link: l, frame });
         let f = match control::decode_frame(frame) {
             Ok(f) => f,
             Err(_) => {
@@ -707,107 +820,19 @@ impl Node {
 
     fn on_ctl(&mut self, now: Time, l: LinkId, msg: CtlMsg) {
         match msg {
-            CtlMsg::Create { circ_id, path } => self.on_create(now, l, circ_id, &path),
-            CtlMsg::Created { circ_id } => {
-                let Some(&c) = self.legs.get(&(l, circ_id)) else {
-                    return;
-                };
-                let Some(circ) = self.circs.get_mut(&c) else {
-                    return;
-                };
-                if circ.next.map(|x| x.0) != Some(l) || circ.state == CircState::Open {
-                    self.stats.protocol_errors += 1;
-                    return;
-                }
-                circ.state = CircState::Open;
-                match (circ.role, circ.prev) {
-                    (Role::Client, _) => {
-                        self.stats.circuits_built += 1;
-                        self.events.push_back(NodeEvent::CircuitReady(c));
-                    }
-                    (_, Some((pl, pid))) => {
-                        self.send_ctl(now, pl, CtlMsg::Created { circ_id: pid });
-                    }
-                    _ => {}
-                }
-            }
+            CtlMsg::Create {
+                circ_id,
+                htype,
+                onionskin,
+            } => self.on_create(now, l, circ_id, htype, &onionskin),
+            CtlMsg::Created { circ_id, reply } => self.on_created(now, l, circ_id, &reply),
             CtlMsg::Destroy { circ_id, reason } => {
                 if let Some(&c) = self.legs.get(&(l, circ_id)) {
                     self.teardown(now, c, reason, Some(l));
                 }
             }
+            CtlMsg::Relay { circ_id, mut body } => self.on_relay_ctl(now, l, circ_id, &mut body),
         }
-    }
-
-    fn on_create(&mut self, now: Time, l: LinkId, circ_id: u32, path: &[Identity]) {
-        // The peer picks ids in the other half.
-        let Some(high) = self.high_bit(l) else {
-            self.stats.protocol_errors += 1;
-            return;
-        };
-        if (circ_id & HIGH_BIT != 0) == high || self.legs.contains_key(&(l, circ_id)) {
-            self.stats.protocol_errors += 1;
-            return;
-        }
-        let client = self.is_client(l);
-        if client && self.link(l).unacked.len() >= MAX_UNACKED_CLIENT_CREATE {
-            self.stats.protocol_errors += 1;
-            return;
-        }
-        if self.circs.len() >= self.cfg.max_circuits
-            || client && self.link(l).circuits.len() >= self.cfg.max_circuits_per_client
-        {
-            return self.refuse(now, l, circ_id, DestroyReason::ResourceLimit);
-        }
-        let prev_peer = self.link(l).peer;
-        if path.is_empty() {
-            if !self.cfg.exit {
-                return self.refuse(now, l, circ_id, DestroyReason::NotExit);
-            }
-            let c = self.ep.add_circuit(Some((prev_peer, circ_id)), None);
-            self.install(
-                c,
-                Circ {
-                    role: Role::Exit,
-                    prev: Some((l, circ_id)),
-                    next: None,
-                    state: CircState::Open,
-                    edge: Some(Edge::new(false)),
-                },
-            );
-            self.stats.circuits_exited += 1;
-            self.send_ctl(now, l, CtlMsg::Created { circ_id });
-            return;
-        }
-        let Some(n) = self.link_of(&path[0]) else {
-            return self.refuse(now, l, circ_id, DestroyReason::UnknownRelay);
-        };
-        let next_id = self.pick_circ_id(n);
-        let next_peer = self.link(n).peer;
-        let c = self
-            .ep
-            .add_circuit(Some((prev_peer, circ_id)), Some((next_peer, next_id)));
-        let deadline = now + self.cfg.build_timeout;
-        self.install(
-            c,
-            Circ {
-                role: Role::Relay,
-                prev: Some((l, circ_id)),
-                next: Some((n, next_id)),
-                state: CircState::Building { deadline },
-                edge: None,
-            },
-        );
-        self.wake_at(deadline);
-        self.stats.circuits_extended += 1;
-        self.send_ctl(
-            now,
-            n,
-            CtlMsg::Create {
-                circ_id: next_id,
-                path: path[1..].to_vec(),
-            },
-        );
     }
 
     fn install(&mut self, c: CircuitId, circ: Circ) {
@@ -976,6 +1001,12 @@ impl Node {
 
     /// The next frame to send and its link. Call until `None`.
     pub fn poll_frame(&mut self, now: Time) -> Option<(LinkId, Vec<u8>)> {
+        let (l, f) = self.next_frame(now)?;
+        self.observe(Observed::FrameOut { link: l, frame: &f });
+        Some((l, f))
+    }
+
+    fn next_frame(&mut self, now: Time) -> Option<(LinkId, Vec<u8>)> {
         loop {
             self.process_events(now);
             self.pump(now);
@@ -1036,6 +1067,18 @@ impl Node {
             if self.ep.recv_cell_into(now, c, dir, &mut body).is_none() {
                 return;
             }
+            if !self.unseal(c, &mut body) {
+                // Changed on the way (a relay flipped bits, or replayed or
+                // dropped cells), or sealed for another hop: the cipher
+                // streams are out of step from here on.
+                self.stats.cells_unrecognized += 1;
+                self.teardown(now, c, DestroyReason::Protocol, None);
+                return;
+            }
+            self.observe(Observed::CellOpened {
+                circuit: c,
+                body: &body,
+            });
             self.on_relay_cell(c, &body);
             // The peer's cells queue answers (END for a BEGIN over the
             // stream limit, or for a stream it broke) that leave only as the
@@ -1059,6 +1102,20 @@ impl Node {
         }
     }
 
+    /// Removes the onion layers of a cell that arrived at this edge: true if
+    /// the cell is for this edge (the exit's own layer recognizes it, or, at
+    /// the client, the last hop's).
+    fn unseal(&mut self, c: CircuitId, body: &mut CellBody) -> bool {
+        match self.circs.get_mut(&c).map(|x| &mut x.onion) {
+            Some(Onion::Client { crypto, .. }) => {
+                let last = crypto.len().checked_sub(1);
+                last.is_some() && crypto.decrypt_backward(body) == last
+            }
+            Some(Onion::Hop(h)) => h.relay_forward(body),
+            _ => false,
+        }
+    }
+
     fn on_relay_cell(&mut self, c: CircuitId, body: &CellBody) {
         let (id, msg) = match cell::decode(body) {
             Ok(x) => x,
@@ -1069,6 +1126,7 @@ impl Node {
         };
         let max_streams = self.cfg.max_streams;
         let window = self.cfg.stream_window;
+        let exit = self.cfg.exit;
         let Some(circ) = self.circs.get_mut(&c) else {
             return;
         };
@@ -1088,11 +1146,22 @@ impl Node {
                     self.stats.protocol_errors += 1;
                     return;
                 }
+                if !exit {
+                    // The last hop of this circuit is not an exit.
+                    edge.pending
+                        .push_back((id, PendingCell::End(EndReason::ExitPolicy)));
+                    self.dirty.insert(c);
+                    return;
+                }
                 if edge.streams.len() >= max_streams {
                     edge.pending
                         .push_back((id, PendingCell::End(EndReason::ResourceLimit)));
                     self.dirty.insert(c);
                     return;
+                }
+                if !edge.exited {
+                    edge.exited = true;
+                    self.stats.circuits_exited += 1;
                 }
                 edge.streams
                     .insert(id, Stream::new(StreamState::Resolving, window, peer_window));
@@ -1195,6 +1264,11 @@ impl Node {
                 edge.activate(id);
                 dirty = true;
             }
+            RelayMsg::Extend { .. } | RelayMsg::Extended { .. } => {
+                // These travel on the control channel only.
+                self.stats.protocol_errors += 1;
+                return;
+            }
         }
         if dirty {
             self.dirty.insert(c);
@@ -1230,7 +1304,8 @@ impl Node {
             if circ.state != CircState::Open {
                 continue;
             }
-            let Some(edge) = circ.edge.as_mut() else {
+            let Circ { edge, onion, .. } = circ;
+            let Some(edge) = edge.as_mut() else {
                 continue;
             };
             let dir = edge.send_dir;
@@ -1251,6 +1326,10 @@ impl Node {
                         PendingCell::Sendme(n) => RelayMsg::Sendme { increment: *n },
                     };
                     cell::encode(id, &msg, body);
+                    if let Some(o) = self.observer.as_mut() {
+                        o(Observed::CellSealed { circuit: c, body });
+                    }
+                    onion.seal(body);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     continue;
                 }
@@ -1272,6 +1351,10 @@ impl Node {
                     let used = cell::encode_data_from(id, a, b, body);
                     s.send_buf.drain(..used);
                     s.credit -= used as u64;
+                    if let Some(o) = self.observer.as_mut() {
+                        o(Observed::CellSealed { circuit: c, body });
+                    }
+                    onion.seal(body);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     self.stats.data_cells_out += 1;
                     if s.writable_wanted && s.send_buf.len() <= cap / 2 {
@@ -1281,6 +1364,10 @@ impl Node {
                     }
                 } else {
                     cell::encode(id, &RelayMsg::End(EndReason::Done), body);
+                    if let Some(o) = self.observer.as_mut() {
+                        o(Observed::CellSealed { circuit: c, body });
+                    }
+                    onion.seal(body);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     s.fin_sent = true;
                     if s.finished() {
@@ -1298,51 +1385,6 @@ impl Node {
 
     // ------------------------------------------------------------------
     // Client
-
-    /// Builds a circuit through `path` (identities of directory relays, the
-    /// first is the entry). [`NodeEvent::CircuitReady`] follows when it is
-    /// built, [`NodeEvent::CircuitClosed`] if it fails.
-    pub fn build_circuit(&mut self, now: Time, path: &[Identity]) -> Result<CircuitId, BuildError> {
-        if path.is_empty() {
-            return Err(BuildError::EmptyPath);
-        }
-        if path.len() > MAX_HOPS + 1 {
-            return Err(BuildError::TooLong);
-        }
-        for (i, k) in path.iter().enumerate() {
-            if self.link_of(k).is_none() {
-                return Err(BuildError::UnknownRelay(i));
-            }
-        }
-        if self.circs.len() >= self.cfg.max_circuits {
-            return Err(BuildError::TooManyCircuits);
-        }
-        let e = self.link_of(&path[0]).expect("checked");
-        let id = self.pick_circ_id(e);
-        let peer = self.link(e).peer;
-        let c = self.ep.add_circuit(None, Some((peer, id)));
-        let deadline = now + self.cfg.build_timeout;
-        self.install(
-            c,
-            Circ {
-                role: Role::Client,
-                prev: None,
-                next: Some((e, id)),
-                state: CircState::Building { deadline },
-                edge: Some(Edge::new(true)),
-            },
-        );
-        self.wake_at(deadline);
-        self.send_ctl(
-            now,
-            e,
-            CtlMsg::Create {
-                circ_id: id,
-                path: path[1..].to_vec(),
-            },
-        );
-        Ok(c)
-    }
 
     /// Tears a circuit down (DESTROY along it); its streams are reset.
     pub fn destroy_circuit(&mut self, now: Time, c: CircuitId, reason: DestroyReason) {

@@ -3,6 +3,7 @@
 //! control-message loss.
 
 use super::cell::EndReason;
+use super::control::CtlMsg;
 use super::*;
 use crate::backtap::CircuitId;
 use crate::time::{Dur, Time};
@@ -26,13 +27,22 @@ struct Net {
     down: Vec<(usize, usize)>,
     /// Directions whose BackTap cells are lost (feedback still passes).
     no_cells: Vec<(usize, usize)>,
+    /// Directions where the next BackTap cell gets one bit of its body
+    /// flipped (a relay tampering with what it forwards); each flips once.
+    tamper: Vec<(usize, usize)>,
+    /// Every control frame sent: (from, to, frame).
+    ctl_log: Vec<(usize, usize, Vec<u8>)>,
 }
 
-fn key(i: usize) -> Identity {
+fn secret(i: usize) -> [u8; 32] {
     let mut k = [0u8; 32];
     k[0] = 0x10 * (i as u8 + 1);
     k[31] = i as u8;
     k
+}
+
+fn key(i: usize) -> Identity {
+    onion::public_key(&secret(i))
 }
 
 impl Net {
@@ -46,13 +56,16 @@ impl Net {
         let dir: Vec<Identity> = keys[..RELAYS].to_vec();
         let mut nodes = Vec::new();
         for (i, k) in keys.iter().enumerate() {
-            let mut cfg = NodeConfig::new(*k, dir.clone());
+            let mut cfg = NodeConfig::new(*k, secret(i), dir.clone());
             cfg.exit = i < RELAYS && exit[i];
             cfg.stream_window = 64 * 1024;
             cfg.stream_send_buffer = 16 * 1024;
             cfg.build_timeout = Dur::from_secs(5);
             tweak(i, &mut cfg);
-            nodes.push(Node::new(cfg));
+            nodes.push(Node::new(
+                cfg,
+                Box::new(onion::SeededKeys::new(i as u64 + 1)),
+            ));
         }
         let mut net = Net {
             nodes,
@@ -66,6 +79,8 @@ impl Net {
             echo: BTreeMap::new(),
             down: Vec::new(),
             no_cells: Vec::new(),
+            tamper: Vec::new(),
+            ctl_log: Vec::new(),
         };
         // Links are authenticated before frames flow.
         for a in 0..=RELAYS {
@@ -99,6 +114,16 @@ impl Net {
                 if self.down.contains(&(a, b)) || self.rand() < self.loss {
                     self.dropped += 1;
                     continue;
+                }
+                if f[0] == control::FRAME_CTL {
+                    self.ctl_log.push((a, b, f.clone()));
+                }
+                let mut f = f;
+                if let Some(i) = self.tamper.iter().position(|&x| x == (a, b)) {
+                    if let Some(off) = first_cell_body(&f) {
+                        f[off + 100] ^= 0x04;
+                        self.tamper.remove(i);
+                    }
                 }
                 let f = if self.no_cells.contains(&(a, b)) && f[0] == control::FRAME_BACKTAP {
                     use crate::backtap::wire;
@@ -296,6 +321,21 @@ impl Net {
     }
 }
 
+/// Where the body of the first cell of a BackTap frame starts, if it has a
+/// cell.
+fn first_cell_body(f: &[u8]) -> Option<usize> {
+    use crate::backtap::wire;
+    if f[0] != control::FRAME_BACKTAP {
+        return None;
+    }
+    let d = wire::decode(f).ok()?;
+    let body = d.items().find_map(|i| match i {
+        wire::Item::Cell(c) => Some(c.body.as_ptr()),
+        _ => None,
+    })?;
+    Some(body as usize - f.as_ptr() as usize)
+}
+
 fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 7 + i / 251) as u8).collect()
 }
@@ -336,21 +376,24 @@ fn survives_frame_loss() {
 #[test]
 fn refusals_reach_the_client() {
     let mut net = Net::new(&[false, false, true], 0.0);
-    // The middle is not an exit.
-    let p: Vec<Identity> = [0, 1].iter().map(|&i| net.keys[i]).collect();
+    // The last hop is not an exit: the circuit builds (no relay knows it is
+    // the last), and its streams are refused.
+    let c = net.build(&[0, 1]);
     let now = net.now;
-    let c = net.nodes[CLIENT].build_circuit(now, &p).unwrap();
-    let mut reason = None;
+    let k = net.nodes[CLIENT].open_stream(now, c, "x", 80).unwrap();
+    let mut got = None;
     net.run_until(Dur::from_secs(5), |n| {
         for e in n.client_events() {
-            if let NodeEvent::CircuitClosed { circuit, reason: r } = e {
-                assert_eq!(circuit, c);
-                reason = Some(r);
+            if let NodeEvent::StreamReset { stream, reason } = e {
+                assert_eq!(stream, k);
+                got = Some(reason);
             }
         }
-        reason.is_some()
+        got.is_some()
     });
-    assert_eq!(reason, Some(DestroyReason::NotExit));
+    assert_eq!(got, Some(EndReason::ExitPolicy));
+    let now = net.now;
+    net.nodes[CLIENT].destroy_circuit(now, c, DestroyReason::Requested);
     // Nothing left behind at the relays.
     net.run_until(Dur::from_secs(1), |n| {
         (0..RELAYS).all(|i| n.nodes[i].circuit_count() == 0)
@@ -687,4 +730,154 @@ fn streams_that_buffer_too_much_are_reset_largest_first() {
     assert_eq!(exit.stats().streams_shed, 1);
     assert!(exit.stream_buffered() <= CAP, "{}", exit.stream_buffered());
     assert_eq!(exit.stream_count(), 1, "b stays open");
+}
+
+/// Runs until the client learns that circuit `c` closed; the reason.
+fn closed_reason(net: &mut Net, c: CircuitId) -> DestroyReason {
+    let mut reason = None;
+    net.run_until(Dur::from_secs(10), |n| {
+        for e in n.client_events() {
+            if let NodeEvent::CircuitClosed { circuit, reason: r } = e {
+                if circuit == c {
+                    reason = Some(r);
+                }
+            }
+        }
+        reason.is_some()
+    });
+    reason.expect("closed")
+}
+
+/// A relay that flips one bit of a cell body it forwards: the cell reaches
+/// the far edge (the exit for a forward cell, the client for a backward
+/// one), whose layer does not recognize it; it counts the cell and tears
+/// the circuit down.
+#[test]
+fn a_relay_that_flips_a_bit_gets_the_circuit_torn_down() {
+    for (from, to, edge) in [(0, 1, 2), (1, 0, CLIENT), (CLIENT, 0, 2), (2, 1, CLIENT)] {
+        let mut net = Net::new(&[false, false, true], 0.0);
+        let c = net.build(&[0, 1, 2]);
+        let k = net.open_connected(c, Dur::from_secs(5));
+        net.tamper.push((from, to));
+        let now = net.now;
+        net.nodes[CLIENT]
+            .stream_write(now, k, &pattern(5000))
+            .unwrap();
+        assert_eq!(closed_reason(&mut net, c), DestroyReason::Protocol);
+        assert!(net.tamper.is_empty(), "a cell was tampered with");
+        let unrecognized: Vec<u64> = net
+            .nodes
+            .iter()
+            .map(|n| n.stats().cells_unrecognized)
+            .collect();
+        let mut want = vec![0; RELAYS + 1];
+        want[edge] = 1;
+        assert_eq!(unrecognized, want, "flipped on {from} -> {to}");
+        net.run_until(Dur::from_secs(2), |n| {
+            (0..RELAYS).all(|i| n.nodes[i].circuit_count() == 0)
+        });
+    }
+}
+
+/// The control messages `from` sent `to`, decoded, with the next sequence
+/// number of that channel.
+fn ctl_sent(net: &Net, from: usize, to: usize) -> (Vec<CtlMsg>, u32) {
+    let mut msgs = Vec::new();
+    let mut next = 0;
+    for (a, b, f) in &net.ctl_log {
+        if (*a, *b) != (from, to) {
+            continue;
+        }
+        if let Ok(control::Frame::Ctl { seq, msg }) = control::decode_frame(f) {
+            if seq >= next {
+                next = seq + 1;
+                msgs.push(msg);
+            }
+        }
+    }
+    (msgs, next)
+}
+
+/// A CREATE whose handshake (the client's ephemeral key) was answered
+/// before is refused: here the middle replays to the exit the CREATE it
+/// sent for a client's EXTEND.
+#[test]
+fn a_replayed_create_is_refused() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let (msgs, next) = ctl_sent(&net, 1, 2);
+    let Some(&CtlMsg::Create {
+        circ_id, onionskin, ..
+    }) = msgs.iter().find(|m| matches!(m, CtlMsg::Create { .. }))
+    else {
+        panic!("the middle sent a CREATE");
+    };
+    let replay = control::encode_ctl(
+        next,
+        &CtlMsg::Create {
+            circ_id: circ_id + 1,
+            htype: control::HTYPE_NTOR,
+            onionskin,
+        },
+    );
+    let now = net.now;
+    net.nodes[2].handle_frame(now, LinkId(1), &replay);
+    assert_eq!(net.nodes[2].stats().handshake_replays, 1);
+    assert_eq!(net.nodes[2].stats().circuits_created, 1);
+    assert_eq!(net.nodes[2].circuit_count(), 1);
+    let destroys = std::iter::from_fn(|| net.nodes[2].poll_frame(now))
+        .filter_map(|(l, f)| match control::decode_frame(&f) {
+            Ok(control::Frame::Ctl {
+                msg: CtlMsg::Destroy { circ_id: x, .. },
+                ..
+            }) if l == LinkId(1) => Some(x),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(destroys, vec![circ_id + 1]);
+    // The original circuit is unharmed.
+    let k = net.open_connected(c, Dur::from_secs(5));
+    assert!(net.nodes[CLIENT].circuit_ready(k.circuit));
+}
+
+/// An EXTEND replayed on its circuit (here by the entry, to the middle) is
+/// refused: each hop's cipher has moved on, so the last hop does not
+/// recognize it and tears the circuit down; and once a circuit carries
+/// cells, any EXTEND is refused where it arrives.
+#[test]
+fn a_replayed_extend_is_refused() {
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let (msgs, next) = ctl_sent(&net, 0, 1);
+    let extends: Vec<&CtlMsg> = msgs
+        .iter()
+        .filter(|m| matches!(m, CtlMsg::Relay { .. }))
+        .collect();
+    assert_eq!(
+        extends.len(),
+        1,
+        "the entry passed on the EXTEND for the exit"
+    );
+    let now = net.now;
+    net.nodes[1].handle_frame(now, LinkId(0), &control::encode_ctl(next, extends[0]));
+    assert_eq!(closed_reason(&mut net, c), DestroyReason::Protocol);
+    assert_eq!(net.nodes[2].stats().cells_unrecognized, 1);
+    assert_eq!(net.nodes[2].stats().circuits_created, 1);
+
+    // On a circuit in use, the relay it reaches refuses it.
+    let mut net = Net::new(&[false, false, true], 0.0);
+    let c = net.build(&[0, 1, 2]);
+    let _ = net.open_connected(c, Dur::from_secs(5));
+    let (msgs, next) = ctl_sent(&net, 0, 1);
+    let extend = msgs
+        .iter()
+        .find(|m| matches!(m, CtlMsg::Relay { .. }))
+        .expect("an EXTEND")
+        .clone();
+    let errors = net.nodes[1].stats().protocol_errors;
+    let now = net.now;
+    net.nodes[1].handle_frame(now, LinkId(0), &control::encode_ctl(next, &extend));
+    assert_eq!(net.nodes[1].stats().protocol_errors, errors + 1);
+    assert_eq!(closed_reason(&mut net, c), DestroyReason::Protocol);
+    assert_eq!(net.nodes[2].stats().cells_unrecognized, 0);
 }

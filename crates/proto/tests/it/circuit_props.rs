@@ -8,7 +8,7 @@ use hopwise_proto::circuit::cell::{self, EndReason, RelayMsg};
 use hopwise_proto::circuit::control::{self, CtlMsg, DestroyReason, Frame};
 use hopwise_proto::circuit::policy::Rule;
 use hopwise_proto::circuit::socks;
-use hopwise_proto::circuit::{LinkId, Node, NodeConfig};
+use hopwise_proto::circuit::{onion, LinkId, Node, NodeConfig};
 use hopwise_proto::time::{Dur, Time};
 use proptest::prelude::*;
 
@@ -71,10 +71,11 @@ proptest! {
     }
 
     #[test]
-    fn control_messages_round_trip(seq in any::<u32>(), circ_id in any::<u32>(), kind in 0u8..3, hops in 0usize..=8, r in any::<u8>()) {
+    fn control_messages_round_trip(seq in any::<u32>(), circ_id in any::<u32>(), kind in 0u8..4, b in any::<u8>(), r in any::<u8>()) {
         let msg = match kind {
-            0 => CtlMsg::Create { circ_id, path: (0..hops).map(|i| [i as u8; 32]).collect() },
-            1 => CtlMsg::Created { circ_id },
+            0 => CtlMsg::Create { circ_id, htype: r, onionskin: [b; control::HANDSHAKE_LEN] },
+            1 => CtlMsg::Created { circ_id, reply: [b; control::HANDSHAKE_LEN] },
+            2 => CtlMsg::Relay { circ_id, body: Box::new([b; CELL_BODY_LEN]) },
             _ => CtlMsg::Destroy { circ_id, reason: DestroyReason::from_u8(r) },
         };
         let f = control::encode_ctl(seq, &msg);
@@ -126,12 +127,13 @@ proptest! {
     }
 
     #[test]
-    fn a_node_survives_arbitrary_frames(frames in proptest::collection::vec((0u32..4, proptest::collection::vec(any::<u8>(), 0..600), prop_oneof![Just(0x01u8), Just(0x40), Just(0x41)]), 1..60)) {
-        let me = [9u8; 32];
+    fn a_node_survives_arbitrary_frames(frames in proptest::collection::vec((0u32..4, proptest::collection::vec(any::<u8>(), 0..600), prop_oneof![Just(0x02u8), Just(0x40), Just(0x41)]), 1..60)) {
+        let secret = [9u8; 32];
+        let me = onion::public_key(&secret);
         let dir = vec![[1u8; 32], [2u8; 32], me];
-        let mut cfg = NodeConfig::new(me, dir);
+        let mut cfg = NodeConfig::new(me, secret, dir);
         cfg.exit = true;
-        let mut n = Node::new(cfg);
+        let mut n = Node::new(cfg, Box::new(onion::SeededKeys::new(1)));
         n.link_up(LinkId(3), [7u8; 32]);
         let mut now = Time::ZERO;
         for (l, mut f, t) in frames {
