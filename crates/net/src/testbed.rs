@@ -6,7 +6,7 @@
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
 use crate::keys;
-use hopwise_proto::circuit::policy::{Rule, Verdict};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -131,6 +131,22 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
             o.dir.display()
         ))
     })?;
+    // The exit's policy, in its file and (for proxies) in the directory.
+    let mut rules = Vec::new();
+    if o.allow_loopback_exit {
+        rules.push("accept 127.0.0.1/32:*".to_string());
+    }
+    rules.extend(o.exit_policy.iter().cloned());
+    let reordered = private_first(&rules)?;
+    let mut policy = ExitPolicy {
+        reject_private: reordered.is_none(),
+        ..ExitPolicy::default()
+    };
+    for r in reordered.as_ref().unwrap_or(&rules) {
+        policy
+            .rules
+            .push(Rule::parse(r).map_err(|e| StartError(format!("exit policy: {e}")))?);
+    }
     let mut dir = Directory::default();
     for (i, name) in NAMES.iter().enumerate() {
         let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
@@ -138,13 +154,13 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
             Some(a) => a[i],
             None => SocketAddr::from(([127, 0, 0, 1], free_udp_port().map_err(io)?)),
         };
-        dir.relays.push(RelayEntry {
-            name: name.to_string(),
-            address,
-            key: kp.public,
-            exit: i == 2,
-            guard: i == 0,
-        });
+        let mut r = RelayEntry::new(name, address, kp.public);
+        r.exit = i == 2;
+        r.guard = i == 0;
+        if r.exit {
+            r.exit_policy = policy.clone();
+        }
+        dir.relays.push(r);
     }
     let directory = o.dir.join("directory.toml");
     std::fs::write(&directory, dir.to_toml()).map_err(io)?;
@@ -157,15 +173,13 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         );
         if r.exit {
             s.push_str("\n[exit]\nenabled = true\n");
-            let mut rules = Vec::new();
+            let mut rules = rules.clone();
             if o.allow_loopback_exit {
                 s.push_str(
                     "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n",
                 );
-                rules.push("accept 127.0.0.1/32:*".to_string());
             }
-            rules.extend(o.exit_policy.iter().cloned());
-            if let Some(reordered) = private_first(&rules)? {
+            if let Some(reordered) = reordered.clone() {
                 // reject_private would refuse private addresses before the
                 // rules; other rules must not reach them instead.
                 s.push_str(
@@ -201,7 +215,9 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     }
     let mut s = format!(
         "# hopwise proxy configuration (reference: docs/relay.md).\n\
-         socks = \"{}\"\ndirectory = \"directory.toml\"\npath = [\"relay1\", \"relay2\", \"relay3\"]\n",
+         socks = \"{}\"\ndirectory = \"directory.toml\"\npath = [\"relay1\", \"relay2\", \"relay3\"]\n\
+         # Without `path`: all relays are on 127.0.0.0/16, which random paths would refuse.\n\
+         path_subnet_rule = false\n",
         o.socks
     );
     s.push_str(&o.proxy_extra);

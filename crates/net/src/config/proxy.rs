@@ -24,6 +24,12 @@ pub struct ProxyConfig {
     pub path: Option<Vec<String>>,
     /// Static key file; `None`: a fresh key every start (unlinkable).
     pub key_file: Option<PathBuf>,
+    /// Random paths: no two relays in one /16 (IPv4) or /32 (IPv6).
+    pub path_subnet_rule: bool,
+    /// Where the guard of random paths is kept (`state_file`); `None`:
+    /// next to `key_file` ([`crate::path::default_state_file`]), or nowhere
+    /// without one.
+    pub state_file: Option<PathBuf>,
     /// How long a SOCKS request waits for its stream.
     pub connect_timeout: Duration,
     /// SOCKS connections served at once; more are closed when accepted.
@@ -55,6 +61,8 @@ impl ProxyConfig {
             directory,
             path: None,
             key_file: None,
+            path_subnet_rule: true,
+            state_file: None,
             connect_timeout: Duration::from_secs(30),
             socks_max_connections: 1000,
             socks_handshake_timeout: Duration::from_secs(10),
@@ -98,6 +106,10 @@ impl ProxyConfig {
             tracing::warn!("{file}: {w}");
         }
         cfg.key_file = path_key(raw.key_file, "key_file")
+            .map_err(e)?
+            .map(|k| resolve(base, &k));
+        cfg.path_subnet_rule = raw.path_subnet_rule.is_none_or(|b| b.0);
+        cfg.state_file = path_key(raw.state_file, "state_file")
             .map_err(e)?
             .map(|k| resolve(base, &k));
         if let Some(d) =
