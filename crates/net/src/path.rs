@@ -511,4 +511,271 @@ mod tests {
             "{e}"
         );
     }
+
+    fn dir3() -> Directory {
+        let mut dir = Directory::default();
+        dir.relays.push(relay(1, "10.1.0.1:1", "g"));
+        dir.relays.push(relay(2, "10.2.0.1:1", "g"));
+        dir.relays.push(relay(3, "10.3.0.1:1", ""));
+        dir.relays.push(relay(4, "10.4.0.1:1", "e"));
+        dir.relays.push(relay(5, "10.5.0.1:1", "e"));
+        dir
+    }
+
+    /// Over many draws with a fixed seed, each relay's share is its share
+    /// of the bandwidth.
+    #[test]
+    fn picks_are_weighted_by_bandwidth() {
+        let mut dir = dir3();
+        let bw = [1000, 3000, 6000, 2000, 8000];
+        for (r, b) in dir.relays.iter_mut().zip(bw) {
+            r.bandwidth = b;
+        }
+        let mut rng = 42;
+        let n = 100_000;
+        let all: Vec<usize> = (0..5).collect();
+        let mut count = [0u32; 5];
+        for _ in 0..n {
+            count[weighted(&dir, &all, &mut rng).unwrap()] += 1;
+        }
+        let total: u64 = bw.iter().sum();
+        for i in 0..5 {
+            let want = bw[i] as f64 / total as f64;
+            let got = f64::from(count[i]) / f64::from(n);
+            assert!((got - want).abs() < 0.01, "relay {i}: {got} against {want}");
+        }
+        // Exits by bandwidth in whole paths: r5 four times as often as r4.
+        let mut exits = [0u32; 2];
+        for _ in 0..20_000 {
+            let p = choose_path(&dir, 0, None, true, &mut rng).unwrap();
+            exits[p[2] - 3] += 1;
+        }
+        let share = f64::from(exits[1]) / 20_000.0;
+        assert!((share - 0.8).abs() < 0.02, "{exits:?}");
+        assert_eq!(weighted(&dir, &[], &mut rng), None);
+    }
+
+    #[test]
+    fn no_two_relays_of_a_path_share_a_subnet_or_family() {
+        let mut dir = dir3();
+        // r3 and r4 in one /16, r2 and r5 in one family, r1 and r4 in one
+        // IPv6 /32 (after a move).
+        dir.relays[2].address = "10.4.7.7:1".parse().unwrap();
+        dir.relays[1].family = Some("f".into());
+        dir.relays[4].family = Some("f".into());
+        let mut rng = 3;
+        for _ in 0..2000 {
+            for g in [0, 1] {
+                let p = choose_path(&dir, g, None, true, &mut rng).unwrap();
+                for (i, &a) in p.iter().enumerate() {
+                    for &b in &p[i + 1..] {
+                        let (a, b) = (&dir.relays[a], &dir.relays[b]);
+                        assert!(
+                            !conflict(a, b, true),
+                            "{} and {} on one path",
+                            a.name,
+                            b.name
+                        );
+                    }
+                }
+            }
+        }
+        let mut v6 = dir3();
+        v6.relays[0].address = "[2001:db8:1::1]:1".parse().unwrap();
+        v6.relays[2].address = "[2001:db8:2::1]:1".parse().unwrap();
+        v6.relays[3].address = "[2001:db9::1]:1".parse().unwrap();
+        v6.relays[4].address = "[2001:db9::2]:1".parse().unwrap();
+        for _ in 0..500 {
+            let p = choose_path(&v6, 0, None, true, &mut rng).unwrap();
+            assert_ne!(p[1], 2, "r3 shares the guard's /32");
+        }
+        // All on loopback: only without the subnet rule.
+        let mut lo = dir3();
+        for (i, r) in lo.relays.iter_mut().enumerate() {
+            r.address = format!("127.0.0.1:{}", 9001 + i).parse().unwrap();
+        }
+        let e = choose_path(&lo, 0, None, true, &mut rng).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("(r4, r5) shares the guard `r1`'s family or subnet"),
+            "{e}"
+        );
+        assert_eq!(choose_path(&lo, 0, None, false, &mut rng).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn the_exit_accepts_the_destination() {
+        let mut dir = dir3();
+        dir.relays[3].exit_policy = policy(&["accept *:80", "accept *:443", "reject *:*"]);
+        dir.relays[4].exit_policy = ExitPolicy::default();
+        let mut rng = 9;
+        let exits = |dest: (&str, u16), rng: &mut u64| {
+            let mut seen = [false; 5];
+            for _ in 0..300 {
+                seen[*choose_path(&dir, 0, Some(dest), true, rng)
+                    .unwrap()
+                    .last()
+                    .unwrap()] = true;
+            }
+            (0..5).filter(|&i| seen[i]).collect::<Vec<_>>()
+        };
+        assert_eq!(exits(("example.com", 8080), &mut rng), vec![4]);
+        assert_eq!(exits(("example.com", 443), &mut rng), vec![3, 4]);
+        // r5 refuses private addresses; r4's rules take any address.
+        assert_eq!(exits(("127.0.0.1", 80), &mut rng), vec![3]);
+        assert_eq!(exits(("192.0.2.1", 80), &mut rng), vec![3, 4]);
+        assert_eq!(exits(("::1", 80), &mut rng), vec![3]);
+        dir.relays[4].exit_policy = policy(&["reject *:25"]);
+        let e = choose_path(&dir, 0, Some(("example.com", 25)), true, &mut rng).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no relay of the directory other than the guard `r1` accepts example.com:25 (by its exit_policy in the directory)"
+        );
+        let e = choose_path(&dir, 0, Some(("2001:db8::1", 25)), true, &mut rng).unwrap_err();
+        assert!(e.to_string().contains("accepts [2001:db8::1]:25 "), "{e}");
+        // The guard is the only exit that would.
+        dir.relays[0].exit = true;
+        let e = choose_path(&dir, 0, Some(("example.com", 25)), true, &mut rng).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("(the guard does, but a path needs an exit that is not its guard)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn guards_are_non_exits_flagged_guard_if_any() {
+        let mut dir = dir3();
+        assert_eq!(guard_candidates(&dir), vec![0, 1]);
+        dir.relays[0].guard = false;
+        dir.relays[1].exit = true;
+        assert_eq!(guard_candidates(&dir), vec![0, 2]);
+        for r in &mut dir.relays {
+            r.exit = true;
+        }
+        assert_eq!(guard_candidates(&dir), vec![1]);
+        dir.relays[1].guard = false;
+        assert_eq!(guard_candidates(&dir), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_guard_is_kept_across_restarts() {
+        let d = tempfile::tempdir().unwrap();
+        let file = default_state_file(Some(&d.path().join("proxy.key"))).unwrap();
+        assert_eq!(file, d.path().join("proxy.state.toml"));
+        let mut dir = dir3();
+        dir.relays[0].bandwidth = 1;
+        dir.relays[1].bandwidth = 1_000_000;
+        let mut rng = 5;
+        let mut s = GuardState::load(Some(file.clone())).unwrap();
+        assert_eq!(s.key, None, "no file yet");
+        let g = s.guard(&dir, &mut rng).unwrap();
+        assert_eq!(g, 1);
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(
+            text.contains(&format!("guard = \"{}\"", hex(&[2; 32]))),
+            "{text}"
+        );
+        // A restart: the stored guard, whatever the draws, even one that
+        // would rarely be drawn.
+        let mut s = GuardState::load(Some(file.clone())).unwrap();
+        s.key = Some([1; 32]);
+        save_state(&file, &dir.relays[0]).unwrap();
+        let mut s2 = GuardState::load(Some(file.clone())).unwrap();
+        assert_eq!(s2.key, Some([1; 32]));
+        for seed in 1..50 {
+            let mut rng = seed;
+            assert_eq!(s2.guard(&dir, &mut rng).unwrap(), 0);
+            assert_eq!(
+                next_path(&dir, None, &mut s2, true, &mut rng, None).unwrap()[0],
+                0
+            );
+        }
+        // No longer a guard: another one, stored.
+        dir.relays[0].guard = false;
+        assert_eq!(s.guard(&dir, &mut rng).unwrap(), 1);
+        assert_eq!(
+            GuardState::load(Some(file.clone())).unwrap().key,
+            Some([2; 32])
+        );
+        // Gone from the directory: the same.
+        dir.relays.remove(1);
+        let mut s = GuardState::load(Some(file.clone())).unwrap();
+        let g = s.guard(&dir, &mut rng).unwrap();
+        assert!(
+            g < 2,
+            "no non-exit flagged guard is left: r1 or r3, not an exit"
+        );
+        let stored = GuardState::load(Some(file.clone())).unwrap().key;
+        assert_eq!(stored, Some(dir.relays[g].key));
+        // No file: a guard for this run only.
+        let mut s = GuardState::load(None).unwrap();
+        assert!(s.guard(&dir, &mut rng).is_ok());
+        // A configured path needs no guard.
+        let mut s = GuardState::default();
+        let p = next_path(
+            &dir,
+            Some(&["r4".into(), "r5".into()]),
+            &mut s,
+            true,
+            &mut rng,
+            None,
+        );
+        assert_eq!(p.unwrap(), vec![2, 3]);
+        assert_eq!(s.key, None);
+    }
+
+    #[test]
+    fn a_bad_state_file_is_an_error_naming_it() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("state.toml");
+        for (text, want) in [
+            ("guard = 1\n", "guard: expected a string, got a integer"),
+            (
+                "guard = \"12\"\n",
+                "guard: `12` is not a relay key (64 hex digits)",
+            ),
+            (
+                "gaurd = \"12\"\n",
+                "unknown key `gaurd` (the state file has only `guard`)",
+            ),
+            ("guard = \n", "not a TOML file"),
+        ] {
+            std::fs::write(&file, text).unwrap();
+            let e = GuardState::load(Some(file.clone())).unwrap_err();
+            assert!(e.starts_with(&format!("{}: {want}", file.display())), "{e}");
+            assert!(
+                e.ends_with("(the proxy writes this file; delete it to choose a new guard)"),
+                "{e}"
+            );
+        }
+        std::fs::write(&file, "# empty\n").unwrap();
+        assert_eq!(GuardState::load(Some(file)).unwrap().key, None);
+    }
+
+    #[test]
+    fn streams_go_where_the_exit_accepts_them() {
+        let mut dir = dir3();
+        dir.relays[3].exit_policy = policy(&["accept *:80", "reject *:*"]);
+        dir.relays[4].exit_policy = policy(&["reject *:80"]);
+        let spares = [("a", 4usize)];
+        assert_eq!(
+            route(&dir, Some(3), &spares, "example.com", 80),
+            Route::Current
+        );
+        assert_eq!(
+            route(&dir, Some(3), &spares, "example.com", 22),
+            Route::Spare(0)
+        );
+        assert_eq!(route(&dir, Some(4), &spares, "example.com", 80), Route::New);
+        assert_eq!(
+            route::<()>(&dir, Some(3), &[], "example.com", 22),
+            Route::New
+        );
+        // A configured path takes every stream.
+        assert_eq!(
+            route::<()>(&dir, None, &[], "example.com", 22),
+            Route::Current
+        );
+    }
 }
