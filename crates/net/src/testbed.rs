@@ -240,7 +240,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let mut s = format!(
         "# hopwise proxy configuration (reference: docs/relay.md).\n\
          socks = \"{}\"\ndirectory = \"directory.toml\"\n{}\
-         # All relays are on 127.0.0.0/16, which random paths would refuse.\n\
+         # Random paths (without `path`): the relays share a /16 (127.0.0.0/16 on loopback).\n\
          path_subnet_rule = false\n",
         o.socks,
         if o.random_paths {
