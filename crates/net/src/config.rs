@@ -15,7 +15,7 @@ mod raw;
 #[cfg(test)]
 mod tests;
 
-pub use directory::{Directory, RelayEntry, FLAGS};
+pub use directory::{Directory, RelayEntry, DEFAULT_BANDWIDTH, FLAGS};
 pub use hopwise_config::did_you_mean;
 /// A configuration problem: `file: key: message`.
 pub use hopwise_config::Error as ConfigError;

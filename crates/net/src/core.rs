@@ -7,6 +7,7 @@ use crate::accept::Gate;
 use crate::clock::Clock;
 use crate::config::{Directory, ExitOptions};
 use crate::emu::{EmuStats, Emulator};
+use crate::path::{self, GuardState, Route};
 use crate::stream;
 use hopwise_proto::backtap::{CircuitId, Direction, EndpointStats, HopStats};
 use hopwise_proto::circuit::cell::EndReason;
@@ -143,8 +144,10 @@ impl Io {
     }
 }
 
-/// The proxy's circuit management: one circuit at a time, rebuilt with
-/// backoff when it closes; SOCKS requests wait for it.
+/// The proxy's circuit management: one circuit in use at a time, rebuilt
+/// with backoff when it closes; SOCKS requests wait for it. With random
+/// paths, a request its exit refuses goes on a spare circuit whose exit
+/// accepts it, or on a new circuit for it (`path::route`).
 pub(crate) struct ClientState {
     pub directory: Directory,
     pub path: Option<Vec<String>>,
@@ -158,6 +161,16 @@ pub(crate) struct ClientState {
     pub built: u64,
     /// The relays of the circuit being built or in use, entry first.
     pub circuit_path: String,
+    /// Random paths: the guard, kept across restarts.
+    pub guard: GuardState,
+    /// Random paths: no two relays in one /16 or /32.
+    pub subnet_rule: bool,
+    /// The exit (a directory index) of the circuit in use, if its path was
+    /// random; `None` for a configured path (every stream goes on it).
+    pub exit: Option<usize>,
+    /// Earlier circuits (and their exits) that still carry streams: used
+    /// for a destination their exit accepts, closed with their last stream.
+    pub spares: Vec<(CircuitId, usize)>,
 }
 
 /// Everything a relay or proxy reports (tests, metrics).
@@ -401,14 +414,36 @@ impl Core {
                         cl.backoff = Dur::from_secs(1);
                         cl.built += 1;
                         let waiting: Vec<_> = cl.waiting.drain(..).collect();
-                        for (host, port, reply, _) in waiting {
-                            self.open(now, host, port, reply);
+                        let mut rest = std::collections::VecDeque::new();
+                        for w in waiting {
+                            let cl = self.client.as_ref().expect("a client");
+                            if path::exit_accepts(&cl.directory, cl.exit, &w.0, w.1) {
+                                self.open(now, w.0, w.1, w.2);
+                            } else {
+                                rest.push_back(w);
+                            }
+                        }
+                        if !rest.is_empty() {
+                            // Requests this exit refuses: a circuit for them.
+                            self.client.as_mut().expect("a client").waiting = rest;
+                            self.build(now);
                         }
                     }
                 }
             }
             NodeEvent::CircuitClosed { circuit, .. } if self.stopping => {
                 tracing::info!(node = %self.name, circuit = circuit.0, "circuit closed on shutdown");
+            }
+            NodeEvent::CircuitClosed { circuit, reason }
+                if self
+                    .client
+                    .as_ref()
+                    .is_some_and(|cl| cl.spares.iter().any(|s| s.0 == circuit)) =>
+            {
+                tracing::info!(node = %self.name, circuit = circuit.0, %reason, "spare circuit closed");
+                if let Some(cl) = self.client.as_mut() {
+                    cl.spares.retain(|s| s.0 != circuit);
+                }
             }
             NodeEvent::CircuitClosed { circuit, reason } => {
                 match self
@@ -454,6 +489,7 @@ impl Core {
                             }
                         }
                         cl.circuit = None;
+                        cl.exit = None;
                         cl.ready = false;
                         cl.rebuild_at = Some(now + cl.backoff);
                         cl.backoff = (cl.backoff + cl.backoff).min(Dur::from_secs(30));
@@ -522,6 +558,7 @@ impl Core {
                         }
                     }
                 }
+                self.close_idle_spares(now);
             }
         }
     }
@@ -588,6 +625,9 @@ impl Core {
     }
 
     fn on_cmd(&mut self, now: Time, cmd: Cmd) {
+        if matches!(cmd, Cmd::Gone(_) | Cmd::Reset(_)) {
+            self.close_idle_spares(now);
+        }
         match cmd {
             Cmd::Data(k, v) => {
                 let node = self.host.node_mut();
@@ -654,11 +694,32 @@ impl Core {
                     let _ = reply.send(Err(EndReason::Internal));
                     return;
                 };
-                if cl.ready {
-                    self.open(now, host, port, reply);
-                } else {
+                if !cl.ready {
                     let deadline = now + cl.connect_timeout;
                     cl.waiting.push_back((host, port, reply, deadline));
+                    return;
+                }
+                match path::route(&cl.directory, cl.exit, &cl.spares, &host, port) {
+                    Route::Current => self.open(now, host, port, reply),
+                    Route::Spare(j) => {
+                        // The in-use circuit becomes a spare, the spare the
+                        // one in use.
+                        let (c, e) = cl.spares.swap_remove(j);
+                        if let (Some(old), Some(old_exit)) = (cl.circuit, cl.exit) {
+                            cl.spares.push((old, old_exit));
+                        }
+                        cl.circuit = Some(c);
+                        cl.exit = Some(e);
+                        let exit = &cl.directory.relays[e].name;
+                        cl.circuit_path = format!("an earlier circuit to the exit {exit}");
+                        self.open(now, host, port, reply);
+                        self.close_idle_spares(now);
+                    }
+                    Route::New => {
+                        let deadline = now + cl.connect_timeout;
+                        cl.waiting.push_back((host, port, reply, deadline));
+                        self.build(now);
+                    }
                 }
             }
             Cmd::Snapshot(tx) => {
@@ -701,16 +762,57 @@ impl Core {
     }
 
     /// Builds the proxy's circuit: the configured path, or a random guard,
-    /// middle and exit.
+    /// middle and exit for the first waiting request (`path::next_path`).
+    /// Requests no path can serve are refused. A circuit in use becomes a
+    /// spare.
     fn build(&mut self, now: Time) {
         let Some(cl) = self.client.as_mut() else {
             return;
         };
-        let dir = &cl.directory;
-        let idx: Vec<usize> = match &cl.path {
-            Some(p) => p.iter().filter_map(|n| dir.find(n)).collect(),
-            None => choose_path(dir, &mut cl.rng),
+        let idx = loop {
+            let dest = cl.waiting.front().map(|w| (w.0.as_str(), w.1));
+            let has_dest = dest.is_some();
+            let p = path::next_path(
+                &cl.directory,
+                cl.path.as_deref(),
+                &mut cl.guard,
+                cl.subnet_rule,
+                &mut cl.rng,
+                dest,
+            );
+            match p {
+                Ok(p) => break p,
+                Err(e) if has_dest => {
+                    let (host, port, reply, _) = cl.waiting.pop_front().expect("front");
+                    tracing::warn!(node = %self.name, %host, port, error = %e, "no path for this destination; refusing it");
+                    let _ = reply.send(Err(EndReason::ExitPolicy));
+                    if cl.waiting.is_empty() && cl.circuit.is_some() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    tracing::error!(node = %self.name, error = %e, "cannot choose a path");
+                    cl.rebuild_at = Some(now + cl.backoff);
+                    cl.backoff = (cl.backoff + cl.backoff).min(Dur::from_secs(30));
+                    return;
+                }
+            }
         };
+        if let Some(old) = cl.circuit.take() {
+            match cl.exit.filter(|_| cl.ready) {
+                Some(e) => cl.spares.push((old, e)),
+                None => self
+                    .host
+                    .node_mut()
+                    .destroy_circuit(now, old, DestroyReason::Requested),
+            }
+        }
+        cl.exit = cl.path.is_none().then(|| idx.last().copied()).flatten();
+        cl.ready = false;
+        if idx.len() < 3 && cl.path.is_none() {
+            tracing::warn!(node = %self.name, relays = idx.len(), "no middle relay fits this path's rules: a shorter path");
+        }
+        let dir = &cl.directory;
         let keys: Vec<[u8; 32]> = idx.iter().map(|&i| dir.relays[i].key).collect();
         let names: Vec<&str> = idx.iter().map(|&i| dir.relays[i].name.as_str()).collect();
         let names = names.join(" -> ");
@@ -726,6 +828,31 @@ impl Core {
                 cl.rebuild_at = Some(now + cl.backoff);
                 cl.backoff = (cl.backoff + cl.backoff).min(Dur::from_secs(30));
             }
+        }
+        self.close_idle_spares(now);
+    }
+
+    /// Closes the spare circuits that carry no stream any more.
+    fn close_idle_spares(&mut self, now: Time) {
+        let Some(cl) = self.client.as_mut() else {
+            return;
+        };
+        if cl.spares.is_empty() {
+            return;
+        }
+        let streams = &self.streams;
+        let busy = |c: CircuitId| streams.keys().any(|k| k.circuit == c);
+        let idle: Vec<CircuitId> = cl
+            .spares
+            .iter()
+            .map(|s| s.0)
+            .filter(|&c| !busy(c))
+            .collect();
+        cl.spares.retain(|s| !idle.contains(&s.0));
+        for c in idle {
+            self.host
+                .node_mut()
+                .destroy_circuit(now, c, DestroyReason::Requested);
         }
     }
 
@@ -766,36 +893,6 @@ impl Core {
             socks_refused: self.socks_gate.as_ref().map_or(0, |g| g.refused()),
             next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
         }
-    }
-}
-
-/// A random exit, then a guard and a middle distinct from it.
-pub(crate) fn choose_path(dir: &Directory, rng: &mut u64) -> Vec<usize> {
-    let mut next = || {
-        *rng ^= *rng << 13;
-        *rng ^= *rng >> 7;
-        *rng ^= *rng << 17;
-        *rng
-    };
-    let n = dir.relays.len();
-    let mut pick = |ok: &dyn Fn(usize) -> bool| -> Option<usize> {
-        let c: Vec<usize> = (0..n).filter(|&i| ok(i)).collect();
-        if c.is_empty() {
-            None
-        } else {
-            Some(c[(next() % c.len() as u64) as usize])
-        }
-    };
-    let Some(exit) = pick(&|i| dir.relays[i].exit) else {
-        return Vec::new();
-    };
-    let guard = pick(&|i| i != exit && dir.relays[i].guard).or_else(|| pick(&|i| i != exit));
-    let Some(guard) = guard else {
-        return vec![exit];
-    };
-    match pick(&|i| i != exit && i != guard) {
-        Some(m) => vec![guard, m, exit],
-        None => vec![guard, exit],
     }
 }
 

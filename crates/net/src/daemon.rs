@@ -372,6 +372,22 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
             .finish()
             | 1
     };
+    // Random paths keep their guard in the state file.
+    let guard = match &cfg.path {
+        Some(_) => crate::path::GuardState::default(),
+        None => {
+            let file = cfg
+                .state_file
+                .clone()
+                .or_else(|| crate::path::default_state_file(cfg.key_file.as_deref()));
+            if file.is_none() {
+                tracing::info!(
+                    "{origin}: no key_file or state_file: the guard is chosen anew at every start"
+                );
+            }
+            crate::path::GuardState::load(file).map_err(StartError)?
+        }
+    };
     let client = ClientState {
         directory: cfg.directory.clone(),
         path: cfg.path.clone(),
@@ -384,6 +400,10 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
         rng: seed,
         built: 0,
         circuit_path: String::new(),
+        guard,
+        subnet_rule: cfg.path_subnet_rule,
+        exit: None,
+        spares: Vec::new(),
     };
     tracing::info!(socks = %cfg.socks, "proxy starting");
     start(Parts {

@@ -26,6 +26,7 @@ pub mod emu;
 pub mod keys;
 pub mod metrics;
 pub mod otcp;
+pub mod path;
 pub mod socks;
 mod stream;
 pub mod testbed;

@@ -6,7 +6,7 @@
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
 use crate::keys;
-use hopwise_proto::circuit::policy::{Rule, Verdict};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -44,6 +44,13 @@ pub struct LabOptions {
     /// first, then `reject private:*`, then the others (`private_first`),
     /// so that those rules reach those addresses and nothing else does.
     pub exit_policy: Vec<String>,
+    /// Makes the middle relay an exit too, with these rules (as
+    /// `exit_policy`, without `allow_loopback_exit`).
+    pub middle_exit_policy: Option<Vec<String>>,
+    /// The proxy file names no `path`: the proxy chooses its paths, and
+    /// keeps its guard in `proxy.state.toml` (it gets `key_file =
+    /// "proxy.key"`).
+    pub random_paths: bool,
 }
 
 impl LabOptions {
@@ -59,6 +66,8 @@ impl LabOptions {
             proxy_extra: String::new(),
             relay_addresses: None,
             exit_policy: Vec::new(),
+            middle_exit_policy: None,
+            random_paths: false,
         }
     }
 }
@@ -118,8 +127,46 @@ fn private_first(rules: &[String]) -> Result<Option<Vec<String>>, StartError> {
     Ok(Some(private))
 }
 
+/// An exit's `[exit]` section for `rules`, and the same policy as the
+/// directory lists it.
+fn exit_section(rules: &[String], loopback: bool) -> Result<(String, ExitPolicy), StartError> {
+    let mut s = String::from("\n[exit]\nenabled = true\n");
+    if loopback {
+        s.push_str(
+            "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n",
+        );
+    }
+    let reordered = private_first(rules)?;
+    let reject_private = reordered.is_none();
+    if !reject_private {
+        // reject_private would refuse private addresses before the
+        // rules; other rules must not reach them instead.
+        s.push_str(
+            "# A rule accepts private addresses, which reject_private would refuse first,\n\
+             # so it is off: the rules for private ranges come first, then `reject private:*`.\n\
+             reject_private = false\n",
+        );
+    }
+    let rules = reordered.unwrap_or_else(|| rules.to_vec());
+    if !rules.is_empty() {
+        let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();
+        let _ = writeln!(s, "policy = [{}]", quoted.join(", "));
+    }
+    let mut policy = ExitPolicy {
+        reject_private,
+        ..ExitPolicy::default()
+    };
+    for r in &rules {
+        policy
+            .rules
+            .push(Rule::parse(r).map_err(|e| StartError(format!("exit policy: {e}")))?);
+    }
+    Ok((s, policy))
+}
+
 /// Writes keys, the directory and the config files of three relays (the
-/// third an exit) and a proxy into `o.dir`.
+/// third an exit, the second one too with `middle_exit_policy`) and a
+/// proxy into `o.dir`.
 pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let io = |e: std::io::Error| StartError(format!("{}: {e}", o.dir.display()));
     if o.dir.exists() && !o.dir.is_dir() {
@@ -131,6 +178,19 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
             o.dir.display()
         ))
     })?;
+    // The exits' policies, in their files and (for proxies) in the directory.
+    let mut rules = Vec::new();
+    if o.allow_loopback_exit {
+        rules.push("accept 127.0.0.1/32:*".to_string());
+    }
+    rules.extend(o.exit_policy.iter().cloned());
+    let exits = [
+        o.middle_exit_policy
+            .as_deref()
+            .map(|r| exit_section(r, false))
+            .transpose()?,
+        Some(exit_section(&rules, o.allow_loopback_exit)?),
+    ];
     let mut dir = Directory::default();
     for (i, name) in NAMES.iter().enumerate() {
         let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
@@ -138,13 +198,13 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
             Some(a) => a[i],
             None => SocketAddr::from(([127, 0, 0, 1], free_udp_port().map_err(io)?)),
         };
-        dir.relays.push(RelayEntry {
-            name: name.to_string(),
-            address,
-            key: kp.public,
-            exit: i == 2,
-            guard: i == 0,
-        });
+        let mut r = RelayEntry::new(name, address, kp.public);
+        r.guard = i == 0;
+        if let Some((_, policy)) = i.checked_sub(1).and_then(|j| exits[j].as_ref()) {
+            r.exit = true;
+            r.exit_policy = policy.clone();
+        }
+        dir.relays.push(r);
     }
     let directory = o.dir.join("directory.toml");
     std::fs::write(&directory, dir.to_toml()).map_err(io)?;
@@ -155,30 +215,8 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
              name = \"{}\"\nlisten = \"{}\"\nkey_file = \"{}.key\"\ndirectory = \"directory.toml\"\n",
             r.name, r.address, r.name
         );
-        if r.exit {
-            s.push_str("\n[exit]\nenabled = true\n");
-            let mut rules = Vec::new();
-            if o.allow_loopback_exit {
-                s.push_str(
-                    "# The self-test's file server is on 127.0.0.1, which the default policy refuses.\n",
-                );
-                rules.push("accept 127.0.0.1/32:*".to_string());
-            }
-            rules.extend(o.exit_policy.iter().cloned());
-            if let Some(reordered) = private_first(&rules)? {
-                // reject_private would refuse private addresses before the
-                // rules; other rules must not reach them instead.
-                s.push_str(
-                    "# A rule accepts private addresses, which reject_private would refuse first,\n\
-                     # so it is off: the rules for private ranges come first, then `reject private:*`.\n\
-                     reject_private = false\n",
-                );
-                rules = reordered;
-            }
-            if !rules.is_empty() {
-                let quoted: Vec<String> = rules.iter().map(|r| format!("{r:?}")).collect();
-                let _ = writeln!(s, "policy = [{}]", quoted.join(", "));
-            }
+        if let Some((text, _)) = i.checked_sub(1).and_then(|j| exits[j].as_ref()) {
+            s.push_str(text);
         }
         if !o.encrypt {
             s.push_str("\n[link]\nencrypt = false  # test-only\n");
@@ -201,8 +239,15 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     }
     let mut s = format!(
         "# hopwise proxy configuration (reference: docs/relay.md).\n\
-         socks = \"{}\"\ndirectory = \"directory.toml\"\npath = [\"relay1\", \"relay2\", \"relay3\"]\n",
-        o.socks
+         socks = \"{}\"\ndirectory = \"directory.toml\"\n{}\
+         # Random paths (without `path`): the relays share a /16 (127.0.0.0/16 on loopback).\n\
+         path_subnet_rule = false\n",
+        o.socks,
+        if o.random_paths {
+            "key_file = \"proxy.key\"\n"
+        } else {
+            "path = [\"relay1\", \"relay2\", \"relay3\"]\n"
+        }
     );
     s.push_str(&o.proxy_extra);
     if !o.encrypt {

@@ -3,6 +3,7 @@
 use super::raw::RawDirectory;
 use super::{addr, err, path_key, resolve, table, ConfigError, R};
 use hopwise_config::{self as cfg, did_you_mean, Seg};
+use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Unreachable, Verdict};
 use hopwise_proto::link::{is_small_order, parse_key};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,87 @@ pub struct RelayEntry {
     pub exit: bool,
     /// May be the first hop (`guard` flag).
     pub guard: bool,
+    /// `bandwidth`: what the relay offers in kB/s (1000 bytes per second),
+    /// the weight of its chance to be picked for a random path
+    /// ([`DEFAULT_BANDWIDTH`] when left out).
+    pub bandwidth: u64,
+    /// `family`: relays of one operator declare the same family, and no
+    /// random path has two of them.
+    pub family: Option<String>,
+    /// `exit_policy`: what proxies assume the exit accepts when they pick
+    /// one for a destination (the relay itself enforces its own `[exit]`
+    /// policy). Rules in order, the first match decides, the rest is
+    /// accepted; left out, the policy of an `[exit]` with no rules (refuse
+    /// private addresses, accept the rest).
+    pub exit_policy: ExitPolicy,
+}
+
+/// The `bandwidth` of a relay that gives none, in kB/s.
+pub const DEFAULT_BANDWIDTH: u64 = 1000;
+
+impl RelayEntry {
+    /// A relay with no flags, the default bandwidth and exit policy, and no
+    /// family.
+    pub fn new(name: &str, address: SocketAddr, key: [u8; 32]) -> RelayEntry {
+        RelayEntry {
+            name: name.to_string(),
+            address,
+            key,
+            exit: false,
+            guard: false,
+            bandwidth: DEFAULT_BANDWIDTH,
+            family: None,
+            exit_policy: ExitPolicy::default(),
+        }
+    }
+
+    /// The rules of `exit_policy` as the directory file writes them, `None`
+    /// for the default (the key left out).
+    pub fn exit_policy_rules(&self) -> Option<Vec<String>> {
+        let p = &self.exit_policy;
+        if *p == ExitPolicy::default() {
+            return None;
+        }
+        let mut rules = Vec::new();
+        if p.reject_private {
+            rules.push("reject private:*".to_string());
+        }
+        rules.extend(p.rules.iter().map(|r| r.to_string()));
+        if p.default == Verdict::Reject && !p.rules.last().is_some_and(|r| r.is_catch_all()) {
+            rules.push("reject *:*".to_string());
+        }
+        Some(rules)
+    }
+}
+
+/// A relay's `exit_policy` (at key `key`): the rules in order, the first
+/// match decides, and what no rule matches is accepted. Nothing is refused
+/// before the rules: `reject private:*` says it.
+fn exit_policy_of(rules: Option<Vec<String>>, key: &str) -> R<ExitPolicy> {
+    let Some(rules) = rules else {
+        return Ok(ExitPolicy::default());
+    };
+    let mut p = ExitPolicy {
+        reject_private: false,
+        rules: Vec::new(),
+        default: Verdict::Accept,
+    };
+    for (i, r) in rules.iter().enumerate() {
+        match Rule::parse(r) {
+            Ok(rule) => p.rules.push(rule),
+            Err(e) => return err(&format!("{key}[{i}]"), e.0),
+        }
+    }
+    if let Some((i, Unreachable::AfterCatchAll(j))) = p.unreachable_rule() {
+        return err(
+            &format!("{key}[{i}]"),
+            format!(
+                "`{}` can never match: {key}[{j}] `{}` matches every address and port first (remove the rules after it)",
+                p.rules[i], p.rules[j]
+            ),
+        );
+    }
+    Ok(p)
 }
 
 /// The static list of relays; relays and proxies read the same file.
@@ -166,12 +248,27 @@ impl Directory {
                     format!("{address} is also relay `{}`'s address", x.name),
                 );
             }
+            let exit = flags.iter().any(|f| f == "exit");
+            if r.exit_policy.is_some() && !exit {
+                return err(
+                    &format!("{p}.exit_policy"),
+                    format!(
+                        "relay `{name}` has no \"exit\" flag, so no path ends there and its exit policy is never read \
+                         (add \"exit\" to its flags, or remove exit_policy)"
+                    ),
+                );
+            }
+            let exit_policy =
+                exit_policy_of(r.exit_policy.map(|x| x.0), &format!("{p}.exit_policy"))?;
             relays.push(RelayEntry {
                 name,
                 address,
                 key,
-                exit: flags.iter().any(|f| f == "exit"),
+                exit,
                 guard: flags.iter().any(|f| f == "guard"),
+                bandwidth: r.bandwidth.map_or(DEFAULT_BANDWIDTH, |b| b.0),
+                family: r.family.map(|f| f.0),
+                exit_policy,
             });
         }
         Ok(Directory { relays })
@@ -181,6 +278,7 @@ impl Directory {
     pub fn to_toml(&self) -> String {
         let mut s =
             String::from("# hopwise directory: the relays, their addresses, keys and flags.\n");
+        let quote = |t: &str| Value::String(t.to_string()).to_string();
         for r in &self.relays {
             let mut flags = Vec::new();
             if r.guard {
@@ -196,6 +294,16 @@ impl Directory {
                 hopwise_proto::link::hex(&r.key),
                 flags.join(", ")
             ));
+            if r.bandwidth != DEFAULT_BANDWIDTH {
+                s.push_str(&format!("bandwidth = {}\n", r.bandwidth));
+            }
+            if let Some(f) = &r.family {
+                s.push_str(&format!("family = {}\n", quote(f)));
+            }
+            if let Some(rules) = r.exit_policy_rules().filter(|_| r.exit) {
+                let q: Vec<String> = rules.iter().map(|x| quote(x)).collect();
+                s.push_str(&format!("exit_policy = [{}]\n", q.join(", ")));
+            }
         }
         s
     }

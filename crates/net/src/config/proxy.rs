@@ -24,6 +24,12 @@ pub struct ProxyConfig {
     pub path: Option<Vec<String>>,
     /// Static key file; `None`: a fresh key every start (unlinkable).
     pub key_file: Option<PathBuf>,
+    /// Random paths: no two relays in one /16 (IPv4) or /32 (IPv6).
+    pub path_subnet_rule: bool,
+    /// Where the guard of random paths is kept (`state_file`); `None`:
+    /// next to `key_file` ([`crate::path::default_state_file`]), or nowhere
+    /// without one.
+    pub state_file: Option<PathBuf>,
     /// How long a SOCKS request waits for its stream.
     pub connect_timeout: Duration,
     /// SOCKS connections served at once; more are closed when accepted.
@@ -55,6 +61,8 @@ impl ProxyConfig {
             directory,
             path: None,
             key_file: None,
+            path_subnet_rule: true,
+            state_file: None,
             connect_timeout: Duration::from_secs(30),
             socks_max_connections: 1000,
             socks_handshake_timeout: Duration::from_secs(10),
@@ -100,6 +108,10 @@ impl ProxyConfig {
         cfg.key_file = path_key(raw.key_file, "key_file")
             .map_err(e)?
             .map(|k| resolve(base, &k));
+        cfg.path_subnet_rule = raw.path_subnet_rule.is_none_or(|b| b.0);
+        cfg.state_file = path_key(raw.state_file, "state_file")
+            .map_err(e)?
+            .map(|k| resolve(base, &k));
         if let Some(d) =
             dur_in(&raw.connect_timeout, "connect_timeout", TIMEOUT_RANGE).map_err(e)?
         {
@@ -130,21 +142,39 @@ pub(super) fn path_warnings(
     match path {
         None => {
             let n = dir.relays.len();
-            if n < 3 {
+            if n < 2 {
                 w.push(format!(
-                    "random paths will have {n} relay{} ({dir_desc} lists {n}; a full path is a guard, a middle and an exit)",
-                    if n == 1 { "" } else { "s" }
+                    "random paths cannot be built: {dir_desc} lists {n} relay, and a path needs a guard and an exit"
+                ));
+            } else if n < 3 {
+                w.push(format!(
+                    "random paths will have {n} relays ({dir_desc} lists {n}; a full path is a guard, a middle and an exit)"
                 ));
             }
-            // The exit is chosen first, then a guard other than it
-            // (`choose_path`), or any relay if there is none.
-            let guards: Vec<_> = dir.relays.iter().filter(|r| r.guard).collect();
-            let lone_exit_guard = guards.len() == 1 && guards[0].exit;
-            if n > 1 && (guards.is_empty() || lone_exit_guard) {
+            // The guard is chosen among the relays flagged guard that are
+            // not exits, else among the relays that are not exits
+            // (`path::guard_candidates`).
+            let guards: Vec<&str> = dir
+                .relays
+                .iter()
+                .filter(|r| r.guard)
+                .map(|r| r.name.as_str())
+                .collect();
+            let fits = dir.relays.iter().any(|r| r.guard && !r.exit);
+            if n > 1 && !fits {
+                let flagged = match guards.as_slice() {
+                    [] => "no relay".to_string(),
+                    [g] => format!("only the exit `{g}`"),
+                    gs => format!("only exits ({})", gs.join(", ")),
+                };
+                let from = if dir.relays.iter().any(|r| !r.exit) {
+                    "any relay that is not an exit"
+                } else {
+                    "an exit, which is then no path's exit"
+                };
                 w.push(format!(
-                    "{dir_desc} flags {} as a guard, so random paths {}start at any relay (add \"guard\" to the flags of the relays that may be entries)",
-                    if guards.is_empty() { "no relay".to_string() } else { format!("only the exit `{}`", guards[0].name) },
-                    if guards.is_empty() { "" } else { "that end there " },
+                    "{dir_desc} flags {flagged} as a guard, so the guard of random paths is {from} \
+                     (add \"guard\" to the flags of the relays that may be entries)"
                 ));
             }
         }

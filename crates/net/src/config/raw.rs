@@ -24,6 +24,7 @@ table! {
         connect_timeout: Duration, socks_max_connections: Int<1, 1_000_000>,
         socks_handshake_timeout: Duration, limits: TableOf<RawLimits>, link: TableOf<RawLink>,
         transport: TableOf<RawTransport>, emulation: Emulations, metrics: TableOf<RawMetrics>,
+        path_subnet_rule: Flag, state_file: Text,
     }
 }
 table! {
@@ -69,6 +70,7 @@ table! {
 table! {
     pub struct RawEntry("a table (a [[relay]] section)", section "relay") {
         name: Name, address: Text, key: Text, flags: Strings,
+        bandwidth: Int<1, 100_000_000>, family: Name, exit_policy: Strings,
     }
 }
 

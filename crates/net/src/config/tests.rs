@@ -48,7 +48,9 @@ fn paths_that_skip_guards_or_hops_are_warned_about() {
     let got = w(&none, None);
     assert_eq!(got.len(), 1);
     assert!(
-        got[0].contains("flags no relay as a guard, so random paths start at any relay"),
+        got[0].contains(
+            "flags no relay as a guard, so the guard of random paths is any relay that is not an exit"
+        ),
         "{got:?}"
     );
     let mut lone = none.clone();
@@ -56,7 +58,7 @@ fn paths_that_skip_guards_or_hops_are_warned_about() {
     let got = w(&lone, None);
     assert!(
         got[0].contains(
-            "only the exit `r2` as a guard, so random paths that end there start at any relay"
+            "only the exit `r2` as a guard, so the guard of random paths is any relay that is not an exit"
         ),
         "{got:?}"
     );
@@ -566,4 +568,106 @@ fn bad_directories() {
         let e = Directory::parse(text, "d.toml").unwrap_err();
         assert!(e.to_string().starts_with(&format!("d.toml: {want}")), "got {e}");
     }
+}
+
+#[test]
+fn directory_path_fields_are_read_and_written() {
+    let text = format!(
+        "{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\nflags = [\"exit\"]\n\
+         bandwidth = 5000\nfamily = \"ops\"\nexit_policy = [\"accept *:80\", \"accept 10.0.0.0/8:*\", \"reject *:*\"]\n",
+        "03".repeat(32)
+    );
+    let d = Directory::parse(&text, "dir.toml").unwrap();
+    let (r1, r3) = (&d.relays[0], &d.relays[2]);
+    assert_eq!(r1.bandwidth, DEFAULT_BANDWIDTH);
+    assert_eq!(r1.family, None);
+    assert_eq!(r1.exit_policy, ExitPolicy::default());
+    assert_eq!(r3.bandwidth, 5000);
+    assert_eq!(r3.family.as_deref(), Some("ops"));
+    // The directory's rules decide alone: no built-in private rejection.
+    let p = &r3.exit_policy;
+    assert!(!p.reject_private);
+    assert!(p.allows("10.1.2.3".parse().unwrap(), 25));
+    assert!(p.allows("192.0.2.1".parse().unwrap(), 80));
+    assert!(!p.allows("192.0.2.1".parse().unwrap(), 25));
+    assert_eq!(Directory::parse(&d.to_toml(), "x").unwrap(), d);
+    // A policy with reject_private and a reject default is written as rules.
+    let mut d2 = d.clone();
+    d2.relays[2].exit_policy = ExitPolicy {
+        reject_private: true,
+        rules: vec![Rule::parse("accept *:443").unwrap()],
+        default: Verdict::Reject,
+    };
+    let back = Directory::parse(&d2.to_toml(), "x").unwrap();
+    let p = &back.relays[2].exit_policy;
+    for (ip, port) in [("127.0.0.1", 443), ("192.0.2.1", 443), ("192.0.2.1", 80)] {
+        let ip: IpAddr = ip.parse().unwrap();
+        assert_eq!(p.check(ip, port), d2.relays[2].exit_policy.check(ip, port));
+    }
+    // An empty list accepts everything.
+    let open = text.replace(
+        "exit_policy = [\"accept *:80\", \"accept 10.0.0.0/8:*\", \"reject *:*\"]",
+        "exit_policy = []",
+    );
+    let d = Directory::parse(&open, "dir.toml").unwrap();
+    assert!(d.relays[2]
+        .exit_policy
+        .allows("127.0.0.1".parse().unwrap(), 25));
+}
+
+#[test]
+fn bad_directory_path_fields() {
+    let r3 = |extra: &str, flags: &str| {
+        format!(
+            "{DIR}\n[[relay]]\nname = \"r3\"\naddress = \"127.0.0.1:9003\"\nkey = \"{}\"\nflags = [{flags}]\n{extra}",
+            "03".repeat(32)
+        )
+    };
+    for (text, want) in [
+        (r3("bandwidth = 0\n", ""), "relay.r3.bandwidth: must be 1 to 100000000, got 0"),
+        (r3("bandwidth = \"10MB/s\"\n", ""), "relay.r3.bandwidth: expected a whole number"),
+        (r3("family = \" \"\n", ""), "relay.r3.family: is empty"),
+        (r3("exit_policy = [\"accept *:80\"]\n", ""), "relay.r3.exit_policy: relay `r3` has no \"exit\" flag, so no path ends there and its exit policy is never read"),
+        (r3("exit_policy = [\"accept *:80\", \"allow *:25\"]\n", "\"exit\""), "relay.r3.exit_policy[1]: `allow *:25`: unknown verb `allow`"),
+        (r3("exit_policy = [\"reject *:*\", \"accept *:80\"]\n", "\"exit\""), "relay.r3.exit_policy[1]: `accept *:80` can never match: relay.r3.exit_policy[0] `reject *:*` matches every address and port first"),
+        (r3("exit_policy = \"accept *:80\"\n", "\"exit\""), "relay.r3.exit_policy: expected"),
+    ] {
+        let e = Directory::parse(&text, "d.toml").unwrap_err();
+        assert!(e.to_string().starts_with(&format!("d.toml: {want}")), "got {e}");
+    }
+}
+
+#[test]
+fn proxy_path_selection_keys() {
+    with_dir(|base| {
+        let c = ProxyConfig::parse("directory = \"dir.toml\"\n", "proxy.toml", base).unwrap();
+        assert!(c.path_subnet_rule);
+        assert_eq!(c.state_file, None);
+        let c = ProxyConfig::parse(
+            "directory = \"dir.toml\"\npath_subnet_rule = false\nstate_file = \"state/guard.toml\"\n",
+            "proxy.toml",
+            base,
+        )
+        .unwrap();
+        assert!(!c.path_subnet_rule);
+        assert_eq!(c.state_file, Some(base.join("state/guard.toml")));
+        for (extra, want) in [
+            (
+                "path_subnet_rule = \"no\"\n",
+                "proxy.toml: path_subnet_rule: expected true or false",
+            ),
+            (
+                "state_file = \"\"\n",
+                "proxy.toml: state_file: is empty; name a file",
+            ),
+        ] {
+            let e = ProxyConfig::parse(
+                &format!("directory = \"dir.toml\"\n{extra}"),
+                "proxy.toml",
+                base,
+            )
+            .unwrap_err();
+            assert!(e.to_string().starts_with(want), "{extra:?}: {e}");
+        }
+    });
 }

@@ -11,6 +11,7 @@ mod forgery;
 mod metrics;
 #[allow(clippy::disallowed_methods)]
 mod otcp;
+mod paths;
 mod shutdown;
 mod socks;
 mod transfer;
