@@ -10,7 +10,7 @@ use crate::emu::Emulator;
 use crate::keys;
 use crate::socks::SocksOptions;
 use hopwise_proto::backtap;
-use hopwise_proto::circuit::{Node, NodeConfig};
+use hopwise_proto::circuit::{Node, NodeConfig, Observer};
 use hopwise_proto::link::{hex, Keypair, LinkConfig, Links};
 use hopwise_proto::overlay::Host;
 use hopwise_proto::time::Dur;
@@ -280,8 +280,25 @@ fn start(p: Parts) -> Result<Handle, StartError> {
     })
 }
 
+fn observed(mut node: Node, observer: Option<Observer>) -> Node {
+    if let Some(o) = observer {
+        node.set_observer(o);
+    }
+    node
+}
+
 /// Starts a relay: loads (or creates) its key, binds its sockets, runs it.
 pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
+    spawn_relay_observed(cfg, None)
+}
+
+/// [`spawn_relay`], with `observer` shown every frame and relay cell the
+/// relay's circuit layer handles ([`Node::set_observer`]): for audits and
+/// tests of what a relay can see.
+pub fn spawn_relay_observed(
+    cfg: RelayConfig,
+    observer: Option<Observer>,
+) -> Result<Handle, StartError> {
     let kp = keys::load_or_create(&cfg.key_file)?;
     let origin = cfg.origin.clone();
     for w in cfg.start_warnings(&kp.public) {
@@ -324,7 +341,10 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
     start(Parts {
         name: cfg.name.clone(),
         udp,
-        host: Host::new(Links::new(lc), Node::new(nc, Box::new(keys::OsKeys))),
+        host: Host::new(
+            Links::new(lc),
+            observed(Node::new(nc, Box::new(keys::OsKeys)), observer),
+        ),
         emu: Emulator::new(cfg.emulation.clone()),
         exit: cfg.exit.enabled.then(|| cfg.exit.clone()),
         client: None,
@@ -336,6 +356,14 @@ pub fn spawn_relay(cfg: RelayConfig) -> Result<Handle, StartError> {
 
 /// Starts a proxy: a SOCKS5 listener and a client node that builds a circuit.
 pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
+    spawn_proxy_observed(cfg, None)
+}
+
+/// [`spawn_proxy`] with an observer, as [`spawn_relay_observed`].
+pub fn spawn_proxy_observed(
+    cfg: ProxyConfig,
+    observer: Option<Observer>,
+) -> Result<Handle, StartError> {
     cfg.check()?;
     let origin = cfg.origin.clone();
     let kp = match &cfg.key_file {
@@ -409,7 +437,10 @@ pub fn spawn_proxy(cfg: ProxyConfig) -> Result<Handle, StartError> {
     start(Parts {
         name: "proxy".into(),
         udp,
-        host: Host::new(Links::new(lc), Node::new(nc, Box::new(keys::OsKeys))),
+        host: Host::new(
+            Links::new(lc),
+            observed(Node::new(nc, Box::new(keys::OsKeys)), observer),
+        ),
         emu: Emulator::new(cfg.emulation.clone()),
         exit: None,
         client: Some(client),

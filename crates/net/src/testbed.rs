@@ -4,9 +4,10 @@
 //! file and a downloader that fetches it through SOCKS5 and hashes it.
 
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
-use crate::daemon::{spawn_proxy, spawn_relay, Handle, StartError};
+use crate::daemon::{spawn_proxy_observed, spawn_relay_observed, Handle, StartError};
 use crate::keys;
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
+use hopwise_proto::circuit::Observer;
 use hopwise_proto::link::hex;
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
@@ -275,12 +276,24 @@ pub struct Lab {
 impl Lab {
     /// Writes the files and starts everything from them, in this process.
     pub fn start(o: &LabOptions) -> Result<Lab, StartError> {
+        Lab::start_observed(o, Vec::new(), None)
+    }
+
+    /// [`Lab::start`], with observers of what each relay's circuit layer
+    /// (in order relay1, relay2, relay3) and the proxy's handle
+    /// ([`hopwise_proto::circuit::Node::set_observer`]).
+    pub fn start_observed(
+        o: &LabOptions,
+        relay_observers: Vec<Observer>,
+        proxy_observer: Option<Observer>,
+    ) -> Result<Lab, StartError> {
         let files = write_lab(o)?;
         let mut relays = Vec::new();
+        let mut obs = relay_observers.into_iter();
         for p in &files.relays {
-            relays.push(spawn_relay(RelayConfig::load(p)?)?);
+            relays.push(spawn_relay_observed(RelayConfig::load(p)?, obs.next())?);
         }
-        let proxy = spawn_proxy(ProxyConfig::load(&files.proxy)?)?;
+        let proxy = spawn_proxy_observed(ProxyConfig::load(&files.proxy)?, proxy_observer)?;
         Ok(Lab {
             files,
             relays,
