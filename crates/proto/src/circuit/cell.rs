@@ -5,14 +5,14 @@
 //! body := relay_cmd:u8 recognized:u16 stream_id:u16 digest:u32 length:u16 data:[498]
 //! ```
 //!
-//! This is Tor's relay-cell layout. Everything here is *inside* the per-hop
-//! payload that onion encryption will cover later; the BackTap preamble
-//! (`circ_id`, `seq`, `flags`) stays outside it, so a relay can run the
-//! transport on a cell whose body it cannot read (seed 002 §3). `recognized`
-//! and `digest` are reserved for that: with onion encryption a hop that
-//! decrypts a body to `recognized = 0` and a matching running digest knows
-//! the cell is for it. Until then both are zero, and a body with a non-zero
-//! `recognized` is rejected. Bytes after `length` are padding and ignored.
+//! This is Tor's relay-cell layout. Everything here is *inside* the onion
+//! layers ([`super::onion`]); the BackTap preamble (`circ_id`, `seq`,
+//! `flags`) stays outside them, so a relay can run the transport on a cell
+//! whose body it cannot read (seed 002 §3). A hop that removes its layer
+//! and finds `recognized = 0` and a matching running digest knows the cell
+//! is for it; the encoder here writes both as zero and the onion layer
+//! fills in the digest. A body with a non-zero `recognized` is rejected.
+//! Bytes after `length` are padding and ignored.
 //!
 //! Commands and their data (all integers big-endian):
 //!

@@ -4,13 +4,16 @@
 //! * [`cell`]: the 509-byte relay-cell body (relay_cmd, stream_id, length,
 //!   data), Tor's layout.
 //! * [`control`]: link frames and the circuit control messages (CREATE,
-//!   CREATED, DESTROY), delivered reliably per link.
+//!   CREATED, DESTROY, RELAY), delivered reliably per link.
+//! * [`onion`]: the ntor handshake and the onion layers (per hop and
+//!   direction: AES-128-CTR and a running SHA-256 digest).
 //! * [`Node`]: one per relay or proxy. It owns the BackTap
 //!   [`Endpoint`](crate::backtap::Endpoint) and implements the three roles a
 //!   node plays in a circuit: the client (onion proxy) that builds circuits
-//!   and opens streams, the forwarding relay that extends circuits and
-//!   forwards cells (BackTap does the forwarding), and the exit that turns
-//!   streams into TCP connections (the driver opens them).
+//!   one hop at a time and opens streams, the forwarding relay that extends
+//!   circuits and forwards cells (BackTap does the forwarding and applies
+//!   the relay's onion layer), and the exit that turns streams into TCP
+//!   connections (the driver opens them).
 //! * [`policy`]: the exit policy. [`socks`]: SOCKS5 parsing for the proxy.
 //!
 //! The node sees *links* ([`LinkId`]), authenticated channels to neighbours
@@ -26,12 +29,12 @@
 //!   body          = relay_cmd recognized stream_id digest length data[498]
 //! ```
 //!
-//! The link AEAD is per hop and covers the whole frame. Onion encryption, a
-//! later addition, will encrypt the *body* once per hop of the circuit; the
-//! preamble (sequence number and flags) stays outside it so that each relay
-//! can run BackTap's per-hop reliability and flow control on cells it cannot
-//! read (seed 002 §3). `recognized` and `digest` are reserved for that and
-//! are zero today.
+//! The link AEAD is per hop and covers the whole frame. The onion layers
+//! cover the *body*, one per hop of the circuit; the preamble (sequence
+//! number and flags) stays outside them so that each relay can run
+//! BackTap's per-hop reliability and flow control on cells it cannot read
+//! (seed 002 §3). `recognized` and `digest` tell a hop that a cell is for
+//! it.
 
 pub mod cell;
 pub mod control;
