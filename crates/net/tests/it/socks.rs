@@ -330,12 +330,13 @@ fn socks_connections_are_capped_and_slow_handshakes_time_out() {
     lab.shutdown();
 }
 
-/// A configured path that a relay refuses for good (here its exit is not
-/// enabled, though the directory flags it): the SOCKS requests that wait
-/// for the circuit get a general failure (0x01) as soon as the refusal
-/// comes back, not the timeout reply after `connect_timeout` (30 s).
+/// A configured path whose last relay does not exit (its exit is not
+/// enabled, though the directory flags it): the circuit builds (a relay
+/// does not know it is the last hop), and a SOCKS request gets "not
+/// allowed by ruleset" (0x02) as soon as the relay's END comes back, not
+/// the timeout reply after `connect_timeout` (30 s).
 #[test]
-fn requests_waiting_for_a_hopeless_path_fail_at_once() {
+fn a_last_hop_that_does_not_exit_refuses_streams_at_once() {
     let d = tempfile::tempdir().unwrap();
     let o = LabOptions::new(d.path());
     let files = testbed::write_lab(&o).unwrap();
@@ -358,7 +359,7 @@ fn requests_waiting_for_a_hopeless_path_fail_at_once() {
     rt.block_on(async {
         let t0 = tokio::time::Instant::now();
         let (method, reply) = exchange(socks, &[5, 1, 0], &connect("example.org", 80)).await;
-        assert_eq!((method, reply), (Some(0), Some(0x01)));
+        assert_eq!((method, reply), (Some(0), Some(0x02)));
         assert!(
             t0.elapsed() < Duration::from_secs(10),
             "took {:?}",
