@@ -50,8 +50,9 @@ impl AuthorityKey {
         let bytes = parse_key(s).ok_or_else(|| {
             format!("`{s}` is not an Ed25519 public key (64 hex digits, as `hopwise authority keygen` prints)")
         })?;
-        let k = VerifyingKey::from_bytes(&bytes)
-            .map_err(|_| format!("`{s}` is not an Ed25519 public key (not a point of the curve)"))?;
+        let k = VerifyingKey::from_bytes(&bytes).map_err(|_| {
+            format!("`{s}` is not an Ed25519 public key (not a point of the curve)")
+        })?;
         if k.is_weak() {
             return Err(format!(
                 "`{s}` is a weak Ed25519 key (a point of small order), which anybody could sign for"
@@ -163,9 +164,13 @@ fn write_secret(path: &Path, key: &AuthoritySecret) -> Result<(), ConfigError> {
 pub fn load_secret(path: &Path) -> Result<AuthoritySecret, ConfigError> {
     let file = path.display().to_string();
     let e = |key: &str, m: String| ConfigError::new(&file, key, m);
-    let meta = std::fs::metadata(path).map_err(|x| e("", format!("cannot read the key file: {x}")))?;
+    let meta =
+        std::fs::metadata(path).map_err(|x| e("", format!("cannot read the key file: {x}")))?;
     if !meta.is_file() {
-        return Err(e("", "is not a regular file, so it cannot be a key file".into()));
+        return Err(e(
+            "",
+            "is not a regular file, so it cannot be a key file".into(),
+        ));
     }
     #[cfg(unix)]
     {
@@ -378,8 +383,8 @@ pub fn sign_directory(
         hex(sig[32..].try_into().expect("32 bytes"))
     );
     // The file must mean what it meant, now signed and valid.
-    let after = Directory::parse_verified(&signed, file, &key.public(), valid_after)
-        .map_err(|x| {
+    let after =
+        Directory::parse_verified(&signed, file, &key.public(), valid_after).map_err(|x| {
             e(
                 "directory",
                 format!(
@@ -407,7 +412,10 @@ mod tests {
         let t = parse_time("2026-11-29T06:00:00Z").unwrap();
         assert_eq!(format_time(t), "2026-11-29T06:00:00Z");
         assert!(parse_time("2026-11-29 06:00").is_err());
-        assert_eq!(format_time(UNIX_EPOCH - Duration::from_secs(5)), "5 s before 1970");
+        assert_eq!(
+            format_time(UNIX_EPOCH - Duration::from_secs(5)),
+            "5 s before 1970"
+        );
         assert!(format_time(UNIX_EPOCH + Duration::from_secs(u64::MAX / 4)).ends_with("after 1970"));
     }
 
@@ -423,9 +431,13 @@ mod tests {
         assert_eq!(m, [CONTEXT, b"x\n"].concat());
         assert!(s.is_some());
         let twice = format!("{SIGNATURE_LINE}\"{sig}\"\n{SIGNATURE_LINE}\"{sig}\"\n");
-        assert!(signed_message(&twice).unwrap_err().contains("more than one"));
+        assert!(signed_message(&twice)
+            .unwrap_err()
+            .contains("more than one"));
         let short = format!("{SIGNATURE_LINE}\"{}\"\n", "ab".repeat(63));
-        assert!(signed_message(&short).unwrap_err().contains("is not a signature"));
+        assert!(signed_message(&short)
+            .unwrap_err()
+            .contains("is not a signature"));
         assert_eq!(signed_message("a\n").unwrap().1, None);
     }
 

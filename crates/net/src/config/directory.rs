@@ -178,7 +178,7 @@ impl Directory {
                 return Err(e(
                     "directory.signature",
                     format!(
-                        "must be a line of its own that starts with `{}` (as `hopwise directory sign` writes it)",
+                        "must be a line of its own that starts with `{}`, as `hopwise directory sign` writes it",
                         authority::SIGNATURE_LINE
                     ),
                 ))
@@ -203,7 +203,12 @@ impl Directory {
             ));
         }
         let need = |t: Option<SystemTime>, key: &str| {
-            t.ok_or_else(|| e(key, "missing required key (a signed directory has a validity period)".into()))
+            t.ok_or_else(|| {
+                e(
+                    key,
+                    "missing required key (a signed directory has a validity period)".into(),
+                )
+            })
         };
         let after = need(d.header.valid_after, "directory.valid_after")?;
         let until = need(d.header.valid_until, "directory.valid_until")?;
