@@ -273,13 +273,14 @@ pub fn signed_message(text: &str) -> Result<(Vec<u8>, Option<[u8; 64]>), String>
         let sig = value
             .strip_prefix('"')
             .and_then(|v| v.strip_suffix('"'))
-            .filter(|v| v.len() == 128)
+            // Lowercase only: one way to write a signature.
+            .filter(|v| v.len() == 128 && v.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f')))
             .and_then(parse_signature);
         match sig {
             Some(s) => signature = Some(s),
             None => {
                 return Err(format!(
-                    "`{}` is not a signature: the line must be `signature = \"<128 hex digits>\"` \
+                    "`{}` is not a signature: the line must be `signature = \"<128 lowercase hex digits>\"` \
                      as `hopwise directory sign` writes it",
                     line.trim_end()
                 ))

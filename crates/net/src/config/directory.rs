@@ -89,7 +89,7 @@ fn header(t: Option<TableOf<RawHeader>>) -> R<Header> {
             _ => {
                 return err(
                     "directory.signature",
-                    format!("`{}` is not a signature (128 hex digits)", s.0),
+                    format!("`{}` is not a signature (128 lowercase hex digits)", s.0),
                 )
             }
         }

@@ -581,7 +581,7 @@ fn bad_directories() {
         ("directory = \"dir.toml\"\n", "is not a directory file: `directory` is not a table"),
         ("[directory]\nvalid_after = \"yesterday\"\n", "directory.valid_after: `yesterday` is not an RFC 3339 time in UTC"),
         ("[directory]\nvalid_after = \"2026-01-02T00:00:00Z\"\nvalid_until = \"2026-01-01T00:00:00Z\"\n", "directory.valid_until: 2026-01-01T00:00:00Z is not after valid_after = 2026-01-02T00:00:00Z"),
-        ("[directory]\nsignature = \"00\"\n", "directory.signature: `00` is not a signature (128 hex digits)"),
+        ("[directory]\nsignature = \"00\"\n", "directory.signature: `00` is not a signature (128 lowercase hex digits)"),
         ("[directory]\nsigned = true\n", "directory.signed: unknown key"),
         ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
         ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing required key (every relay needs a name)"),
