@@ -189,7 +189,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: directory::DirectoryCmd,
     },
-    /// Start three relays and a proxy on loopback, with generated keys and a signed directory.
+    /// Start three relays and a proxy on loopback, with generated keys, a generated authority key and a directory it signs.
     Quickstart {
         /// Where keys, the directory and config files go (default: a folder in the temp directory).
         #[arg(long)]

@@ -346,7 +346,8 @@ impl Directory {
         Ok(Directory { relays, header })
     }
 
-    /// The file text.
+    /// The file text of the relays, unsigned: without the `[directory]`
+    /// table, which `crate::authority::sign_directory` adds.
     pub fn to_toml(&self) -> String {
         let mut s =
             String::from("# hopwise directory: the relays, their addresses, keys and flags.\n");
