@@ -102,6 +102,11 @@ fn sign(key: &Path, valid_for: Duration, out: Option<&Path>, file: &Path) -> Res
         None => bail!("{}: not a file name", target.display()),
     };
     std::fs::write(&tmp, &signed)
+        .and_then(|_| match std::fs::metadata(target) {
+            // Rewritten in place: with the permissions it had.
+            Ok(m) => std::fs::set_permissions(&tmp, m.permissions()),
+            Err(_) => Ok(()),
+        })
         .and_then(|_| std::fs::rename(&tmp, target))
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
