@@ -5,6 +5,7 @@
 // places that may).
 #![allow(clippy::disallowed_methods)]
 
+mod directory;
 mod lab;
 mod model;
 mod net;
@@ -178,7 +179,17 @@ enum Cmd {
         #[command(subcommand)]
         otcp: otcp::OtcpCmd,
     },
-    /// Start three relays and a proxy on loopback, with generated keys and a directory.
+    /// The directory authority's key, which signs the directory (`hopwise authority keygen --out FILE`).
+    Authority {
+        #[command(subcommand)]
+        cmd: directory::AuthorityCmd,
+    },
+    /// Sign the directory file with the authority's key (`hopwise directory sign --key FILE --valid-for 7d FILE`).
+    Directory {
+        #[command(subcommand)]
+        cmd: directory::DirectoryCmd,
+    },
+    /// Start three relays and a proxy on loopback, with generated keys, a generated authority key and a directory it signs.
     Quickstart {
         /// Where keys, the directory and config files go (default: a folder in the temp directory).
         #[arg(long)]
@@ -281,6 +292,8 @@ fn main() -> ExitCode {
             net::init_logging();
             net::quickstart(dir, socks, self_test, &size)
         }
+        Cmd::Authority { cmd } => directory::authority(cmd),
+        Cmd::Directory { cmd } => directory::directory(cmd),
         Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
         Cmd::Otcp { otcp } => otcp::run(otcp),
         Cmd::Model { model } => model::run(model),

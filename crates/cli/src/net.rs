@@ -111,7 +111,10 @@ pub fn quickstart(
     })?;
     let socks = lab.socks();
     println!("hopwise quick start: three relays and a proxy on loopback");
-    println!("  files (keys, directory, configs): {}", dir.display());
+    println!(
+        "  files (keys, the directory signed by authority.key, configs): {}",
+        dir.display()
+    );
     for (r, f) in lab.relays.iter().zip(&lab.files.relays) {
         println!("  {:<7} udp {}  {}", r.name, r.addr, f.display());
     }

@@ -15,7 +15,7 @@ mod raw;
 #[cfg(test)]
 mod tests;
 
-pub use directory::{Directory, RelayEntry, DEFAULT_BANDWIDTH, FLAGS};
+pub use directory::{Directory, Header, RelayEntry, DEFAULT_BANDWIDTH, FLAGS};
 pub use hopwise_config::did_you_mean;
 /// A configuration problem: `file: key: message`.
 pub use hopwise_config::Error as ConfigError;
@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use toml::{Table, Value};
 
 #[cfg(test)]
@@ -600,11 +600,17 @@ impl RelayConfig {
         }
     }
 
+    /// Reads a relay file; its directory must be valid now (the wall clock).
     pub fn load(path: &Path) -> Result<RelayConfig, ConfigError> {
+        RelayConfig::load_at(path, crate::clock::wall_now())
+    }
+
+    /// [`RelayConfig::load`] with the directory checked at `now`.
+    pub fn load_at(path: &Path, now: SystemTime) -> Result<RelayConfig, ConfigError> {
         let text = cfg::read(path)?;
         let file = path.display().to_string();
         let base = path.parent().unwrap_or(Path::new("."));
-        RelayConfig::parse(&text, &file, base)
+        RelayConfig::parse_at(&text, &file, base, now)
     }
 
     /// What a relay with this configuration and public key `me` will do
@@ -665,8 +671,19 @@ impl RelayConfig {
         Ok(resolve(base, &key_file))
     }
 
-    /// Parses a relay file; relative paths are relative to `base`.
+    /// Parses a relay file; relative paths are relative to `base`; its
+    /// directory must be valid now (the wall clock).
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<RelayConfig, ConfigError> {
+        RelayConfig::parse_at(text, file, base, crate::clock::wall_now())
+    }
+
+    /// [`RelayConfig::parse`] with the directory checked at `now`.
+    pub fn parse_at(
+        text: &str,
+        file: &str,
+        base: &Path,
+        now: SystemTime,
+    ) -> Result<RelayConfig, ConfigError> {
         let t = cfg::parse_toml(text, file, |_, _| String::new())?;
         let e = |x: ConfigError| x.in_file(file);
         let raw: raw::RawRelay = table(&t, plain).map_err(e)?;
@@ -678,7 +695,8 @@ impl RelayConfig {
         let key_file = path_key(raw.key_file, "key_file")
             .and_then(|k| cfg::required(k, "key_file", KEY_FILE))
             .map_err(e)?;
-        let (_, directory) = directory::directory_key(raw.directory, file, base)?;
+        let (_, directory) =
+            directory::directory_key(raw.directory, raw.authority, file, base, now)?;
         let mut cfg = RelayConfig::new(&name.0, listen, resolve(base, &key_file), directory);
         cfg.origin = file.to_string();
         cfg.accept_clients = raw.accept_clients.is_none_or(|b| b.0);

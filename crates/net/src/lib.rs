@@ -11,6 +11,7 @@
 //! * [`otcp`]: `hopwise otcp relay` and `forward`, oTCP (seed 001) over the
 //!   kernel's TCP, with `hopwise_proto::otcp`'s header, probe and splice;
 //! * around that: configuration files ([`config`]), key files ([`keys`]), the
+//!   directory authority's key and signature ([`authority`]), the
 //!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), and a local
 //!   three-relay overlay for the quick start and the tests ([`testbed`]).
 //!
@@ -18,6 +19,7 @@
 //! this one.
 
 mod accept;
+pub mod authority;
 pub mod clock;
 pub mod config;
 mod core;

@@ -1,11 +1,11 @@
 //! A local overlay for the quick start, the self-test, the benchmark and the
 //! tests: three relays and a proxy on loopback with generated keys, a
-//! directory and config files, plus a local HTTP server of a deterministic
+//! directory signed by a generated authority key, and config files, plus a local HTTP server of a deterministic
 //! file and a downloader that fetches it through SOCKS5 and hashes it.
 
 use crate::config::{Directory, Emulation, ProxyConfig, RelayConfig, RelayEntry};
 use crate::daemon::{spawn_proxy_observed, spawn_relay_observed, Handle, StartError};
-use crate::keys;
+use crate::{authority, keys};
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Verdict};
 use hopwise_proto::circuit::Observer;
 use hopwise_proto::link::hex;
@@ -83,6 +83,12 @@ pub struct LabFiles {
 
 /// Relay names of the local overlay.
 pub const NAMES: [&str; 3] = ["relay1", "relay2", "relay3"];
+
+/// The authority key file in the overlay's folder.
+pub const AUTHORITY_KEY: &str = "authority.key";
+
+/// How long the overlay's directory is valid from when it is written.
+pub const DIRECTORY_VALIDITY: Duration = Duration::from_secs(30 * 24 * 3600);
 
 fn free_udp_port() -> std::io::Result<u16> {
     let s = std::net::UdpSocket::bind(("127.0.0.1", 0))?;
@@ -165,9 +171,10 @@ fn exit_section(rules: &[String], loopback: bool) -> Result<(String, ExitPolicy)
     Ok((s, policy))
 }
 
-/// Writes keys, the directory and the config files of three relays (the
-/// third an exit, the second one too with `middle_exit_policy`) and a
-/// proxy into `o.dir`.
+/// Writes keys, the directory (signed by the authority key `authority.key`,
+/// created if missing, valid for [`DIRECTORY_VALIDITY`] from now) and the
+/// config files of three relays (the third an exit, the second one too with
+/// `middle_exit_policy`) and a proxy into `o.dir`.
 pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let io = |e: std::io::Error| StartError(format!("{}: {e}", o.dir.display()));
     if o.dir.exists() && !o.dir.is_dir() {
@@ -208,12 +215,24 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         dir.relays.push(r);
     }
     let directory = o.dir.join("directory.toml");
-    std::fs::write(&directory, dir.to_toml()).map_err(io)?;
+    let authority = authority::load_or_create(&o.dir.join(AUTHORITY_KEY))?;
+    let now = crate::clock::wall_now();
+    let file = directory.display().to_string();
+    let signed = authority::sign_directory(
+        &dir.to_toml(),
+        &file,
+        &authority,
+        now,
+        now + DIRECTORY_VALIDITY,
+    )?;
+    std::fs::write(&directory, signed).map_err(io)?;
+    let authority = authority.public();
     let mut relays = Vec::new();
     for (i, r) in dir.relays.iter().enumerate() {
         let mut s = format!(
             "# hopwise relay configuration (reference: docs/relay.md).\n\
-             name = \"{}\"\nlisten = \"{}\"\nkey_file = \"{}.key\"\ndirectory = \"directory.toml\"\n",
+             name = \"{}\"\nlisten = \"{}\"\nkey_file = \"{}.key\"\ndirectory = \"directory.toml\"\n\
+             authority = \"{authority}\"\n",
             r.name, r.address, r.name
         );
         if let Some((text, _)) = i.checked_sub(1).and_then(|j| exits[j].as_ref()) {
@@ -240,7 +259,7 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     }
     let mut s = format!(
         "# hopwise proxy configuration (reference: docs/relay.md).\n\
-         socks = \"{}\"\ndirectory = \"directory.toml\"\n{}\
+         socks = \"{}\"\ndirectory = \"directory.toml\"\nauthority = \"{authority}\"\n{}\
          # Random paths (without `path`): the relays share a /16 (127.0.0.0/16 on loopback).\n\
          path_subnet_rule = false\n",
         o.socks,

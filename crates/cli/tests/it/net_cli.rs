@@ -56,12 +56,13 @@ fn relay_config_errors_exit_non_zero_without_panicking() {
     );
     assert!(!err.contains("panicked"), "{err}");
     let cfg = d.join("relay.toml");
-    std::fs::write(&cfg, "name = \"r\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"r.key\"\ndirectory = \"dir.toml\"\n[bandwidth]\nrate = \"fast\"\n").unwrap();
     std::fs::write(
         d.join("dir.toml"),
         "[[relay]]\nname = \"r\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\n",
     )
     .unwrap();
+    let auth = sign(&d, "dir.toml");
+    std::fs::write(&cfg, format!("name = \"r\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"r.key\"\ndirectory = \"dir.toml\"\n{auth}[bandwidth]\nrate = \"fast\"\n")).unwrap();
     let out = hopwise()
         .args(["relay", "--config"])
         .arg(&cfg)
@@ -126,9 +127,47 @@ const KEY1: &str = "010101010101010101010101010101010101010101010101010101010101
 const KEY2: &str = "0202020202020202020202020202020202020202020202020202020202020202";
 const KEY3: &str = "0303030303030303030303030303030303030303030303030303030303030303";
 
-/// A directory of relay1 (guard), relay2 and relay3 (exit) in `d`; nothing
-/// listens at their addresses.
-fn write_directory(d: &std::path::Path) {
+/// Signs `d/file` with the authority key `d/authority.key` (created the
+/// first time) through the CLI, valid for a day; returns the config line
+/// `authority = "<its public key>"`.
+fn sign(d: &std::path::Path, file: &str) -> String {
+    let key = d.join("authority.key");
+    if !key.exists() {
+        let out = hopwise()
+            .args(["authority", "keygen", "--out"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = hopwise()
+        .args(["directory", "sign", "--valid-for", "1", "--key"])
+        .arg(&key)
+        .arg(d.join(file))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let public = stdout
+        .split("(authority ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap_or_else(|| panic!("no authority in {stdout}"));
+    format!("authority = \"{public}\"\n")
+}
+
+/// A directory of relay1 (guard), relay2 and relay3 (exit) in `d`, signed
+/// (`sign`); nothing listens at their addresses. Returns the `authority`
+/// line for the configs.
+fn write_directory(d: &std::path::Path) -> String {
     std::fs::create_dir_all(d).unwrap();
     std::fs::write(
         d.join("directory.toml"),
@@ -139,6 +178,7 @@ fn write_directory(d: &std::path::Path) {
         ),
     )
     .unwrap();
+    sign(d, "directory.toml")
 }
 
 /// Runs `hopwise <cmd> --config <file with text>`; it must fail at once.
@@ -159,8 +199,8 @@ fn config_error(d: &std::path::Path, cmd: &str, file: &str, text: &str) -> Strin
 #[test]
 fn zero_timeouts_bad_paths_and_directory_key_files_are_config_errors() {
     let d = tempfile_dir("cfg");
-    write_directory(&d);
-    let relay = "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"relay1.key\"\ndirectory = \"directory.toml\"\n";
+    let auth = write_directory(&d);
+    let relay = &format!("name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"relay1.key\"\ndirectory = \"directory.toml\"\n{auth}");
     let err = config_error(
         &d,
         "relay",
@@ -191,7 +231,7 @@ fn zero_timeouts_bad_paths_and_directory_key_files_are_config_errors() {
     assert!(err.contains("is a directory, not a key file"), "{err}");
     assert!(!err.contains("chmod"), "{err}");
 
-    let proxy = "socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n";
+    let proxy = &format!("socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n{auth}");
     let err = config_error(
         &d,
         "proxy",
@@ -236,7 +276,8 @@ fn show_key_works_before_the_directory_exists() {
     std::fs::create_dir_all(d.join("keys")).unwrap();
     std::fs::write(
         d.join("relay.toml"),
-        "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"keys/r1.key\"\ndirectory = \"missing.toml\"\n",
+        "name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"keys/r1.key\"\ndirectory = \"missing.toml\"\n\
+         authority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n",
     )
     .unwrap();
     let show = || show_key(&d.join("relay.toml"));
@@ -261,7 +302,7 @@ fn show_key_works_before_the_directory_exists() {
 #[test]
 fn logs_redirected_to_a_file_carry_no_colour_codes() {
     let d = tempfile_dir("colour");
-    write_directory(&d);
+    let auth = write_directory(&d);
     let log = d.join("stderr.log");
     // A relay that creates its key logs it.
     std::fs::write(
@@ -285,7 +326,7 @@ fn logs_redirected_to_a_file_carry_no_colour_codes() {
     // A proxy, until it has said where it listens.
     std::fs::write(
         d.join("proxy.toml"),
-        "socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n",
+        format!("socks = \"127.0.0.1:0\"\ndirectory = \"directory.toml\"\n{auth}"),
     )
     .unwrap();
     let mut child = hopwise()
@@ -383,11 +424,8 @@ fn a_guard_that_takes_no_clients_warns_at_start() {
     let d = tempfile_dir("guard-warn");
     std::fs::create_dir_all(&d).unwrap();
     let cfg = d.join("relay.toml");
-    std::fs::write(
-        &cfg,
-        "name = \"g\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"g.key\"\ndirectory = \"directory.toml\"\naccept_clients = false\n",
-    )
-    .unwrap();
+    let relay = "name = \"g\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"g.key\"\ndirectory = \"directory.toml\"\naccept_clients = false\n";
+    std::fs::write(&cfg, relay).unwrap();
     let key = show_key(&cfg);
     std::fs::write(
         d.join("directory.toml"),
@@ -397,6 +435,8 @@ fn a_guard_that_takes_no_clients_warns_at_start() {
         ),
     )
     .unwrap();
+    let auth = sign(&d, "directory.toml");
+    std::fs::write(&cfg, format!("{relay}{auth}")).unwrap();
     let log = d.join("stderr.log");
     let mut child = hopwise()
         .args(["relay", "--config"])
@@ -421,17 +461,16 @@ fn a_relay_started_with_exit_with_parent_stops_with_its_parent() {
     let d = tempfile_dir("orphan");
     std::fs::create_dir_all(&d).unwrap();
     let cfg = d.join("relay.toml");
-    std::fs::write(
-        &cfg,
-        "name = \"o\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"o.key\"\ndirectory = \"directory.toml\"\n",
-    )
-    .unwrap();
+    let relay = "name = \"o\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"o.key\"\ndirectory = \"directory.toml\"\n";
+    std::fs::write(&cfg, relay).unwrap();
     let key = show_key(&cfg);
     std::fs::write(
         d.join("directory.toml"),
         format!("[[relay]]\nname = \"o\"\naddress = \"127.0.0.1:9\"\nkey = \"{key}\"\n"),
     )
     .unwrap();
+    let auth = sign(&d, "directory.toml");
+    std::fs::write(&cfg, format!("{relay}{auth}")).unwrap();
     let log = d.join("relay.log");
     // A shell starts the relay, prints its PID and exits: the relay is
     // orphaned.
@@ -523,4 +562,127 @@ fn otcp_flag_errors_name_the_flag() {
         assert!(!o.status.success(), "{args:?}: {err}");
         assert!(err.contains(msg), "{args:?}: {err}");
     }
+}
+
+/// `hopwise authority keygen` writes a private key file it never
+/// overwrites; `hopwise directory sign` signs a directory in place or into
+/// `--out`; a relay refuses an unsigned directory and one signed by another
+/// authority, naming the file and the key.
+#[test]
+fn authority_keygen_and_directory_sign() {
+    let d = tempfile_dir("sign");
+    std::fs::create_dir_all(&d).unwrap();
+    let key = d.join("authority.key");
+    let out = hopwise()
+        .args(["authority", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let public = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert_eq!(public.len(), 64, "{public}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let before = std::fs::read(&key).unwrap();
+    let out = hopwise()
+        .args(["authority", "keygen", "--out"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("authority.key: exists; not overwriting it"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&key).unwrap(), before);
+
+    // An unsigned directory: the relay names the file and the problem.
+    let unsigned = format!(
+        "[[relay]]\nname = \"relay1\"\naddress = \"127.0.0.1:9\"\nkey = \"{KEY1}\"\nflags = [\"guard\", \"exit\"]\n"
+    );
+    std::fs::write(d.join("directory.toml"), &unsigned).unwrap();
+    let relay = format!("name = \"relay1\"\nlisten = \"127.0.0.1:0\"\nkey_file = \"relay1.key\"\ndirectory = \"directory.toml\"\nauthority = \"{public}\"\n");
+    let err = config_error(&d, "relay", "relay.toml", &relay);
+    assert!(
+        err.contains("directory.toml: directory: the directory is not signed"),
+        "{err}"
+    );
+
+    // Signed into --out: the input stays as it was.
+    let out = hopwise()
+        .args(["directory", "sign", "--valid-for", "12h", "--key"])
+        .arg(&key)
+        .arg("--out")
+        .arg(d.join("signed.toml"))
+        .arg(d.join("directory.toml"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("(authority {public})")),
+        "{stdout}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.join("directory.toml")).unwrap(),
+        unsigned
+    );
+    let signed = std::fs::read_to_string(d.join("signed.toml")).unwrap();
+    assert!(
+        signed.starts_with("[directory]\nvalid_after = \""),
+        "{signed}"
+    );
+    assert!(signed.ends_with(&unsigned), "{signed}");
+
+    // Another authority's key in the relay's config.
+    let other = d.join("other.key");
+    let out = hopwise()
+        .args(["authority", "keygen", "--out"])
+        .arg(&other)
+        .output()
+        .unwrap();
+    let other_public = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let wrong = relay
+        .replace(&public, &other_public)
+        .replace("directory.toml", "signed.toml");
+    let err = config_error(&d, "relay", "relay.toml", &wrong);
+    assert!(
+        err.contains("relay.toml: authority: the directory ")
+            && err.contains("signed.toml is not signed by this key"),
+        "{err}"
+    );
+
+    // Bad arguments.
+    let out = hopwise()
+        .args(["directory", "sign", "--valid-for", "30s", "--key"])
+        .arg(&key)
+        .arg(d.join("directory.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("--valid-for") && err.contains("one minute to 3650 days"),
+        "{err}"
+    );
+    let out = hopwise()
+        .args(["directory", "sign", "--valid-for", "7", "--key"])
+        .arg(d.join("relay.toml"))
+        .arg(d.join("directory.toml"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("relay.toml"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -1,12 +1,16 @@
-//! The directory file: the relays, their addresses, keys and flags.
+//! The directory file: the relays, their addresses, keys and flags, and
+//! the `[directory]` table with the validity period and the authority's
+//! signature (the envelope: `crate::authority`).
 
-use super::raw::RawDirectory;
+use super::raw::{RawDirectory, RawHeader};
 use super::{addr, err, path_key, resolve, table, ConfigError, R};
-use hopwise_config::{self as cfg, did_you_mean, Seg};
+use crate::authority::{self, format_time, AuthorityKey};
+use hopwise_config::{self as cfg, did_you_mean, Seg, TableOf};
 use hopwise_proto::circuit::policy::{ExitPolicy, Rule, Unreachable, Verdict};
 use hopwise_proto::link::{is_small_order, parse_key};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 use toml::{Table, Value};
 
 /// A relay of the directory.
@@ -102,16 +106,78 @@ fn exit_policy_of(rules: Option<Vec<String>>, key: &str) -> R<ExitPolicy> {
     Ok(p)
 }
 
+/// The `[directory]` table: when the directory is valid, and the
+/// authority's signature. All `None` in a file that was never signed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    pub valid_after: Option<SystemTime>,
+    pub valid_until: Option<SystemTime>,
+    pub signature: Option<[u8; 64]>,
+}
+
 /// The static list of relays; relays and proxies read the same file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Directory {
     pub relays: Vec<RelayEntry>,
+    /// The `[directory]` table.
+    pub header: Header,
 }
 
 pub const FLAGS: &[&str] = &["exit", "guard"];
 
+/// The tables of a directory file.
+const TABLES: &[&str] = &["relay", "directory"];
+const TABLES_TEXT: &str = "a directory has a [directory] table and [[relay]] tables";
+
 /// How the message about a file that is not a directory begins.
 const NOT_A_DIRECTORY: &str = "is not a directory file";
+
+/// How the message about a signature that does not verify begins.
+const BAD_SIGNATURE: &str = "does not verify with the authority key";
+
+/// The command that signs a directory, for messages.
+fn sign_hint(file: &str) -> String {
+    format!("hopwise directory sign --key AUTHORITY_KEY_FILE --valid-for 7d {file}")
+}
+
+/// `[directory]`: the times as RFC 3339, the signature as 128 hex digits.
+fn header(t: Option<TableOf<RawHeader>>) -> R<Header> {
+    let mut h = Header::default();
+    let Some(TableOf(t)) = t else {
+        return Ok(h);
+    };
+    let time = |v: Option<cfg::Text>, key: &str| -> R<Option<SystemTime>> {
+        v.map(|s| authority::parse_time(&s).or_else(|m| err(key, m)))
+            .transpose()
+    };
+    h.valid_after = time(t.valid_after, "directory.valid_after")?;
+    h.valid_until = time(t.valid_until, "directory.valid_until")?;
+    if let (Some(a), Some(u)) = (h.valid_after, h.valid_until) {
+        if u <= a {
+            return err(
+                "directory.valid_until",
+                format!(
+                    "{} is not after valid_after = {}: the validity period is empty",
+                    format_time(u),
+                    format_time(a)
+                ),
+            );
+        }
+    }
+    if let Some(s) = t.signature {
+        let line = format!("{}\"{}\"", authority::SIGNATURE_LINE, s.0);
+        match authority::signed_message(&line) {
+            Ok((_, Some(sig))) => h.signature = Some(sig),
+            _ => {
+                return err(
+                    "directory.signature",
+                    format!("`{}` is not a signature (128 lowercase hex digits)", s.0),
+                )
+            }
+        }
+    }
+    Ok(h)
+}
 
 /// `address` as the directory needs it: an address with a port that others
 /// can send to.
@@ -165,24 +231,127 @@ impl Directory {
         Directory::from_table(&t).map_err(|x| x.in_file(file))
     }
 
+    /// Parses a directory and checks that `authority` signed it (see
+    /// `crate::authority`) and that it is valid at `now`: the errors name
+    /// `file` and the problem (unsigned, a signature that does not verify,
+    /// not yet valid, expired).
+    pub fn parse_verified(
+        text: &str,
+        file: &str,
+        authority: &AuthorityKey,
+        now: SystemTime,
+    ) -> Result<Directory, ConfigError> {
+        let d = Directory::parse(text, file)?;
+        let e = |key: &str, m: String| ConfigError::new(file, key, m);
+        let (message, line) =
+            authority::signed_message(text).map_err(|m| e("directory.signature", m))?;
+        let sig = match (d.header.signature, line) {
+            (None, None) => {
+                return Err(e(
+                    "directory",
+                    format!(
+                        "the directory is not signed (no [directory] signature); sign it: {}",
+                        sign_hint(file)
+                    ),
+                ))
+            }
+            (Some(s), Some(l)) if s == l => s,
+            (Some(_), _) => {
+                return Err(e(
+                    "directory.signature",
+                    format!(
+                        "must be a line of its own that starts with `{}`, as `hopwise directory sign` writes it",
+                        authority::SIGNATURE_LINE
+                    ),
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(e(
+                    "directory.signature",
+                    format!(
+                        "a line starts with `{}`, but it is not the signature of the [directory] table",
+                        authority::SIGNATURE_LINE
+                    ),
+                ))
+            }
+        };
+        if !authority.verifies(&message, &sig) {
+            return Err(e(
+                "directory.signature",
+                format!(
+                    "{BAD_SIGNATURE} {authority}: the file was changed after it was signed, \
+                     or another authority signed it"
+                ),
+            ));
+        }
+        let need = |t: Option<SystemTime>, key: &str| {
+            t.ok_or_else(|| {
+                e(
+                    key,
+                    "missing required key (a signed directory has a validity period)".into(),
+                )
+            })
+        };
+        let after = need(d.header.valid_after, "directory.valid_after")?;
+        let until = need(d.header.valid_until, "directory.valid_until")?;
+        if now < after {
+            return Err(e(
+                "directory.valid_after",
+                format!(
+                    "the directory is not valid yet: it is valid from {} and it is now {} \
+                     (is this machine's clock right?)",
+                    format_time(after),
+                    format_time(now)
+                ),
+            ));
+        }
+        if now >= until {
+            return Err(e(
+                "directory.valid_until",
+                format!(
+                    "the directory expired at {} (it is now {}); the authority signs it again: {}",
+                    format_time(until),
+                    format_time(now),
+                    sign_hint(file)
+                ),
+            ));
+        }
+        Ok(d)
+    }
+
+    /// [`Directory::parse_verified`] of the file at `path`.
+    pub fn load_verified(
+        path: &Path,
+        authority: &AuthorityKey,
+        now: SystemTime,
+    ) -> Result<Directory, ConfigError> {
+        let text = cfg::read(path)?;
+        Directory::parse_verified(&text, &path.display().to_string(), authority, now)
+    }
+
     fn from_table(t: &Table) -> R<Directory> {
-        if let Some(k) = t.keys().find(|k| *k != "relay") {
+        if let Some(k) = t.keys().find(|k| !TABLES.contains(&k.as_str())) {
             // A misspelt `relay`, or another kind of file (a relay's or a
             // proxy's config) named where a directory belongs.
-            let hint = did_you_mean(k, &["relay"]);
+            let hint = did_you_mean(k, TABLES);
             return if hint.is_empty() {
                 err(
                     "",
-                    format!("{NOT_A_DIRECTORY}: unknown key `{k}` (a directory has only [[relay]] tables)"),
+                    format!("{NOT_A_DIRECTORY}: unknown key `{k}` ({TABLES_TEXT})"),
                 )
             } else {
-                err(
-                    k,
-                    format!("unknown key{hint} (a directory has only [[relay]] tables)"),
-                )
+                err(k, format!("unknown key{hint} ({TABLES_TEXT})"))
             };
         }
+        if t.get("directory").is_some_and(|v| !v.is_table()) {
+            // `directory = "FILE"`: a relay's or a proxy's config.
+            return err(
+                "",
+                format!("{NOT_A_DIRECTORY}: `directory` is not a table ({TABLES_TEXT})"),
+            );
+        }
         let raw: RawDirectory = table(t, relay_key)?;
+        let header = header(raw.directory)?;
         let Some(entries) = raw.relay else {
             return err(
                 "relay",
@@ -271,10 +440,11 @@ impl Directory {
                 exit_policy,
             });
         }
-        Ok(Directory { relays })
+        Ok(Directory { relays, header })
     }
 
-    /// The file text.
+    /// The file text of the relays, unsigned: without the `[directory]`
+    /// table, which `crate::authority::sign_directory` adds.
     pub fn to_toml(&self) -> String {
         let mut s =
             String::from("# hopwise directory: the relays, their addresses, keys and flags.\n");
@@ -313,13 +483,28 @@ impl Directory {
     }
 }
 
+/// The authority's public key, the `authority` key of a relay's or a
+/// proxy's `file`.
+fn authority_key(value: Option<cfg::Text>, file: &str) -> Result<AuthorityKey, ConfigError> {
+    let why = "the directory authority's Ed25519 public key, 64 hex digits, \
+               as `hopwise authority keygen` prints it";
+    let s = cfg::required(value, "authority", why).map_err(|x| x.in_file(file))?;
+    AuthorityKey::parse(&s).map_err(|m| ConfigError::new(file, "authority", m))
+}
+
 /// The directory file named by the `directory` key of `file` (relative to
-/// `base`), and its path; a file that cannot be read is that key's error.
+/// `base`), checked against the `authority` key's public key at `now`
+/// ([`Directory::parse_verified`]), and its path; a file that cannot be
+/// read is that key's error, a signature that does not verify is
+/// `authority`'s.
 pub(super) fn directory_key(
     value: Option<cfg::Text>,
+    authority: Option<cfg::Text>,
     file: &str,
     base: &Path,
+    now: SystemTime,
 ) -> Result<(PathBuf, Directory), ConfigError> {
+    let authority = authority_key(authority, file)?;
     let key = "directory";
     let name = path_key(value, key)
         .map_err(|x| x.in_file(file))?
@@ -327,13 +512,25 @@ pub(super) fn directory_key(
     let path = resolve(base, &name);
     let text = cfg::read(&path)
         .map_err(|x| ConfigError::new(file, key, format!("{}: {}", x.file, x.message)))?;
-    let dir = Directory::parse(&text, &path.display().to_string()).map_err(|x| {
-        if x.key.is_empty() && x.message.starts_with(NOT_A_DIRECTORY) {
-            // The mistake is this key, which names the wrong file.
-            ConfigError::new(file, key, format!("{} {}", x.file, x.message))
-        } else {
-            x
-        }
-    })?;
+    let dir = Directory::parse_verified(&text, &path.display().to_string(), &authority, now)
+        .map_err(|x| {
+            if x.key.is_empty() && x.message.starts_with(NOT_A_DIRECTORY) {
+                // The mistake is this key, which names the wrong file.
+                ConfigError::new(file, key, format!("{} {}", x.file, x.message))
+            } else if x.message.starts_with(BAD_SIGNATURE) {
+                // The directory may be right and this key wrong.
+                ConfigError::new(
+                    file,
+                    "authority",
+                    format!(
+                        "the directory {} is not signed by this key: its signature does not verify \
+                         (the file was changed after it was signed, or another authority signed it)",
+                        x.file
+                    ),
+                )
+            } else {
+                x
+            }
+        })?;
     Ok((path, dir))
 }

@@ -10,7 +10,7 @@ use super::{
 use hopwise_config::{self as cfg, did_you_mean};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// `hopwise proxy --config FILE`.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,18 +75,36 @@ impl ProxyConfig {
         }
     }
 
+    /// Reads a proxy file; its directory must be valid now (the wall clock).
     pub fn load(path: &Path) -> Result<ProxyConfig, ConfigError> {
+        ProxyConfig::load_at(path, crate::clock::wall_now())
+    }
+
+    /// [`ProxyConfig::load`] with the directory checked at `now`.
+    pub fn load_at(path: &Path, now: SystemTime) -> Result<ProxyConfig, ConfigError> {
         let text = cfg::read(path)?;
         let file = path.display().to_string();
         let base = path.parent().unwrap_or(Path::new("."));
-        ProxyConfig::parse(&text, &file, base)
+        ProxyConfig::parse_at(&text, &file, base, now)
     }
 
+    /// Parses a proxy file; relative paths are relative to `base`; its
+    /// directory must be valid now (the wall clock).
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<ProxyConfig, ConfigError> {
+        ProxyConfig::parse_at(text, file, base, crate::clock::wall_now())
+    }
+
+    /// [`ProxyConfig::parse`] with the directory checked at `now`.
+    pub fn parse_at(
+        text: &str,
+        file: &str,
+        base: &Path,
+        now: SystemTime,
+    ) -> Result<ProxyConfig, ConfigError> {
         let t = cfg::parse_toml(text, file, |_, _| String::new())?;
         let e = |x: ConfigError| x.in_file(file);
         let raw: RawProxy = table(&t, plain).map_err(e)?;
-        let (dir_path, directory) = directory_key(raw.directory, file, base)?;
+        let (dir_path, directory) = directory_key(raw.directory, raw.authority, file, base, now)?;
         let mut cfg = ProxyConfig::new(directory);
         cfg.origin = file.to_string();
         if let Some(a) = raw.socks {

@@ -12,7 +12,8 @@ type Emulations = BTreeMap<String, TableOf<RawEmulation>>;
 
 table! {
     pub struct RawRelay("a table") {
-        name: Name, listen: Text, key_file: Text, directory: Text, accept_clients: Flag,
+        name: Name, listen: Text, key_file: Text, directory: Text, authority: Text,
+        accept_clients: Flag,
         exit: TableOf<RawExit>, bandwidth: TableOf<RawBandwidth>, limits: TableOf<RawLimits>,
         metrics: TableOf<RawMetrics>, link: TableOf<RawLink>, transport: TableOf<RawTransport>,
         emulation: Emulations,
@@ -20,7 +21,7 @@ table! {
 }
 table! {
     pub struct RawProxy("a table") {
-        socks: Text, listen: Text, directory: Text, path: Strings, key_file: Text,
+        socks: Text, listen: Text, directory: Text, authority: Text, path: Strings, key_file: Text,
         connect_timeout: Duration, socks_max_connections: Int<1, 1_000_000>,
         socks_handshake_timeout: Duration, limits: TableOf<RawLimits>, link: TableOf<RawLink>,
         transport: TableOf<RawTransport>, emulation: Emulations, metrics: TableOf<RawMetrics>,
@@ -65,7 +66,12 @@ table! {
     }
 }
 table! {
-    pub struct RawDirectory("a table") { relay: Tables<RawEntry> }
+    pub struct RawDirectory("a table") { relay: Tables<RawEntry>, directory: TableOf<RawHeader> }
+}
+table! {
+    pub struct RawHeader("a table ([directory])") {
+        valid_after: Text, valid_until: Text, signature: Text,
+    }
 }
 table! {
     pub struct RawEntry("a table (a [[relay]] section)", section "relay") {

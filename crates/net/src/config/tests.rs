@@ -17,9 +17,31 @@ key = "0202020202020202020202020202020202020202020202020202020202020202"
 flags = ["exit"]
 "#;
 
+/// The tests' authority key.
+fn authority() -> crate::authority::AuthoritySecret {
+    crate::authority::AuthoritySecret::from_seed(&[7; 32])
+}
+
+/// Its public key, as the configs of the tests write it.
+const AUTHORITY: &str = "ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c";
+
+/// A time `secs` seconds after 1970.
+fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+/// 2001-09-09 to 2033-05-18: now, for the tests.
+const AFTER: u64 = 1_000_000_000;
+const UNTIL: u64 = 2_000_000_000;
+
+/// `text` signed by the tests' authority, valid from `AFTER` to `UNTIL`.
+fn signed(text: &str) -> String {
+    crate::authority::sign_directory(text, "dir.toml", &authority(), at(AFTER), at(UNTIL)).unwrap()
+}
+
 fn with_dir(f: impl FnOnce(&Path)) {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("dir.toml"), DIR).unwrap();
+    std::fs::write(d.path().join("dir.toml"), signed(DIR)).unwrap();
     f(d.path());
 }
 
@@ -78,7 +100,7 @@ fn a_relay_is_warned_where_its_directory_entry_disagrees() {
         let r1 = [1u8; 32];
         let cfg = |extra: &str| {
             let text = format!(
-                "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n{extra}"
+                "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n{extra}"
             );
             RelayConfig::parse(&text, "relay.toml", base).unwrap()
         };
@@ -144,7 +166,7 @@ fn relay_errors_start_with(base: &Path, ok: &str, cases: &[(&str, &str)]) {
 #[test]
 fn relay_errors_name_file_key_and_problem() {
     with_dir(|base| {
-        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n";
         let c = RelayConfig::parse(ok, "relay.toml", base).unwrap();
         assert_eq!(c.key_file, base.join("r1.key"));
         let cases = [
@@ -244,7 +266,7 @@ fn relay_errors_name_file_key_and_problem() {
         let e = RelayConfig::parse("name = [\n", "relay.toml", base).unwrap_err();
         assert!(e.message.contains("TOML syntax error"), "{e}");
         let bad_dir = format!(
-            "{}directory = \"missing.toml\"\n",
+            "{}directory = \"missing.toml\"\nauthority = \"{AUTHORITY}\"\n",
             &ok[..ok.find("directory").unwrap()]
         );
         let e = RelayConfig::parse(&bad_dir, "relay.toml", base).unwrap_err();
@@ -255,7 +277,7 @@ fn relay_errors_name_file_key_and_problem() {
 #[test]
 fn exit_rules_that_can_never_match_are_refused() {
     with_dir(|base| {
-        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n[exit]\nenabled = true\n";
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n[exit]\nenabled = true\n";
         for (extra, want) in [
             (
                 "policy = [\"accept *:*\", \"reject *:18080\"]\n",
@@ -331,7 +353,7 @@ fn exit_keys_of_a_relay_that_is_not_an_exit_are_warned_about() {
 fn proxy_path_must_name_known_relays() {
     with_dir(|base| {
         let e = ProxyConfig::parse(
-            "directory = \"dir.toml\"\npath = [\"r1\", \"r3\"]\n",
+            "directory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\npath = [\"r1\", \"r3\"]\n",
             "proxy.toml",
             base,
         )
@@ -344,7 +366,7 @@ fn proxy_path_must_name_known_relays() {
             "{e}"
         );
         let c = ProxyConfig::parse(
-            "directory = \"dir.toml\"\npath = [\"r1\", \"r2\"]\nsocks = \"127.0.0.1:0\"\n[emulation.\"*\"]\ndelay = \"20ms\"\nloss = \"5%\"\n",
+            "directory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\npath = [\"r1\", \"r2\"]\nsocks = \"127.0.0.1:0\"\n[emulation.\"*\"]\ndelay = \"20ms\"\nloss = \"5%\"\n",
             "proxy.toml",
             base,
         )
@@ -357,7 +379,7 @@ fn proxy_path_must_name_known_relays() {
 #[test]
 fn durations_and_sizes_out_of_range_are_refused() {
     with_dir(|base| {
-        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n";
         let cases = [
             (
                 "[link]\nhandshake_timeout = \"0s\"\n",
@@ -435,7 +457,7 @@ fn durations_and_sizes_out_of_range_are_refused() {
         // Two peers (r1's address and r2), two sections.
         assert_eq!(c.emulation.len(), 2);
 
-        let proxy = "directory = \"dir.toml\"\n";
+        let proxy = "directory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n";
         let e = ProxyConfig::parse(
             &format!("{proxy}connect_timeout = \"0s\"\n"),
             "proxy.toml",
@@ -485,7 +507,7 @@ fn proxy_path_must_make_a_circuit() {
     with_dir(|base| {
         let parse = |path: &str| {
             ProxyConfig::parse(
-                &format!("directory = \"dir.toml\"\npath = {path}\n"),
+                &format!("directory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\npath = {path}\n"),
                 "proxy.toml",
                 base,
             )
@@ -514,9 +536,13 @@ fn proxy_path_must_make_a_circuit() {
             Some(vec!["r2".to_string()])
         );
         // A random path needs an exit in the directory.
-        std::fs::write(base.join("noexit.toml"), DIR.replace("[\"exit\"]", "[]")).unwrap();
+        std::fs::write(
+            base.join("noexit.toml"),
+            signed(&DIR.replace("[\"exit\"]", "[]")),
+        )
+        .unwrap();
         let e =
-            ProxyConfig::parse("directory = \"noexit.toml\"\n", "proxy.toml", base).unwrap_err();
+            ProxyConfig::parse("directory = \"noexit.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n", "proxy.toml", base).unwrap_err();
         assert_eq!(e.key, "directory");
         assert!(
             e.message.contains("noexit.toml flags no relay as an exit"),
@@ -552,8 +578,13 @@ fn bad_directories() {
         ("[[relay]]\nname = \"a\"\naddress = \"x\"\n", "relay.a.address: `x` is not an address"),
         ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"00\"\n", "relay.a.key: `00` is not a public key"),
         ("[[relay]]\nname = \"a\"\naddress = \"127.0.0.1:1\"\nkey = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"exiit\"]\n", "relay.a.flags: unknown flag `exiit`; did you mean `exit`?"),
-        ("[[relays]]\nname = \"a\"\n", "relays: unknown key; did you mean `relay`? (a directory has only [[relay]] tables)"),
-        ("name = \"r1\"\nlisten = \"127.0.0.1:9001\"\n", "is not a directory file: unknown key `listen` (a directory has only [[relay]] tables)"),
+        ("[[relays]]\nname = \"a\"\n", "relays: unknown key; did you mean `relay`? (a directory has a [directory] table and [[relay]] tables)"),
+        ("name = \"r1\"\nlisten = \"127.0.0.1:9001\"\n", "is not a directory file: unknown key `listen` (a directory has a [directory] table and [[relay]] tables)"),
+        ("directory = \"dir.toml\"\n", "is not a directory file: `directory` is not a table"),
+        ("[directory]\nvalid_after = \"yesterday\"\n", "directory.valid_after: `yesterday` is not an RFC 3339 time in UTC"),
+        ("[directory]\nvalid_after = \"2026-01-02T00:00:00Z\"\nvalid_until = \"2026-01-01T00:00:00Z\"\n", "directory.valid_until: 2026-01-01T00:00:00Z is not after valid_after = 2026-01-02T00:00:00Z"),
+        ("[directory]\nsignature = \"00\"\n", "directory.signature: `00` is not a signature (128 lowercase hex digits)"),
+        ("[directory]\nsigned = true\n", "directory.signed: unknown key"),
         ("[[relay]]\nname = \" \"\n", "relay[0].name: is empty"),
         ("[[relay]]\naddress = \"127.0.0.1:1\"\n", "relay[0].name: missing required key (every relay needs a name)"),
         ("[[relay]]\nname = \"a\"\naddress = \"0.0.0.0:19101\"\n", "relay.a.address: 0.0.0.0:19101: 0.0.0.0 is the unspecified address, which nobody can send to; give the address the relay is reached at"),
@@ -640,11 +671,16 @@ fn bad_directory_path_fields() {
 #[test]
 fn proxy_path_selection_keys() {
     with_dir(|base| {
-        let c = ProxyConfig::parse("directory = \"dir.toml\"\n", "proxy.toml", base).unwrap();
+        let c = ProxyConfig::parse(
+            &format!("directory = \"dir.toml\"\nauthority = \"{AUTHORITY}\"\n"),
+            "proxy.toml",
+            base,
+        )
+        .unwrap();
         assert!(c.path_subnet_rule);
         assert_eq!(c.state_file, None);
         let c = ProxyConfig::parse(
-            "directory = \"dir.toml\"\npath_subnet_rule = false\nstate_file = \"state/guard.toml\"\n",
+            &format!("directory = \"dir.toml\"\nauthority = \"{AUTHORITY}\"\npath_subnet_rule = false\nstate_file = \"state/guard.toml\"\n"),
             "proxy.toml",
             base,
         )
@@ -662,7 +698,7 @@ fn proxy_path_selection_keys() {
             ),
         ] {
             let e = ProxyConfig::parse(
-                &format!("directory = \"dir.toml\"\n{extra}"),
+                &format!("directory = \"dir.toml\"\nauthority = \"{AUTHORITY}\"\n{extra}"),
                 "proxy.toml",
                 base,
             )
@@ -670,4 +706,222 @@ fn proxy_path_selection_keys() {
             assert!(e.to_string().starts_with(want), "{extra:?}: {e}");
         }
     });
+}
+
+// ---------------------------------------------------------------------------
+// The signed directory
+
+/// What `Directory::parse_verified` says of `text` with the tests'
+/// authority at `now` (seconds after 1970).
+fn verify(text: &str, now: u64) -> Result<Directory, ConfigError> {
+    let k = crate::authority::AuthorityKey::parse(AUTHORITY).unwrap();
+    Directory::parse_verified(text, "dir.toml", &k, at(now))
+}
+
+#[test]
+fn the_tests_authority_is_the_one_they_name() {
+    assert_eq!(authority().public().to_hex(), AUTHORITY);
+}
+
+#[test]
+fn a_signed_directory_verifies_within_its_validity_period() {
+    let s = signed(DIR);
+    let d = verify(&s, AFTER).unwrap();
+    assert_eq!(d.relays, Directory::parse(DIR, "x").unwrap().relays);
+    assert_eq!(d.header.valid_after, Some(at(AFTER)));
+    assert_eq!(d.header.valid_until, Some(at(UNTIL)));
+    assert!(d.header.signature.is_some());
+    verify(&s, UNTIL - 1).unwrap();
+    // Signing again replaces the table in place; the rest stays byte for byte.
+    let again =
+        crate::authority::sign_directory(&s, "dir.toml", &authority(), at(5), at(6)).unwrap();
+    assert_eq!(
+        again.replace("2033-05-18T03:33:20Z", "x"),
+        again,
+        "the old table is gone"
+    );
+    assert!(again.ends_with(DIR), "{again}");
+    assert_eq!(again.matches("[directory]").count(), 1);
+    verify(&again, 5).unwrap();
+    // Comments and the file's own layout are signed as they are.
+    let commented = signed(&format!("# the lab's relays\n{DIR}# end\n"));
+    assert!(
+        commented.starts_with("# the lab's relays\n\n[directory]\n"),
+        "{commented}"
+    );
+    verify(&commented, AFTER).unwrap();
+}
+
+#[test]
+fn unsigned_forged_and_stale_directories_are_refused() {
+    let s = signed(DIR);
+    let msg = |r: Result<Directory, ConfigError>| r.unwrap_err().to_string();
+    // Unsigned.
+    let e = msg(verify(DIR, AFTER));
+    assert!(
+        e.starts_with("dir.toml: directory: the directory is not signed (no [directory] signature); sign it: hopwise directory sign --key AUTHORITY_KEY_FILE --valid-for 7d dir.toml"),
+        "{e}"
+    );
+    // Signed by another key.
+    let other = crate::authority::AuthoritySecret::from_seed(&[8; 32]);
+    let by_other =
+        crate::authority::sign_directory(DIR, "dir.toml", &other, at(AFTER), at(UNTIL)).unwrap();
+    let e = msg(verify(&by_other, AFTER));
+    assert!(
+        e.starts_with(&format!("dir.toml: directory.signature: does not verify with the authority key {AUTHORITY}: the file was changed after it was signed, or another authority signed it")),
+        "{e}"
+    );
+    // Changed after signing: a relay's address, a byte of the validity
+    // period, a comment, a byte of the signature.
+    for (from, to) in [
+        ("127.0.0.1:9002", "127.0.0.1:9003"),
+        ("valid_until = \"2033", "valid_until = \"2034"),
+        (
+            "[[relay]]\nname = \"r2\"",
+            "# a comment\n[[relay]]\nname = \"r2\"",
+        ),
+    ] {
+        let changed = s.replacen(from, to, 1);
+        assert_ne!(changed, s);
+        let e = msg(verify(&changed, AFTER));
+        assert!(
+            e.contains("directory.signature: does not verify"),
+            "{from}: {e}"
+        );
+    }
+    let i = s.find("signature = \"").unwrap() + 13;
+    let mut flipped = s.clone().into_bytes();
+    flipped[i] = if flipped[i] == b'0' { b'1' } else { b'0' };
+    let e = msg(verify(&String::from_utf8(flipped).unwrap(), AFTER));
+    assert!(e.contains("directory.signature: does not verify"), "{e}");
+    // Not yet valid, expired.
+    let e = msg(verify(&s, AFTER - 1));
+    assert_eq!(
+        e,
+        "dir.toml: directory.valid_after: the directory is not valid yet: it is valid from 2001-09-09T01:46:40Z and it is now 2001-09-09T01:46:39Z (is this machine's clock right?)"
+    );
+    let e = msg(verify(&s, UNTIL));
+    assert_eq!(
+        e,
+        "dir.toml: directory.valid_until: the directory expired at 2033-05-18T03:33:20Z (it is now 2033-05-18T03:33:20Z); the authority signs it again: hopwise directory sign --key AUTHORITY_KEY_FILE --valid-for 7d dir.toml"
+    );
+    // The signature line moved, doubled, or not on a line of its own.
+    let line = s.lines().find(|l| l.starts_with("signature = ")).unwrap();
+    let moved = s.replace(&format!("{line}\n"), "").replace(
+        "[[relay]]\nname = \"r1\"",
+        &format!("[[relay]]\n{line}\nname = \"r1\""),
+    );
+    let e = msg(verify(&moved, AFTER));
+    assert!(
+        e.contains("relay.r1.signature: unknown key"),
+        "{moved}\n{e}"
+    );
+    let e = msg(verify(&format!("{s}{line}\n"), AFTER));
+    assert!(e.contains("relay.r2.signature: unknown key"), "{e}");
+    let e = msg(verify(&s.replace("signature = ", "signature =  "), AFTER));
+    assert!(
+        e.contains("directory.signature: `signature =  \"")
+            && e.contains("is not a signature: the line must be"),
+        "{e}"
+    );
+    let inline = s.replace("signature = ", "signature=");
+    let e = msg(verify(&inline, AFTER));
+    assert!(
+        e.contains("directory.signature: must be a line of its own"),
+        "{e}"
+    );
+    // A signature without a validity period.
+    let no_period: String = s
+        .lines()
+        .filter(|l| !l.starts_with("valid_"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = msg(verify(&no_period, AFTER));
+    assert!(e.contains("directory.signature: does not verify"), "{e}");
+}
+
+#[test]
+fn configs_need_the_authority_that_signed_their_directory() {
+    with_dir(|base| {
+        let top = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\n";
+        let relay = |extra: &str, now: u64| {
+            RelayConfig::parse_at(&format!("{top}{extra}"), "relay.toml", base, at(now))
+        };
+        relay(&format!("authority = \"{AUTHORITY}\"\n"), AFTER).unwrap();
+        let e = relay("", AFTER).unwrap_err().to_string();
+        assert!(e.starts_with("relay.toml: authority: missing required key (the directory authority's Ed25519 public key"), "{e}");
+        let e = relay("authority = \"ab\"\n", AFTER)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("relay.toml: authority: `ab` is not an Ed25519 public key"),
+            "{e}"
+        );
+        let other = crate::authority::AuthoritySecret::from_seed(&[8; 32]).public();
+        let e = relay(&format!("authority = \"{other}\"\n"), AFTER)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("relay.toml: authority: the directory {} is not signed by this key: its signature does not verify", base.join("dir.toml").display())),
+            "{e}"
+        );
+        let e = relay(&format!("authority = \"{AUTHORITY}\"\n"), UNTIL + 1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "{}: directory.valid_until: the directory expired",
+                base.join("dir.toml").display()
+            )),
+            "{e}"
+        );
+        let proxy = |extra: &str| {
+            ProxyConfig::parse_at(
+                &format!("directory = \"dir.toml\"\n{extra}"),
+                "proxy.toml",
+                base,
+                at(AFTER),
+            )
+        };
+        proxy(&format!("authority = \"{AUTHORITY}\"\n")).unwrap();
+        let e = proxy(&format!("authority = \"{other}\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("proxy.toml: authority: the directory "),
+            "{e}"
+        );
+        std::fs::write(base.join("dir.toml"), DIR).unwrap();
+        let e = proxy(&format!("authority = \"{AUTHORITY}\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("dir.toml: directory: the directory is not signed"),
+            "{e}"
+        );
+    });
+}
+
+#[test]
+fn signing_refuses_what_it_cannot_rewrite() {
+    let k = authority();
+    let sign = |t: &str| crate::authority::sign_directory(t, "dir.toml", &k, at(AFTER), at(UNTIL));
+    // Not a directory: the parser's error.
+    let e = sign("[[relay]]\nname = \"a\"\n").unwrap_err().to_string();
+    assert!(
+        e.starts_with("dir.toml: relay.a.address: missing required key"),
+        "{e}"
+    );
+    // A [directory] written as dotted keys is not a table of its own.
+    let dotted = format!("directory.valid_after = \"2020-01-01T00:00:00Z\"\n{DIR}");
+    let e = sign(&dotted).unwrap_err().to_string();
+    assert!(e.contains("cannot be rewritten in place"), "{e}");
+    // An empty period.
+    let e = crate::authority::sign_directory(DIR, "dir.toml", &k, at(5), at(5))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("the validity period is empty"), "{e}");
+    // Without a trailing newline, CRLF line ends.
+    verify(&sign(DIR.trim_end()).unwrap(), AFTER).unwrap();
+    verify(&sign(&DIR.replace('\n', "\r\n")).unwrap(), AFTER).unwrap();
 }

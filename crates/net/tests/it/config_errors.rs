@@ -112,7 +112,7 @@ fn the_directory_and_key_file_keys_name_their_problems() {
     assert_eq!(
         e,
         format!(
-            "{}: directory: {} is not a directory file: unknown key `directory` (a directory has only [[relay]] tables)",
+            "{}: directory: {} is not a directory file: unknown key `authority` (a directory has a [directory] table and [[relay]] tables)",
             files.relays[0].display(),
             files.relays[1].display()
         )
@@ -150,6 +150,113 @@ fn the_directory_and_key_file_keys_name_their_problems() {
     let e = ProxyConfig::load(&files.proxy).unwrap_err().to_string();
     assert!(
         e.contains("proxy.toml: key_file: is empty; name a file"),
+        "{e}"
+    );
+}
+
+/// The lab's directory is signed by its authority key, which its configs
+/// name; a directory that is unsigned, signed by another authority,
+/// changed, expired or not yet valid is refused with an error that names
+/// the file (and `authority` where the key may be what is wrong).
+#[test]
+#[allow(clippy::disallowed_methods)] // signs directories valid around the wall clock's now, as loading checks
+fn the_lab_directory_is_signed_and_checked() {
+    use hopwise_net::authority::{self, AuthoritySecret};
+    use std::time::{Duration, SystemTime};
+    let d = tempfile::tempdir().unwrap();
+    let files = write_lab(&LabOptions::new(d.path())).unwrap();
+    let key = authority::load_secret(&d.path().join("authority.key")).unwrap();
+    let relay = std::fs::read_to_string(&files.relays[0]).unwrap();
+    assert!(
+        relay.contains(&format!("authority = \"{}\"", key.public())),
+        "{relay}"
+    );
+    let proxy = std::fs::read_to_string(&files.proxy).unwrap();
+    assert!(
+        proxy.contains(&format!("authority = \"{}\"", key.public())),
+        "{proxy}"
+    );
+    RelayConfig::load(&files.relays[0]).unwrap();
+    ProxyConfig::load(&files.proxy).unwrap();
+
+    let signed = std::fs::read_to_string(&files.directory).unwrap();
+    let dir = files.directory.display().to_string();
+    let relay_err = |text: &str| {
+        std::fs::write(&files.directory, text).unwrap();
+        RelayConfig::load(&files.relays[0]).unwrap_err().to_string()
+    };
+    // Writing the lab again re-signs the directory with the same key.
+    write_lab(&LabOptions::new(d.path())).unwrap();
+    assert_eq!(
+        authority::load_secret(&d.path().join("authority.key"))
+            .unwrap()
+            .public(),
+        key.public()
+    );
+    // Changed after signing.
+    let e = relay_err(&signed.replacen("127.0.0.1:", "127.0.0.2:", 1));
+    assert!(
+        e.starts_with(&format!(
+            "{}: authority: the directory {dir} is not signed by this key",
+            files.relays[0].display()
+        )),
+        "{e}"
+    );
+    // Signed by another authority.
+    let other = AuthoritySecret::from_seed(&[9; 32]);
+    let now = SystemTime::now();
+    let day = Duration::from_secs(86_400);
+    let e = relay_err(&authority::sign_directory(&signed, &dir, &other, now, now + day).unwrap());
+    assert!(
+        e.contains(": authority: the directory ") && e.contains("its signature does not verify"),
+        "{e}"
+    );
+    // Unsigned.
+    let unsigned: String = signed
+        .lines()
+        .filter(|l| !l.starts_with("signature = "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let e = relay_err(&unsigned);
+    assert!(
+        e.starts_with(&format!("{dir}: directory: the directory is not signed")),
+        "{e}"
+    );
+    // Expired, and not yet valid.
+    let e = relay_err(
+        &authority::sign_directory(&signed, &dir, &key, now - 2 * day, now - day).unwrap(),
+    );
+    assert!(
+        e.starts_with(&format!(
+            "{dir}: directory.valid_until: the directory expired at "
+        )),
+        "{e}"
+    );
+    let e = relay_err(
+        &authority::sign_directory(&signed, &dir, &key, now + day, now + 2 * day).unwrap(),
+    );
+    assert!(
+        e.starts_with(&format!(
+            "{dir}: directory.valid_after: the directory is not valid yet"
+        )),
+        "{e}"
+    );
+    // The proxy alike.
+    std::fs::write(&files.directory, &unsigned).unwrap();
+    let e = ProxyConfig::load(&files.proxy).unwrap_err().to_string();
+    assert!(
+        e.starts_with(&format!("{dir}: directory: the directory is not signed")),
+        "{e}"
+    );
+    let no_authority: String = proxy
+        .lines()
+        .filter(|l| !l.starts_with("authority"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&files.proxy, no_authority).unwrap();
+    let e = ProxyConfig::load(&files.proxy).unwrap_err().to_string();
+    assert!(
+        e.contains("proxy.toml: authority: missing required key"),
         "{e}"
     );
 }

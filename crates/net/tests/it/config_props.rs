@@ -1,7 +1,9 @@
 //! The configuration parsers never panic, whatever the file says.
 
+use hopwise_net::authority::{self, AuthoritySecret};
 use hopwise_net::config::{Directory, ProxyConfig, RelayConfig};
 use proptest::prelude::*;
+use std::time::{Duration, UNIX_EPOCH};
 
 const KEYS: &[&str] = &[
     "name",
@@ -40,6 +42,11 @@ const KEYS: &[&str] = &[
     "[[relay]]",
     "key",
     "flags",
+    "authority",
+    "[directory]",
+    "valid_after",
+    "valid_until",
+    "signature",
 ];
 const VALUES: &[&str] = &[
     "\"x\"",
@@ -61,6 +68,9 @@ const VALUES: &[&str] = &[
     "\"slow-start\"",
     "\"hystart\"",
     "\"delay-qualified\"",
+    "\"2026-11-29T06:00:00Z\"",
+    "\"2030-01-01T00:00:00Z\"",
+    "\"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"",
 ];
 
 fn toml_ish() -> impl Strategy<Value = String> {
@@ -97,6 +107,34 @@ proptest! {
             let _ = RelayConfig::parse(t, "relay.toml", &base);
             let _ = ProxyConfig::parse(t, "proxy.toml", &base);
             let _ = Directory::parse(t, "dir.toml");
+            let k = AuthoritySecret::from_seed(&[7; 32]);
+            let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+            let _ = Directory::parse_verified(t, "dir.toml", &k.public(), now);
+            if let Ok(s) = authority::sign_directory(t, "dir.toml", &k, now, now + Duration::from_secs(60)) {
+                Directory::parse_verified(&s, "dir.toml", &k.public(), now).unwrap();
+            }
         }
+    }
+}
+
+const DIR: &str = "# two relays\n\n[[relay]]\nname = \"r1\"\naddress = \"127.0.0.1:9001\"\n\
+    key = \"0101010101010101010101010101010101010101010101010101010101010101\"\nflags = [\"guard\"]\n\n\
+    [[relay]]\nname = \"r2\"\naddress = \"[::1]:9002\"\n\
+    key = \"0202020202020202020202020202020202020202020202020202020202020202\"\nflags = [\"exit\"]\n";
+
+proptest! {
+    /// Whichever byte of a signed directory changes (an ASCII bit), the
+    /// directory is refused.
+    #[test]
+    fn any_changed_byte_of_a_signed_directory_is_refused(i in any::<prop::sample::Index>(), bit in 0..7u8) {
+        let k = AuthoritySecret::from_seed(&[7; 32]);
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let signed = authority::sign_directory(DIR, "dir.toml", &k, now, now + Duration::from_secs(60)).unwrap();
+        Directory::parse_verified(&signed, "dir.toml", &k.public(), now).unwrap();
+        let mut b = signed.into_bytes();
+        let i = i.index(b.len());
+        b[i] ^= 1 << bit;
+        let changed = String::from_utf8(b).unwrap();
+        prop_assert!(Directory::parse_verified(&changed, "dir.toml", &k.public(), now).is_err());
     }
 }
