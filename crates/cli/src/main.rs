@@ -212,6 +212,9 @@ enum Cmd {
         /// both, encrypted or plaintext (the test-only mode without link crypto).
         #[arg(long, default_value = "both")]
         mode: String,
+        /// Measurements per mode (each a fresh overlay); the median is reported.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        runs: u32,
     },
 }
 
@@ -294,7 +297,7 @@ fn main() -> ExitCode {
         }
         Cmd::Authority { cmd } => directory::authority(cmd),
         Cmd::Directory { cmd } => directory::directory(cmd),
-        Cmd::BenchRelay { size, mode } => net::bench_relay(&size, &mode),
+        Cmd::BenchRelay { size, mode, runs } => net::bench_relay(&size, &mode, runs),
         Cmd::Otcp { otcp } => otcp::run(otcp),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),

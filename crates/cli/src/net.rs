@@ -297,7 +297,7 @@ fn run_bench(encrypt: bool, size: u64, dir: &Path) -> Result<BenchResult> {
     Ok((d.bytes as f64 / 1e6 / d.secs, cpu))
 }
 
-pub fn bench_relay(size: &str, mode: &str) -> Result<()> {
+pub fn bench_relay(size: &str, mode: &str, runs: u32) -> Result<()> {
     let size = parse_size(size)?;
     let modes: Vec<bool> = match mode {
         "both" => vec![true, false],
@@ -306,31 +306,54 @@ pub fn bench_relay(size: &str, mode: &str) -> Result<()> {
         m => bail!("--mode: `{m}`: use both, encrypted or plaintext"),
     };
     println!(
-        "one circuit through three relays on loopback, {} MB download, no limits",
+        "one circuit through three relays on loopback, {} MB download, no limits, onion layers on, {runs} run(s) per mode",
         size / 1_000_000
     );
     println!(
-        "{:<34} {:>10} {:>12} {:>12} {:>12}",
-        "link", "MB/s", "relay1 s/GB", "relay2 s/GB", "relay3 s/GB"
+        "{:<44} {:>8} {:>12} {:>12} {:>12} {:>10}",
+        "link", "MB/s", "relay1 s/GB", "relay2 s/GB", "relay3 s/GB", "sum s/GB"
     );
-    for enc in modes {
-        let dir = tempdir_path(if enc { "bench-enc" } else { "bench-plain" });
-        let _ = std::fs::remove_dir_all(&dir);
-        let (mbps, cpu) = run_bench(enc, size, &dir)?;
-        let label = if enc {
-            "encrypted (Noise IK + AES-256-GCM)"
-        } else {
-            "plaintext (test-only)"
-        };
-        print!("{label:<34} {mbps:>10.1}");
-        for (_, c) in &cpu {
+    let row = |label: &str, mbps: f64, cpu: &[f64]| {
+        print!("{label:<44} {mbps:>8.1}");
+        for c in cpu {
             print!(" {c:>12.2}");
         }
-        println!();
-        let _ = std::fs::remove_dir_all(&dir);
+        println!(" {:>10.2}", cpu.iter().sum::<f64>());
+    };
+    for enc in modes {
+        let label = if enc {
+            "links AES-256-GCM (Noise), onion AES-128-CTR"
+        } else {
+            "links plaintext (test-only), onion AES-128-CTR"
+        };
+        let mut results = Vec::new();
+        for i in 0..runs {
+            let dir = tempdir_path(&format!("bench-{}-{i}", if enc { "enc" } else { "plain" }));
+            let _ = std::fs::remove_dir_all(&dir);
+            let (mbps, cpu) = run_bench(enc, size, &dir)?;
+            let cpu: Vec<f64> = cpu.into_iter().map(|(_, c)| c).collect();
+            if runs > 1 {
+                row(&format!("  run {}", i + 1), mbps, &cpu);
+            }
+            results.push((mbps, cpu));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        // The run with the median throughput, with its CPU figures.
+        results.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (mbps, cpu) = &results[results.len() / 2];
+        row(
+            &if runs > 1 {
+                format!("{label} (median)")
+            } else {
+                label.to_string()
+            },
+            *mbps,
+            cpu,
+        );
     }
     println!(
-        "(CPU seconds per GB of payload for each relay process: user + system time from /proc)"
+        "(CPU seconds per GB of payload for each relay process: user + system time from /proc; \
+         the median row is the run with the median throughput)"
     );
     Ok(())
 }

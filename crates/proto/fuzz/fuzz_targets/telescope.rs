@@ -36,7 +36,7 @@ fuzz_target!(|data: &[u8]| {
     // Client ids take the half the identities give them.
     let circ_id = if client < me { 0x8000_0001 } else { 1 };
     let mut seq = 0u32;
-    let mut send = |relay: &mut Node, now: Time, msg: &CtlMsg, seq: &mut u32| {
+    let send = |relay: &mut Node, now: Time, msg: &CtlMsg, seq: &mut u32| {
         relay.handle_frame(now, from, &control::encode_ctl(*seq, msg));
         *seq += 1;
     };

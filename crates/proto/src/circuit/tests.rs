@@ -5,7 +5,7 @@
 use super::cell::EndReason;
 use super::control::CtlMsg;
 use super::*;
-use crate::backtap::CircuitId;
+use crate::backtap::{CircuitId, Direction};
 use crate::time::{Dur, Time};
 use std::collections::{BTreeMap, VecDeque};
 
@@ -371,6 +371,26 @@ fn survives_frame_loss() {
     assert!(net.dropped > 20, "{} frames dropped", net.dropped);
     let retx: u64 = net.nodes.iter().map(|n| n.stats().ctl_retransmits).sum();
     let _ = retx; // control loss is likely but not certain; the circuit must work either way
+                  // Cells were resent on every hop, and every edge recognized every cell:
+                  // a retransmission carries the ciphertext sent the first time (a cell
+                  // encrypted again at another keystream position would not be
+                  // recognized, and would tear the circuit down).
+    let c = [CLIENT, 0, 1, 2].map(|i| {
+        let n = &net.nodes[i];
+        n.circuits()
+            .map(|(c, _)| {
+                let ep = n.endpoint();
+                ep.circuit_stats(c, Direction::Forward).retransmits
+                    + ep.circuit_stats(c, Direction::Backward).retransmits
+            })
+            .sum::<u64>()
+    });
+    for (i, n) in c.iter().enumerate() {
+        assert!(*n > 0, "node {i} retransmitted no cell");
+    }
+    for n in &net.nodes {
+        assert_eq!(n.stats().cells_unrecognized, 0);
+    }
 }
 
 #[test]
