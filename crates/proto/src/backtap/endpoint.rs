@@ -36,6 +36,9 @@ use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Bound;
 
+/// A forwarding hop's onion layers: forward, backward.
+pub type Layers = (Box<dyn CellLayer>, Box<dyn CellLayer>);
+
 /// A small multiplicative hasher for `(peer, circ_id)` and circuit-id keys.
 /// The maps are for lookups: none is walked in hash order, so the hash
 /// cannot influence output order.
@@ -314,8 +317,8 @@ impl Endpoint {
         &mut self,
         c: CircuitId,
         next: (PeerId, u32),
-        layers: Option<(Box<dyn CellLayer>, Box<dyn CellLayer>)>,
-    ) -> Result<(), Option<(Box<dyn CellLayer>, Box<dyn CellLayer>)>> {
+        layers: Option<Layers>,
+    ) -> Result<(), Option<Layers>> {
         let Some(circ) = self.circuits.get(&c.0) else {
             return Err(layers);
         };

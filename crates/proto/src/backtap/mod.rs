@@ -38,7 +38,7 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, Layers};
 pub use wire::{DecodeError, Problem, CELL_BODY_LEN, CELL_DATA_LEN, CELL_ITEM_LEN};
 
 /// A transformation a forwarding node applies to every cell body of one
