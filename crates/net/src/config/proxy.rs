@@ -214,11 +214,11 @@ pub const MAX_PATH: usize = hopwise_proto::circuit::control::MAX_HOPS + 1;
 
 /// Checks that a proxy's `path` can make a circuit: 1 to [`MAX_PATH`]
 /// relays of the directory (`dir_desc`, "the directory FILE", names it in
-/// messages), none twice, the last one flagged `exit`. A relay refuses to be
-/// the last hop unless it is an exit, so any other path would fail at every
-/// attempt. One relay is a valid path: with no onion encryption every relay
-/// of a circuit reads every cell anyway (`docs/relay.md`). Without a path
-/// (a random one) the directory must flag at least one exit.
+/// messages), none twice, the last one flagged `exit`. A last hop that is
+/// not an exit refuses every stream, so any other path would fail at every
+/// attempt. One relay is a valid path (for tests and measurements: it sees
+/// the client and the destinations together, `docs/relay.md`). Without a
+/// path (a random one) the directory must flag at least one exit.
 fn check_path(dir: &Directory, dir_desc: &str, path: Option<&[String]>) -> R<()> {
     let Some(path) = path else {
         if !dir.relays.iter().any(|r| r.exit) {
