@@ -27,7 +27,6 @@
 use crate::config::{ConfigError, Directory};
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use hopwise_proto::link::{hex, parse_key};
-use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -128,36 +127,19 @@ pub fn keygen(path: &Path) -> Result<AuthorityKey, ConfigError> {
 }
 
 fn write_secret(path: &Path, key: &AuthoritySecret) -> Result<(), ConfigError> {
-    let err = |e: std::io::Error| {
-        let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
-            "exists; not overwriting it (an authority key is replaced only on purpose: remove the file first)".to_string()
-        } else {
-            format!("cannot create the key file: {e}")
-        };
-        ConfigError::new(path.display(), "", why)
-    };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(err)?;
-    }
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts.open(path).map_err(err)?;
-    write!(
-        f,
+    let text = format!(
         "# hopwise directory authority key (Ed25519). Keep this file private: whoever\n\
          # has it can sign directories that the relays and proxies trust. The public key\n\
          # goes into their configs as `authority`.\n\
          private = \"{}\"\npublic = \"{}\"\n",
         hex(key.0.as_bytes()),
         key.public()
+    );
+    crate::keys::write_private(
+        path,
+        &text,
+        "exists; not overwriting it (an authority key is replaced only on purpose: remove the file first)",
     )
-    .and_then(|_| f.sync_all())
-    .map_err(err)
 }
 
 /// Reads an authority key file; refuses one that other users can read.

@@ -50,12 +50,29 @@ pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {
 
 fn create(path: &Path) -> Result<Keypair, ConfigError> {
     let kp = Keypair::generate();
+    let text = format!(
+        "# hopwise static key (X25519). Keep this file private: whoever has it can\n\
+         # impersonate this node. The public key goes into the directory.\n\
+         private = \"{}\"\npublic = \"{}\"\n",
+        hex(&kp.private),
+        hex(&kp.public)
+    );
+    write_private(path, &text, "exists")?;
+    tracing::info!(path = %path.display(), public = %hex(&kp.public), "generated a new static key");
+    Ok(kp)
+}
+
+/// Writes `text` to a new file at `path` with mode 0600 (and creates its
+/// directory); never overwrites: a file already there is an error ending
+/// in `on_exists`.
+pub(crate) fn write_private(path: &Path, text: &str, on_exists: &str) -> Result<(), ConfigError> {
     let err = |e: std::io::Error| {
-        ConfigError::new(
-            path.display(),
-            "",
-            format!("cannot create the key file: {e}"),
-        )
+        let why = if e.kind() == std::io::ErrorKind::AlreadyExists {
+            on_exists.to_string()
+        } else {
+            format!("cannot create the key file: {e}")
+        };
+        ConfigError::new(path.display(), "", why)
     };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
@@ -68,18 +85,9 @@ fn create(path: &Path) -> Result<Keypair, ConfigError> {
         opts.mode(0o600);
     }
     let mut f = opts.open(path).map_err(err)?;
-    write!(
-        f,
-        "# hopwise static key (X25519). Keep this file private: whoever has it can\n\
-         # impersonate this node. The public key goes into the directory.\n\
-         private = \"{}\"\npublic = \"{}\"\n",
-        hex(&kp.private),
-        hex(&kp.public)
-    )
-    .and_then(|_| f.sync_all())
-    .map_err(err)?;
-    tracing::info!(path = %path.display(), public = %hex(&kp.public), "generated a new static key");
-    Ok(kp)
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(err)
 }
 
 fn load(path: &Path) -> Result<Keypair, ConfigError> {
