@@ -64,7 +64,9 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 }
 
 /// Every aligned 16-byte block of the file: a cell holding 31 or more
-/// bytes of it in a row holds one of these.
+/// bytes of it in a row holds one of these. (Addresses never travel inside
+/// frames at all; the address checks below guard against a change that
+/// would put them there.)
 struct Plain(HashSet<[u8; 16]>);
 
 impl Plain {
@@ -214,6 +216,10 @@ fn each_relay_sees_only_its_neighbours_and_only_the_exit_the_data() {
         assert!(!contains(f, &client_key), "the exit saw the client's key");
         assert!(
             !contains(f, &client_bin),
+            "the exit saw the client's address"
+        );
+        assert!(
+            !contains(f, &client_txt),
             "the exit saw the client's address"
         );
     }

@@ -351,6 +351,9 @@ pub fn onionskin_ephemeral(onionskin: &[u8]) -> Option<[u8; 32]> {
     }
     let mut x = [0u8; 32];
     x.copy_from_slice(&onionskin[32..]);
+    // X25519 ignores the top bit of a u-coordinate (RFC 7748 §5): both
+    // encodings are the same key, so a replay cache must see one.
+    x[31] &= 0x7f;
     Some(x)
 }
 

@@ -774,7 +774,14 @@ fn closed_reason(net: &mut Net, c: CircuitId) -> DestroyReason {
 /// the circuit down.
 #[test]
 fn a_relay_that_flips_a_bit_gets_the_circuit_torn_down() {
-    for (from, to, edge) in [(0, 1, 2), (1, 0, CLIENT), (CLIENT, 0, 2), (2, 1, CLIENT)] {
+    for (from, to, edge) in [
+        (CLIENT, 0, 2),
+        (0, 1, 2),
+        (1, 2, 2),
+        (2, 1, CLIENT),
+        (1, 0, CLIENT),
+        (0, CLIENT, CLIENT),
+    ] {
         let mut net = Net::new(&[false, false, true], 0.0);
         let c = net.build(&[0, 1, 2]);
         let k = net.open_connected(c, Dur::from_secs(5));
@@ -843,6 +850,20 @@ fn a_replayed_create_is_refused() {
     let now = net.now;
     net.nodes[2].handle_frame(now, LinkId(1), &replay);
     assert_eq!(net.nodes[2].stats().handshake_replays, 1);
+    // The same key with its top bit set (X25519 ignores that bit) is the
+    // same handshake.
+    let mut flipped = onionskin;
+    flipped[63] ^= 0x80;
+    let replay2 = control::encode_ctl(
+        next + 1,
+        &CtlMsg::Create {
+            circ_id: circ_id + 2,
+            htype: control::HTYPE_NTOR,
+            onionskin: flipped,
+        },
+    );
+    net.nodes[2].handle_frame(now, LinkId(1), &replay2);
+    assert_eq!(net.nodes[2].stats().handshake_replays, 2);
     assert_eq!(net.nodes[2].stats().circuits_created, 1);
     assert_eq!(net.nodes[2].circuit_count(), 1);
     let destroys = std::iter::from_fn(|| net.nodes[2].poll_frame(now))
@@ -854,7 +875,7 @@ fn a_replayed_create_is_refused() {
             _ => None,
         })
         .collect::<Vec<_>>();
-    assert_eq!(destroys, vec![circ_id + 1]);
+    assert_eq!(destroys, vec![circ_id + 1, circ_id + 2]);
     // The original circuit is unharmed.
     let k = net.open_connected(c, Dur::from_secs(5));
     assert!(net.nodes[CLIENT].circuit_ready(k.circuit));

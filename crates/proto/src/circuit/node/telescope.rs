@@ -10,7 +10,8 @@
 //! through its backward layer, hands both layers to its BackTap queues
 //! ([`Endpoint::extend_circuit`](crate::backtap::Endpoint::extend_circuit))
 //! and forwards from then on. A relay thus learns its predecessor and its
-//! successor and nothing else of the path.
+//! successor, not the other relays of the path (it can still tell its
+//! position, `docs/relay.md`, "What is protected").
 
 use super::*;
 use crate::circuit::control::{HANDSHAKE_LEN, HTYPE_NTOR};
@@ -197,7 +198,12 @@ impl Node {
         self.install(
             c,
             Circ {
-                role: Role::Exit,
+                // The last hop until extended; an exit only if it may be.
+                role: if self.cfg.exit {
+                    Role::Exit
+                } else {
+                    Role::Relay
+                },
                 prev: Some((l, circ_id)),
                 next: None,
                 state: CircState::Open,
@@ -230,6 +236,12 @@ impl Node {
             return;
         }
         if circ.role == Role::Client {
+            // CREATED answers the entry's handshake only; later hops answer
+            // with EXTENDED, sealed, through the circuit.
+            if !matches!(&circ.onion, Onion::Client { crypto, .. } if crypto.is_empty()) {
+                self.stats.protocol_errors += 1;
+                return self.teardown(now, c, DestroyReason::Protocol, None);
+            }
             return self.client_hop_done(now, c, reply);
         }
         // A relay that extended: answer EXTENDED through its own backward
