@@ -56,6 +56,9 @@ pub(crate) enum Cmd {
         reply: oneshot::Sender<OpenResult>,
     },
     Snapshot(oneshot::Sender<Snapshot>),
+    /// A relay's reloaded exit options and bandwidth; answered once they
+    /// apply.
+    Reload(crate::reload::Apply, oneshot::Sender<()>),
 }
 
 struct Io {
@@ -724,6 +727,15 @@ impl Core {
             }
             Cmd::Snapshot(tx) => {
                 let _ = tx.send(self.snapshot());
+            }
+            Cmd::Reload(a, done) => {
+                // New streams meet the new options (each connect task took
+                // its own copy); circuits and open streams are untouched.
+                if self.exit.is_some() {
+                    self.exit = a.exit;
+                }
+                self.host.node_mut().set_bandwidth(a.bandwidth);
+                let _ = done.send(());
             }
         }
     }
