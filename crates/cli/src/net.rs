@@ -43,7 +43,8 @@ pub fn relay(config: &Path, show_key: bool, check: bool, exit_with_parent: bool)
     }
     // SIGHUP: reload what can change without dropping circuits.
     let handle = &h;
-    wait_for_shutdown_or_hangup(exit_with_parent, move || async move {
+    let does = "reloads the exit policy, bandwidth and log_level from the file";
+    wait_for_shutdown_or_hangup(exit_with_parent, does, move || async move {
         tracing::info!("SIGHUP: reloading {}", config.display());
         let _ = handle.reload_async(config).await;
     });
@@ -64,7 +65,8 @@ pub fn proxy(config: &Path, check: bool, exit_with_parent: bool) -> Result<()> {
     if let Some(m) = h.metrics {
         tracing::info!("metrics on http://{m}/metrics");
     }
-    wait_for_shutdown_or_hangup(exit_with_parent, || async {
+    let does = "is logged and ignored (a proxy does not reload)";
+    wait_for_shutdown_or_hangup(exit_with_parent, does, || async {
         tracing::warn!(
             "SIGHUP: the proxy does not reload its configuration; restart it to apply changes"
         );

@@ -20,8 +20,9 @@ pub struct Checked {
 fn directory_line(d: &crate::config::Directory) -> String {
     let exits = d.relays.iter().filter(|r| r.exit).count();
     let mut s = format!(
-        "directory: {} relays ({exits} exits), signature verified",
-        d.relays.len()
+        "directory: {} relays ({exits} exit{}), signature verified",
+        d.relays.len(),
+        if exits == 1 { "" } else { "s" }
     );
     if let Some(t) = d.header.valid_until {
         let _ = write!(s, ", valid until {}", humantime::format_rfc3339_seconds(t));

@@ -208,6 +208,8 @@ pub struct Snapshot {
     pub socks_refused: u64,
     /// Time until the node's next timer (diagnostics).
     pub next_timer: Option<Dur>,
+    /// The token bucket in force (`[bandwidth]`, reloadable).
+    pub bandwidth: Option<hopwise_proto::backtap::BucketConfig>,
 }
 
 /// One circuit at this node.
@@ -904,6 +906,7 @@ impl Core {
             socks_open: self.socks_gate.as_ref().map(|g| g.open()),
             socks_refused: self.socks_gate.as_ref().map_or(0, |g| g.refused()),
             next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
+            bandwidth: ep.bucket(),
         }
     }
 }

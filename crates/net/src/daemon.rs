@@ -583,21 +583,23 @@ pub fn wait_for_shutdown_signal() {
 /// daemon that a lab run started stops with it, even when the run is
 /// killed outright.
 pub fn wait_for_shutdown(orphaned: bool) {
-    wait_signals(orphaned, None::<fn() -> std::future::Ready<()>>)
+    wait_signals(orphaned, None::<(&str, fn() -> std::future::Ready<()>)>)
 }
 
 /// [`wait_for_shutdown`], and on every `SIGHUP` runs `on_hangup` (a relay
 /// reloads its configuration, [`Handle::reload_async`]) and keeps waiting.
-/// On other platforms than Unix there is no `SIGHUP`.
-pub fn wait_for_shutdown_or_hangup<F, Fut>(orphaned: bool, on_hangup: F)
+/// Once the handlers are in place it logs (info) that it runs and what
+/// `SIGHUP` does: `hangup_does`, e.g. "reloads the configuration". On other
+/// platforms than Unix there is no `SIGHUP`.
+pub fn wait_for_shutdown_or_hangup<F, Fut>(orphaned: bool, hangup_does: &str, on_hangup: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
-    wait_signals(orphaned, Some(on_hangup))
+    wait_signals(orphaned, Some((hangup_does, on_hangup)))
 }
 
-fn wait_signals<F, Fut>(orphaned: bool, on_hangup: Option<F>)
+fn wait_signals<F, Fut>(orphaned: bool, on_hangup: Option<(&str, F)>)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,
@@ -613,11 +615,17 @@ where
             let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
             // Without a handler SIGHUP keeps its default action (the
             // process ends).
-            let mut on_hangup = on_hangup;
-            let mut hup = match on_hangup {
-                Some(_) => Some(signal(SignalKind::hangup()).expect("SIGHUP handler")),
+            // Without a handler SIGHUP keeps its default action (the
+            // process ends).
+            let mut hup = match &on_hangup {
+                Some((does, _)) => {
+                    let s = signal(SignalKind::hangup()).expect("SIGHUP handler");
+                    tracing::info!("running: SIGTERM or Ctrl-C stops, SIGHUP {does}");
+                    Some(s)
+                }
                 None => None,
             };
+            let mut on_hangup = on_hangup.map(|(_, f)| f);
             let parent = std::os::unix::process::parent_id();
             let adopted = async {
                 if !orphaned {
