@@ -254,7 +254,7 @@ fn the_proxy_logs_its_metrics_address_and_survives_sighup() {
         "{text}"
     );
     signal(&child, "-HUP");
-    let text = wait_for(&log, "does not reload", 0);
+    let text = wait_for(&log, "SIGHUP: the proxy", 0);
     assert!(text.contains("restart it to apply changes"), "{text}");
     assert!(child.try_wait().unwrap().is_none(), "{text}");
     signal(&child, "-TERM");
