@@ -7,6 +7,7 @@
 
 mod directory;
 mod lab;
+mod logging;
 mod model;
 mod net;
 mod otcp;
@@ -27,6 +28,16 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// How relay, proxy and quickstart write their logs on stderr: text, or
+    /// json (one JSON object per line).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "HOPWISE_LOG_FORMAT",
+        default_value = "text"
+    )]
+    log_format: logging::LogFormat,
 }
 
 #[derive(Subcommand)]
@@ -160,6 +171,11 @@ enum Cmd {
         /// Print the relay's public key (creating the key file if needed) and exit.
         #[arg(long)]
         show_key: bool,
+        /// Check the configuration (the file, its signed directory, the key
+        /// file) without binding sockets or starting; print "ok" and a summary,
+        /// or the error (exit status 1).
+        #[arg(long, conflicts_with = "show_key")]
+        check_config: bool,
         /// Shut down when the parent process is gone (used by `hopwise lab`).
         #[arg(long, hide = true)]
         exit_with_parent: bool,
@@ -169,6 +185,11 @@ enum Cmd {
         /// Proxy configuration file (TOML).
         #[arg(long)]
         config: PathBuf,
+        /// Check the configuration (the file, its signed directory, the key
+        /// and state files) without binding sockets or starting; print "ok"
+        /// and a summary, or the error (exit status 1).
+        #[arg(long)]
+        check_config: bool,
         /// Shut down when the parent process is gone (used by `hopwise lab`).
         #[arg(long, hide = true)]
         exit_with_parent: bool,
@@ -242,6 +263,7 @@ fn quiet_on_broken_pipe() {
 fn main() -> ExitCode {
     quiet_on_broken_pipe();
     let cli = Cli::parse();
+    logging::set_format(cli.log_format);
     let res = match cli.cmd {
         Cmd::Sim {
             file,
@@ -274,17 +296,19 @@ fn main() -> ExitCode {
         Cmd::Relay {
             config,
             show_key,
+            check_config,
             exit_with_parent,
         } => {
-            net::init_logging();
-            net::relay(&config, show_key, exit_with_parent)
+            logging::init();
+            net::relay(&config, show_key, check_config, exit_with_parent)
         }
         Cmd::Proxy {
             config,
+            check_config,
             exit_with_parent,
         } => {
-            net::init_logging();
-            net::proxy(&config, exit_with_parent)
+            logging::init();
+            net::proxy(&config, check_config, exit_with_parent)
         }
         Cmd::Quickstart {
             dir,
@@ -292,7 +316,7 @@ fn main() -> ExitCode {
             self_test,
             size,
         } => {
-            net::init_logging();
+            logging::init();
             net::quickstart(dir, socks, self_test, &size)
         }
         Cmd::Authority { cmd } => directory::authority(cmd),

@@ -3,7 +3,7 @@
 
 use anyhow::{anyhow, bail, Result};
 use hopwise_net::config::{ProxyConfig, RelayConfig};
-use hopwise_net::daemon::{wait_for_shutdown, wait_for_shutdown_signal};
+use hopwise_net::daemon::{wait_for_shutdown_or_hangup, wait_for_shutdown_signal};
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use hopwise_net::{spawn_proxy, spawn_relay};
 use hopwise_proto::link::hex;
@@ -12,19 +12,18 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// Logs to stderr; `RUST_LOG` overrides the default `info`. Colours only
-/// when stderr is a terminal and `NO_COLOR` is not set.
-pub fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(hopwise_net::daemon::stderr_colours())
-        .try_init();
+/// Prints what `--check-config` found: "ok" and the summary, and warnings.
+fn print_checked(config: &Path, c: hopwise_net::check::Checked) {
+    println!("ok: {}", config.display());
+    for l in &c.summary {
+        println!("  {l}");
+    }
+    for w in &c.warnings {
+        println!("warning: {w}");
+    }
 }
 
-pub fn relay(config: &Path, show_key: bool, exit_with_parent: bool) -> Result<()> {
+pub fn relay(config: &Path, show_key: bool, check: bool, exit_with_parent: bool) -> Result<()> {
     if show_key {
         // Only the key file: the directory may not exist yet.
         let key_file = RelayConfig::load_key_file(config)?;
@@ -32,22 +31,46 @@ pub fn relay(config: &Path, show_key: bool, exit_with_parent: bool) -> Result<()
         println!("{}", hex(&kp.public));
         return Ok(());
     }
+    if check {
+        print_checked(config, hopwise_net::check::relay(config)?);
+        return Ok(());
+    }
     let cfg = RelayConfig::load(config)?;
+    crate::logging::apply_config_level(cfg.log_level.as_deref());
     let h = spawn_relay(cfg)?;
     if let Some(m) = h.metrics {
         tracing::info!("metrics on http://{m}/metrics");
     }
-    wait_for_shutdown(exit_with_parent);
+    // SIGHUP: reload what can change without dropping circuits.
+    let handle = &h;
+    let does = "reloads the exit policy, bandwidth and log_level from the file";
+    wait_for_shutdown_or_hangup(exit_with_parent, does, move || async move {
+        tracing::info!("SIGHUP: reloading {}", config.display());
+        let _ = handle.reload_async(config).await;
+    });
     h.shutdown();
     Ok(())
 }
 
-pub fn proxy(config: &Path, exit_with_parent: bool) -> Result<()> {
+pub fn proxy(config: &Path, check: bool, exit_with_parent: bool) -> Result<()> {
+    if check {
+        print_checked(config, hopwise_net::check::proxy(config)?);
+        return Ok(());
+    }
     let cfg = ProxyConfig::load(config)?;
+    crate::logging::apply_config_level(cfg.log_level.as_deref());
     let h = spawn_proxy(cfg)?;
     let socks = h.socks.expect("a proxy has a SOCKS address");
     tracing::info!("SOCKS5 proxy on {socks}");
-    wait_for_shutdown(exit_with_parent);
+    if let Some(m) = h.metrics {
+        tracing::info!("metrics on http://{m}/metrics");
+    }
+    let does = "is logged and ignored (a proxy does not reload)";
+    wait_for_shutdown_or_hangup(exit_with_parent, does, || async {
+        tracing::warn!(
+            "SIGHUP: the proxy does not reload its configuration; restart it to apply changes"
+        );
+    });
     h.shutdown();
     Ok(())
 }

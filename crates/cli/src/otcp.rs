@@ -253,7 +253,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             o.idle_timeout = c.idle_timeout;
             o.max_connections = c.max_connections;
             o.congestion = c.congestion.clone();
-            crate::net::init_logging();
+            crate::logging::init();
             if let Some(w) = policy_warning(&o.policy) {
                 tracing::warn!("{w}");
             }
@@ -285,7 +285,7 @@ pub fn run(cmd: OtcpCmd) -> Result<()> {
             if !(1..=100).contains(&probes) {
                 bail!("--probes: {probes}: must be 1 to 100");
             }
-            crate::net::init_logging();
+            crate::logging::init();
             if !candidates.is_empty() {
                 let sel = select_relay(&candidates, dest, c.connect_timeout, probes)?;
                 print_selection(&sel, dest);

@@ -183,9 +183,62 @@ macro_rules! read_sections {
         $cfg.transport = transport($raw.transport).map_err($e)?;
         $cfg.emulation = emulation($raw.emulation, &$cfg.directory).map_err($e)?;
         $cfg.metrics = metrics($raw.metrics).map_err($e)?;
+        $cfg.log_level = log_level($raw.log_level).map_err($e)?;
     };
 }
 use read_sections;
+
+/// The levels `log_level` may name, quietest first.
+pub const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// `log_level`: what the daemon logs, as `RUST_LOG` writes it: a level
+/// (`info`), or comma-separated directives `TARGET=LEVEL` and at most one
+/// bare level (`warn,hopwise_net=debug`). Kept as written.
+fn log_level(t: Option<cfg::Text>) -> R<Option<String>> {
+    let Some(t) = t else {
+        return Ok(None);
+    };
+    let bad = |what: String| {
+        err(
+            "log_level",
+            format!(
+                "{what}; use a level ({}) or directives such as \"warn,hopwise_net=debug\"",
+                LOG_LEVELS.join(", ")
+            ),
+        )
+    };
+    if t.trim().is_empty() {
+        return bad("is empty".into());
+    }
+    let mut bare = 0;
+    for d in t.split(',').map(str::trim) {
+        let (target, level) = match d.split_once('=') {
+            Some((target, level)) => (Some(target.trim()), level.trim()),
+            None => (None, d),
+        };
+        if target.is_some_and(|t| {
+            t.is_empty()
+                || !t
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+        }) {
+            return bad(format!(
+                "`{d}` does not name a target (a module path such as hopwise_net)"
+            ));
+        }
+        if !LOG_LEVELS.contains(&level.to_ascii_lowercase().as_str()) {
+            return bad(format!(
+                "`{level}` is not a level{}",
+                did_you_mean(&level.to_ascii_lowercase(), &LOG_LEVELS)
+            ));
+        }
+        bare += usize::from(target.is_none());
+    }
+    if bare > 1 {
+        return bad(format!("`{}` names more than one default level", t.0));
+    }
+    Ok(Some(t.0))
+}
 
 /// `[link]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -573,6 +626,8 @@ pub struct RelayConfig {
     pub link: LinkOptions,
     pub transport: Transport,
     pub emulation: Vec<(PeerSel, Emulation)>,
+    /// `log_level` (as `RUST_LOG` writes it); `None`: `RUST_LOG`, or info.
+    pub log_level: Option<String>,
     /// The file it came from, for messages.
     pub origin: String,
 }
@@ -596,6 +651,7 @@ impl RelayConfig {
             link: LinkOptions::default(),
             transport: Transport::default(),
             emulation: Vec::new(),
+            log_level: None,
             origin: format!("relay {name}"),
         }
     }

@@ -56,6 +56,9 @@ pub(crate) enum Cmd {
         reply: oneshot::Sender<OpenResult>,
     },
     Snapshot(oneshot::Sender<Snapshot>),
+    /// A relay's reloaded exit options and bandwidth; answered once they
+    /// apply.
+    Reload(crate::reload::Apply, oneshot::Sender<()>),
 }
 
 struct Io {
@@ -205,6 +208,8 @@ pub struct Snapshot {
     pub socks_refused: u64,
     /// Time until the node's next timer (diagnostics).
     pub next_timer: Option<Dur>,
+    /// The token bucket in force (`[bandwidth]`, reloadable).
+    pub bandwidth: Option<hopwise_proto::backtap::BucketConfig>,
 }
 
 /// One circuit at this node.
@@ -725,6 +730,15 @@ impl Core {
             Cmd::Snapshot(tx) => {
                 let _ = tx.send(self.snapshot());
             }
+            Cmd::Reload(a, done) => {
+                // New streams meet the new options (each connect task took
+                // its own copy); circuits and open streams are untouched.
+                if self.exit.is_some() {
+                    self.exit = a.exit;
+                }
+                self.host.node_mut().set_bandwidth(a.bandwidth);
+                let _ = done.send(());
+            }
         }
     }
 
@@ -892,6 +906,7 @@ impl Core {
             socks_open: self.socks_gate.as_ref().map(|g| g.open()),
             socks_refused: self.socks_gate.as_ref().map_or(0, |g| g.refused()),
             next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
+            bandwidth: ep.bucket(),
         }
     }
 }

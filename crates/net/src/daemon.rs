@@ -8,6 +8,7 @@ use crate::config::{LinkOptions, LossResponse, ProxyConfig, RelayConfig, Startup
 use crate::core::{ClientState, Cmd, Core, Snapshot};
 use crate::emu::Emulator;
 use crate::keys;
+use crate::reload::{self, ReloadReport};
 use crate::socks::SocksOptions;
 use hopwise_proto::backtap;
 use hopwise_proto::circuit::{Node, NodeConfig, Observer};
@@ -16,6 +17,7 @@ use hopwise_proto::overlay::Host;
 use hopwise_proto::time::Dur;
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::thread::JoinHandle;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -146,6 +148,9 @@ pub struct Handle {
     /// of it goes (fields drop in order).
     thread: NodeThread,
     cmd: mpsc::UnboundedSender<Cmd>,
+    /// A relay's running configuration (what [`Handle::reload`] compares a
+    /// file with); `None` for a proxy.
+    relay: Option<std::sync::Mutex<RelayConfig>>,
 }
 
 /// A node's thread and its stop signal; stopping sends the signal and waits
@@ -199,6 +204,98 @@ impl Handle {
         let (tx, rx) = oneshot::channel();
         self.cmd.send(Cmd::Snapshot(tx)).ok()?;
         rx.await.ok()
+    }
+
+    /// Reloads a relay's configuration from `path` (what `SIGHUP` does): the
+    /// exit policy, `[exit] connect_timeout`, `[bandwidth]` and `log_level`
+    /// apply at once without touching a circuit or an open stream; other
+    /// keys that changed keep their running value until a restart, and the
+    /// report names them ([`crate::reload`]). Logs the report (info, or
+    /// warn when some key was not applied). A file that does not load is
+    /// refused with an error log, and the relay keeps its configuration.
+    /// Blocks until the node applied it; from async code use
+    /// [`Handle::reload_async`].
+    pub fn reload(&self, path: &Path) -> Result<ReloadReport, StartError> {
+        let (report, rx) = self.reload_start(path)?;
+        let applied = match rx {
+            Some(rx) => rx.blocking_recv().is_ok(),
+            None => true,
+        };
+        self.reload_finish(report, applied)
+    }
+
+    /// [`Handle::reload`] from async code.
+    pub async fn reload_async(&self, path: &Path) -> Result<ReloadReport, StartError> {
+        let (report, rx) = self.reload_start(path)?;
+        let applied = match rx {
+            Some(rx) => rx.await.is_ok(),
+            None => true,
+        };
+        self.reload_finish(report, applied)
+    }
+
+    /// Loads and compares the file, and sends the node what changed.
+    fn reload_start(
+        &self,
+        path: &Path,
+    ) -> Result<(ReloadReport, Option<oneshot::Receiver<()>>), StartError> {
+        let refused = |e: String| {
+            tracing::error!(
+                node = %self.name,
+                "configuration reload refused, the relay keeps running its configuration: {e}"
+            );
+            StartError(e)
+        };
+        let Some(running) = &self.relay else {
+            return Err(refused(format!(
+                "{}: only a relay reloads its configuration",
+                path.display()
+            )));
+        };
+        let new = RelayConfig::load(path).map_err(|e| refused(e.to_string()))?;
+        let mut running = running.lock().unwrap_or_else(|e| e.into_inner());
+        let report = reload::diff(&running, &new);
+        let merged = reload::merged(&running, &new);
+        let mut rx = None;
+        if merged.exit != running.exit || merged.bandwidth != running.bandwidth {
+            let (tx, r) = oneshot::channel();
+            let apply = reload::Apply {
+                exit: merged.exit.enabled.then(|| merged.exit.clone()),
+                bandwidth: merged.bandwidth,
+            };
+            self.cmd
+                .send(Cmd::Reload(apply, tx))
+                .map_err(|_| refused("the relay has stopped".into()))?;
+            rx = Some(r);
+        }
+        let level_changed = merged.log_level != running.log_level;
+        *running = merged;
+        let mut report = report;
+        if level_changed {
+            if let Err(e) = reload::apply_log_level(running.log_level.as_deref()) {
+                report.not_applied.push(format!("log_level: {e}"));
+            }
+        }
+        Ok((report, rx))
+    }
+
+    fn reload_finish(
+        &self,
+        mut report: ReloadReport,
+        applied: bool,
+    ) -> Result<ReloadReport, StartError> {
+        if !applied {
+            let e = format!("{}: the relay has stopped", report.file);
+            tracing::error!(node = %self.name, "configuration reload failed: {e}");
+            return Err(StartError(e));
+        }
+        report.not_applied.sort();
+        if report.needs_restart.is_empty() && report.not_applied.is_empty() {
+            tracing::info!(node = %self.name, "configuration reloaded: {report}");
+        } else {
+            tracing::warn!(node = %self.name, "configuration reloaded: {report}");
+        }
+        Ok(report)
     }
 
     /// Tears the circuits down, stops the node and waits for its thread.
@@ -277,6 +374,7 @@ fn start(p: Parts) -> Result<Handle, StartError> {
         metrics: metrics_addr,
         cmd: cmd_tx,
         thread: NodeThread::new(stop_tx, thread),
+        relay: None,
     })
 }
 
@@ -338,7 +436,7 @@ pub fn spawn_relay_observed(
         encrypt = cfg.link.encrypt,
         "relay starting"
     );
-    start(Parts {
+    let mut h = start(Parts {
         name: cfg.name.clone(),
         udp,
         host: Host::new(
@@ -351,7 +449,9 @@ pub fn spawn_relay_observed(
         socks: None,
         metrics,
         public_key: kp.public,
-    })
+    })?;
+    h.relay = Some(std::sync::Mutex::new(cfg));
+    Ok(h)
 }
 
 /// Starts a proxy: a SOCKS5 listener and a client node that builds a circuit.
@@ -483,6 +583,27 @@ pub fn wait_for_shutdown_signal() {
 /// daemon that a lab run started stops with it, even when the run is
 /// killed outright.
 pub fn wait_for_shutdown(orphaned: bool) {
+    wait_signals(orphaned, None::<(&str, fn() -> std::future::Ready<()>)>)
+}
+
+/// [`wait_for_shutdown`], and on every `SIGHUP` runs `on_hangup` (a relay
+/// reloads its configuration, [`Handle::reload_async`]) and keeps waiting.
+/// Once the handlers are in place it logs (info) that it runs and what
+/// `SIGHUP` does: `hangup_does`, e.g. "reloads the configuration". On other
+/// platforms than Unix there is no `SIGHUP`.
+pub fn wait_for_shutdown_or_hangup<F, Fut>(orphaned: bool, hangup_does: &str, on_hangup: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    wait_signals(orphaned, Some((hangup_does, on_hangup)))
+}
+
+fn wait_signals<F, Fut>(orphaned: bool, on_hangup: Option<(&str, F)>)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -492,6 +613,19 @@ pub fn wait_for_shutdown(orphaned: bool) {
         {
             use tokio::signal::unix::{signal, SignalKind};
             let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+            // Without a handler SIGHUP keeps its default action (the
+            // process ends).
+            // Without a handler SIGHUP keeps its default action (the
+            // process ends).
+            let mut hup = match &on_hangup {
+                Some((does, _)) => {
+                    let s = signal(SignalKind::hangup()).expect("SIGHUP handler");
+                    tracing::info!("running: SIGTERM or Ctrl-C stops, SIGHUP {does}");
+                    Some(s)
+                }
+                None => None,
+            };
+            let mut on_hangup = on_hangup.map(|(_, f)| f);
             let parent = std::os::unix::process::parent_id();
             let adopted = async {
                 if !orphaned {
@@ -503,14 +637,28 @@ pub fn wait_for_shutdown(orphaned: bool) {
                 }
                 tracing::info!(parent, "the parent process is gone");
             };
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-                _ = adopted => {}
+            tokio::pin!(adopted);
+            loop {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => break,
+                    _ = term.recv() => break,
+                    _ = &mut adopted => break,
+                    Some(()) = async {
+                        match hup.as_mut() {
+                            Some(s) => s.recv().await,
+                            None => std::future::pending().await,
+                        }
+                    } => {
+                        if let Some(f) = on_hangup.as_mut() {
+                            f().await;
+                        }
+                    }
+                }
             }
         }
         #[cfg(not(unix))]
         {
+            let _ = on_hangup;
             let _ = tokio::signal::ctrl_c().await;
         }
     });

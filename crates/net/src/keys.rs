@@ -26,6 +26,15 @@ impl hopwise_proto::circuit::onion::KeySource for OsKeys {
 /// Loads the key at `path`, or creates it (and its directory) if there is
 /// no file. `origin` names the config file and key for messages.
 pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {
+    match load_existing(path)? {
+        Some(kp) => Ok(kp),
+        None => create(path),
+    }
+}
+
+/// Loads the key at `path` with the checks of [`load_or_create`], or
+/// `None` if there is no file (nothing is created).
+pub fn load_existing(path: &Path) -> Result<Option<Keypair>, ConfigError> {
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => Err(ConfigError::new(
             path.display(),
@@ -38,8 +47,8 @@ pub fn load_or_create(path: &Path) -> Result<Keypair, ConfigError> {
             "",
             "is not a regular file, so it cannot be a key file",
         )),
-        Ok(_) => load(path),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create(path),
+        Ok(_) => load(path).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(ConfigError::new(
             path.display(),
             "",

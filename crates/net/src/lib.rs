@@ -12,7 +12,8 @@
 //!   kernel's TCP, with `hopwise_proto::otcp`'s header, probe and splice;
 //! * around that: configuration files ([`config`]), key files ([`keys`]), the
 //!   directory authority's key and signature ([`authority`]), the
-//!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), and a local
+//!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), reloading a
+//!   relay's configuration ([`reload`]), and a local
 //!   three-relay overlay for the quick start and the tests ([`testbed`]).
 //!
 //! `docs/relay.md` is the operator's guide. tokio appears in no crate below
@@ -20,6 +21,7 @@
 
 mod accept;
 pub mod authority;
+pub mod check;
 pub mod clock;
 pub mod config;
 mod core;
@@ -29,6 +31,7 @@ pub mod keys;
 pub mod metrics;
 pub mod otcp;
 pub mod path;
+pub mod reload;
 pub mod socks;
 mod stream;
 pub mod testbed;

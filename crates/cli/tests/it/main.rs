@@ -9,6 +9,8 @@ mod lab_otcp;
 mod model_cli;
 #[allow(clippy::disallowed_methods)]
 mod net_cli;
+#[allow(clippy::disallowed_methods)]
+mod ops_cli;
 mod report_html;
 mod sim_capture;
 mod sweep_cli;

@@ -3,9 +3,9 @@
 use super::directory::directory_key;
 use super::raw::RawProxy;
 use super::{
-    addr, dur_in, emulation, err, limits, link_options, metrics, path_key, plain, read_sections,
-    resolve, table, transport, ConfigError, Directory, Emulation, Limits, LinkOptions, PeerSel,
-    Transport, R, TIMEOUT_RANGE,
+    addr, dur_in, emulation, err, limits, link_options, log_level, metrics, path_key, plain,
+    read_sections, resolve, table, transport, ConfigError, Directory, Emulation, Limits,
+    LinkOptions, PeerSel, Transport, R, TIMEOUT_RANGE,
 };
 use hopwise_config::{self as cfg, did_you_mean};
 use std::net::SocketAddr;
@@ -41,6 +41,8 @@ pub struct ProxyConfig {
     pub transport: Transport,
     pub emulation: Vec<(PeerSel, Emulation)>,
     pub metrics: Option<SocketAddr>,
+    /// `log_level`, as the relay's.
+    pub log_level: Option<String>,
     pub origin: String,
 }
 
@@ -71,6 +73,7 @@ impl ProxyConfig {
             transport: Transport::default(),
             emulation: Vec::new(),
             metrics: None,
+            log_level: None,
             origin: "proxy".to_string(),
         }
     }

@@ -16,7 +16,7 @@ table! {
         accept_clients: Flag,
         exit: TableOf<RawExit>, bandwidth: TableOf<RawBandwidth>, limits: TableOf<RawLimits>,
         metrics: TableOf<RawMetrics>, link: TableOf<RawLink>, transport: TableOf<RawTransport>,
-        emulation: Emulations,
+        emulation: Emulations, log_level: Text,
     }
 }
 table! {
@@ -25,7 +25,7 @@ table! {
         connect_timeout: Duration, socks_max_connections: Int<1, 1_000_000>,
         socks_handshake_timeout: Duration, limits: TableOf<RawLimits>, link: TableOf<RawLink>,
         transport: TableOf<RawTransport>, emulation: Emulations, metrics: TableOf<RawMetrics>,
-        path_subnet_rule: Flag, state_file: Text,
+        path_subnet_rule: Flag, state_file: Text, log_level: Text,
     }
 }
 table! {

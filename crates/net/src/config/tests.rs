@@ -275,6 +275,53 @@ fn relay_errors_name_file_key_and_problem() {
 }
 
 #[test]
+fn log_level_takes_levels_and_directives() {
+    with_dir(|base| {
+        let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n";
+        assert_eq!(
+            RelayConfig::parse(ok, "relay.toml", base)
+                .unwrap()
+                .log_level,
+            None
+        );
+        for good in [
+            "debug",
+            "WARN",
+            "warn,hopwise_net=debug",
+            "hopwise_net::core=trace",
+        ] {
+            let c =
+                RelayConfig::parse(&format!("{ok}log_level = \"{good}\"\n"), "relay.toml", base)
+                    .unwrap();
+            assert_eq!(c.log_level.as_deref(), Some(good));
+        }
+        relay_errors_start_with(
+            base,
+            ok,
+            &[
+                (
+                    "log_level = \"verbose\"\n",
+                    "relay.toml: log_level: `verbose` is not a level; use a level (off, error, warn, info, debug, trace)",
+                ),
+                (
+                    "log_level = \"debg\"\n",
+                    "relay.toml: log_level: `debg` is not a level; did you mean `debug`?",
+                ),
+                ("log_level = \"\"\n", "relay.toml: log_level: is empty"),
+                (
+                    "log_level = \"info,debug\"\n",
+                    "relay.toml: log_level: `info,debug` names more than one default level",
+                ),
+                (
+                    "log_level = \"hop wise=info\"\n",
+                    "relay.toml: log_level: `hop wise=info` does not name a target",
+                ),
+            ],
+        );
+    });
+}
+
+#[test]
 fn exit_rules_that_can_never_match_are_refused() {
     with_dir(|base| {
         let ok = "name = \"r1\"\nlisten = \"127.0.0.1:9001\"\nkey_file = \"r1.key\"\ndirectory = \"dir.toml\"\nauthority = \"ea4a6c63e29c520abef5507b132ec5f9954776aebebe7b92421eea691446d22c\"\n[exit]\nenabled = true\n";

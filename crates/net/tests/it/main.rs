@@ -13,6 +13,7 @@ mod metrics;
 mod otcp;
 mod paths;
 mod relay_view;
+mod reload;
 mod shutdown;
 mod socks;
 mod transfer;

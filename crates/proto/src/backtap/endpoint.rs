@@ -775,6 +775,23 @@ impl Endpoint {
         self.bucket = self.bucket.take().map(|b| b.with_phase(phase));
     }
 
+    /// Replaces the token bucket (a relay's bandwidth reloaded while it
+    /// runs); `None` removes it. The new bucket starts full and keeps the
+    /// old one's refill phase; circuits and their queues are untouched. The
+    /// scheduler looks at the new bucket at the next
+    /// [`Endpoint::poll_transmit`].
+    pub fn set_bucket(&mut self, bucket: Option<super::BucketConfig>) {
+        let phase = self.bucket.as_ref().map_or(Dur::ZERO, TokenBucket::phase);
+        self.cfg.bucket = bucket;
+        self.bucket = bucket.map(|b| TokenBucket::new(b.rate, b.burst, b.refill).with_phase(phase));
+        self.bucket_wake = None;
+    }
+
+    /// The token bucket's configuration, if there is one.
+    pub fn bucket(&self) -> Option<super::BucketConfig> {
+        self.cfg.bucket
+    }
+
     /// Earliest time [`Endpoint::handle_timeout`] should be called.
     pub fn poll_timeout(&self) -> Option<Time> {
         let t = self.timers.peek().map(|Reverse((t, _))| *t);

@@ -924,6 +924,34 @@ fn bucket_phase_moves_the_refill() {
     assert_eq!(cells(&settle(&mut relay, ms(6))), vec![2]);
 }
 
+/// A bucket replaced while cells wait for tokens: the new one applies at
+/// the next poll (without one, the waiting cell goes before the refill),
+/// and the circuit and its queue stay.
+#[test]
+fn a_bucket_can_be_replaced_while_cells_wait() {
+    let (mut relay, prev) = one_cell_bucket_relay(Dur::ZERO);
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &[1, 2]))
+        .unwrap();
+    assert_eq!(cells(&settle(&mut relay, ms(0))), vec![1]);
+    assert_eq!(relay.poll_timeout(), Some(ms(10)), "waiting for tokens");
+    relay.set_bucket(None);
+    assert_eq!(relay.bucket(), None);
+    assert_eq!(
+        cells(&settle(&mut relay, ms(1))),
+        vec![2],
+        "no bucket: no wait"
+    );
+    let slower = BucketConfig {
+        rate: 519 * 10,
+        burst: 519,
+        refill: crate::bucket::Refill::Periodic(Dur::from_millis(100)),
+    };
+    relay.set_bucket(Some(slower));
+    assert_eq!(relay.bucket(), Some(slower));
+    assert_eq!(relay.circuit_count(), 1);
+}
+
 /// Drives a client's one circuit (`c`; its feedback goes to wire circuit id
 /// 10, the first a client opens) for `millis` ms against a successor that
 /// forwards every cell at once: its ACK+FWD arrive 20 ms after the cell

@@ -458,6 +458,13 @@ impl Node {
         }
     }
 
+    /// Replaces the relay's token bucket ([`Endpoint::set_bucket`]): a
+    /// bandwidth change that keeps every circuit.
+    pub fn set_bandwidth(&mut self, bucket: Option<crate::backtap::BucketConfig>) {
+        self.cfg.backtap.bucket = bucket;
+        self.ep.set_bucket(bucket);
+    }
+
     /// Shows every frame and every relay cell this node handles to `o`.
     pub fn set_observer(&mut self, o: Observer) {
         self.observer = Some(o);
