@@ -29,6 +29,7 @@ pub mod keys;
 pub mod metrics;
 pub mod otcp;
 pub mod path;
+pub mod refusals;
 pub mod socks;
 mod stream;
 pub mod testbed;

@@ -306,7 +306,20 @@ impl Lab {
         relay_observers: Vec<Observer>,
         proxy_observer: Option<Observer>,
     ) -> Result<Lab, StartError> {
-        let files = write_lab(o)?;
+        Lab::start_files_observed(write_lab(o)?, relay_observers, proxy_observer)
+    }
+
+    /// Starts everything from files [`write_lab`] wrote (and someone may
+    /// have edited since), in this process.
+    pub fn start_files(files: LabFiles) -> Result<Lab, StartError> {
+        Lab::start_files_observed(files, Vec::new(), None)
+    }
+
+    fn start_files_observed(
+        files: LabFiles,
+        relay_observers: Vec<Observer>,
+        proxy_observer: Option<Observer>,
+    ) -> Result<Lab, StartError> {
         let mut relays = Vec::new();
         let mut obs = relay_observers.into_iter();
         for p in &files.relays {
