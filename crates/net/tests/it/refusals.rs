@@ -104,10 +104,11 @@ fn every_refusal_reason_is_counted_in_the_metrics() {
     let c = extra_proxy(&files, "proxy-c", |t| {
         t.replace(PATH_LINE, "path = [\"relay2\", \"relay1\", \"relay3\"]\n")
     });
-    // Every datagram it sends held 2 s: no circuit within its 1 s.
+    // Every datagram it sends held 10 s (and almost all lost): its circuit
+    // takes at least four of them, 40 s, so none is ready within its 1 s.
     let d_proxy = extra_proxy(&files, "proxy-d", |t| {
         t.replace(PATH_LINE, &format!("{PATH_LINE}connect_timeout = \"1s\"\n"))
-            + "\n[emulation.\"*\"]\ndelay = \"2s\"\n"
+            + "\n[emulation.\"*\"]\ndelay = \"10s\"\nloss = 0.999\n"
     });
     let rt = common::runtime();
     let exit_metrics = lab.relays[2].metrics.unwrap();
