@@ -221,6 +221,9 @@ enum Cmd {
         /// Download a file from a local server through the circuit, check it, report MiB/s, exit.
         #[arg(long)]
         self_test: bool,
+        /// Let the exit connect to loopback and private addresses (local test servers); prints a warning.
+        #[arg(long)]
+        allow_local: bool,
         /// Size of the self-test's file.
         #[arg(long, default_value = "256MiB")]
         size: String,
@@ -314,10 +317,11 @@ fn main() -> ExitCode {
             dir,
             socks,
             self_test,
+            allow_local,
             size,
         } => {
             logging::init();
-            net::quickstart(dir, socks, self_test, &size)
+            net::quickstart(dir, socks, self_test, allow_local, &size)
         }
         Cmd::Authority { cmd } => directory::authority(cmd),
         Cmd::Directory { cmd } => directory::directory(cmd),

@@ -111,10 +111,93 @@ fn check_dir(dir: &Path) -> Result<()> {
     }
 }
 
+/// Where quickstart records the SHA-256 of each config file it wrote (the
+/// format of `sha256sum`), to tell on the next start which ones were edited.
+pub const QUICKSTART_STATE: &str = "quickstart.sha256";
+
+/// The files quickstart writes anew at every start, unless they were edited.
+/// (Key files are created once and never overwritten.)
+const QUICKSTART_FILES: [&str; 5] = [
+    "relay1.toml",
+    "relay2.toml",
+    "relay3.toml",
+    "proxy.toml",
+    "directory.toml",
+];
+
+/// What `--allow-local` lets the exit reach: loopback and the private
+/// ranges of a local network (not link-local, where cloud metadata services
+/// live, nor the other ranges `reject_private` covers).
+const LOCAL_RULES: [&str; 6] = [
+    "accept 127.0.0.0/8:*",
+    "accept [::1]/128:*",
+    "accept 10.0.0.0/8:*",
+    "accept 172.16.0.0/12:*",
+    "accept 192.168.0.0/16:*",
+    "accept [fc00::]/7:*",
+];
+
+/// `name -> SHA-256 hex` from the state file; empty if there is none (or it
+/// cannot be read: then every existing file counts as the user's).
+fn read_quickstart_state(dir: &Path) -> std::collections::HashMap<String, String> {
+    let text = std::fs::read_to_string(dir.join(QUICKSTART_STATE)).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| {
+            let (h, name) = l.split_once("  ")?;
+            (h.len() == 64).then(|| (name.to_string(), h.to_string()))
+        })
+        .collect()
+}
+
+/// The files of `dir` quickstart must not overwrite, each with why: they
+/// differ from what it last wrote, or it has no record of writing them.
+fn edited_files(dir: &Path) -> Result<Vec<(String, &'static str)>> {
+    let recorded = read_quickstart_state(dir);
+    let mut kept = Vec::new();
+    for name in QUICKSTART_FILES {
+        let p = dir.join(name);
+        if !p.exists() {
+            continue;
+        }
+        let h = testbed::sha256_file(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
+        match recorded.get(name) {
+            Some(r) if *r == hex(&h) => {}
+            Some(_) => kept.push((name.to_string(), "edited since quickstart wrote it")),
+            None => kept.push((
+                name.to_string(),
+                "not written by quickstart (no record in quickstart.sha256)",
+            )),
+        }
+    }
+    Ok(kept)
+}
+
+/// Records the SHA-256 of each file quickstart just wrote; a kept file keeps
+/// its earlier record (if any), so it still counts as edited next time.
+fn write_quickstart_state(dir: &Path, kept: &[String]) -> Result<()> {
+    let recorded = read_quickstart_state(dir);
+    let mut out = String::new();
+    for name in QUICKSTART_FILES {
+        let h = if kept.iter().any(|k| k == name) {
+            match recorded.get(name) {
+                Some(h) => h.clone(),
+                None => continue,
+            }
+        } else {
+            let p = dir.join(name);
+            hex(&testbed::sha256_file(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?)
+        };
+        out.push_str(&format!("{h}  {name}\n"));
+    }
+    let p = dir.join(QUICKSTART_STATE);
+    std::fs::write(&p, out).map_err(|e| anyhow!("{}: {e}", p.display()))
+}
+
 pub fn quickstart(
     dir: Option<PathBuf>,
     socks: SocketAddr,
     self_test: bool,
+    allow_local: bool,
     size: &str,
 ) -> Result<()> {
     let size = parse_size(size)?;
@@ -123,7 +206,42 @@ pub fn quickstart(
     let mut o = LabOptions::new(&dir);
     o.socks = socks;
     o.allow_loopback_exit = self_test;
-    let lab = Lab::start(&o).map_err(|e| {
+    if allow_local {
+        o.exit_policy = LOCAL_RULES.iter().map(|r| r.to_string()).collect();
+    }
+    let kept = edited_files(&dir)?;
+    o.keep = kept.iter().map(|(n, _)| n.clone()).collect();
+    let files = testbed::write_lab(&o).map_err(|e| {
+        anyhow!(
+            "writing the local overlay's files in {}: {e}",
+            dir.display()
+        )
+    })?;
+    write_quickstart_state(&dir, &o.keep)?;
+    if !kept.is_empty() {
+        println!("quickstart keeps these files as they are and starts from them:");
+        for (name, why) in &kept {
+            println!("  {}: {why}", dir.join(name).display());
+        }
+        println!(
+            "  (the relays keep the addresses their files name; delete a file to have it written anew)"
+        );
+        if o.keep.iter().any(|k| k == "directory.toml") {
+            println!(
+                "  directory.toml is not signed anew: after editing it, sign it with\n    \
+                 hopwise directory sign --key {} --valid-for 30d {}",
+                dir.join(testbed::AUTHORITY_KEY).display(),
+                dir.join("directory.toml").display()
+            );
+        }
+        if o.keep.iter().any(|k| k == "relay3.toml") && (self_test || allow_local) {
+            println!("  relay3.toml (the exit) is kept: its exit policy is what that file says, whatever --self-test or --allow-local would write");
+        }
+        if o.keep.iter().any(|k| k == "proxy.toml") {
+            println!("  proxy.toml is kept: its `socks` address applies, not --socks");
+        }
+    }
+    let lab = Lab::start_files(files).map_err(|e| {
         // The hint only where it is the diagnosis: the proxy's `socks` key.
         let hint = if e.0.contains("proxy.toml: socks:") {
             format!(" (is {socks} in use? pick another with --socks)")
@@ -142,14 +260,32 @@ pub fn quickstart(
         println!("  {:<7} udp {}  {}", r.name, r.addr, f.display());
     }
     println!("  SOCKS5 proxy: {socks}");
+    if allow_local {
+        let warning = format!(
+            "--allow-local: the exit connects to loopback and private addresses ({}): \
+             whoever can use the SOCKS proxy on {socks} reaches the services of this machine and of its local network",
+            LOCAL_RULES
+                .iter()
+                .map(|r| r.trim_start_matches("accept ").trim_end_matches(":*"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!("WARNING: {warning}");
+        tracing::warn!("{warning}");
+    }
     let rt = runtime();
     rt.block_on(lab.wait_ready(Duration::from_secs(30)))
         .map_err(|e| anyhow!(e))?;
     println!("  circuit: relay1 -> relay2 -> relay3 (exit) is built");
     if !self_test {
         println!();
-        println!("Try it (the exit refuses loopback and private addresses by default):");
-        println!("  curl --socks5-hostname {socks} https://example.org/");
+        if allow_local {
+            println!("Try it (--allow-local: the exit reaches local services too):");
+            println!("  curl --socks5-hostname {socks} http://localhost:8000/");
+        } else {
+            println!("Try it (the exit refuses loopback and private addresses; --allow-local lets it reach them):");
+            println!("  curl --socks5-hostname {socks} https://example.org/");
+        }
         println!("Press Ctrl-C to stop.");
         wait_for_shutdown_signal();
         lab.shutdown();

@@ -8,10 +8,13 @@ use crate::clock::Clock;
 use crate::config::{Directory, ExitOptions};
 use crate::emu::{EmuStats, Emulator};
 use crate::path::{self, GuardState, Route};
+use crate::refusals::{Reason, Refusals, PROXY_REASONS, RELAY_REASONS};
 use crate::stream;
 use hopwise_proto::backtap::{CircuitId, Direction, EndpointStats, HopStats};
 use hopwise_proto::circuit::cell::EndReason;
-use hopwise_proto::circuit::{DestroyReason, NodeEvent, NodeStats, Read, Role, StreamKey};
+use hopwise_proto::circuit::{
+    DestroyReason, NodeEvent, NodeStats, Read, Role, StreamError, StreamKey,
+};
 use hopwise_proto::link::LinkStats;
 use hopwise_proto::overlay::Host;
 use hopwise_proto::time::{Dur, Time};
@@ -206,6 +209,9 @@ pub struct Snapshot {
     /// because `socks_max_connections` were.
     pub socks_open: Option<usize>,
     pub socks_refused: u64,
+    /// Streams refused, by reason (`hopwise_streams_refused_total`): a
+    /// relay's reasons or a proxy's.
+    pub refused: Vec<(&'static str, u64)>,
     /// Time until the node's next timer (diagnostics).
     pub next_timer: Option<Dur>,
     /// The token bucket in force (`[bandwidth]`, reloadable).
@@ -238,6 +244,7 @@ pub(crate) struct Core {
     streams: HashMap<StreamKey, Io>,
     send_errors: u64,
     exit_connects: ConnectLimits,
+    refusals: Refusals,
     /// This node is shutting down: its circuits close because it does.
     stopping: bool,
 }
@@ -270,6 +277,7 @@ impl Core {
             streams: HashMap::new(),
             send_errors: 0,
             exit_connects: ConnectLimits::new(MAX_EXIT_CONNECTS, MAX_CONNECTS_PER_CIRCUIT),
+            refusals: Refusals::default(),
             stopping: false,
         }
     }
@@ -350,6 +358,8 @@ impl Core {
         if deadline.is_some_and(|d| d <= now) {
             self.on_timers(now);
         }
+        self.refusals
+            .log_node_stats(now, &self.name, self.host.node().stats());
     }
 
     fn on_timers(&mut self, now: Time) {
@@ -490,6 +500,7 @@ impl Core {
                                 "failing the SOCKS requests that wait for a circuit: the configured path cannot be built ({reason}); retrying"
                             );
                             for (_, _, reply, _) in cl.waiting.drain(..) {
+                                self.refusals.count(Reason::PathFailed);
                                 let _ = reply.send(Err(EndReason::Misc));
                             }
                         }
@@ -503,6 +514,12 @@ impl Core {
             }
             NodeEvent::StreamBegin { stream, host, port } => {
                 let Some(x) = self.exit.clone() else {
+                    self.refusals.refuse(
+                        now,
+                        &self.name,
+                        Reason::ExitPolicy,
+                        &format_args!("this relay is not an exit (stream {stream})"),
+                    );
                     let _ = self
                         .host
                         .node_mut()
@@ -510,7 +527,12 @@ impl Core {
                     return;
                 };
                 let Some(permit) = self.exit_connects.try_acquire(stream.circuit) else {
-                    tracing::debug!(node = %self.name, %stream, "too many exit connects at once");
+                    self.refusals.refuse(
+                        now,
+                        &self.name,
+                        Reason::ConnectLimit,
+                        &format_args!("too many exit connects at once (stream {stream})"),
+                    );
                     let _ =
                         self.host
                             .node_mut()
@@ -556,6 +578,14 @@ impl Core {
                 if let Some(mut io) = self.streams.remove(&stream) {
                     match io.pending_open.take() {
                         Some((reply, _)) => {
+                            if reason != EndReason::Destroy {
+                                self.refusals.refuse(
+                                    now,
+                                    &self.name,
+                                    Reason::ExitRefused,
+                                    &format_args!("the exit ended the stream {stream}: {reason}"),
+                                );
+                            }
                             let _ = reply.send(Err(reason));
                         }
                         None => {
@@ -689,6 +719,12 @@ impl Core {
                     }
                     Err(reason) => {
                         tracing::debug!(node = %self.name, stream = %k, %reason, "stream refused");
+                        self.refusals.refuse(
+                            now,
+                            &self.name,
+                            Reason::of_connect(reason),
+                            &format_args!("{reason} (stream {k})"),
+                        );
                         let _ = node.stream_refuse(now, k, reason);
                         self.streams.remove(&k);
                     }
@@ -756,6 +792,14 @@ impl Core {
             }
             Err(e) => {
                 tracing::debug!(node = %self.name, error = %e, "cannot open a stream");
+                if e == StreamError::TooManyStreams {
+                    self.refusals.refuse(
+                        now,
+                        &self.name,
+                        Reason::StreamLimit,
+                        &format_args!("the circuit has [limits] max_streams streams ({e})"),
+                    );
+                }
                 let _ = reply.send(Err(EndReason::ResourceLimit));
             }
         }
@@ -767,6 +811,12 @@ impl Core {
         };
         while cl.waiting.front().is_some_and(|w| w.3 <= now) {
             let (_, _, reply, _) = cl.waiting.pop_front().expect("front");
+            self.refusals.refuse(
+                now,
+                &self.name,
+                Reason::CircuitTimeout,
+                &"no circuit was ready within connect_timeout",
+            );
             let _ = reply.send(Err(EndReason::Timeout));
         }
         if cl.rebuild_at.is_some_and(|t| t <= now) {
@@ -798,7 +848,12 @@ impl Core {
                 Ok(p) => break p,
                 Err(e) if has_dest => {
                     let (host, port, reply, _) = cl.waiting.pop_front().expect("front");
-                    tracing::warn!(node = %self.name, %host, port, error = %e, "no path for this destination; refusing it");
+                    self.refusals.refuse(
+                        now,
+                        &self.name,
+                        Reason::NoPath,
+                        &format_args!("no path for {host}:{port}: {e}"),
+                    );
                     let _ = reply.send(Err(EndReason::ExitPolicy));
                     if cl.waiting.is_empty() && cl.circuit.is_some() {
                         return;
@@ -905,6 +960,14 @@ impl Core {
             circuits_built: self.client.as_ref().map_or(0, |c| c.built),
             socks_open: self.socks_gate.as_ref().map(|g| g.open()),
             socks_refused: self.socks_gate.as_ref().map_or(0, |g| g.refused()),
+            refused: self.refusals.counts(
+                if self.client.is_some() {
+                    &PROXY_REASONS
+                } else {
+                    &RELAY_REASONS
+                },
+                node.stats(),
+            ),
             next_timer: self.next_deadline().map(|t| t.since(self.clock.now())),
             bandwidth: ep.bucket(),
         }

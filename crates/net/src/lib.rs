@@ -31,6 +31,7 @@ pub mod keys;
 pub mod metrics;
 pub mod otcp;
 pub mod path;
+pub mod refusals;
 pub mod reload;
 pub mod socks;
 mod stream;

@@ -326,6 +326,14 @@ pub fn render(s: &Snapshot) -> String {
             );
         }
     }
+    w.head(
+        "streams_refused_total",
+        "counter",
+        "Streams refused, by reason (a relay's or a proxy's reasons).",
+    );
+    for (reason, v) in &s.refused {
+        w.val("streams_refused_total", &format!("reason=\"{reason}\""), v);
+    }
     if let Some(open) = s.socks_open {
         w.one(
             "socks_connections",

@@ -52,6 +52,12 @@ pub struct LabOptions {
     /// keeps its guard in `proxy.state.toml` (it gets `key_file =
     /// "proxy.key"`).
     pub random_paths: bool,
+    /// Files of `dir` (`relay1.toml`, `proxy.toml`, `directory.toml`, ...)
+    /// that exist and are left as they are (the quick start keeps files the
+    /// user edited). With any, each relay keeps the `listen` address its
+    /// file names (unless `relay_addresses` says otherwise), so that the
+    /// directory and the kept files agree.
+    pub keep: Vec<String>,
 }
 
 impl LabOptions {
@@ -69,6 +75,7 @@ impl LabOptions {
             exit_policy: Vec::new(),
             middle_exit_policy: None,
             random_paths: false,
+            keep: Vec::new(),
         }
     }
 }
@@ -202,9 +209,12 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
     let mut dir = Directory::default();
     for (i, name) in NAMES.iter().enumerate() {
         let kp = keys::load_or_create(&o.dir.join(format!("{name}.key")))?;
-        let address = match o.relay_addresses {
-            Some(a) => a[i],
-            None => SocketAddr::from(([127, 0, 0, 1], free_udp_port().map_err(io)?)),
+        let file = o.dir.join(format!("{name}.toml"));
+        let kept = (!o.keep.is_empty()).then(|| listen_of(&file)).flatten();
+        let address = match (o.relay_addresses, kept) {
+            (Some(a), _) => a[i],
+            (None, Some(a)) => a,
+            (None, None) => SocketAddr::from(([127, 0, 0, 1], free_udp_port().map_err(io)?)),
         };
         let mut r = RelayEntry::new(name, address, kp.public);
         r.guard = i == 0;
@@ -214,18 +224,21 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         }
         dir.relays.push(r);
     }
+    let keep = |name: &str| o.keep.iter().any(|k| k == name);
     let directory = o.dir.join("directory.toml");
     let authority = authority::load_or_create(&o.dir.join(AUTHORITY_KEY))?;
-    let now = crate::clock::wall_now();
-    let file = directory.display().to_string();
-    let signed = authority::sign_directory(
-        &dir.to_toml(),
-        &file,
-        &authority,
-        now,
-        now + DIRECTORY_VALIDITY,
-    )?;
-    std::fs::write(&directory, signed).map_err(io)?;
+    if !keep("directory.toml") {
+        let now = crate::clock::wall_now();
+        let file = directory.display().to_string();
+        let signed = authority::sign_directory(
+            &dir.to_toml(),
+            &file,
+            &authority,
+            now,
+            now + DIRECTORY_VALIDITY,
+        )?;
+        std::fs::write(&directory, signed).map_err(io)?;
+    }
     let authority = authority.public();
     let mut relays = Vec::new();
     for (i, r) in dir.relays.iter().enumerate() {
@@ -254,7 +267,9 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         }
         s.push_str(&o.relay_extra);
         let p = o.dir.join(format!("{}.toml", r.name));
-        std::fs::write(&p, s).map_err(io)?;
+        if !keep(&format!("{}.toml", r.name)) {
+            std::fs::write(&p, s).map_err(io)?;
+        }
         relays.push(p);
     }
     let mut s = format!(
@@ -277,12 +292,33 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
         s.push_str(&emulation_toml(e));
     }
     let proxy = o.dir.join("proxy.toml");
-    std::fs::write(&proxy, s).map_err(io)?;
+    if !keep("proxy.toml") {
+        std::fs::write(&proxy, s).map_err(io)?;
+    }
     Ok(LabFiles {
         directory,
         relays,
         proxy,
     })
+}
+
+/// The top-level `listen = "ADDRESS"` of a relay file, if it has one.
+fn listen_of(file: &Path) -> Option<SocketAddr> {
+    let text = std::fs::read_to_string(file).ok()?;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            return None;
+        }
+        if let Some(v) = line
+            .strip_prefix("listen")
+            .and_then(|v| v.trim_start().strip_prefix('='))
+        {
+            let v = v.split('#').next()?.trim();
+            return v.strip_prefix('"')?.strip_suffix('"')?.parse().ok();
+        }
+    }
+    None
 }
 
 /// A running local overlay.
@@ -306,7 +342,20 @@ impl Lab {
         relay_observers: Vec<Observer>,
         proxy_observer: Option<Observer>,
     ) -> Result<Lab, StartError> {
-        let files = write_lab(o)?;
+        Lab::start_files_observed(write_lab(o)?, relay_observers, proxy_observer)
+    }
+
+    /// Starts everything from files [`write_lab`] wrote (and someone may
+    /// have edited since), in this process.
+    pub fn start_files(files: LabFiles) -> Result<Lab, StartError> {
+        Lab::start_files_observed(files, Vec::new(), None)
+    }
+
+    fn start_files_observed(
+        files: LabFiles,
+        relay_observers: Vec<Observer>,
+        proxy_observer: Option<Observer>,
+    ) -> Result<Lab, StartError> {
         let mut relays = Vec::new();
         let mut obs = relay_observers.into_iter();
         for p in &files.relays {
@@ -491,6 +540,11 @@ pub async fn start_file_server(seed: u64, size: u64) -> std::io::Result<SocketAd
     let a = l.local_addr()?;
     tokio::spawn(serve_file(l, seed, size));
     Ok(a)
+}
+
+/// SHA-256 of a file's bytes.
+pub fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
+    Ok(Sha256::digest(std::fs::read(path)?).into())
 }
 
 /// Hex of a hash.

@@ -686,3 +686,264 @@ fn authority_keygen_and_directory_sign() {
     assert!(!err.contains("panicked"), "{err}");
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A `hopwise quickstart` left running: its SOCKS address (from its
+/// stdout, once the circuit is built) and its stdout so far.
+struct Quickstart {
+    child: std::process::Child,
+    socks: std::net::SocketAddr,
+    stdout: String,
+}
+
+impl Quickstart {
+    fn start(dir: &std::path::Path, extra: &[&str]) -> Quickstart {
+        use std::io::BufRead;
+        let mut child = hopwise()
+            .args(["quickstart", "--socks", "127.0.0.1:0", "--dir"])
+            .arg(dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut stdout = String::new();
+        let mut socks = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            if let Some(a) = line.trim().strip_prefix("SOCKS5 proxy: ") {
+                socks = Some(a.parse().unwrap());
+            }
+            stdout.push_str(&line);
+            stdout.push('\n');
+            if line.contains("Press Ctrl-C") {
+                break;
+            }
+        }
+        // Keep reading, so that it never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let socks = socks.unwrap_or_else(|| panic!("no SOCKS address in:\n{stdout}"));
+        Quickstart {
+            child,
+            socks,
+            stdout,
+        }
+    }
+}
+
+impl Drop for Quickstart {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// `quickstart --allow-local` lets its exit reach a local HTTP server, with
+/// a warning; without the flag the exit refuses it (SOCKS reply 0x02).
+#[test]
+fn quickstart_allow_local_reaches_a_local_server() {
+    use hopwise_net::testbed;
+    let d = tempfile_dir("allow-local");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (seed, size) = (11, 3_000_000);
+    let server = rt.block_on(testbed::start_file_server(seed, size)).unwrap();
+    let limit = std::time::Duration::from_secs(120);
+    {
+        let qs = Quickstart::start(&d, &[]);
+        assert!(!qs.stdout.contains("WARNING"), "{}", qs.stdout);
+        assert!(
+            qs.stdout.contains("--allow-local lets it reach them"),
+            "{}",
+            qs.stdout
+        );
+        let r = rt.block_on(async {
+            tokio::time::timeout(
+                limit,
+                hopwise_net::socks::connect(qs.socks, "127.0.0.1", server.port()),
+            )
+            .await
+        });
+        match r.expect("an answer in time") {
+            Err(hopwise_net::socks::SocksClientError::Reply(2)) => {}
+            r => panic!("expected reply 0x02 (not allowed), got {:?}", r.map(|_| ())),
+        }
+    }
+    let qs = Quickstart::start(&d, &["--allow-local"]);
+    assert!(
+        qs.stdout.contains(
+            "WARNING: --allow-local: the exit connects to loopback and private addresses"
+        ),
+        "{}",
+        qs.stdout
+    );
+    assert!(qs.stdout.contains(&qs.socks.to_string()), "{}", qs.stdout);
+    let want = testbed::expected_hash(seed, size);
+    // The Rust client.
+    let got = rt
+        .block_on(async {
+            tokio::time::timeout(
+                limit,
+                testbed::download(qs.socks, "127.0.0.1", server.port()),
+            )
+            .await
+        })
+        .expect("download in time")
+        .expect("download");
+    assert_eq!((got.bytes, got.hash), (size, want));
+    // curl, with the name resolved at the exit.
+    let out = d.join("curl.out");
+    let curl = Command::new("curl")
+        .args(["-sS", "--fail", "--max-time", "120", "--socks5-hostname"])
+        .arg(qs.socks.to_string())
+        .arg(format!("http://localhost:{}/file", server.port()))
+        .arg("-o")
+        .arg(&out)
+        .output();
+    match curl {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("curl is not installed: only the Rust SOCKS5 client was checked");
+        }
+        Err(e) => panic!("curl: {e}"),
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "curl: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            assert_eq!(std::fs::metadata(&out).unwrap().len(), size);
+            assert_eq!(testbed::sha256_file(&out).unwrap(), want, "curl's file");
+        }
+    }
+    drop(qs);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `hopwise quickstart --self-test` in `dir`: its stdout (it must pass).
+fn self_test_in(dir: &std::path::Path) -> String {
+    let out = hopwise()
+        .args([
+            "quickstart",
+            "--self-test",
+            "--size",
+            "1MiB",
+            "--socks",
+            "127.0.0.1:0",
+            "--dir",
+        ])
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("self-test passed"), "{stdout}");
+    stdout
+}
+
+/// A rerun of quickstart keeps the config files the user edited (and files
+/// it has no record of writing), starts from them, and rewrites the others;
+/// an edited directory is not signed anew, and works once the user signs it.
+#[test]
+fn quickstart_never_overwrites_edited_files() {
+    let d = tempfile_dir("keep");
+    let _ = std::fs::remove_dir_all(&d);
+    let read = |name: &str| std::fs::read_to_string(d.join(name)).unwrap();
+    let first = self_test_in(&d);
+    assert!(!first.contains("keeps"), "{first}");
+    let state = read("quickstart.sha256");
+    assert_eq!(state.lines().count(), 5, "{state}");
+    // Unedited: written anew (fresh ports), no message.
+    let relay1 = read("relay1.toml");
+    let again = self_test_in(&d);
+    assert!(!again.contains("keeps"), "{again}");
+    let relay1_again = read("relay1.toml");
+    assert_ne!(relay1, relay1_again, "rewritten with new ports");
+    // An edited exit file is kept, and the relays keep their addresses.
+    let mut exit = read("relay3.toml");
+    exit.push_str("\n# my edit\n[limits]\nmax_streams = 7\n");
+    std::fs::write(d.join("relay3.toml"), &exit).unwrap();
+    let out = self_test_in(&d);
+    assert!(
+        out.contains("quickstart keeps these files as they are")
+            && out.contains("relay3.toml: edited since quickstart wrote it"),
+        "{out}"
+    );
+    assert!(!out.contains("relay1.toml:"), "{out}");
+    assert_eq!(read("relay3.toml"), exit);
+    assert_eq!(read("relay1.toml"), relay1_again, "same address, same file");
+    // Still counted as edited the next time.
+    let out = self_test_in(&d);
+    assert!(out.contains("relay3.toml: edited since"), "{out}");
+    assert_eq!(read("relay3.toml"), exit);
+    // An edited directory is kept and not signed anew: refused until the
+    // user signs it.
+    let mut dir_text = read("directory.toml");
+    dir_text.push_str("# my comment\n");
+    std::fs::write(d.join("directory.toml"), &dir_text).unwrap();
+    let out = hopwise()
+        .args([
+            "quickstart",
+            "--self-test",
+            "--size",
+            "1MiB",
+            "--socks",
+            "127.0.0.1:0",
+            "--dir",
+        ])
+        .arg(&d)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stdout.contains("directory.toml: edited since"), "{stdout}");
+    assert!(stdout.contains("hopwise directory sign --key"), "{stdout}");
+    assert!(stderr.contains("directory.toml"), "{stderr}");
+    assert_eq!(read("directory.toml"), dir_text, "not rewritten");
+    let signed = hopwise()
+        .args(["directory", "sign", "--valid-for", "1d", "--key"])
+        .arg(d.join("authority.key"))
+        .arg(d.join("directory.toml"))
+        .output()
+        .unwrap();
+    assert!(
+        signed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&signed.stderr)
+    );
+    let out = self_test_in(&d);
+    assert!(out.contains("directory.toml: edited since"), "{out}");
+    assert!(read("directory.toml").contains("# my comment"));
+    // Files with no record (an older quickstart, or the user's own) are kept.
+    std::fs::remove_file(d.join("quickstart.sha256")).unwrap();
+    let out = self_test_in(&d);
+    assert!(
+        out.contains("proxy.toml: not written by quickstart"),
+        "{out}"
+    );
+    // Deleting the files gets fresh ones.
+    for f in [
+        "relay1.toml",
+        "relay2.toml",
+        "relay3.toml",
+        "proxy.toml",
+        "directory.toml",
+    ] {
+        std::fs::remove_file(d.join(f)).unwrap();
+    }
+    let out = self_test_in(&d);
+    assert!(!out.contains("keeps"), "{out}");
+    assert!(!read("relay3.toml").contains("my edit"));
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -12,6 +12,7 @@ mod metrics;
 #[allow(clippy::disallowed_methods)]
 mod otcp;
 mod paths;
+mod refusals;
 mod relay_view;
 mod reload;
 mod shutdown;

@@ -288,6 +288,11 @@ pub struct NodeStats {
     /// changed on the way, or not meant for this circuit): the circuit is
     /// torn down.
     pub cells_unrecognized: u64,
+    /// BEGINs refused because this node is not an exit (END EXITPOLICY).
+    pub streams_refused_not_exit: u64,
+    /// BEGINs refused because the circuit had `max_streams` streams (END
+    /// RESOURCELIMIT).
+    pub streams_refused_limit: u64,
 }
 
 // ---------------------------------------------------------------------------

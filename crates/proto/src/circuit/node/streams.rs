@@ -233,12 +233,14 @@ impl Node {
                 }
                 if !exit {
                     // The last hop of this circuit is not an exit.
+                    self.stats.streams_refused_not_exit += 1;
                     edge.pending
                         .push_back((id, PendingCell::End(EndReason::ExitPolicy)));
                     self.dirty.insert(c);
                     return;
                 }
                 if edge.streams.len() >= max_streams {
+                    self.stats.streams_refused_limit += 1;
                     edge.pending
                         .push_back((id, PendingCell::End(EndReason::ResourceLimit)));
                     self.dirty.insert(c);
