@@ -32,6 +32,7 @@ pub mod path;
 pub mod socks;
 mod stream;
 pub mod testbed;
+mod udp;
 
 pub use crate::core::{CircuitSnapshot, Snapshot};
 pub use daemon::{spawn_proxy, spawn_relay, Handle, StartError};
