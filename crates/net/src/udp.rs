@@ -46,10 +46,30 @@ pub(crate) struct BatchSocket {
     pub send_errors: u64,
 }
 
-/// Sets a bound socket up for batched I/O (GRO, and the packet-info and
-/// don't-fragment options `quinn-udp` uses); the state goes to
-/// [`BatchSocket::new`].
+/// Sets a bound socket up for batched I/O (GRO, and the packet-info option
+/// `quinn-udp` uses); the state goes to [`BatchSocket::new`].
+///
+/// `quinn-udp` also sets `IP_PMTUDISC_PROBE` (don't fragment, ignore the
+/// path MTU learnt from ICMP), which suits QUIC's own MTU probing but not
+/// this daemon's fixed `payload_budget`: the socket's path MTU discovery
+/// mode is put back as it was, so a datagram larger than a hop's MTU is
+/// fragmented by the kernel as before rather than lost.
 pub(crate) fn prepare(sock: &std::net::UdpSocket) -> io::Result<UdpSocketState> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::net::sockopt as so;
+        let v4 = so::ip_mtu_discover(sock).ok();
+        let v6 = so::ipv6_mtu_discover(sock).ok();
+        let state = UdpSocketState::new(sock.into())?;
+        if let Some(m) = v4 {
+            so::set_ip_mtu_discover(sock, m)?;
+        }
+        if let Some(m) = v6 {
+            so::set_ipv6_mtu_discover(sock, m)?;
+        }
+        Ok(state)
+    }
+    #[cfg(not(target_os = "linux"))]
     UdpSocketState::new(sock.into())
 }
 
@@ -279,6 +299,20 @@ mod tests {
         let state = prepare(&s).unwrap();
         let _g = rt.enter();
         BatchSocket::new(UdpSocket::from_std(s).unwrap(), state)
+    }
+
+    /// The socket keeps the kernel's path MTU discovery mode (quinn-udp
+    /// would set "probe": never fragment, ignore ICMP).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn path_mtu_discovery_mode_is_kept() {
+        use rustix::net::sockopt as so;
+        let fresh = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let _state = prepare(&s).unwrap();
+        let mode = so::ip_mtu_discover(&s).unwrap();
+        assert_eq!(mode, so::ip_mtu_discover(&fresh).unwrap());
+        assert_ne!(mode, so::Ipv4PathMtuDiscovery::PROBE);
     }
 
     /// Datagrams of several sizes to two peers, queued interleaved, arrive
