@@ -10,6 +10,7 @@ use crate::emu::{EmuStats, Emulator};
 use crate::path::{self, GuardState, Route};
 use crate::refusals::{Reason, Refusals, PROXY_REASONS, RELAY_REASONS};
 use crate::stream;
+use crate::udp::BatchSocket;
 use hopwise_proto::backtap::{CircuitId, Direction, EndpointStats, HopStats};
 use hopwise_proto::circuit::cell::EndReason;
 use hopwise_proto::circuit::{
@@ -19,16 +20,15 @@ use hopwise_proto::link::LinkStats;
 use hopwise_proto::overlay::Host;
 use hopwise_proto::time::{Dur, Time};
 use std::collections::{HashMap, VecDeque};
-use std::net::SocketAddr;
 use std::sync::Arc;
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, watch, Semaphore};
 
 /// Bytes a stream may have in flight from the node task to its TCP writer.
 const MAX_IN_CHANNEL: usize = 256 * 1024;
 /// Credit is granted to a TCP reader in steps of at least this.
 const MIN_GRANT: usize = 16 * 1024;
-/// Datagrams (or commands) handled per wake-up before output is flushed.
+/// Datagrams (or commands) handled per wake-up before timers run and output
+/// is flushed.
 const BATCH: usize = 256;
 
 /// To the stream tasks.
@@ -230,7 +230,7 @@ pub struct CircuitSnapshot {
 pub(crate) struct Core {
     pub name: String,
     pub host: Host,
-    pub sock: UdpSocket,
+    pub sock: BatchSocket,
     pub clock: Clock,
     pub emu: Emulator,
     pub cmd_tx: mpsc::UnboundedSender<Cmd>,
@@ -242,7 +242,6 @@ pub(crate) struct Core {
     /// The proxy's SOCKS listener (for the snapshot).
     pub socks_gate: Option<Arc<Gate>>,
     streams: HashMap<StreamKey, Io>,
-    send_errors: u64,
     exit_connects: ConnectLimits,
     refusals: Refusals,
     /// This node is shutting down: its circuits close because it does.
@@ -254,7 +253,7 @@ impl Core {
     pub fn new(
         name: String,
         host: Host,
-        sock: UdpSocket,
+        sock: BatchSocket,
         clock: Clock,
         emu: Emulator,
         cmd: (mpsc::UnboundedSender<Cmd>, mpsc::UnboundedReceiver<Cmd>),
@@ -275,7 +274,6 @@ impl Core {
             socks_gate: None,
             sndbuf: 0,
             streams: HashMap::new(),
-            send_errors: 0,
             exit_connects: ConnectLimits::new(MAX_EXIT_CONNECTS, MAX_CONNECTS_PER_CIRCUIT),
             refusals: Refusals::default(),
             stopping: false,
@@ -283,7 +281,6 @@ impl Core {
     }
 
     pub async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let mut buf = vec![0u8; 65_536];
         if self.client.is_some() {
             let now = self.clock.now();
             self.build(now);
@@ -298,17 +295,12 @@ impl Core {
             tokio::select! {
                 biased;
                 _ = shutdown.changed() => break,
-                r = self.sock.recv_from(&mut buf) => {
+                _ = self.sock.readable() => {
+                    // A whole batch (recvmmsg, GRO) goes into the host
+                    // before the timers and the sends.
                     let now = self.clock.now();
-                    if let Ok((n, from)) = r {
-                        self.host.handle_datagram(now, from, &buf[..n]);
-                    }
-                    for _ in 1..BATCH {
-                        match self.sock.try_recv_from(&mut buf) {
-                            Ok((n, from)) => self.host.handle_datagram(now, from, &buf[..n]),
-                            Err(_) => break,
-                        }
-                    }
+                    let host = &mut self.host;
+                    self.sock.recv_batch(BATCH, |from, d| host.handle_datagram(now, from, d));
                     self.catch_up(now, deadline);
                 }
                 Some(cmd) = self.cmd_rx.recv() => {
@@ -384,28 +376,37 @@ impl Core {
         d
     }
 
-    async fn send(&mut self, to: SocketAddr, d: &[u8]) {
-        match self.sock.try_send_to(d, to) {
-            Ok(_) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if self.sock.send_to(d, to).await.is_err() {
-                    self.send_errors += 1;
-                }
-            }
-            Err(_) => self.send_errors += 1,
-        }
-    }
-
     /// Sends everything due and handles every event, until both are empty.
+    /// Datagrams are queued and sent together (`udp`), at the end or when
+    /// the queue fills.
     async fn flush(&mut self) {
         loop {
             let now = self.clock.now();
             while let Some((to, d)) = self.emu.poll(now) {
-                self.send(to, &d).await;
+                self.sock.queue(to, &d);
+                if self.sock.full() {
+                    self.sock.send_all().await;
+                }
             }
-            while let Some((to, d)) = self.host.poll_transmit(now) {
-                if let Some(d) = self.emu.push(now, to, d) {
-                    self.send(to, &d).await;
+            if self.emu.is_empty() {
+                // Sealed straight into the send queue.
+                let host = &mut self.host;
+                while self
+                    .sock
+                    .queue_with(|out| host.poll_transmit_into(now, out))
+                {
+                    if self.sock.full() {
+                        self.sock.send_all().await;
+                    }
+                }
+            } else {
+                while let Some((to, d)) = self.host.poll_transmit(now) {
+                    if let Some(d) = self.emu.push(now, to, d) {
+                        self.sock.queue(to, &d);
+                        if self.sock.full() {
+                            self.sock.send_all().await;
+                        }
+                    }
                 }
             }
             let mut any = false;
@@ -414,9 +415,10 @@ impl Core {
                 self.on_event(now, ev);
             }
             if !any {
-                return;
+                break;
             }
         }
+        self.sock.send_all().await;
     }
 
     fn on_event(&mut self, now: Time, ev: NodeEvent) {
@@ -951,7 +953,7 @@ impl Core {
             held_cells: ep.total_held(),
             streams: node.stream_count(),
             stream_bytes: node.stream_buffered(),
-            send_errors: self.send_errors,
+            send_errors: self.sock.send_errors,
             socket_drops: socket_drops(port),
             rcvbuf: self.rcvbuf,
             sndbuf: self.sndbuf,

@@ -44,6 +44,8 @@ fn dur(d: std::time::Duration) -> Dur {
 
 struct Udp {
     sock: std::net::UdpSocket,
+    /// Batched I/O (`quinn-udp`) set up on `sock`.
+    state: quinn_udp::UdpSocketState,
     rcvbuf: usize,
     sndbuf: usize,
 }
@@ -67,8 +69,11 @@ fn bind_udp(addr: SocketAddr, size: usize, origin: &str, key: &str) -> Result<Ud
             "the kernel capped SO_RCVBUF (net.core.rmem_max): datagrams may be dropped under load"
         );
     }
+    let sock: std::net::UdpSocket = s.into();
+    let state = crate::udp::prepare(&sock).map_err(fail)?;
     Ok(Udp {
-        sock: s.into(),
+        sock,
+        state,
         rcvbuf,
         sndbuf,
     })
@@ -338,6 +343,7 @@ fn start(p: Parts) -> Result<Handle, StartError> {
             rt.block_on(async move {
                 let sock =
                     tokio::net::UdpSocket::from_std(p.udp.sock).expect("registered UDP socket");
+                let sock = crate::udp::BatchSocket::new(sock, p.udp.state);
                 let mut socks_gate = None;
                 if let Some((l, o)) = p.socks {
                     let l = tokio::net::TcpListener::from_std(l).expect("registered listener");

@@ -36,6 +36,7 @@ pub mod reload;
 pub mod socks;
 mod stream;
 pub mod testbed;
+mod udp;
 
 pub use crate::core::{CircuitSnapshot, Snapshot};
 pub use daemon::{spawn_proxy, spawn_relay, Handle, StartError};

@@ -101,6 +101,22 @@ impl Host {
         }
     }
 
+    /// [`Host::poll_transmit`] that appends the datagram to `out` (a
+    /// driver's send buffer) and returns where it goes: no allocation per
+    /// sealed datagram. `out` is unchanged when `None` is returned.
+    pub fn poll_transmit_into(&mut self, now: Time, out: &mut Vec<u8>) -> Option<SocketAddr> {
+        loop {
+            if let Some((to, d)) = self.links.poll_transmit() {
+                out.extend_from_slice(&d);
+                return Some(to);
+            }
+            let (l, f) = self.node.poll_frame(now)?;
+            if let Some(to) = self.links.seal_into(now, l, &f, out) {
+                return Some(to);
+            }
+        }
+    }
+
     /// For a node that stops, once its circuits are torn down and their
     /// DESTROYs sent: closes every link with a CLOSE frame, so that the
     /// peers take their links down at once instead of after

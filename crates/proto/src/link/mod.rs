@@ -1319,6 +1319,21 @@ impl Links {
     /// `None` if the frame was queued behind a handshake (or dropped: no
     /// session can be had, or the queue is full).
     pub fn seal(&mut self, now: Time, l: LinkId, frame: &[u8]) -> Option<(SocketAddr, Vec<u8>)> {
+        let mut d = Vec::new();
+        let to = self.seal_into(now, l, frame, &mut d)?;
+        Some((to, d))
+    }
+
+    /// [`Links::seal`] that appends the datagram to `out` (a driver's send
+    /// buffer, reused from datagram to datagram) instead of allocating it;
+    /// `out` is unchanged when `None` is returned.
+    pub fn seal_into(
+        &mut self,
+        now: Time,
+        l: LinkId,
+        frame: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Option<SocketAddr> {
         let peer = self.peers.get_mut(l.0 as usize).and_then(|p| p.as_mut());
         let Some(peer) = peer.filter(|_| frame.first() != Some(&FRAME_CLOSE)) else {
             // No such link, or the link layer's own frame type.
@@ -1327,10 +1342,10 @@ impl Links {
         };
         if let Some(s) = peer.current.as_mut() {
             peer.last_sent = now;
-            let d = encrypt(s, frame);
+            let n = encrypt_into(s, frame, out);
             self.stats.datagrams_out += 1;
-            self.stats.bytes_out += d.len() as u64;
-            return Some((s.addr, d));
+            self.stats.bytes_out += n as u64;
+            return Some(s.addr);
         }
         if peer.client && peer.pending.is_none() {
             // We cannot reach a client that has no session.
@@ -1656,22 +1671,31 @@ fn queue_sealed(
 }
 
 fn encrypt(s: &mut Session, frame: &[u8]) -> Vec<u8> {
+    let mut d = Vec::with_capacity(OVERHEAD + frame.len());
+    encrypt_into(s, frame, &mut d);
+    d
+}
+
+/// Appends the DATA (or PLAIN) datagram carrying `frame` to `out`; its
+/// length.
+fn encrypt_into(s: &mut Session, frame: &[u8], out: &mut Vec<u8>) -> usize {
     let ctr = s.tx;
     s.tx += 1;
-    let mut d = Vec::with_capacity(OVERHEAD + frame.len());
-    d.push(if s.plain { TYPE_PLAIN } else { TYPE_DATA });
-    d.extend_from_slice(&s.remote.to_be_bytes());
-    d.extend_from_slice(&ctr.to_be_bytes());
+    let start = out.len();
+    out.push(if s.plain { TYPE_PLAIN } else { TYPE_DATA });
+    out.extend_from_slice(&s.remote.to_be_bytes());
+    out.extend_from_slice(&ctr.to_be_bytes());
     if s.plain {
-        d.extend_from_slice(frame);
+        out.extend_from_slice(frame);
     } else {
-        d.resize(DATA_HEADER_LEN + frame.len() + TAG_LEN, 0);
+        let body = start + DATA_HEADER_LEN;
+        out.resize(body + frame.len() + TAG_LEN, 0);
         let n =
-            s.ts.write_message(ctr, frame, &mut d[DATA_HEADER_LEN..])
+            s.ts.write_message(ctr, frame, &mut out[body..])
                 .expect("frame fits a Noise message");
-        d.truncate(DATA_HEADER_LEN + n);
+        out.truncate(body + n);
     }
-    d
+    out.len() - start
 }
 
 #[cfg(test)]
