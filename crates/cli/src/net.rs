@@ -156,8 +156,17 @@ fn edited_files(dir: &Path) -> Result<Vec<(String, &'static str)>> {
     let mut kept = Vec::new();
     for name in QUICKSTART_FILES {
         let p = dir.join(name);
-        if !p.exists() {
-            continue;
+        // A symbolic link, even a dangling one, is the user's: keep it.
+        match std::fs::symlink_metadata(&p) {
+            Err(_) => continue,
+            Ok(m) if m.file_type().is_symlink() => {
+                kept.push((
+                    name.to_string(),
+                    "a symbolic link (quickstart writes plain files)",
+                ));
+                continue;
+            }
+            Ok(_) => {}
         }
         let h = testbed::sha256_file(&p).map_err(|e| anyhow!("{}: {e}", p.display()))?;
         match recorded.get(name) {

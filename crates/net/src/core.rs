@@ -850,11 +850,13 @@ impl Core {
                 Ok(p) => break p,
                 Err(e) if has_dest => {
                     let (host, port, reply, _) = cl.waiting.pop_front().expect("front");
+                    // The destination only at debug level, as for the exit's refusals.
+                    tracing::debug!(node = %self.name, %host, port, error = %e, "no path for this destination");
                     self.refusals.refuse(
                         now,
                         &self.name,
                         Reason::NoPath,
-                        &format_args!("no path for {host}:{port}: {e}"),
+                        &"no exit of the directory accepts the destination (it is logged at debug level)",
                     );
                     let _ = reply.send(Err(EndReason::ExitPolicy));
                     if cl.waiting.is_empty() && cl.circuit.is_some() {

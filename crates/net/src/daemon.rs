@@ -273,14 +273,16 @@ impl Handle {
                 .map_err(|_| refused("the relay has stopped".into()))?;
             rx = Some(r);
         }
-        let level_changed = merged.log_level != running.log_level;
-        *running = merged;
+        let mut merged = merged;
         let mut report = report;
-        if level_changed {
-            if let Err(e) = reload::apply_log_level(running.log_level.as_deref()) {
+        if merged.log_level != running.log_level {
+            if let Err(e) = reload::apply_log_level(merged.log_level.as_deref()) {
                 report.not_applied.push(format!("log_level: {e}"));
+                // Not in force: the next reload tries again.
+                merged.log_level = running.log_level.clone();
             }
         }
+        *running = merged;
         Ok((report, rx))
     }
 
@@ -644,9 +646,13 @@ where
                 tracing::info!(parent, "the parent process is gone");
             };
             tokio::pin!(adopted);
+            // One future for the whole loop, so that a Ctrl-C during a
+            // reload is not lost.
+            let ctrl_c = tokio::signal::ctrl_c();
+            tokio::pin!(ctrl_c);
             loop {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => break,
+                    _ = &mut ctrl_c => break,
                     _ = term.recv() => break,
                     _ = &mut adopted => break,
                     Some(()) = async {

@@ -105,22 +105,35 @@ fn level_text(l: &Option<String>) -> String {
 
 /// Compares the running configuration `old` with the file's `new`: the keys
 /// that apply now (`applied`, with old and new values) and those that need
-/// a restart. `not_applied` stays empty; [`crate::Handle::reload`] fills it.
+/// a restart; `not_applied` gets exit keys changed on a relay that is not an
+/// exit, and [`crate::Handle::reload`] adds what failed to apply.
 pub fn diff(old: &RelayConfig, new: &RelayConfig) -> ReloadReport {
     let mut r = ReloadReport {
         file: new.origin.clone(),
         ..ReloadReport::default()
     };
+    // A relay that is not an exit opens no streams: its policy is read
+    // again, but applies to nothing until `[exit] enabled` (a restart).
+    let exit_list = if old.exit.enabled {
+        &mut r.applied
+    } else {
+        &mut r.not_applied
+    };
+    let not_exit = if old.exit.enabled {
+        ""
+    } else {
+        " (this relay is not an exit: it applies to no stream)"
+    };
     if old.exit.policy != new.exit.policy {
-        r.applied.push(format!(
-            "exit.policy: {} -> {}",
+        exit_list.push(format!(
+            "exit.policy: {} -> {}{not_exit}",
             policy_text(&old.exit.policy),
             policy_text(&new.exit.policy)
         ));
     }
     if old.exit.connect_timeout != new.exit.connect_timeout {
-        r.applied.push(format!(
-            "exit.connect_timeout: {:?} -> {:?}",
+        exit_list.push(format!(
+            "exit.connect_timeout: {:?} -> {:?}{not_exit}",
             old.exit.connect_timeout, new.exit.connect_timeout
         ));
     }
@@ -211,7 +224,21 @@ mod tests {
 
     #[test]
     fn the_diff_names_what_applies_and_what_needs_a_restart() {
-        let old = relay();
+        // A relay that is not an exit: its policy applies to no stream.
+        let plain = relay();
+        let mut changed = plain.clone();
+        changed
+            .exit
+            .policy
+            .rules
+            .push(Rule::parse("reject *:25").unwrap());
+        let d = diff(&plain, &changed);
+        assert!(d.applied.is_empty(), "{d}");
+        assert_eq!(d.not_applied.len(), 1, "{d}");
+        assert!(d.not_applied[0].ends_with("(this relay is not an exit: it applies to no stream)"));
+
+        let mut old = relay();
+        old.exit.enabled = true;
         assert!(diff(&old, &old).is_empty());
         assert_eq!(diff(&old, &old).to_string(), "r.toml: nothing changed");
         let mut new = old.clone();

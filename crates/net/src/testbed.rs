@@ -305,20 +305,8 @@ pub fn write_lab(o: &LabOptions) -> Result<LabFiles, StartError> {
 /// The top-level `listen = "ADDRESS"` of a relay file, if it has one.
 fn listen_of(file: &Path) -> Option<SocketAddr> {
     let text = std::fs::read_to_string(file).ok()?;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            return None;
-        }
-        if let Some(v) = line
-            .strip_prefix("listen")
-            .and_then(|v| v.trim_start().strip_prefix('='))
-        {
-            let v = v.split('#').next()?.trim();
-            return v.strip_prefix('"')?.strip_suffix('"')?.parse().ok();
-        }
-    }
-    None
+    let t: toml::Table = text.parse().ok()?;
+    t.get("listen")?.as_str()?.parse().ok()
 }
 
 /// A running local overlay.

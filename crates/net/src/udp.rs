@@ -20,8 +20,8 @@ const MAX_QUEUED: usize = 256;
 /// Datagrams queued for one peer in one flush before they go out as GSO
 /// runs. A lightly loaded node (a few datagrams per wake-up) sends them one
 /// by one: `hopwise lab backtap` measured a 10 Mbit/s bottleneck's mean
-/// queue at 3.3 kB with GSO on every run of two or more, 0.7 kB without GSO
-/// (2026-11-29); GSO pays where a flush carries many datagrams.
+/// queue at 3.3 kB with GSO on every run of two or more, 0.8 kB with this
+/// rule (2026-11-29); GSO pays where a flush carries many datagrams.
 const GSO_MIN_RUN: usize = 8;
 const MAX_QUEUED_BYTES: usize = 512 * 1024;
 
@@ -50,6 +50,9 @@ pub(crate) struct BatchSocket {
     /// Datagrams the kernel refused to send (each counts, in a GSO batch
     /// too).
     pub send_errors: u64,
+    /// Sends refused as too large for the path (EMSGSIZE); logged at the
+    /// first and at each power of two.
+    msgsize_errors: u64,
 }
 
 /// Sets a bound socket up for batched I/O (GRO, and the packet-info option
@@ -93,6 +96,7 @@ impl BatchSocket {
             queued: 0,
             queued_bytes: 0,
             send_errors: 0,
+            msgsize_errors: 0,
         }
     }
 
@@ -257,6 +261,13 @@ impl BatchSocket {
     /// One send of `n` datagrams of `seg` bytes (the last may be shorter)
     /// to `to`.
     async fn send(&mut self, to: SocketAddr, contents: &[u8], seg: usize, n: usize) {
+        if to.port() == 0 {
+            // Nobody listens there, and the kernel's EINVAL would make
+            // quinn-udp turn GSO off for good: a datagram that claimed to
+            // come from port 0 must not cost the relay its batching.
+            self.send_errors += n as u64;
+            return;
+        }
         let t = Transmit {
             destination: to,
             ecn: None,
@@ -282,12 +293,38 @@ impl BatchSocket {
                     }
                     return;
                 }
-                Err(_) => {
+                Err(e) => {
+                    if is_msgsize(&e) {
+                        if self.msgsize_errors == 0 || self.msgsize_errors.is_power_of_two() {
+                            tracing::warn!(
+                                to = %to,
+                                bytes = seg,
+                                times = self.msgsize_errors + 1,
+                                "the kernel refuses datagrams this large on the path to this peer \
+                                 (EMSGSIZE: its MTU is smaller, and an IPv6 socket does not fragment); \
+                                 lower `[link] payload_budget`"
+                            );
+                        }
+                        self.msgsize_errors += 1;
+                    }
                     self.send_errors += n as u64;
                     return;
                 }
             }
         }
+    }
+}
+
+/// Whether the kernel refused a datagram as too large for the path.
+fn is_msgsize(e: &io::Error) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        e.raw_os_error() == Some(rustix::io::Errno::MSGSIZE.raw_os_error())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = e;
+        false
     }
 }
 
