@@ -8,20 +8,26 @@ fn hopwise() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hopwise"))
 }
 
+/// `hopwise quickstart --self-test --size SIZE` in `dir`, on any free SOCKS port.
+fn quickstart_self_test(dir: &std::path::Path, size: &str) -> Command {
+    let mut c = hopwise();
+    c.args([
+        "quickstart",
+        "--self-test",
+        "--size",
+        size,
+        "--socks",
+        "127.0.0.1:0",
+        "--dir",
+    ])
+    .arg(dir);
+    c
+}
+
 #[test]
 fn quickstart_self_test_passes() {
     let d = tempfile_dir("qs");
-    let out = hopwise()
-        .args([
-            "quickstart",
-            "--self-test",
-            "--size",
-            "8MiB",
-            "--socks",
-            "127.0.0.1:0",
-            "--dir",
-        ])
-        .arg(&d)
+    let out = quickstart_self_test(&d, "8MiB")
         .env("RUST_LOG", "info")
         .env_remove("NO_COLOR")
         .output()
@@ -83,17 +89,7 @@ fn relay_config_errors_exit_non_zero_without_panicking() {
 fn relay_shuts_down_gracefully_on_sigterm() {
     let d = tempfile_dir("term");
     // Let the quick start write a relay's files, then run that relay alone.
-    let out = hopwise()
-        .args([
-            "quickstart",
-            "--self-test",
-            "--size",
-            "1MiB",
-            "--socks",
-            "127.0.0.1:0",
-            "--dir",
-        ])
-        .arg(&d)
+    let out = quickstart_self_test(&d, "1MiB")
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();
@@ -827,17 +823,7 @@ fn quickstart_allow_local_reaches_a_local_server() {
 
 /// `hopwise quickstart --self-test` in `dir`: its stdout (it must pass).
 fn self_test_in(dir: &std::path::Path) -> String {
-    let out = hopwise()
-        .args([
-            "quickstart",
-            "--self-test",
-            "--size",
-            "1MiB",
-            "--socks",
-            "127.0.0.1:0",
-            "--dir",
-        ])
-        .arg(dir)
+    let out = quickstart_self_test(dir, "1MiB")
         .env("RUST_LOG", "warn")
         .output()
         .unwrap();
@@ -891,19 +877,7 @@ fn quickstart_never_overwrites_edited_files() {
     let mut dir_text = read("directory.toml");
     dir_text.push_str("# my comment\n");
     std::fs::write(d.join("directory.toml"), &dir_text).unwrap();
-    let out = hopwise()
-        .args([
-            "quickstart",
-            "--self-test",
-            "--size",
-            "1MiB",
-            "--socks",
-            "127.0.0.1:0",
-            "--dir",
-        ])
-        .arg(&d)
-        .output()
-        .unwrap();
+    let out = quickstart_self_test(&d, "1MiB").output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stdout}");

@@ -4,7 +4,6 @@
 use crate::common;
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[test]
 fn metrics_endpoint_serves_prometheus_text() {
@@ -22,13 +21,7 @@ fn metrics_endpoint_serves_prometheus_text() {
         testbed::download(lab.socks(), "127.0.0.1", server.port())
             .await
             .unwrap();
-        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-            .await
-            .unwrap();
-        let mut out = String::new();
-        s.read_to_string(&mut out).await.unwrap();
-        out
+        common::scrape(addr).await
     });
     assert!(body.starts_with("HTTP/1.1 200 OK\r\n"), "{body}");
     assert!(body.contains("text/plain; version=0.0.4"));

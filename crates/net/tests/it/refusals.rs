@@ -8,17 +8,6 @@ use hopwise_net::socks::{self, SocksClientError};
 use hopwise_net::testbed::{self, Lab, LabOptions};
 use std::net::SocketAddr;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn scrape(addr: SocketAddr) -> String {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
-}
 
 /// The value of `hopwise_streams_refused_total{node=NODE,reason=REASON}`.
 fn refused(body: &str, node: &str, reason: &str) -> u64 {
@@ -174,11 +163,11 @@ fn every_refusal_reason_is_counted_in_the_metrics() {
         // Proxy D: no circuit in time.
         expect_reply(d_proxy.socks.unwrap(), "127.0.0.1", hold.port(), 6).await;
         (
-            scrape(exit_metrics).await,
-            scrape(lab.proxy.metrics.unwrap()).await,
-            scrape(b.metrics.unwrap()).await,
-            scrape(c.metrics.unwrap()).await,
-            scrape(d_proxy.metrics.unwrap()).await,
+            common::scrape(exit_metrics).await,
+            common::scrape(lab.proxy.metrics.unwrap()).await,
+            common::scrape(b.metrics.unwrap()).await,
+            common::scrape(c.metrics.unwrap()).await,
+            common::scrape(d_proxy.metrics.unwrap()).await,
         )
     });
     assert!(exit.contains("# TYPE hopwise_streams_refused_total counter"));

@@ -224,10 +224,7 @@ async fn open_stream(socks: std::net::SocketAddr, port: u16) -> TcpStream {
 }
 
 async fn scrape(addr: std::net::SocketAddr, series: &str) -> u64 {
-    let mut s = TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
-    let mut body = String::new();
-    s.read_to_string(&mut body).await.unwrap();
+    let body = common::scrape(addr).await;
     body.lines()
         .find(|l| l.starts_with(series))
         .and_then(|l| l.rsplit(' ').next())

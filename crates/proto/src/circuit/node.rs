@@ -332,9 +332,13 @@ enum Onion {
 }
 
 impl Onion {
-    /// Seals a cell this edge packages: the client adds every hop's layer
-    /// (the cell is for the last hop), the exit its own.
-    fn seal(&mut self, body: &mut CellBody) {
+    /// Seals a cell this edge packages on circuit `c`, shown to `observer`
+    /// first: the client adds every hop's layer (the cell is for the last
+    /// hop), the exit its own.
+    fn seal(&mut self, c: CircuitId, body: &mut CellBody, observer: &mut Option<Observer>) {
+        if let Some(o) = observer.as_mut() {
+            o(Observed::CellSealed { circuit: c, body });
+        }
         match self {
             Onion::Client { crypto, .. } => {
                 let last = crypto.len().saturating_sub(1);

@@ -70,3 +70,15 @@ pub fn report(label: &str, size: u64, d: &Download, lab: &Lab) {
         }
     }
 }
+
+/// The metrics endpoint's whole HTTP response (status line, headers, body).
+pub async fn scrape(addr: std::net::SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}

@@ -413,10 +413,7 @@ impl Node {
                         PendingCell::Sendme(n) => RelayMsg::Sendme { increment: *n },
                     };
                     cell::encode(id, &msg, body);
-                    if let Some(o) = self.observer.as_mut() {
-                        o(Observed::CellSealed { circuit: c, body });
-                    }
-                    onion.seal(body);
+                    onion.seal(c, body, &mut self.observer);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     continue;
                 }
@@ -438,10 +435,7 @@ impl Node {
                     let used = cell::encode_data_from(id, a, b, body);
                     s.send_buf.drain(..used);
                     s.credit -= used as u64;
-                    if let Some(o) = self.observer.as_mut() {
-                        o(Observed::CellSealed { circuit: c, body });
-                    }
-                    onion.seal(body);
+                    onion.seal(c, body, &mut self.observer);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     self.stats.data_cells_out += 1;
                     if s.writable_wanted && s.send_buf.len() <= cap / 2 {
@@ -451,10 +445,7 @@ impl Node {
                     }
                 } else {
                     cell::encode(id, &RelayMsg::End(EndReason::Done), body);
-                    if let Some(o) = self.observer.as_mut() {
-                        o(Observed::CellSealed { circuit: c, body });
-                    }
-                    onion.seal(body);
+                    onion.seal(c, body, &mut self.observer);
                     let _ = self.ep.send_cell(now, c, dir, body);
                     s.fin_sent = true;
                     if s.finished() {
