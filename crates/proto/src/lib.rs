@@ -21,6 +21,7 @@ pub mod overlay;
 pub mod rng;
 pub mod rtt;
 pub mod tcp;
+pub mod utp;
 
 pub mod time;
 pub mod units;

@@ -1,0 +1,561 @@
+//! Two connections over a deterministic in-memory link with delay and loss.
+
+use super::wire::{self, PacketType};
+use super::*;
+use crate::rng::Rng;
+use crate::time::{Dur, Time};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+type DropFn = Box<dyn FnMut(bool, &wire::Packet<'_>, u64) -> bool>;
+
+/// `a` initiates; `b` is created from the first SYN that arrives.
+struct Pair {
+    cfg_b: Config,
+    a: Socket,
+    b: Option<Socket>,
+    b_isn: u16,
+    now: Time,
+    delay: Dur,
+    /// (arrival, order) → (to_b, datagram)
+    wire: BTreeMap<(Time, u64), (bool, Vec<u8>)>,
+    order: u64,
+    /// Decides per packet (from_a, packet, index) whether it is lost.
+    drop: DropFn,
+    sent_from_a: u64,
+    /// Every datagram sent, for inspection: (from_a, bytes).
+    log: Vec<(bool, Vec<u8>)>,
+    keep_log: bool,
+}
+
+impl Pair {
+    fn new(cfg: Config, a_recv_id: u16, a_isn: u16, b_isn: u16) -> Pair {
+        Pair {
+            cfg_b: cfg.clone(),
+            a: Socket::connect(&cfg, a_recv_id, a_isn),
+            b: None,
+            b_isn,
+            now: Time::from_nanos(1_000_000_000),
+            delay: Dur::from_millis(5),
+            wire: BTreeMap::new(),
+            order: 0,
+            drop: Box::new(|_, _, _| false),
+            sent_from_a: 0,
+            log: Vec::new(),
+            keep_log: false,
+        }
+    }
+
+    fn b(&mut self) -> &mut Socket {
+        self.b.as_mut().expect("connected")
+    }
+
+    fn flush(&mut self) {
+        while let Some(d) = self.a.poll_transmit(self.now) {
+            self.sent_from_a += 1;
+            self.put(true, d);
+        }
+        if let Some(b) = self.b.as_mut() {
+            let mut out = Vec::new();
+            while let Some(d) = b.poll_transmit(self.now) {
+                out.push(d);
+            }
+            for d in out {
+                self.put(false, d);
+            }
+        }
+    }
+
+    fn put(&mut self, to_b: bool, d: Vec<u8>) {
+        let p = wire::parse(&d).expect("we only send valid packets");
+        self.order += 1;
+        if self.keep_log {
+            self.log.push((to_b, d.clone()));
+        }
+        if (self.drop)(to_b, &p, self.order) {
+            return;
+        }
+        self.wire.insert((self.now + self.delay, self.order), (to_b, d));
+    }
+
+    /// Advances to the next event; false when nothing is left to happen.
+    fn step(&mut self) -> bool {
+        self.flush();
+        let mut next = self.wire.keys().next().map(|k| k.0);
+        for t in [
+            self.a.poll_timeout(),
+            self.b.as_ref().and_then(|b| b.poll_timeout()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            next = Some(next.map_or(t, |n: Time| n.min(t)));
+        }
+        let Some(t) = next else { return false };
+        self.now = self.now.max(t);
+        while let Some((&k, _)) = self.wire.iter().next() {
+            if k.0 > self.now {
+                break;
+            }
+            let (to_b, d) = self.wire.remove(&k).unwrap();
+            if to_b {
+                match self.b.as_mut() {
+                    Some(b) => b.handle_datagram(self.now, &d).unwrap(),
+                    None => {
+                        let p = wire::parse(&d).unwrap();
+                        self.b = Socket::accept(&self.cfg_b, self.now, &p, self.b_isn);
+                    }
+                }
+            } else {
+                self.a.handle_datagram(self.now, &d).unwrap();
+            }
+        }
+        if self.a.poll_timeout().is_some_and(|t| t <= self.now) {
+            self.a.handle_timeout(self.now);
+        }
+        if let Some(b) = self.b.as_mut() {
+            if b.poll_timeout().is_some_and(|t| t <= self.now) {
+                b.handle_timeout(self.now);
+            }
+        }
+        true
+    }
+
+    /// a sends `data` to b, b reads it all, both close. Returns what b read.
+    fn transfer(&mut self, data: &[u8], max_steps: usize) -> Vec<u8> {
+        let mut got = Vec::new();
+        let mut off = 0;
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut closed_a = false;
+        for _ in 0..max_steps {
+            if off < data.len() {
+                off += self.a.send(&data[off..]);
+            } else if !closed_a {
+                self.a.close();
+                closed_a = true;
+            }
+            if let Some(b) = self.b.as_mut() {
+                loop {
+                    let n = b.recv(&mut buf);
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                if b.peer_finished() {
+                    b.close();
+                }
+            }
+            if self.a.is_closed() && self.b.as_ref().is_some_and(|b| b.is_closed()) {
+                break;
+            }
+            if !self.step() {
+                break;
+            }
+        }
+        got
+    }
+}
+
+fn pattern(n: usize, seed: u64) -> Vec<u8> {
+    let mut r = Rng::from_seed(seed);
+    (0..n).map(|_| r.next_u64() as u8).collect()
+}
+
+fn events(s: &mut Socket) -> Vec<Event> {
+    std::iter::from_fn(|| s.poll_event()).collect()
+}
+
+#[test]
+fn handshake_ids_and_sequence_numbers() {
+    let mut p = Pair::new(Config::default(), 1000, 500, 7000);
+    p.keep_log = true;
+    while p.b.is_none() || p.a.state() == State::SynSent {
+        assert!(p.step());
+    }
+    let pk: Vec<_> = p.log.iter().map(|(a, d)| (*a, wire::parse(d).unwrap().header)).collect();
+    let (from_a, syn) = pk[0];
+    assert!(from_a);
+    assert_eq!(syn.ty, PacketType::Syn);
+    assert_eq!(syn.conn_id, 1000, "the SYN carries recv_id");
+    assert_eq!(syn.seq_nr, 500);
+    assert_eq!(syn.ack_nr, 0);
+    let (from_a, st) = pk[1];
+    assert!(!from_a);
+    assert_eq!(st.ty, PacketType::State);
+    assert_eq!(st.conn_id, 1000, "the acceptor sends on syn.conn_id");
+    assert_eq!(st.ack_nr, 500);
+    assert_eq!(st.seq_nr, 7000);
+    assert_eq!(p.b().recv_id(), 1001);
+    assert_eq!(p.b().send_id(), 1000);
+    assert_eq!(events(&mut p.a), vec![Event::Connected]);
+    // Data both ways: a's first DATA is seq 501 on conn id 1001; b's first
+    // DATA is seq 7000 (the STATE did not consume it).
+    p.a.send(b"hello");
+    p.b().send(b"world");
+    p.log.clear();
+    p.flush();
+    let pk: Vec<_> = p.log.iter().map(|(a, d)| (*a, wire::parse(d).unwrap().header)).collect();
+    let da = pk.iter().find(|(a, h)| *a && h.ty == PacketType::Data).unwrap().1;
+    assert_eq!((da.conn_id, da.seq_nr, da.ack_nr), (1001, 501, 6999));
+    let db = pk.iter().find(|(a, h)| !*a && h.ty == PacketType::Data).unwrap().1;
+    assert_eq!((db.conn_id, db.seq_nr, db.ack_nr), (1000, 7000, 500));
+    for _ in 0..10 {
+        p.step();
+    }
+    let mut buf = [0u8; 16];
+    assert_eq!(p.a.recv(&mut buf), 5);
+    assert_eq!(&buf[..5], b"world");
+    assert_eq!(p.b().recv(&mut buf), 5);
+    assert_eq!(&buf[..5], b"hello");
+}
+
+#[test]
+fn retransmitted_syn_is_answered_again() {
+    let mut p = Pair::new(Config::default(), 9, 100, 200);
+    // Lose b's first STATE: a resends the SYN after its RTO.
+    p.drop = Box::new(|to_b, pk, _| !to_b && pk.header.ty == PacketType::State && pk.header.ack_nr == 100 && pk.header.seq_nr == 200 && pk.payload.is_empty() && pk.sack.is_none() && pk.header.timestamp_diff_us < 5_000_000 && pk.header.wnd_size > 0 && pk.header.conn_id == 9 && pk.header.timestamp_us % 2 == 0 || (!to_b && pk.header.ty == PacketType::State && pk.header.ack_nr == 100 && pk.header.seq_nr == 200 && pk.header.timestamp_us % 2 == 1));
+    let mut n = 0;
+    while p.a.state() == State::SynSent && n < 100 {
+        p.step();
+        n += 1;
+        if p.a.stats().timeouts > 0 {
+            p.drop = Box::new(|_, _, _| false);
+        }
+    }
+    assert_eq!(p.a.state(), State::Connected);
+    assert!(p.a.stats().timeouts >= 1);
+}
+
+#[test]
+fn clean_transfer_is_byte_exact_and_closes() {
+    let data = pattern(1 << 20, 1);
+    let mut p = Pair::new(Config::default(), 1, 2, 3);
+    let got = p.transfer(&data, 1_000_000);
+    assert_eq!(got.len(), data.len());
+    assert!(got == data);
+    assert_eq!(p.a.close_reason(), Some(CloseReason::Done));
+    assert_eq!(p.b().close_reason(), Some(CloseReason::Done));
+    assert_eq!(p.a.stats().resends, 0);
+    assert_eq!(p.a.stats().bytes_acked, data.len() as u64);
+}
+
+#[test]
+fn lossy_transfer_across_the_sequence_wrap() {
+    let data = pattern(1 << 20, 2);
+    // Both initial sequence numbers just below the wrap.
+    let mut p = Pair::new(Config::default(), 65535, 65500, 65530);
+    p.delay = Dur::from_millis(10);
+    let mut rng = Rng::from_seed(7);
+    p.drop = Box::new(move |_, _, _| rng.next_u64() % 100 < 2);
+    let got = p.transfer(&data, 2_000_000);
+    assert!(got == data, "got {} of {} bytes", got.len(), data.len());
+    let s = p.a.stats();
+    assert!(s.resends > 0 && s.fast_resends > 0, "{s:?}");
+    assert!(s.packets_sent > 65536 - 65500, "the sequence numbers wrapped");
+    assert_eq!(p.a.close_reason(), Some(CloseReason::Done));
+}
+
+#[test]
+fn one_lost_packet_is_fast_resent_without_timeout() {
+    let data = pattern(200 * 1400, 3);
+    let mut p = Pair::new(Config::default(), 5, 65000, 6);
+    // Lose the 40th DATA packet a sends, once.
+    let mut seen = 0;
+    p.drop = Box::new(move |to_b, pk, _| {
+        if to_b && pk.header.ty == PacketType::Data {
+            seen += 1;
+            return seen == 40;
+        }
+        false
+    });
+    let got = p.transfer(&data, 1_000_000);
+    assert!(got == data);
+    let s = p.a.stats();
+    assert_eq!(s.fast_resends, 1, "{s:?}");
+    assert_eq!(s.timeouts, 0, "{s:?}");
+    assert!(p.b().stats().reordered > 0);
+}
+
+#[test]
+fn a_silent_link_times_out_then_recovers() {
+    let data = pattern(100 * 1400, 4);
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    // Everything a sends between its 20th and 60th datagram is lost.
+    p.drop = Box::new(|to_b, _, _| to_b && false);
+    let mut count = 0u64;
+    p.drop = Box::new(move |to_b, _, _| {
+        if to_b {
+            count += 1;
+            return (20..60).contains(&count);
+        }
+        false
+    });
+    let got = p.transfer(&data, 1_000_000);
+    assert!(got == data);
+    let s = p.a.stats();
+    assert!(s.timeouts >= 1, "{s:?}");
+    assert!(s.rto >= Dur::from_millis(500));
+}
+
+#[test]
+fn reordering_is_repaired_and_sacked() {
+    let data = pattern(300 * 1400, 5);
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    p.keep_log = true;
+    // Every 7th packet from a is delayed by 30 ms more than the rest.
+    let got = {
+        let mut k = 0u64;
+        p.drop = Box::new(move |_, _, _| false);
+        let _ = &mut k;
+        // Implement reordering by a larger delay for some packets: swap
+        // the link delay around each flush.
+        let mut got = Vec::new();
+        let mut off = 0;
+        let mut buf = vec![0u8; 1 << 16];
+        for i in 0..200_000u64 {
+            if off < data.len() {
+                off += p.a.send(&data[off..]);
+            } else {
+                p.a.close();
+            }
+            p.delay = if i % 7 == 3 { Dur::from_millis(30) } else { Dur::from_millis(5) };
+            if let Some(b) = p.b.as_mut() {
+                loop {
+                    let n = b.recv(&mut buf);
+                    if n == 0 {
+                        break;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                if b.peer_finished() {
+                    b.close();
+                }
+            }
+            if p.a.is_closed() && p.b.as_ref().is_some_and(|b| b.is_closed()) {
+                break;
+            }
+            if !p.step() {
+                break;
+            }
+        }
+        got
+    };
+    assert!(got == data);
+    assert!(p.b().stats().reordered > 0);
+    let sacks = p
+        .log
+        .iter()
+        .filter(|(to_b, d)| !*to_b && wire::parse(d).unwrap().sack.is_some())
+        .count();
+    assert!(sacks > 0, "the receiver sent selective acks");
+}
+
+#[test]
+fn reset_closes_the_peer() {
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    while p.a.state() != State::Connected {
+        p.step();
+    }
+    for _ in 0..5 {
+        p.step();
+    }
+    p.b().abort();
+    for _ in 0..5 {
+        p.step();
+    }
+    assert_eq!(p.a.close_reason(), Some(CloseReason::Reset));
+    assert!(events(&mut p.a).contains(&Event::Reset));
+}
+
+#[test]
+fn zero_window_is_probed_and_reopens() {
+    let cfg = Config {
+        recv_buffer: 8 * 1400,
+        ..Config::default()
+    };
+    let data = pattern(40 * 1400, 6);
+    let mut p = Pair::new(cfg, 5, 65530, 6);
+    // b does not read for a while: a fills the window and stalls.
+    for _ in 0..2000 {
+        p.a.send(&data[..p.a.send_space().min(data.len())]);
+        if !p.step() || p.now > Time::from_nanos(20_000_000_000) {
+            break;
+        }
+    }
+    let b = p.b.as_ref().unwrap();
+    assert_eq!(b.recv_ready(), 8 * 1400, "b holds exactly its window");
+    assert_eq!(p.a.peer_window(), 0);
+    assert!(p.a.stats().window_probes > 0, "{:?}", p.a.stats());
+    assert!(p.a.state() == State::Connected, "probes keep the connection alive");
+    // Now b reads; the window reopens and the rest flows.
+    let mut p2 = p;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut got = 0;
+    for _ in 0..100_000 {
+        if let Some(b) = p2.b.as_mut() {
+            got += b.recv(&mut buf);
+        }
+        if p2.a.send_buffered() == 0 || !p2.step() {
+            break;
+        }
+    }
+    assert!(got > 8 * 1400);
+    assert_eq!(p2.a.send_buffered(), 0);
+}
+
+#[test]
+fn echoed_timestamp_difference_is_exact_and_wraps() {
+    let cfg = Config::default();
+    let mut a = Socket::connect(&cfg, 1, 1);
+    let syn = a.poll_transmit(Time::from_nanos(5_000)).unwrap();
+    let mut syn = syn.clone();
+    // The SYN claims a timestamp in our future: the difference wraps.
+    syn[4..8].copy_from_slice(&u32::MAX.to_be_bytes());
+    let p = wire::parse(&syn).unwrap();
+    let now = Time::from_nanos(10_000_000_000); // 10 s = 10 000 000 µs
+    let mut b = Socket::accept(&cfg, now, &p, 77).unwrap();
+    let st = b.poll_transmit(now).unwrap();
+    let h = wire::parse(&st).unwrap().header;
+    assert_eq!(h.timestamp_diff_us, 10_000_000u32.wrapping_sub(u32::MAX));
+    assert_eq!(h.timestamp_us, 10_000_000);
+}
+
+#[test]
+fn impossible_acks_are_ignored() {
+    let cfg = Config::default();
+    let mut p = Pair::new(cfg, 5, 1, 6);
+    while p.a.state() != State::Connected {
+        p.step();
+    }
+    let before = p.a.stats();
+    // An ack of a packet never sent.
+    let h = wire::Header {
+        ty: PacketType::State,
+        conn_id: 5,
+        timestamp_us: 1,
+        timestamp_diff_us: 1,
+        wnd_size: 0,
+        seq_nr: 6,
+        ack_nr: 400,
+    };
+    let mut d = Vec::new();
+    wire::write(&h, &[], &[], &mut d);
+    p.a.handle_datagram(p.now, &d).unwrap();
+    assert_eq!(p.a.stats().invalid, before.invalid + 1);
+    assert_eq!(p.a.peer_window(), before.peer_window, "nothing was taken from it");
+}
+
+#[test]
+fn listener_demultiplexes_and_resets_strays() {
+    let cfg = Config {
+        max_connections: 3,
+        ..Config::default()
+    };
+    let mut server: Listener<u32> = Listener::new(cfg.clone(), 1);
+    let mut client: Listener<u32> = Listener::new(cfg, 2);
+    let now = Time::from_nanos(1_000_000);
+    let ids: Vec<ConnId> = (0..3).map(|_| client.connect(0).unwrap()).collect();
+    assert!(client.connect(0).is_none(), "bounded");
+    while let Some((to, d)) = client.poll_transmit(now) {
+        assert_eq!(to, 0);
+        server.handle_datagram(now, 9, &d).unwrap();
+    }
+    assert_eq!(server.connection_count(), 3);
+    let accepted: Vec<_> = std::iter::from_fn(|| server.poll_accept()).collect();
+    assert_eq!(accepted.len(), 3);
+    while let Some((to, d)) = server.poll_transmit(now) {
+        assert_eq!(to, 9);
+        client.handle_datagram(now, 0, &d).unwrap();
+    }
+    for id in &ids {
+        assert_eq!(client.socket(*id).unwrap().state(), State::Connected);
+    }
+    // A fourth SYN from elsewhere is refused.
+    let mut other: Listener<u32> = Listener::new(Config::default(), 3);
+    other.connect(0).unwrap();
+    let (_, syn) = other.poll_transmit(now).unwrap();
+    server.handle_datagram(now, 10, &syn).unwrap();
+    assert_eq!(server.stats().refused, 1);
+    // A DATA packet for no connection gets a RESET.
+    let h = wire::Header {
+        ty: PacketType::Data,
+        conn_id: 4242,
+        timestamp_us: 0,
+        timestamp_diff_us: 0,
+        wnd_size: 0,
+        seq_nr: 17,
+        ack_nr: 0,
+    };
+    let mut d = Vec::new();
+    wire::write(&h, &[], b"x", &mut d);
+    server.handle_datagram(now, 11, &d).unwrap();
+    let (to, r) = server.poll_transmit(now).unwrap();
+    assert_eq!(to, 11);
+    let r = wire::parse(&r).unwrap().header;
+    assert_eq!((r.ty, r.conn_id, r.ack_nr), (PacketType::Reset, 4242, 17));
+    // Garbage is counted.
+    assert!(server.handle_datagram(now, 11, &[1, 2, 3]).is_err());
+    assert_eq!(server.stats().bad_datagrams, 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// A listener with live connections, fed arbitrary datagrams (some with
+    /// a valid header for a live connection), never panics and keeps its
+    /// buffers within the configured bounds.
+    #[test]
+    fn listener_fed_garbage_stays_bounded(
+        dgs in proptest::collection::vec(
+            (any::<bool>(), any::<u8>(), any::<u16>(), any::<u16>(), any::<u32>(),
+             proptest::collection::vec(any::<u8>(), 0..60), 0u64..300_000), 0..200)
+    ) {
+        let cfg = Config { recv_buffer: 16 * 1400, send_buffer: 16 * 1400, max_connections: 8, ..Config::default() };
+        let mut l: Listener<u8> = Listener::new(cfg.clone(), 9);
+        let mut now = Time::from_nanos(1);
+        let c = l.connect(1).unwrap();
+        let recv_id = l.socket(c).unwrap().recv_id();
+        for (valid, ty, seq, ack, wnd, body, dt) in dgs {
+            now += Dur::from_micros(dt);
+            let d = if valid {
+                let h = wire::Header {
+                    ty: PacketType::from_nibble(ty % 5).unwrap(),
+                    conn_id: if ty & 0x80 != 0 { recv_id } else { seq },
+                    timestamp_us: wnd.rotate_left(7),
+                    timestamp_diff_us: wnd,
+                    wnd_size: wnd % 100_000,
+                    seq_nr: seq,
+                    ack_nr: ack,
+                };
+                let mut d = Vec::new();
+                let sack = if ty & 0x40 != 0 { &body[..body.len().min(8)] } else { &[][..] };
+                wire::write(&h, sack, &body, &mut d);
+                d
+            } else {
+                body
+            };
+            let _ = l.handle_datagram(now, ty % 3, &d);
+            if let Some(s) = l.socket_mut(c) {
+                s.send(&[7u8; 3000]);
+                let mut buf = [0u8; 512];
+                s.recv(&mut buf);
+            }
+            if l.poll_timeout().is_some_and(|t| t <= now) {
+                l.handle_timeout(now);
+            }
+            let mut n = 0;
+            while let Some((_, out)) = l.poll_transmit(now) {
+                prop_assert!(wire::parse(&out).is_ok());
+                n += 1;
+                prop_assert!(n < 10_000);
+            }
+            while l.poll_event().is_some() {}
+            prop_assert!(l.connection_count() <= cfg.max_connections);
+            for id in l.ids().collect::<Vec<_>>() {
+                let (_, bytes) = l.socket(id).unwrap().buffered();
+                prop_assert!(bytes <= cfg.recv_buffer + cfg.send_buffer);
+            }
+        }
+    }
+}
