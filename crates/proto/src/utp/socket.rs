@@ -414,7 +414,10 @@ impl Socket {
         let front_ty = front.ty;
         self.timeouts += 1;
         self.stats.timeouts += 1;
-        if front.transmissions > limit {
+        // Consecutive timeouts without a valid packet from the peer (a
+        // valid packet resets the count, as in libtorrent `incoming_packet`):
+        // a peer that answers zero-window probes stays alive.
+        if self.timeouts > limit {
             // libtorrent `tick`: a FIN nobody acknowledges after the peer
             // finished its side ends the connection normally.
             let why = if front_ty == PacketType::Fin && self.peer_finished {

@@ -7,7 +7,16 @@ use crate::time::{Dur, Time};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
-type DropFn = Box<dyn FnMut(bool, &wire::Packet<'_>, u64) -> bool>;
+/// Per packet (to_b, packet, now): `None` loses it, `Some(extra)` delivers
+/// it `extra` later than the link delay.
+type DropFn = Box<dyn FnMut(bool, &wire::Packet<'_>, Time) -> Option<Dur>>;
+
+fn keep() -> DropFn {
+    Box::new(|_, _, _| Some(Dur::ZERO))
+}
+fn lose_if(mut f: impl FnMut(bool, &wire::Packet<'_>, Time) -> bool + 'static) -> DropFn {
+    Box::new(move |a, p, t| (!f(a, p, t)).then_some(Dur::ZERO))
+}
 
 /// `a` initiates; `b` is created from the first SYN that arrives.
 struct Pair {
@@ -39,7 +48,7 @@ impl Pair {
             delay: Dur::from_millis(5),
             wire: BTreeMap::new(),
             order: 0,
-            drop: Box::new(|_, _, _| false),
+            drop: keep(),
             sent_from_a: 0,
             log: Vec::new(),
             keep_log: false,
@@ -72,10 +81,10 @@ impl Pair {
         if self.keep_log {
             self.log.push((to_b, d.clone()));
         }
-        if (self.drop)(to_b, &p, self.order) {
-            return;
+        if let Some(extra) = (self.drop)(to_b, &p, self.now) {
+            self.wire
+                .insert((self.now + self.delay + extra, self.order), (to_b, d));
         }
-        self.wire.insert((self.now + self.delay, self.order), (to_b, d));
     }
 
     /// Advances to the next event; false when nothing is left to happen.
@@ -214,14 +223,18 @@ fn handshake_ids_and_sequence_numbers() {
 fn retransmitted_syn_is_answered_again() {
     let mut p = Pair::new(Config::default(), 9, 100, 200);
     // Lose b's first STATE: a resends the SYN after its RTO.
-    p.drop = Box::new(|to_b, pk, _| !to_b && pk.header.ty == PacketType::State && pk.header.ack_nr == 100 && pk.header.seq_nr == 200 && pk.payload.is_empty() && pk.sack.is_none() && pk.header.timestamp_diff_us < 5_000_000 && pk.header.wnd_size > 0 && pk.header.conn_id == 9 && pk.header.timestamp_us % 2 == 0 || (!to_b && pk.header.ty == PacketType::State && pk.header.ack_nr == 100 && pk.header.seq_nr == 200 && pk.header.timestamp_us % 2 == 1));
+    let mut states = 0;
+    p.drop = lose_if(move |to_b, pk, _| {
+        if !to_b && pk.header.ty == PacketType::State {
+            states += 1;
+            return states == 1;
+        }
+        false
+    });
     let mut n = 0;
     while p.a.state() == State::SynSent && n < 100 {
         p.step();
         n += 1;
-        if p.a.stats().timeouts > 0 {
-            p.drop = Box::new(|_, _, _| false);
-        }
     }
     assert_eq!(p.a.state(), State::Connected);
     assert!(p.a.stats().timeouts >= 1);
@@ -247,7 +260,7 @@ fn lossy_transfer_across_the_sequence_wrap() {
     let mut p = Pair::new(Config::default(), 65535, 65500, 65530);
     p.delay = Dur::from_millis(10);
     let mut rng = Rng::from_seed(7);
-    p.drop = Box::new(move |_, _, _| rng.next_u64() % 100 < 2);
+    p.drop = lose_if(move |_, _, _| rng.next_u64() % 100 < 2);
     let got = p.transfer(&data, 2_000_000);
     assert!(got == data, "got {} of {} bytes", got.len(), data.len());
     let s = p.a.stats();
@@ -262,7 +275,7 @@ fn one_lost_packet_is_fast_resent_without_timeout() {
     let mut p = Pair::new(Config::default(), 5, 65000, 6);
     // Lose the 40th DATA packet a sends, once.
     let mut seen = 0;
-    p.drop = Box::new(move |to_b, pk, _| {
+    p.drop = lose_if(move |to_b, pk, _| {
         if to_b && pk.header.ty == PacketType::Data {
             seen += 1;
             return seen == 40;
@@ -281,15 +294,17 @@ fn one_lost_packet_is_fast_resent_without_timeout() {
 fn a_silent_link_times_out_then_recovers() {
     let data = pattern(100 * 1400, 4);
     let mut p = Pair::new(Config::default(), 5, 1, 6);
-    // Everything a sends between its 20th and 60th datagram is lost.
-    p.drop = Box::new(|to_b, _, _| to_b && false);
+    // Everything a sends during 1.2 s, starting with its 20th datagram, is lost.
     let mut count = 0u64;
-    p.drop = Box::new(move |to_b, _, _| {
+    let mut from: Option<Time> = None;
+    p.drop = lose_if(move |to_b, _, now| {
         if to_b {
             count += 1;
-            return (20..60).contains(&count);
+            if count == 20 {
+                from = Some(now);
+            }
         }
-        false
+        to_b && from.is_some_and(|f| now < f + Dur::from_millis(1200))
     });
     let got = p.transfer(&data, 1_000_000);
     assert!(got == data);
@@ -303,44 +318,18 @@ fn reordering_is_repaired_and_sacked() {
     let data = pattern(300 * 1400, 5);
     let mut p = Pair::new(Config::default(), 5, 1, 6);
     p.keep_log = true;
-    // Every 7th packet from a is delayed by 30 ms more than the rest.
-    let got = {
-        let mut k = 0u64;
-        p.drop = Box::new(move |_, _, _| false);
-        let _ = &mut k;
-        // Implement reordering by a larger delay for some packets: swap
-        // the link delay around each flush.
-        let mut got = Vec::new();
-        let mut off = 0;
-        let mut buf = vec![0u8; 1 << 16];
-        for i in 0..200_000u64 {
-            if off < data.len() {
-                off += p.a.send(&data[off..]);
-            } else {
-                p.a.close();
-            }
-            p.delay = if i % 7 == 3 { Dur::from_millis(30) } else { Dur::from_millis(5) };
-            if let Some(b) = p.b.as_mut() {
-                loop {
-                    let n = b.recv(&mut buf);
-                    if n == 0 {
-                        break;
-                    }
-                    got.extend_from_slice(&buf[..n]);
-                }
-                if b.peer_finished() {
-                    b.close();
-                }
-            }
-            if p.a.is_closed() && p.b.as_ref().is_some_and(|b| b.is_closed()) {
-                break;
-            }
-            if !p.step() {
-                break;
+    // Every 7th DATA packet from a arrives 30 ms later than the others.
+    let mut k = 0u64;
+    p.drop = Box::new(move |to_b, pk, _| {
+        if to_b && pk.header.ty == PacketType::Data {
+            k += 1;
+            if k % 7 == 3 {
+                return Some(Dur::from_millis(30));
             }
         }
-        got
-    };
+        Some(Dur::ZERO)
+    });
+    let got = p.transfer(&data, 1_000_000);
     assert!(got == data);
     assert!(p.b().stats().reordered > 0);
     let sacks = p
