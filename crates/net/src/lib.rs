@@ -37,6 +37,7 @@ pub mod socks;
 mod stream;
 pub mod testbed;
 mod udp;
+pub mod utp;
 
 pub use crate::core::{CircuitSnapshot, Snapshot};
 pub use daemon::{spawn_proxy, spawn_relay, Handle, StartError};

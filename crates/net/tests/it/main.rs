@@ -18,3 +18,4 @@ mod reload;
 mod shutdown;
 mod socks;
 mod transfer;
+mod utp;

@@ -254,7 +254,10 @@ impl<A: Copy + Ord> Listener<A> {
     }
 
     pub fn poll_timeout(&self) -> Option<Time> {
-        self.conns.values().filter_map(|e| e.sock.poll_timeout()).min()
+        self.conns
+            .values()
+            .filter_map(|e| e.sock.poll_timeout())
+            .min()
     }
 
     pub fn handle_timeout(&mut self, now: Time) {

@@ -505,7 +505,11 @@ impl Socket {
             timestamp_diff_us: self.reply_micro,
             wnd_size: wnd,
             seq_nr,
-            ack_nr: if self.state == State::SynSent { 0 } else { ack_nr },
+            ack_nr: if self.state == State::SynSent {
+                0
+            } else {
+                ack_nr
+            },
         }
     }
 
@@ -840,9 +844,7 @@ impl Socket {
             self.acked_seq = h.ack_nr;
             self.dup_acks = 0;
             progress = true;
-        } else if h.ack_nr == self.acked_seq
-            && h.ty == PacketType::State
-            && !self.outbuf.is_empty()
+        } else if h.ack_nr == self.acked_seq && h.ty == PacketType::State && !self.outbuf.is_empty()
         {
             // libtorrent counts only STATE packets as duplicate acks: a
             // stream of DATA says nothing about our losses.

@@ -182,7 +182,11 @@ fn handshake_ids_and_sequence_numbers() {
     while p.b.is_none() || p.a.state() == State::SynSent {
         assert!(p.step());
     }
-    let pk: Vec<_> = p.log.iter().map(|(a, d)| (*a, wire::parse(d).unwrap().header)).collect();
+    let pk: Vec<_> = p
+        .log
+        .iter()
+        .map(|(a, d)| (*a, wire::parse(d).unwrap().header))
+        .collect();
     let (from_a, syn) = pk[0];
     assert!(from_a);
     assert_eq!(syn.ty, PacketType::Syn);
@@ -204,10 +208,22 @@ fn handshake_ids_and_sequence_numbers() {
     p.b().send(b"world");
     p.log.clear();
     p.flush();
-    let pk: Vec<_> = p.log.iter().map(|(a, d)| (*a, wire::parse(d).unwrap().header)).collect();
-    let da = pk.iter().find(|(a, h)| *a && h.ty == PacketType::Data).unwrap().1;
+    let pk: Vec<_> = p
+        .log
+        .iter()
+        .map(|(a, d)| (*a, wire::parse(d).unwrap().header))
+        .collect();
+    let da = pk
+        .iter()
+        .find(|(a, h)| *a && h.ty == PacketType::Data)
+        .unwrap()
+        .1;
     assert_eq!((da.conn_id, da.seq_nr, da.ack_nr), (1001, 501, 6999));
-    let db = pk.iter().find(|(a, h)| !*a && h.ty == PacketType::Data).unwrap().1;
+    let db = pk
+        .iter()
+        .find(|(a, h)| !*a && h.ty == PacketType::Data)
+        .unwrap()
+        .1;
     assert_eq!((db.conn_id, db.seq_nr, db.ack_nr), (1000, 7000, 500));
     for _ in 0..10 {
         p.step();
@@ -265,7 +281,10 @@ fn lossy_transfer_across_the_sequence_wrap() {
     assert!(got == data, "got {} of {} bytes", got.len(), data.len());
     let s = p.a.stats();
     assert!(s.resends > 0 && s.fast_resends > 0, "{s:?}");
-    assert!(s.packets_sent > 65536 - 65500, "the sequence numbers wrapped");
+    assert!(
+        s.packets_sent > 65536 - 65500,
+        "the sequence numbers wrapped"
+    );
     assert_eq!(p.a.close_reason(), Some(CloseReason::Done));
 }
 
@@ -376,7 +395,10 @@ fn zero_window_is_probed_and_reopens() {
     assert_eq!(b.recv_ready(), 8 * 1400, "b holds exactly its window");
     assert_eq!(p.a.peer_window(), 0);
     assert!(p.a.stats().window_probes > 0, "{:?}", p.a.stats());
-    assert!(p.a.state() == State::Connected, "probes keep the connection alive");
+    assert!(
+        p.a.state() == State::Connected,
+        "probes keep the connection alive"
+    );
     // Now b reads; the window reopens and the rest flows.
     let mut p2 = p;
     let mut buf = vec![0u8; 1 << 16];
@@ -432,7 +454,11 @@ fn impossible_acks_are_ignored() {
     wire::write(&h, &[], &[], &mut d);
     p.a.handle_datagram(p.now, &d).unwrap();
     assert_eq!(p.a.stats().invalid, before.invalid + 1);
-    assert_eq!(p.a.peer_window(), before.peer_window, "nothing was taken from it");
+    assert_eq!(
+        p.a.peer_window(),
+        before.peer_window,
+        "nothing was taken from it"
+    );
 }
 
 #[test]
