@@ -14,6 +14,7 @@ mod otcp;
 mod reproduce;
 mod run;
 mod sweep;
+mod utp;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -200,6 +201,12 @@ enum Cmd {
         #[command(subcommand)]
         otcp: otcp::OtcpCmd,
     },
+    /// A bulk µTP (BEP 29) transfer: `recv --listen ADDR`, `send --to ADDR --bytes N` (with
+    /// `--delay/--loss/--rate` emulated on what this process sends, `--json` for a summary line).
+    Utp {
+        #[command(subcommand)]
+        utp: utp::UtpCmd,
+    },
     /// The directory authority's key, which signs the directory (`hopwise authority keygen --out FILE`).
     Authority {
         #[command(subcommand)]
@@ -327,6 +334,7 @@ fn main() -> ExitCode {
         Cmd::Directory { cmd } => directory::directory(cmd),
         Cmd::BenchRelay { size, mode, runs } => net::bench_relay(&size, &mode, runs),
         Cmd::Otcp { otcp } => otcp::run(otcp),
+        Cmd::Utp { utp } => utp::run(utp),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),
         Cmd::Sweep {

@@ -14,3 +14,4 @@ mod ops_cli;
 mod report_html;
 mod sim_capture;
 mod sweep_cli;
+mod utp_cli;
