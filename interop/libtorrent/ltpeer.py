@@ -46,6 +46,8 @@ except ImportError as e:  # pragma: no cover - depends on the machine
 # include/libtorrent/peer_info.hpp); the Python bindings do not export it
 # by name.
 UTP_SOCKET = getattr(lt.peer_info, "utp_socket", 1 << 17)
+# Bits 6 (handshake) and 7 (connecting) of the same field: not connected yet.
+NOT_YET = (1 << 6) | (1 << 7)
 POLL_S = 0.1
 
 
@@ -113,7 +115,7 @@ class Peers:
         self.now = 0
 
     def poll(self, h):
-        infos = h.get_peer_info()
+        infos = [p for p in h.get_peer_info() if not int(p.flags) & NOT_YET]
         self.now = len(infos)
         for p in infos:
             addr = f"{p.ip[0]}:{p.ip[1]}"
