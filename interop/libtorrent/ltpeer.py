@@ -49,6 +49,12 @@ UTP_SOCKET = getattr(lt.peer_info, "utp_socket", 1 << 17)
 # Bits 6 (handshake) and 7 (connecting) of the same field: not connected yet.
 NOT_YET = (1 << 6) | (1 << 7)
 POLL_S = 0.1
+# Until a peer answers, the leecher dials it again this often.
+REDIAL_S = 2.0
+
+
+def now_s():
+    return time.monotonic()
 
 
 def fail(msg, code=1):
@@ -241,6 +247,7 @@ def cmd_leech(a):
     h.connect_peer(a.peer)
     peers, errors, hashfails = Peers(), [], []
     start = time.monotonic()
+    last_dial = start
     ever_connected = False
     last_report = start
     total = ti.total_size()
@@ -251,6 +258,10 @@ def cmd_leech(a):
             fail("libtorrent: " + "; ".join(errors))
         peers.poll(h)
         ever_connected = ever_connected or peers.now > 0
+        if not ever_connected and now_s() - last_dial >= REDIAL_S:
+            # The peer may not have been listening yet: dial again.
+            last_dial = now_s()
+            h.connect_peer(a.peer)
         st = h.status()
         now = time.monotonic()
         elapsed = now - start

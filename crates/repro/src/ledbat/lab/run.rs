@@ -299,6 +299,7 @@ pub fn run_case(
     let logs = out.join("logs");
     std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
     let slug: String = name
+        .replace('µ', "u")
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == ' ')
         .collect::<String>()
