@@ -6,6 +6,7 @@ use hopwise_experiment::{Opts, Reproduction};
 use hopwise_lab::Buffer;
 use hopwise_repro::backtap::hops;
 use hopwise_repro::backtap::lab as backtap;
+use hopwise_repro::ledbat::lab as utp_lab;
 use hopwise_repro::otcp::lab as otcp;
 use hopwise_repro::overlay_ack::lab as overlay_ack;
 use hopwise_repro::pendulum::lab_acks::{self as acks, LabAckCompression};
@@ -144,6 +145,33 @@ pub enum LabCmd {
         /// Circuits (one hopwise proxy and one download each) over the same three relays, 1 to 50.
         #[arg(long, default_value_t = 1)]
         circuits: usize,
+    },
+    /// Seed 003 on real stacks: hopwise's µTP (`hopwise utp send|recv`) and libtorrent's (interop/libtorrent)
+    /// alone and beside one kernel CUBIC flow at a 10 Mbit/s, 100-packet bottleneck with a 25 ms one-way base
+    /// delay: utilisation, queueing delay, each flow's share (real time: 4 × 63 s, 4 × 23 s with --quick; needs
+    /// root and, for the libtorrent cases, interop/libtorrent/setup.sh's venv).
+    Utp {
+        /// 20 s per case instead of 60 s.
+        #[arg(long)]
+        quick: bool,
+        /// Seconds per case (overrides --quick).
+        #[arg(long)]
+        secs: Option<u64>,
+        /// Output directory (the processes' logs and JSON summaries go into DIR/logs).
+        #[arg(long, default_value = "out/lab-utp")]
+        out: PathBuf,
+        /// Leave out the libtorrent cases.
+        #[arg(long)]
+        skip_libtorrent: bool,
+        /// Leave out the hopwise cases.
+        #[arg(long)]
+        skip_hopwise: bool,
+        /// The libtorrent venv's python (default: $HOPWISE_LT_PYTHON, else .venv-libtorrent/bin/python).
+        #[arg(long)]
+        python: Option<PathBuf>,
+        /// The competing kernel TCP flow's congestion control.
+        #[arg(long, default_value = "cubic")]
+        cc: String,
     },
     /// Seed 001's Table 1 on kernel TCP: a transfer over the direct path (75.7 ms) and split into 2, 3 and 4
     /// hops through `hopwise otcp relay` processes, over links delayed (and made lossy) in user space, beside
@@ -411,6 +439,41 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             eprintln!("lab backtap: {about} ({} s per case)", plan.secs);
             drive(&lab, &plan, quick, out, "s")
         }
+        LabCmd::Utp {
+            quick,
+            secs,
+            out,
+            skip_libtorrent,
+            skip_hopwise,
+            python,
+            cc,
+        } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
+            let lab = utp_lab::LabUtp {
+                exe,
+                repo: repo_root(),
+            };
+            let defaults = hopwise_experiment::Reproduction::plan(&lab, quick, None);
+            let plan = utp_lab::Options {
+                secs: secs.unwrap_or(utp_lab::Options::secs_for(quick)),
+                python: python.unwrap_or(defaults.python.clone()),
+                cc,
+                hopwise: !skip_hopwise,
+                libtorrent: !skip_libtorrent,
+                ..defaults
+            };
+            plan.check()?;
+            hopwise_lab::topology::require()?;
+            crate::run::prepare_out(&out)?;
+            eprintln!(
+                "lab utp: {} ({} cases, {} s each)",
+                <utp_lab::LabUtp as Reproduction>::ABOUT,
+                plan.cases().len(),
+                plan.secs
+            );
+            drive(&lab, &plan, quick, out, "s")
+        }
         LabCmd::Otcp {
             quick,
             regimes,
@@ -593,5 +656,21 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             );
             drive(&LabPendulum, &plan, quick, out, "s")
         }
+    }
+}
+
+/// The repository root for the interop harness: the working directory if
+/// it has `interop/libtorrent`, else the source tree this binary was built
+/// from.
+fn repo_root() -> PathBuf {
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    if cwd.join("interop/libtorrent").is_dir() {
+        return cwd;
+    }
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    if src.join("interop/libtorrent").is_dir() {
+        src
+    } else {
+        cwd
     }
 }

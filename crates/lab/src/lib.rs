@@ -32,6 +32,8 @@
 //!   transfer timed apart;
 //! * [`capture`]: a packet socket on the router: what enters and leaves
 //!   each queue, hence occupancy and ACK bursts;
+//! * [`meter`]: bytes leaving an interface by protocol (UDP, TCP) in bins:
+//!   each flow's share of a bottleneck;
 //! * [`overlay`]: five hosts on a switch with one shaped port, running the
 //!   daemon (`hopwise relay`, `hopwise proxy`) as processes;
 //! * [`delay`]: a delay line in user space: propagation delay and random
@@ -43,6 +45,7 @@ pub mod cmd;
 pub mod delay;
 pub mod download;
 pub mod kstats;
+pub mod meter;
 pub mod netns;
 pub mod overlay;
 pub mod tc;

@@ -3,6 +3,8 @@
 
 mod cli_args;
 mod common;
+#[allow(clippy::disallowed_methods)]
+mod interop;
 mod lab_backtap;
 mod lab_hops;
 mod lab_otcp;

@@ -3,7 +3,11 @@
 //! its swarm study: LEDBAT, Vegas, LP and NICE against NewReno.
 //!
 //! * [`flow`]: `ledbat-flow`, flows at one bottleneck (§3-4);
-//! * [`swarm`]: `ledbat-swarm`, BitTorrent swarms uploading with each (§5).
+//! * [`swarm`]: `ledbat-swarm`, BitTorrent swarms uploading with each (§5);
+//! * `lab` (feature `lab`): `hopwise lab utp`, µTP on real sockets (hopwise's
+//!   and libtorrent's) alone and beside kernel CUBIC at a shaped bottleneck.
 
 pub mod flow;
+#[cfg(feature = "lab")]
+pub mod lab;
 pub mod swarm;
