@@ -274,7 +274,11 @@ enum Stage {
         left: u32,
     },
     /// Inside the payload of a message skipped ([`Msg::Unknown`]).
-    Skip { id: u8, len: u32, left: u32 },
+    Skip {
+        id: u8,
+        len: u32,
+        left: u32,
+    },
     Failed,
 }
 
