@@ -9,6 +9,7 @@
 //! * [`metainfo`]: bencode and single-file v1 torrents, with the info-hash
 //!   taken over the raw bytes of the `info` dictionary.
 
+pub mod bencode;
 pub mod metainfo;
 pub mod wire;
 
