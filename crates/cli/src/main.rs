@@ -5,6 +5,7 @@
 // places that may).
 #![allow(clippy::disallowed_methods)]
 
+mod bt;
 mod directory;
 mod lab;
 mod logging;
@@ -200,6 +201,12 @@ enum Cmd {
         #[command(subcommand)]
         otcp: otcp::OtcpCmd,
     },
+    /// BitTorrent with one peer: `make` a single-file torrent, `seed` a file, `download`
+    /// a torrent with every piece SHA-1-checked (docs/bt.md).
+    Bt {
+        #[command(subcommand)]
+        bt: bt::BtCmd,
+    },
     /// The directory authority's key, which signs the directory (`hopwise authority keygen --out FILE`).
     Authority {
         #[command(subcommand)]
@@ -327,6 +334,7 @@ fn main() -> ExitCode {
         Cmd::Directory { cmd } => directory::directory(cmd),
         Cmd::BenchRelay { size, mode, runs } => net::bench_relay(&size, &mode, runs),
         Cmd::Otcp { otcp } => otcp::run(otcp),
+        Cmd::Bt { bt } => bt::run(bt),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),
         Cmd::Sweep {
