@@ -464,6 +464,8 @@ where
             () = tokio::time::sleep_until(deadline) => {
                 let waiting_for = if s.peer_id.is_none() {
                     "its handshake"
+                } else if !s.interested {
+                    "a piece we need (it announced none)"
                 } else if s.choked {
                     "an unchoke"
                 } else {
