@@ -283,7 +283,7 @@ impl Session<'_> {
         } else {
             0
         };
-        if begin % BLOCK != 0 || data.len() != want {
+        if !begin.is_multiple_of(BLOCK) || data.len() != want {
             return Err(self.err(format!(
                 "piece {index}: a block of {} B at offset {begin}, expected blocks of \
                  {BLOCK} B at multiples of {BLOCK} within the piece's {plen} B",

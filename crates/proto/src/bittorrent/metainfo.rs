@@ -178,7 +178,7 @@ impl Metainfo {
             })?;
         let length = length as u64;
         let want = length.div_ceil(piece_length as u64);
-        if pieces.len() % 20 != 0 || pieces.len() as u64 / 20 != want {
+        if !pieces.len().is_multiple_of(20) || pieces.len() as u64 / 20 != want {
             return Err(err(
                 "info.pieces",
                 pieces_at,
