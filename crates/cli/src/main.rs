@@ -5,6 +5,7 @@
 // places that may).
 #![allow(clippy::disallowed_methods)]
 
+mod bt;
 mod directory;
 mod lab;
 mod logging;
@@ -207,6 +208,12 @@ enum Cmd {
         #[command(subcommand)]
         utp: utp::UtpCmd,
     },
+    /// BitTorrent with one peer: `make` a single-file torrent, `seed` a file, `download`
+    /// a torrent with every piece SHA-1-checked (docs/bt.md).
+    Bt {
+        #[command(subcommand)]
+        bt: bt::BtCmd,
+    },
     /// The directory authority's key, which signs the directory (`hopwise authority keygen --out FILE`).
     Authority {
         #[command(subcommand)]
@@ -335,6 +342,7 @@ fn main() -> ExitCode {
         Cmd::BenchRelay { size, mode, runs } => net::bench_relay(&size, &mode, runs),
         Cmd::Otcp { otcp } => otcp::run(otcp),
         Cmd::Utp { utp } => utp::run(utp),
+        Cmd::Bt { bt } => bt::run(bt),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),
         Cmd::Sweep {

@@ -68,34 +68,44 @@ fn parse_loss(s: &str) -> Result<f64> {
 
 impl Common {
     fn options(&self) -> Result<UtpOptions> {
-        let mut emu = Emulation::default();
-        let mut any = false;
-        if let Some(d) = &self.delay {
-            let d = parse_duration(d).map_err(|e| anyhow!("--delay: {e}"))?;
-            emu.delay = Duration::from_nanos(d.as_nanos());
-            any = true;
-        }
-        if let Some(l) = &self.loss {
-            emu.loss = parse_loss(l)?;
-            any = true;
-        }
-        if let Some(r) = &self.rate {
-            let r = parse_rate(r).map_err(|e| anyhow!("--rate: {e}"))?;
-            emu.rate = Some(r.bytes_per_sec() as u64);
-            any = true;
-        }
-        // The loss process's seed: any value; the process id keeps two
-        // processes on one host from losing in lockstep.
-        emu.seed = 0x5eed_0000 ^ u64::from(std::process::id());
-        Ok(UtpOptions {
-            emulation: if any {
-                vec![(PeerSel::All, emu)]
-            } else {
-                Vec::new()
-            },
-            ..UtpOptions::default()
-        })
+        options(
+            self.delay.as_deref(),
+            self.loss.as_deref(),
+            self.rate.as_deref(),
+        )
     }
+}
+
+/// The driver's options with `--delay`, `--loss` and `--rate` (each
+/// optional) emulated on what this process sends; `hopwise bt` uses them too.
+pub fn options(delay: Option<&str>, loss: Option<&str>, rate: Option<&str>) -> Result<UtpOptions> {
+    let mut emu = Emulation::default();
+    let mut any = false;
+    if let Some(d) = delay {
+        let d = parse_duration(d).map_err(|e| anyhow!("--delay: {e}"))?;
+        emu.delay = Duration::from_nanos(d.as_nanos());
+        any = true;
+    }
+    if let Some(l) = loss {
+        emu.loss = parse_loss(l)?;
+        any = true;
+    }
+    if let Some(r) = rate {
+        let r = parse_rate(r).map_err(|e| anyhow!("--rate: {e}"))?;
+        emu.rate = Some(r.bytes_per_sec() as u64);
+        any = true;
+    }
+    // The loss process's seed: any value; the process id keeps two
+    // processes on one host from losing in lockstep.
+    emu.seed = 0x5eed_0000 ^ u64::from(std::process::id());
+    Ok(UtpOptions {
+        emulation: if any {
+            vec![(PeerSel::All, emu)]
+        } else {
+            Vec::new()
+        },
+        ..UtpOptions::default()
+    })
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

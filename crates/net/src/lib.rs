@@ -14,13 +14,18 @@
 //!   directory authority's key and signature ([`authority`]), the
 //!   link emulator ([`emu`]), Prometheus metrics ([`metrics`]), reloading a
 //!   relay's configuration ([`reload`]), and a local
-//!   three-relay overlay for the quick start and the tests ([`testbed`]).
+//!   three-relay overlay for the quick start and the tests ([`testbed`]);
+//! * [`bt`]: `hopwise bt`, a one-peer BitTorrent client and seeder over any
+//!   byte stream; the exception to the rule above, its small session logic
+//!   (interest, requests, piece checks) lives there, with the codec and the
+//!   metainfo in `hopwise_proto::bittorrent`.
 //!
 //! `docs/relay.md` is the operator's guide. tokio appears in no crate below
 //! this one.
 
 mod accept;
 pub mod authority;
+pub mod bt;
 pub mod check;
 pub mod clock;
 pub mod config;

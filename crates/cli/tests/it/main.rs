@@ -1,6 +1,7 @@
 //! The integration tests of this crate, one test binary (one link step
 //! instead of one per file): a module per area.
 
+mod bt_cli;
 mod cli_args;
 mod common;
 #[allow(clippy::disallowed_methods)]

@@ -3,6 +3,7 @@
 
 #[allow(clippy::disallowed_methods)]
 mod bandwidth;
+mod bt;
 mod common;
 mod config_errors;
 mod config_props;

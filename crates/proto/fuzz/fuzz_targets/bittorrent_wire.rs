@@ -1,9 +1,11 @@
 //! Any bytes on a BitTorrent peer connection, in any chunking: the decoder
 //! must not panic, must refuse everything after an error, and must decode
-//! the same events whether the bytes come at once or split in two.
+//! the same events whether the bytes come at once or split in two. A reader
+//! that keeps blocks reports the same messages, each piece with as many
+//! bytes as the length-only reader counts.
 #![no_main]
 
-use hopwise_proto::bittorrent::{Reader, WireError};
+use hopwise_proto::bittorrent::{Event, Msg, Reader, WireError, MAX_BLOCK};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -22,4 +24,24 @@ fuzz_target!(|data: &[u8]| {
     if ra.is_err() {
         assert_eq!(whole.push(&[0], &mut a), Err(WireError::Failed));
     }
+    let mut keep = Reader::with_handshake(None).keep_blocks();
+    let mut c = Vec::new();
+    let rc = keep
+        .push(&rest[..cut], &mut c)
+        .and_then(|()| keep.push(&rest[cut..], &mut c));
+    assert_eq!(ra.is_err(), rc.is_err());
+    assert_eq!(a.len(), c.len());
+    for (x, y) in a.iter().zip(&c) {
+        match (x, y) {
+            (
+                Event::Msg(Msg::Piece { index, begin, len }),
+                Event::Block { index: i, begin: g, data },
+            ) => {
+                assert_eq!((index, begin, *len as usize), (i, g, data.len()));
+                assert!(data.len() <= MAX_BLOCK as usize);
+            }
+            _ => assert_eq!(x, y),
+        }
+    }
+    assert_eq!(whole.block_bytes, keep.block_bytes);
 });

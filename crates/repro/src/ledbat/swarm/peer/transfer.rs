@@ -148,7 +148,8 @@ impl Peer {
                         self.on_block(cx, i, index, begin, len);
                     }
                 }
-                Event::Msg(_) => {}
+                // Data readers report lengths only (no `keep_blocks`).
+                Event::Msg(_) | Event::Block { .. } => {}
             }
         }
         if let Some(e) = err {

@@ -51,6 +51,8 @@ impl Peer {
             match ev {
                 Event::Handshake(h) => self.on_handshake(cx, i, h),
                 Event::Msg(m) => self.on_msg(cx, i, m),
+                // Control readers report lengths only (no `keep_blocks`).
+                Event::Block { .. } => {}
             }
         }
     }
@@ -90,7 +92,13 @@ impl Peer {
     pub(super) fn on_msg(&mut self, cx: &mut Cx<'_>, i: usize, m: Msg) {
         let n = self.cfg.pieces as usize;
         match m {
-            Msg::KeepAlive | Msg::Piece { .. } => {}
+            // The simulated peers send none of BEP 6's have all / have none
+            // and no message the codec skips.
+            Msg::KeepAlive
+            | Msg::Piece { .. }
+            | Msg::HaveAll
+            | Msg::HaveNone
+            | Msg::Unknown { .. } => {}
             Msg::Choke => {
                 // Requests it will not serve come back as rejects (BEP 6);
                 // the others were written before the choke and will arrive.

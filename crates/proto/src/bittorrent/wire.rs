@@ -5,15 +5,22 @@
 //!
 //! Source: BEP 3, "The BitTorrent Protocol Specification"
 //! (<https://www.bittorrent.org/beps/bep_0003.html>), section "peer
-//! protocol". Only what a swarm simulation needs is here: of the Fast
-//! Extension (BEP 6) only `reject request`, which lets a choke keep the
-//! requests it does not reject; no extension protocol (BEP 10), no DHT
-//! `port` message.
+//! protocol". Of the Fast Extension (BEP 6,
+//! <https://www.bittorrent.org/beps/bep_0006.html>) `reject request` (which
+//! lets a choke keep the requests it does not reject), `have all` and `have
+//! none` are decoded. Every other id is tolerated: the DHT's `port` (9,
+//! BEP 5), BEP 6's `suggest piece` (13) and `allowed fast` (17), the
+//! extension protocol (20, BEP 10) and ids nobody assigned come out as
+//! [`Msg::Unknown`], their payload skipped without being buffered.
 //!
-//! A `piece` message carries a block of file data. The decoder does not
-//! keep the block: it reports [`Msg::Piece`] with the block's length once
-//! every byte of it has arrived. [`Msg::encode`] likewise writes only the
-//! piece message's 13-byte header; the caller sends the block after it.
+//! A `piece` message carries a block of file data. By default the decoder
+//! does not keep the block: it reports [`Msg::Piece`] with the block's
+//! length once every byte of it has arrived (the simulator's mode: its
+//! blocks carry no data worth copying). A reader made with
+//! [`Reader::keep_blocks`] reports [`Event::Block`] with the bytes instead
+//! (the real client's mode). [`Msg::encode`] writes only the piece
+//! message's 13-byte header; the caller sends the block after it
+//! ([`encode_piece`] does both).
 
 use std::fmt;
 
@@ -28,6 +35,12 @@ pub const BLOCK: u32 = 1 << 14;
 pub const MAX_BLOCK: u32 = 1 << 17;
 /// The largest bitfield accepted: 2^23 pieces.
 pub const MAX_BITFIELD: u32 = 1 << 20;
+/// The largest payload of a message this decoder skips ([`Msg::Unknown`]).
+/// The payload is never buffered, so memory does not depend on it; the
+/// bound refuses a length prefix that is nonsense (hopwise's choice: an
+/// extension-protocol message, the largest kind in use, carries at most a
+/// 16 KiB metadata piece and a small dictionary, BEP 9).
+pub const MAX_IGNORED: u32 = 1 << 20;
 
 /// A peer wire message (BEP 3). Lengths in the comments are the
 /// length-prefix values.
@@ -57,6 +70,16 @@ pub enum Msg {
     /// id 16, length 13 (BEP 6, "Reject Request"): the request will not be
     /// served. With it, a choke no longer discards the requests implicitly.
     Reject { index: u32, begin: u32, len: u32 },
+    /// id 14, length 1 (BEP 6, "Have All"): the sender has every piece (in
+    /// place of a bitfield).
+    HaveAll,
+    /// id 15, length 1 (BEP 6, "Have None").
+    HaveNone,
+    /// A message this codec does not implement, its payload (`len` bytes
+    /// after the id) skipped: `port` (9), `suggest piece` (13), `allowed
+    /// fast` (17), `extended` (20) or an unassigned id. Only its header is
+    /// encoded, like a piece's.
+    Unknown { id: u8, len: u32 },
 }
 
 impl Msg {
@@ -74,6 +97,9 @@ impl Msg {
             Msg::Piece { .. } => 7,
             Msg::Cancel { .. } => 8,
             Msg::Reject { .. } => 16,
+            Msg::HaveAll => 14,
+            Msg::HaveNone => 15,
+            Msg::Unknown { id, .. } => *id,
         })
     }
 
@@ -81,16 +107,23 @@ impl Msg {
     pub fn wire_len(&self) -> usize {
         4 + match self {
             Msg::KeepAlive => 0,
-            Msg::Choke | Msg::Unchoke | Msg::Interested | Msg::NotInterested => 1,
+            Msg::Choke
+            | Msg::Unchoke
+            | Msg::Interested
+            | Msg::NotInterested
+            | Msg::HaveAll
+            | Msg::HaveNone => 1,
             Msg::Have(_) => 5,
             Msg::Bitfield(b) => 1 + b.len(),
             Msg::Request { .. } | Msg::Cancel { .. } | Msg::Reject { .. } => 13,
             Msg::Piece { len, .. } => 9 + *len as usize,
+            Msg::Unknown { len, .. } => 1 + *len as usize,
         }
     }
 
-    /// Appends the message to `out`; for [`Msg::Piece`] only the header
-    /// (the caller sends the `len` bytes of the block next).
+    /// Appends the message to `out`; for [`Msg::Piece`] and
+    /// [`Msg::Unknown`] only the header (the caller sends the `len` bytes
+    /// of the block or payload next).
     pub fn encode(&self, out: &mut Vec<u8>) {
         let body_len = (self.wire_len() - 4) as u32;
         out.extend_from_slice(&body_len.to_be_bytes());
@@ -113,6 +146,13 @@ impl Msg {
             _ => {}
         }
     }
+}
+
+/// Appends a whole piece message, header and block, to `out`.
+pub fn encode_piece(index: u32, begin: u32, block: &[u8], out: &mut Vec<u8>) {
+    let len = u32::try_from(block.len()).unwrap_or(u32::MAX);
+    Msg::Piece { index, begin, len }.encode(out);
+    out.extend_from_slice(block);
 }
 
 /// The reserved byte and bit that announce the Fast Extension (BEP 6:
@@ -173,8 +213,6 @@ pub enum WireError {
     Pstr,
     /// Handshake field `info_hash` names another torrent.
     InfoHash,
-    /// Message field `id` is not one this decoder knows.
-    UnknownId(u8),
     /// Message field `length` does not fit message `id`.
     Length { id: u8, len: u32 },
     /// A request, cancel or piece whose block length is zero or above
@@ -203,7 +241,6 @@ impl fmt::Display for WireError {
                     "handshake field `info_hash`: not the torrent served here"
                 )
             }
-            WireError::UnknownId(id) => write!(f, "message field `id`: unknown id {id}"),
             WireError::Length { id, len } => write!(
                 f,
                 "message field `length`: {len} does not fit message id {id}"
@@ -236,6 +273,12 @@ enum Stage {
         len: u32,
         left: u32,
     },
+    /// Inside the payload of a message skipped ([`Msg::Unknown`]).
+    Skip {
+        id: u8,
+        len: u32,
+        left: u32,
+    },
     Failed,
 }
 
@@ -249,6 +292,10 @@ pub struct Reader {
     /// Fast Extension's bit (a messages-only reader allows it).
     fast: bool,
     buf: Vec<u8>,
+    /// Whether piece messages deliver their block ([`Event::Block`]).
+    keep: bool,
+    /// The block being received, in that mode (at most [`MAX_BLOCK`]).
+    block: Vec<u8>,
     /// Block bytes received (the payload of piece messages).
     pub block_bytes: u64,
 }
@@ -258,6 +305,13 @@ pub struct Reader {
 pub enum Event {
     Handshake(Handshake),
     Msg(Msg),
+    /// A piece message with its block, from a reader made with
+    /// [`Reader::keep_blocks`] (which never reports [`Msg::Piece`]).
+    Block {
+        index: u32,
+        begin: u32,
+        data: Vec<u8>,
+    },
 }
 
 impl Reader {
@@ -269,8 +323,17 @@ impl Reader {
             info_hash,
             fast: false,
             buf: Vec::new(),
+            keep: false,
+            block: Vec::new(),
             block_bytes: 0,
         }
+    }
+
+    /// The same reader, but piece messages deliver their block as
+    /// [`Event::Block`] in place of [`Msg::Piece`].
+    pub fn keep_blocks(mut self) -> Reader {
+        self.keep = true;
+        self
     }
 
     /// A reader for messages only (the handshake was handled elsewhere).
@@ -300,12 +363,23 @@ impl Reader {
                     left,
                 } => {
                     let n = (left as usize).min(data.len());
+                    if self.keep {
+                        self.block.extend_from_slice(&data[..n]);
+                    }
                     data = &data[n..];
                     self.block_bytes += n as u64;
                     let left = left - n as u32;
                     if left == 0 {
                         self.stage = Stage::Messages;
-                        out.push(Event::Msg(Msg::Piece { index, begin, len }));
+                        out.push(if self.keep {
+                            Event::Block {
+                                index,
+                                begin,
+                                data: std::mem::take(&mut self.block),
+                            }
+                        } else {
+                            Event::Msg(Msg::Piece { index, begin, len })
+                        });
                     } else {
                         self.stage = Stage::Block {
                             index,
@@ -313,6 +387,17 @@ impl Reader {
                             len,
                             left,
                         };
+                    }
+                }
+                Stage::Skip { id, len, left } => {
+                    let n = (left as usize).min(data.len());
+                    data = &data[n..];
+                    let left = left - n as u32;
+                    if left == 0 {
+                        self.stage = Stage::Messages;
+                        out.push(Event::Msg(Msg::Unknown { id, len }));
+                    } else {
+                        self.stage = Stage::Skip { id, len, left };
                     }
                 }
                 Stage::Handshake => {
@@ -397,6 +482,8 @@ impl Reader {
             3 => Msg::NotInterested,
             4 => Msg::Have(u(5)),
             5 => Msg::Bitfield(b[5..].to_vec()),
+            14 => Msg::HaveAll,
+            15 => Msg::HaveNone,
             16 if !self.fast => return Err(WireError::NotFast),
             id @ (6 | 8 | 16) => {
                 let (index, begin, len) = (u(5), u(9), u(13));
@@ -417,9 +504,24 @@ impl Reader {
                     len: blen,
                     left: blen,
                 };
+                if self.keep {
+                    self.block = Vec::with_capacity(blen as usize);
+                }
                 return Ok(None);
             }
-            id => return Err(WireError::UnknownId(id)),
+            id => {
+                let plen = len - 1;
+                if plen == 0 {
+                    Msg::Unknown { id, len: 0 }
+                } else {
+                    self.stage = Stage::Skip {
+                        id,
+                        len: plen,
+                        left: plen,
+                    };
+                    return Ok(None);
+                }
+            }
         };
         Ok(Some(Event::Msg(msg)))
     }
@@ -441,6 +543,11 @@ fn header_len(id: u8, len: u32) -> Result<u32, WireError> {
         // encoder writes it.
         5 => (1..=1 + MAX_BITFIELD).contains(&len),
         6 | 8 | 16 => len == 13,
+        14 | 15 => len == 1,
+        // port (BEP 5): a 2-byte port number.
+        9 => len == 3,
+        // suggest piece, allowed fast (BEP 6): a piece index.
+        13 | 17 => len == 5,
         7 => {
             let blen = len.saturating_sub(9);
             if len > 9 && blen > MAX_BLOCK {
@@ -448,12 +555,17 @@ fn header_len(id: u8, len: u32) -> Result<u32, WireError> {
             }
             len > 9
         }
-        _ => return Err(WireError::UnknownId(id)),
+        _ => (1..=1 + MAX_IGNORED).contains(&len),
     };
     if !ok {
         return Err(WireError::Length { id, len });
     }
-    Ok(if id == 7 { 9 } else { len })
+    Ok(match id {
+        7 => 9,
+        0..=8 | 14..=16 => len,
+        // Skipped: only the id is read into the header buffer.
+        _ => 1,
+    })
 }
 
 /// Whether bit `i` of a bitfield is set (high bit first, BEP 3).
@@ -502,6 +614,12 @@ mod tests {
                 begin,
                 len
             }),
+            Just(Msg::HaveAll),
+            Just(Msg::HaveNone),
+            Just(Msg::Unknown { id: 9, len: 2 }),
+            prop_oneof![Just(13u8), Just(17)].prop_map(|id| Msg::Unknown { id, len: 4 }),
+            (prop_oneof![Just(20u8), 10..=12u8, 18..=255u8], 0..3000u32)
+                .prop_map(|(id, len)| Msg::Unknown { id, len }),
         ]
     }
 
@@ -510,8 +628,10 @@ mod tests {
         let mut v = h.map(|h| h.encode().to_vec()).unwrap_or_default();
         for m in msgs {
             m.encode(&mut v);
-            if let Msg::Piece { len, .. } = m {
-                v.extend(std::iter::repeat_n(0xAB, *len as usize));
+            match m {
+                Msg::Piece { len, .. } => v.extend(std::iter::repeat_n(0xAB, *len as usize)),
+                Msg::Unknown { len, .. } => v.extend(std::iter::repeat_n(0xCD, *len as usize)),
+                _ => {}
             }
         }
         v
@@ -523,10 +643,14 @@ mod tests {
         fn round_trip_any_chunking(
             msgs in proptest::collection::vec(msg(), 0..12),
             cuts in proptest::collection::vec(1usize..200, 0..40),
+            keep in any::<bool>(),
         ) {
             let h = Handshake { info_hash: [7; 20], peer_id: [9; 20], fast: true };
             let bytes = wire(Some(h), &msgs);
             let mut r = Reader::with_handshake(Some([7; 20]));
+            if keep {
+                r = r.keep_blocks();
+            }
             let mut out = Vec::new();
             let mut rest = &bytes[..];
             for c in cuts.iter().cycle().take(10_000) {
@@ -537,7 +661,14 @@ mod tests {
             }
             r.push(rest, &mut out).unwrap();
             let mut want = vec![Event::Handshake(h)];
-            want.extend(msgs.iter().cloned().map(Event::Msg));
+            want.extend(msgs.iter().cloned().map(|m| match m {
+                Msg::Piece { index, begin, len } if keep => Event::Block {
+                    index,
+                    begin,
+                    data: vec![0xAB; len as usize],
+                },
+                m => Event::Msg(m),
+            }));
             prop_assert_eq!(&out, &want);
             let blocks: u64 = msgs.iter().map(|m| match m {
                 Msg::Piece { len, .. } => *len as u64, _ => 0 }).sum();
@@ -545,7 +676,11 @@ mod tests {
             for m in &msgs {
                 let mut v = Vec::new();
                 m.encode(&mut v);
-                let hdr = if let Msg::Piece { .. } = m { 13 } else { m.wire_len() };
+                let hdr = match m {
+                    Msg::Piece { .. } => 13,
+                    Msg::Unknown { .. } => 5,
+                    _ => m.wire_len(),
+                };
                 prop_assert_eq!(v.len(), hdr);
             }
         }
@@ -589,11 +724,16 @@ mod tests {
             .push(&[0, 0, 0, 4, 4, 0, 0, 0], &mut out)
             .unwrap_err();
         assert_eq!(e, WireError::Length { id: 4, len: 4 });
-        // unknown id 20 (the extension protocol is not supported).
+        // port (9) with a 3-byte port number.
         let e = Reader::messages()
-            .push(&[0, 0, 0, 2, 20, 0], &mut out)
+            .push(&[0, 0, 0, 4, 9, 0, 0, 0], &mut out)
             .unwrap_err();
-        assert!(e.to_string().contains("`id`"), "{e}");
+        assert_eq!(e, WireError::Length { id: 9, len: 4 });
+        // an extension message (20) of 16 MiB.
+        let e = Reader::messages()
+            .push(&[1, 0, 0, 0, 20], &mut out)
+            .unwrap_err();
+        assert!(e.to_string().contains("`length`"), "{e}");
         // a request for 1 MiB.
         let mut v = Vec::new();
         Msg::Request {
@@ -644,6 +784,81 @@ mod tests {
                 assert!(r.unwrap_err().to_string().contains("`reserved`"));
             }
         }
+    }
+
+    /// Ids the codec does not implement are skipped, payload and all, and
+    /// the messages after them decode.
+    #[test]
+    fn unimplemented_ids_are_skipped() {
+        let mut v = Vec::new();
+        // port 6881 (BEP 5), an extended handshake (BEP 10), have all and
+        // allowed fast (BEP 6), id 99 with no payload, then a have.
+        v.extend_from_slice(&[0, 0, 0, 3, 9, 0x1a, 0xe1]);
+        let ext = b"\0d1:md11:ut_metadatai1eee";
+        v.extend_from_slice(&(1 + ext.len() as u32).to_be_bytes());
+        v.push(20);
+        v.extend_from_slice(ext);
+        v.extend_from_slice(&[0, 0, 0, 1, 14]);
+        v.extend_from_slice(&[0, 0, 0, 5, 17, 0, 0, 0, 3]);
+        v.extend_from_slice(&[0, 0, 0, 1, 99]);
+        Msg::Have(7).encode(&mut v);
+        let mut r = Reader::messages();
+        let mut out = Vec::new();
+        for b in &v {
+            r.push(std::slice::from_ref(b), &mut out).unwrap();
+        }
+        assert_eq!(
+            out,
+            [
+                Msg::Unknown { id: 9, len: 2 },
+                Msg::Unknown {
+                    id: 20,
+                    len: ext.len() as u32
+                },
+                Msg::HaveAll,
+                Msg::Unknown { id: 17, len: 4 },
+                Msg::Unknown { id: 99, len: 0 },
+                Msg::Have(7),
+            ]
+            .map(Event::Msg)
+        );
+    }
+
+    /// In `keep_blocks` mode a piece message delivers its bytes.
+    #[test]
+    fn blocks_carry_their_data() {
+        let block: Vec<u8> = (0..3000u32).map(|i| (i * 7) as u8).collect();
+        let mut v = Vec::new();
+        encode_piece(4, BLOCK, &block, &mut v);
+        Msg::Unchoke.encode(&mut v);
+        let mut out = Vec::new();
+        let mut r = Reader::messages().keep_blocks();
+        for c in v.chunks(1000) {
+            r.push(c, &mut out).unwrap();
+        }
+        assert_eq!(
+            out,
+            [
+                Event::Block {
+                    index: 4,
+                    begin: BLOCK,
+                    data: block.clone()
+                },
+                Event::Msg(Msg::Unchoke)
+            ]
+        );
+        assert_eq!(r.block_bytes, 3000);
+        // The default mode reports only the length.
+        let mut out = Vec::new();
+        Reader::messages().push(&v, &mut out).unwrap();
+        assert_eq!(
+            out[0],
+            Event::Msg(Msg::Piece {
+                index: 4,
+                begin: BLOCK,
+                len: 3000
+            })
+        );
     }
 
     #[test]
