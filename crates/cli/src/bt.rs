@@ -14,8 +14,8 @@ use hopwise_net::bt::{
     download, seed, DownloadOptions, DownloadReport, Progress, SeedOptions, SeedReport, Storage,
     DEFAULT_PIPELINE, MAX_PIPELINE,
 };
-use hopwise_proto::bittorrent::metainfo::{Builder, Metainfo};
 use hopwise_net::utp::{UtpOptions, UtpSocket};
+use hopwise_proto::bittorrent::metainfo::{Builder, Metainfo};
 use hopwise_proto::units::{parse_bytes, parse_duration};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -252,9 +252,19 @@ async fn seed_cmd(
             loop {
                 let (stream, addr) = listener.accept().await.context("accepting a peer")?;
                 let _ = stream.set_nodelay(true);
-                let task = serve(stream, addr, meta.clone(), store.clone(), opts.clone(), json);
+                let task = serve(
+                    stream,
+                    addr,
+                    meta.clone(),
+                    store.clone(),
+                    opts.clone(),
+                    json,
+                );
                 if once {
-                    return task.await;
+                    if let Served::Peer = task.await? {
+                        return Ok(());
+                    }
+                    continue;
                 }
                 tokio::spawn(task);
             }
@@ -266,9 +276,19 @@ async fn seed_cmd(
             announce_seed(file, &meta, sock.local_addr(), "µTP");
             loop {
                 let (stream, addr) = sock.accept().await.context("accepting a peer")?;
-                let task = serve(stream, addr, meta.clone(), store.clone(), opts.clone(), json);
+                let task = serve(
+                    stream,
+                    addr,
+                    meta.clone(),
+                    store.clone(),
+                    opts.clone(),
+                    json,
+                );
                 if once {
-                    return task.await;
+                    if let Served::Peer = task.await? {
+                        return Ok(());
+                    }
+                    continue;
                 }
                 tokio::spawn(task);
             }
@@ -293,11 +313,24 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     store: Arc<Storage>,
     mut opts: SeedOptions,
     json: bool,
-) -> Result<()> {
+) -> Result<Served> {
     opts.peer = addr.to_string();
     let r = seed(stream, &meta, &store, &opts).await;
     report_seed(&opts.peer, &r, json);
-    r.map(|_| ()).map_err(|e| anyhow!("{e}"))
+    r.map(|_| Served::Peer).or_else(|e| match e {
+        // libtorrent tries an encrypted handshake first, then plain text on a
+        // new connection: that first attempt does not end `--once`.
+        hopwise_net::bt::BtError::BeforeHandshake(_) => Ok(Served::NoHandshake),
+        e => Err(anyhow!("{e}")),
+    })
+}
+
+/// How a connection ended that did not fail.
+enum Served {
+    /// A peer handshook and left.
+    Peer,
+    /// The connection closed before any BitTorrent handshake.
+    NoHandshake,
 }
 
 fn report_seed(peer: &str, r: &Result<SeedReport, hopwise_net::bt::BtError>, json: bool) {

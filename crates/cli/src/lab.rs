@@ -173,6 +173,29 @@ pub enum LabCmd {
         #[arg(long, default_value = "cubic")]
         cc: String,
     },
+    /// hopwise's BitTorrent peer against libtorrent over µTP, both ways, on a clean link and then across the
+    /// lab's delay line with a delay and loss each way, beside libtorrent to libtorrent on the same link
+    /// (real time: about 2 min for 64 MiB, 1 min with --quick; needs root and interop/libtorrent/setup.sh).
+    BtInterop {
+        /// 16 MiB instead of 64 MiB.
+        #[arg(long)]
+        quick: bool,
+        /// The torrent's size, e.g. 64MiB (overrides --quick).
+        #[arg(long)]
+        size: Option<String>,
+        /// Round-trip propagation delay of the impaired link (half each way), e.g. 40ms.
+        #[arg(long, default_value = "40ms", value_parser = parse_ms)]
+        rtt: u64,
+        /// Loss per packet each way on the impaired link, as a fraction or a percentage (1%).
+        #[arg(long, default_value = "1%")]
+        loss: String,
+        /// Output directory.
+        #[arg(long, default_value = "out/lab-bt-interop")]
+        out: PathBuf,
+        /// The libtorrent venv's python (default: $HOPWISE_LT_PYTHON, else .venv-libtorrent/bin/python).
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// Seed 001's Table 1 on kernel TCP: a transfer over the direct path (75.7 ms) and split into 2, 3 and 4
     /// hops through `hopwise otcp relay` processes, over links delayed (and made lossy) in user space, beside
     /// the simulator (real time: about 16 min, 30 s with --quick; needs root).
@@ -473,6 +496,51 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 plan.secs
             );
             drive(&lab, &plan, quick, out, "s")
+        }
+        LabCmd::BtInterop {
+            quick,
+            size,
+            rtt,
+            loss,
+            out,
+            python,
+        } => {
+            let exe = std::env::current_exe()
+                .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
+            let lab = utp_lab::interop::LabUtpInterop {
+                exe,
+                repo: repo_root(),
+            };
+            let defaults = hopwise_experiment::Reproduction::plan(&lab, quick, None);
+            let size = match size {
+                Some(s) => {
+                    hopwise_proto::units::parse_bytes(&s)
+                        .map_err(|e| anyhow::anyhow!("--size {s}: {e}"))?
+                        .0
+                }
+                None => defaults.size,
+            };
+            let loss = match loss.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().map(|x| x / 100.0),
+                None => loss.trim().parse::<f64>(),
+            }
+            .map_err(|_| anyhow::anyhow!("--loss {loss}: a fraction or a percentage such as 1%"))?;
+            let plan = utp_lab::interop::Options {
+                size,
+                rtt_ms: rtt as f64,
+                loss,
+                python: python.unwrap_or(defaults.python.clone()),
+                ..defaults
+            };
+            plan.check()?;
+            hopwise_lab::topology::require()?;
+            crate::run::prepare_out(&out)?;
+            eprintln!(
+                "lab bt-interop: {} ({} MiB)",
+                <utp_lab::interop::LabUtpInterop as Reproduction>::ABOUT,
+                plan.size >> 20
+            );
+            drive(&lab, &plan, quick, out, "transfers")
         }
         LabCmd::Otcp {
             quick,

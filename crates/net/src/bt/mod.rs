@@ -94,6 +94,11 @@ pub enum BtError {
     Closed { peer: String, pieces_left: u32 },
     /// Reading from or writing to the peer failed.
     Io { peer: String, source: io::Error },
+    /// The connection failed before the peer's handshake arrived: not a
+    /// BitTorrent peer, or one that tried an encrypted handshake (MSE)
+    /// first, which libtorrent does by default before retrying in plain
+    /// text.
+    BeforeHandshake(Box<BtError>),
     /// Reading or writing the file failed.
     Storage {
         path: PathBuf,
@@ -112,6 +117,7 @@ impl fmt::Display for BtError {
                 hex(ours)
             ),
             BtError::Protocol { peer, problem } => write!(f, "peer {peer}: {problem}"),
+            BtError::BeforeHandshake(e) => write!(f, "{e} (before its BitTorrent handshake)"),
             BtError::Timeout {
                 peer,
                 secs,

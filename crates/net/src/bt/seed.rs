@@ -74,6 +74,26 @@ pub async fn seed<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let mut handshaken = false;
+    let r = serve(stream, meta, storage, opts, &mut handshaken).await;
+    match r {
+        Err(e) if !handshaken && !matches!(e, BtError::InfoHash { .. }) => {
+            Err(BtError::BeforeHandshake(Box::new(e)))
+        }
+        r => r,
+    }
+}
+
+async fn serve<S>(
+    stream: S,
+    meta: &Metainfo,
+    storage: &Storage,
+    opts: &SeedOptions,
+    handshaken: &mut bool,
+) -> Result<SeedReport, BtError>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let peer = opts.peer.as_str();
     let io = |source| BtError::Io {
         peer: peer.into(),
@@ -91,7 +111,6 @@ where
     let mut events = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     let mut sent = 0;
-    let mut handshaken = false;
     let mut choking = true;
     let mut queue: VecDeque<(u32, u32, u32)> = VecDeque::new();
     let mut deadline = Instant::now() + opts.timeout;
@@ -122,7 +141,7 @@ where
                 let got = match r {
                     Ok(0) => break,
                     Ok(got) => got,
-                    Err(e) if handshaken && closed(&e) => break,
+                    Err(e) if *handshaken && closed(&e) => break,
                     Err(e) => return Err(io(e)),
                 };
                 deadline = Instant::now() + opts.timeout;
@@ -137,7 +156,7 @@ where
                                     theirs: h.info_hash,
                                 });
                             }
-                            handshaken = true;
+                            *handshaken = true;
                             // Reserved bytes all zero: no extension announced.
                             out.extend_from_slice(
                                 &Handshake {
@@ -219,12 +238,12 @@ where
                 return Err(BtError::Timeout {
                     peer: peer.into(),
                     secs: opts.timeout.as_secs(),
-                    waiting_for: if handshaken { "a message" } else { "its handshake" },
+                    waiting_for: if *handshaken { "a message" } else { "its handshake" },
                 });
             }
         }
     }
-    if !handshaken {
+    if !*handshaken {
         return Err(protocol(
             "closed the connection before its handshake".into(),
         ));

@@ -34,6 +34,7 @@
 //! default) at ≥ 90 % utilisation; beside CUBIC, µTP takes at most 10 % of
 //! the link (a lower-than-best-effort sender yields, RFC 6817 §1).
 
+pub mod interop;
 mod outputs;
 mod run;
 
