@@ -164,6 +164,26 @@ fn run_json(ns: &str, cmd: &Path, args: &[String], timeout: Duration) -> Result<
     serde_json::from_str(last).with_context(|| format!("`{line}`: cannot parse {last:?}"))
 }
 
+/// Waits (at most 30 s) until `log` has a line containing `needle`; fails
+/// with the log's end if the process exits first.
+fn wait_for_line(child: &mut Child, log: &Path, needle: &str) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if text.contains(needle) {
+            return Ok(());
+        }
+        if let Some(st) = child.try_wait()? {
+            bail!("the seed exited ({st}) before listening: {}", text.trim());
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            bail!("the seed did not listen within 30 s: {}", text.trim());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn num(v: &serde_json::Value, k: &str) -> Result<f64> {
     v.get(k)
         .and_then(serde_json::Value::as_f64)
@@ -253,8 +273,12 @@ fn run_setting(
             ];
             spawn_in(seed_ns, &o.exe, &a, &seed_log)?
         };
-        // Let the seed bind its socket.
-        std::thread::sleep(Duration::from_millis(if lt_seed { 1500 } else { 300 }));
+        // Wait until the seed listens (both print a line saying so).
+        wait_for_line(
+            &mut seeder,
+            &seed_log,
+            if lt_seed { "seeding" } else { "serving" },
+        )?;
         let got = work.join("download");
         let res = if k == 0 {
             let a = vec![

@@ -359,7 +359,7 @@ pub fn claims(opts: &Options, cases: &[CaseResult]) -> Vec<Claim> {
     if cases.len() >= 2 {
         out.push(Claim::info(
             "side by side",
-            "application goodput per case (what the µTP receiver and the TCP receiver counted)",
+            "application goodput per case: µTP's as its receiver counted it over its whole transfer (start-up included), TCP's over the measured window after the warm-up (the link shares above are both over that window)",
             cases
                 .iter()
                 .map(|c| {
