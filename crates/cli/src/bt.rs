@@ -1,5 +1,5 @@
 //! `hopwise bt make|seed|download`: a single-file torrent, and a one-peer
-//! BitTorrent seeder and client over TCP (µTP to come), thin wrappers
+//! BitTorrent seeder and client over µTP (the default) or TCP, thin wrappers
 //! around `hopwise_net::bt` (docs/bt.md).
 
 use std::io::Read;

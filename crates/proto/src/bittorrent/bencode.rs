@@ -15,6 +15,7 @@
 //! clients do). Nesting is limited to [`MAX_DEPTH`] so hostile input cannot
 //! exhaust the stack.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 /// The deepest nesting of lists and dictionaries accepted. A single-file
@@ -278,6 +279,9 @@ impl<'a> Decoder<'a> {
 
     fn dict(&mut self, depth: usize) -> Result<Value<'a>, Error> {
         let mut es: Vec<Entry<'a>> = Vec::new();
+        // Keys seen, for the duplicate check in O(log n) per key (a file of
+        // millions of short keys must not take quadratic time).
+        let mut seen: BTreeSet<&'a [u8]> = BTreeSet::new();
         loop {
             match self.peek("a dictionary key or `e`")? {
                 b'e' => {
@@ -293,7 +297,7 @@ impl<'a> Decoder<'a> {
             }
             let key_at = self.pos;
             let key = self.bytes()?;
-            if es.iter().any(|e| e.key == key) {
+            if !seen.insert(key) {
                 self.pos = key_at;
                 self.path.push(Seg::Key(key));
                 let e = self.err("duplicate key".into());

@@ -12,8 +12,10 @@
 //!
 //! Every downloaded file is compared byte for byte (SHA-256) with the
 //! seeded one, and libtorrent's own peer list must show the connection as
-//! µTP with no TCP peer. Goodput is each downloader's own figure (payload
-//! bytes over the time from its first connection attempt to completion).
+//! µTP with no TCP peer. Goodput is each downloader's own figure: payload
+//! bytes over the time from the BitTorrent handshake to completion (hopwise
+//! counts from its handshake; `ltpeer.py leech` from the first poll, every
+//! 20 ms, that shows the peer past its handshake).
 
 use anyhow::{bail, Context, Result};
 use hopwise_experiment::{Claim, Ctx, Outputs, Reproduction};
