@@ -359,16 +359,23 @@ pub fn claims(opts: &Options, cases: &[CaseResult]) -> Vec<Claim> {
     if cases.len() >= 2 {
         out.push(Claim::info(
             "side by side",
-            "application goodput per case: µTP's as its receiver counted it over its whole transfer (start-up included), TCP's over the measured window after the warm-up (the link shares above are both over that window)",
+            "each flow's throughput on the bottleneck over the measured window (from its share of the link), and the receivers' goodput: µTP's over its whole transfer (start-up included), TCP's over the measured window",
             cases
                 .iter()
                 .map(|c| {
+                    let rate = opts.rate_bps as f64;
                     format!(
-                        "{}: µTP {}{}",
+                        "{}: µTP {} on the link ({} goodput){}",
                         c.case,
+                        mbit(Some(c.utp_link_share * rate)),
                         mbit(c.utp_goodput_bps),
                         if c.cubic {
-                            format!(", {} {}", opts.cc, mbit(c.tcp_goodput_bps))
+                            format!(
+                                ", {} {} ({})",
+                                opts.cc,
+                                mbit(Some(c.tcp_link_share * rate)),
+                                mbit(c.tcp_goodput_bps)
+                            )
                         } else {
                             String::new()
                         }
