@@ -361,12 +361,46 @@ impl UtpStream {
     pub fn peer_addr(&self) -> SocketAddr {
         self.peer
     }
+    /// A handle that tells, after the stream was split or moved, when the
+    /// peer acknowledged the last byte written ([`UtpAckProbe::drained_at`]).
+    pub fn ack_probe(&self) -> UtpAckProbe {
+        UtpAckProbe {
+            inner: self.inner.clone(),
+            id: self.id,
+        }
+    }
     pub fn stats(&self) -> ConnStats {
         let s = self.inner.lock();
         s.listener
             .socket(self.id)
             .map(|c| c.stats())
             .unwrap_or_default()
+    }
+}
+
+/// See [`UtpStream::ack_probe`].
+#[derive(Clone)]
+pub struct UtpAckProbe {
+    inner: Arc<Inner>,
+    id: ConnId,
+}
+
+impl UtpAckProbe {
+    /// When the peer acknowledged the last of the bytes written so far:
+    /// `None` while some are unacknowledged, none were written, or the
+    /// connection is gone ([`hopwise_proto::utp::Socket::drained_at`]).
+    pub fn drained_at(&self) -> Option<tokio::time::Instant> {
+        let t = {
+            let s = self.inner.lock();
+            s.listener.socket(self.id)?.drained_at()?
+        };
+        Some(self.inner.clock.deadline(t))
+    }
+}
+
+impl std::fmt::Debug for UtpAckProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UtpAckProbe").field("id", &self.id).finish()
     }
 }
 
