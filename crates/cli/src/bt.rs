@@ -276,14 +276,11 @@ async fn seed_cmd(
             announce_seed(file, &meta, sock.local_addr(), "µTP");
             loop {
                 let (stream, addr) = sock.accept().await.context("accepting a peer")?;
-                let task = serve(
-                    stream,
-                    addr,
-                    meta.clone(),
-                    store.clone(),
-                    opts.clone(),
-                    json,
-                );
+                let opts = SeedOptions {
+                    ack_probe: Some(stream.ack_probe()),
+                    ..opts.clone()
+                };
+                let task = serve(stream, addr, meta.clone(), store.clone(), opts, json);
                 if once {
                     if let Served::Peer = task.await? {
                         return Ok(());

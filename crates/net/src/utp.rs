@@ -30,6 +30,12 @@ use tokio::sync::Notify;
 const READ_BATCH: usize = 64;
 /// How often an idle driver checks whether anyone still holds the socket.
 const IDLE_CHECK: Duration = Duration::from_secs(1);
+/// SO_RCVBUF and SO_SNDBUF asked for (the kernel caps them at
+/// `net.core.rmem_max` / `wmem_max`). Linux's default (208 KiB) holds about
+/// 90 full-size datagrams, a millisecond at a few hundred Mbit/s: a driver
+/// that is late by that much (the runtime busy with the application) drops
+/// what a fast sender has in flight, and the sender takes it for congestion.
+pub const UDP_BUFFER: usize = 4 << 20;
 
 /// Options of a [`UtpSocket`].
 #[derive(Clone, Debug, Default)]
@@ -104,6 +110,17 @@ impl UtpSocket {
     pub async fn bind(addr: SocketAddr, opts: UtpOptions) -> io::Result<UtpSocket> {
         let udp = UdpSocket::bind(addr).await?;
         let local = udp.local_addr()?;
+        let sr = socket2::SockRef::from(&udp);
+        let _ = sr.set_recv_buffer_size(UDP_BUFFER);
+        let _ = sr.set_send_buffer_size(UDP_BUFFER);
+        let rcvbuf = sr.recv_buffer_size().unwrap_or(0);
+        if rcvbuf < UDP_BUFFER {
+            tracing::debug!(
+                requested = UDP_BUFFER,
+                got = rcvbuf,
+                "µTP: the kernel capped SO_RCVBUF (net.core.rmem_max)"
+            );
+        }
         let mut seed = [0u8; 8];
         getrandom::fill(&mut seed).map_err(|e| io::Error::other(format!("getrandom: {e}")))?;
         let inner = Arc::new(Inner {
@@ -344,12 +361,46 @@ impl UtpStream {
     pub fn peer_addr(&self) -> SocketAddr {
         self.peer
     }
+    /// A handle that tells, after the stream was split or moved, when the
+    /// peer acknowledged the last byte written ([`UtpAckProbe::drained_at`]).
+    pub fn ack_probe(&self) -> UtpAckProbe {
+        UtpAckProbe {
+            inner: self.inner.clone(),
+            id: self.id,
+        }
+    }
     pub fn stats(&self) -> ConnStats {
         let s = self.inner.lock();
         s.listener
             .socket(self.id)
             .map(|c| c.stats())
             .unwrap_or_default()
+    }
+}
+
+/// See [`UtpStream::ack_probe`].
+#[derive(Clone)]
+pub struct UtpAckProbe {
+    inner: Arc<Inner>,
+    id: ConnId,
+}
+
+impl UtpAckProbe {
+    /// When the peer acknowledged the last of the bytes written so far:
+    /// `None` while some are unacknowledged, none were written, or the
+    /// connection is gone ([`hopwise_proto::utp::Socket::drained_at`]).
+    pub fn drained_at(&self) -> Option<tokio::time::Instant> {
+        let t = {
+            let s = self.inner.lock();
+            s.listener.socket(self.id)?.drained_at()?
+        };
+        Some(self.inner.clock.deadline(t))
+    }
+}
+
+impl std::fmt::Debug for UtpAckProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UtpAckProbe").field("id", &self.id).finish()
     }
 }
 

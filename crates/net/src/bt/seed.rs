@@ -10,6 +10,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 use super::{BtError, Storage, DEFAULT_TIMEOUT, MAX_QUEUED_REQUESTS};
+use crate::utp::UtpAckProbe;
 
 /// How [`seed`] behaves.
 #[derive(Clone, Debug)]
@@ -20,6 +21,12 @@ pub struct SeedOptions {
     pub peer_id: [u8; 20],
     /// How long the peer may stay silent.
     pub timeout: Duration,
+    /// The µTP stream's acknowledgement probe ([`UtpStream::ack_probe`]):
+    /// with it the report ends when the peer acknowledged the last block,
+    /// not when it closed (TCP cannot tell; leave it `None`).
+    ///
+    /// [`UtpStream::ack_probe`]: crate::utp::UtpStream::ack_probe
+    pub ack_probe: Option<UtpAckProbe>,
 }
 
 impl Default for SeedOptions {
@@ -28,6 +35,7 @@ impl Default for SeedOptions {
             peer: "peer".into(),
             peer_id: super::peer_id(),
             timeout: DEFAULT_TIMEOUT,
+            ack_probe: None,
         }
     }
 }
@@ -43,7 +51,11 @@ pub struct SeedReport {
     pub dropped_requests: u64,
     /// Requests cancelled before they were served.
     pub cancelled: u64,
-    /// From the handshake to the peer's close.
+    /// From the peer's handshake to the moment it acknowledged the last
+    /// block written (µTP, with [`SeedOptions::ack_probe`]) or else, without
+    /// a probe or with blocks unwritten or unacknowledged at the end, to the
+    /// peer's close. Copying blocks into the transport's send buffer does
+    /// not count as sending them.
     pub secs: f64,
 }
 
@@ -104,7 +116,8 @@ where
         problem,
     };
     let (mut rd, mut wr) = tokio::io::split(stream);
-    let start = Instant::now();
+    // Set at the peer's handshake.
+    let mut start = None;
     let mut report = SeedReport::default();
     let mut reader = Reader::with_handshake(None);
     let mut buf = vec![0u8; 64 << 10];
@@ -157,6 +170,7 @@ where
                                 });
                             }
                             *handshaken = true;
+                            start.get_or_insert_with(Instant::now);
                             // Reserved bytes all zero: no extension announced.
                             out.extend_from_slice(
                                 &Handshake {
@@ -248,7 +262,13 @@ where
             "closed the connection before its handshake".into(),
         ));
     }
+    let closed_at = Instant::now();
+    let drained = opts.ack_probe.as_ref().and_then(|p| p.drained_at());
+    let end = match drained {
+        Some(d) if sent == out.len() && queue.is_empty() => d.min(closed_at),
+        _ => closed_at,
+    };
     let _ = wr.shutdown().await;
-    report.secs = start.elapsed().as_secs_f64();
+    report.secs = start.map_or(0.0, |s| end.saturating_duration_since(s).as_secs_f64());
     Ok(report)
 }

@@ -346,3 +346,39 @@ fn malformed_torrent_names_the_key() {
     let e = Metainfo::parse(&bad).unwrap_err();
     assert!(e.to_string().contains("`info.piece length`"), "{e}");
 }
+
+/// Over µTP with the stream's acknowledgement probe the seeder's report
+/// ends at the peer's acknowledgement of the last block: by then nothing
+/// the seeder wrote is unacknowledged.
+#[tokio::test]
+async fn seed_over_utp_reports_until_the_last_block_is_acknowledged() {
+    use hopwise_net::utp::{UtpOptions, UtpSocket};
+    let dir = tempfile::tempdir().unwrap();
+    let data = content(2 << 20, 9);
+    let (src, meta) = make(dir.path(), "src.bin", &data, 256 << 10);
+    let out = dir.path().join("out.bin");
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let sa = UtpSocket::bind(any, UtpOptions::default()).await.unwrap();
+    let sb = UtpSocket::bind(any, UtpOptions::default()).await.unwrap();
+    let (a, b) = tokio::join!(sa.connect(sb.local_addr()), sb.accept());
+    let (a, (b, _)) = (a.unwrap(), b.unwrap());
+    let probe = b.ack_probe();
+    assert_eq!(probe.drained_at(), None, "nothing written yet");
+    let seed_store = Storage::open(&src, &meta).unwrap();
+    let mut store = Storage::create(&out, &meta).unwrap();
+    let sopts = SeedOptions {
+        peer: "leecher".into(),
+        ack_probe: Some(probe.clone()),
+        ..SeedOptions::default()
+    };
+    let (o, mut note) = (opts(64), |_: &Progress| {});
+    let (d, s) = tokio::join!(
+        download(a, &meta, &mut store, &o, &mut note),
+        seed(b, &meta, &seed_store, &sopts)
+    );
+    d.unwrap();
+    let s = s.unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+    assert_eq!(s.bytes, data.len() as u64);
+    assert!(s.secs > 0.0);
+}

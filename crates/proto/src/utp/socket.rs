@@ -84,6 +84,9 @@ pub struct Socket {
     delivered: u64,
     sent_total: u64,
     writable_wanted: bool,
+    /// When everything handed to [`Socket::send`] was last acknowledged
+    /// (`None` while some of it is unacknowledged, or before any was sent).
+    drained_at: Option<Time>,
     reset_pending: bool,
     /// Unwraps the peer's echoed timestamp differences (our one-way delay).
     owd: Unwrapper,
@@ -157,6 +160,7 @@ impl Socket {
             delivered: 0,
             sent_total: 0,
             writable_wanted: false,
+            drained_at: None,
             reset_pending: false,
             owd: Unwrapper::new(),
             ack_nr: 0,
@@ -268,6 +272,12 @@ impl Socket {
             .send_buffer
             .saturating_sub(self.send_buf.len() + self.outbuf_bytes)
     }
+    /// When the peer acknowledged the last of the bytes given to
+    /// [`Socket::send`]: `None` while some are unsent or unacknowledged
+    /// (or none were ever given). A sender's honest end of a transfer.
+    pub fn drained_at(&self) -> Option<Time> {
+        self.drained_at
+    }
     /// Bytes buffered for sending, unsent or unacknowledged.
     pub fn send_buffered(&self) -> usize {
         self.send_buf.len() + self.outbuf_bytes
@@ -312,6 +322,9 @@ impl Socket {
     pub fn send(&mut self, data: &[u8]) -> usize {
         let n = data.len().min(self.send_space());
         self.send_buf.extend(&data[..n]);
+        if n > 0 {
+            self.drained_at = None;
+        }
         if n < data.len() {
             self.writable_wanted = true;
         }
@@ -933,6 +946,13 @@ impl Socket {
         }
         if progress {
             self.rto_at = (self.outbuf.iter().any(|p| !p.sacked)).then(|| now + self.rtt.rto());
+        }
+        if self.drained_at.is_none()
+            && self.sent_total > 0
+            && self.send_buf.is_empty()
+            && self.outbuf.iter().all(|p| p.payload.is_empty())
+        {
+            self.drained_at = Some(now);
         }
         if acked_bytes > 0 {
             self.delivered += acked_bytes;

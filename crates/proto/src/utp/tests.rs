@@ -574,3 +574,37 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn drained_at_marks_the_ack_of_the_last_byte_sent() {
+    let data = pattern(200_000, 7);
+    let mut p = Pair::new(Config::default(), 1, 2, 3);
+    assert_eq!(p.a.drained_at(), None);
+    let mut off = 0;
+    let mut all_received_at = None;
+    let mut buf = vec![0u8; 64 * 1024];
+    for _ in 0..100_000 {
+        if off < data.len() {
+            off += p.a.send(&data[off..]);
+            assert_eq!(p.a.drained_at(), None, "unacknowledged bytes are buffered");
+        }
+        if let Some(b) = p.b.as_mut() {
+            while b.recv(&mut buf) > 0 {}
+            if all_received_at.is_none() && b.stats().bytes_received == data.len() as u64 {
+                all_received_at = Some(p.now);
+            }
+        }
+        if p.a.drained_at().is_some() || !p.step() {
+            break;
+        }
+    }
+    let received = all_received_at.expect("b received everything");
+    let drained = p.a.drained_at().expect("everything was acknowledged");
+    // The ack of the last byte left b no earlier than b had it, and needs
+    // the path's delay back to a.
+    assert!(drained >= received + p.delay, "{drained:?} vs {received:?}");
+    assert_eq!(p.a.send_buffered(), 0);
+    // More data: not drained again until that is acknowledged too.
+    assert_eq!(p.a.send(b"more"), 4);
+    assert_eq!(p.a.drained_at(), None);
+}
