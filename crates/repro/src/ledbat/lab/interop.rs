@@ -127,7 +127,13 @@ fn spawn_in(ns: &str, cmd: &Path, args: &[String], log: &Path) -> Result<Child> 
 
 /// Runs `cmd args…` in namespace `ns` to completion; its last stdout line
 /// parsed as JSON. Fails naming the command and its stderr.
-fn run_json(ns: &str, cmd: &Path, args: &[String], timeout: Duration) -> Result<serde_json::Value> {
+fn run_json(
+    ns: &str,
+    cmd: &Path,
+    args: &[String],
+    timeout: Duration,
+    clock: Clock,
+) -> Result<serde_json::Value> {
     let line = format!("{} {}", cmd.display(), args.join(" "));
     let mut child = Command::new("ip")
         .args(["netns", "exec", ns])
@@ -138,16 +144,16 @@ fn run_json(ns: &str, cmd: &Path, args: &[String], timeout: Duration) -> Result<
         .stdin(Stdio::null())
         .spawn()
         .with_context(|| format!("cannot start `{line}`"))?;
-    let start = std::time::Instant::now();
+    let end = clock.now_s() + timeout.as_secs_f64();
     loop {
         if child.try_wait()?.is_some() {
             break;
         }
-        if start.elapsed() > timeout {
+        if clock.now_s() > end {
             let _ = child.kill();
             bail!("`{line}` did not finish within {} s", timeout.as_secs());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        clock.sleep_until(clock.now_s() + 0.05);
     }
     let out = child.wait_with_output()?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -168,8 +174,8 @@ fn run_json(ns: &str, cmd: &Path, args: &[String], timeout: Duration) -> Result<
 
 /// Waits (at most 30 s) until `log` has a line containing `needle`; fails
 /// with the log's end if the process exits first.
-fn wait_for_line(child: &mut Child, log: &Path, needle: &str) -> Result<()> {
-    let start = std::time::Instant::now();
+fn wait_for_line(child: &mut Child, log: &Path, needle: &str, clock: Clock) -> Result<()> {
+    let end = clock.now_s() + 30.0;
     loop {
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if text.contains(needle) {
@@ -178,11 +184,11 @@ fn wait_for_line(child: &mut Child, log: &Path, needle: &str) -> Result<()> {
         if let Some(st) = child.try_wait()? {
             bail!("the seed exited ({st}) before listening: {}", text.trim());
         }
-        if start.elapsed() > Duration::from_secs(30) {
+        if clock.now_s() > end {
             let _ = child.kill();
             bail!("the seed did not listen within 30 s: {}", text.trim());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        clock.sleep_until(clock.now_s() + 0.05);
     }
 }
 
@@ -212,17 +218,21 @@ fn s(x: impl ToString) -> String {
 }
 
 /// The transfers of one setting, on a fresh wan.
+/// The file every transfer moves: its data, its torrent and its SHA-256.
+struct Payload<'a> {
+    data: &'a Path,
+    torrent: &'a Path,
+    want: [u8; 32],
+}
+
 fn run_setting(
     o: &Options,
     dir: &Path,
-    setting: &str,
-    rtt_ms: f64,
-    loss: f64,
-    data: &Path,
-    torrent: &Path,
-    want: &[u8; 32],
+    (setting, rtt_ms, loss): (&str, f64, f64),
+    p: &Payload<'_>,
     clock: Clock,
 ) -> Result<Vec<Transfer>> {
+    let (data, torrent, want) = (p.data, p.torrent, &p.want);
     let spec = WanSpec {
         hosts: vec!["seed".into(), "leech".into()],
         links: vec![WanLink {
@@ -280,6 +290,7 @@ fn run_setting(
             &mut seeder,
             &seed_log,
             if lt_seed { "seeding" } else { "serving" },
+            clock,
         )?;
         let got = work.join("download");
         let res = if k == 0 {
@@ -293,7 +304,7 @@ fn run_setting(
                 s(got.display()),
                 "--json".into(),
             ];
-            run_json(leech_ns, &o.exe, &a, timeout).map(|v| (v, got.clone()))
+            run_json(leech_ns, &o.exe, &a, timeout, clock).map(|v| (v, got.clone()))
         } else {
             std::fs::create_dir_all(&got)?;
             let a = vec![
@@ -310,12 +321,12 @@ fn run_setting(
                 s(o.timeout_s),
             ];
             let name = data.file_name().context("data file has no name")?;
-            run_json(leech_ns, &o.python, &a, timeout).map(|v| (v, got.join(name)))
+            run_json(leech_ns, &o.python, &a, timeout, clock).map(|v| (v, got.join(name)))
         };
         // The seed exits after its peer leaves (--once); give it a moment, then stop it.
-        let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while seeder.try_wait()?.is_none() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
+        let deadline = clock.now_s() + 5.0;
+        while seeder.try_wait()?.is_none() && clock.now_s() < deadline {
+            clock.sleep_until(clock.now_s() + 0.05);
         }
         let _ = seeder.kill();
         let _ = seeder.wait();
@@ -452,7 +463,12 @@ impl Reproduction for LabUtpInterop {
         ctx.progress
             .start("transfers", (all.len() * CASES.len()) as u64);
         for (name, rtt, loss) in all {
-            let t = run_setting(o, &dir, &name, rtt, loss, &data, &torrent, &want, clock)?;
+            let p = Payload {
+                data: &data,
+                torrent: &torrent,
+                want,
+            };
+            let t = run_setting(o, &dir, (&name, rtt, loss), &p, clock)?;
             t.iter().for_each(|_| ctx.progress.inc());
             r.transfers.extend(t);
             ctx.checkpoint(&r)?;
