@@ -26,7 +26,9 @@
 //!   the SYN's `seq_nr` and whose `seq_nr` is its own random initial number,
 //!   which a STATE packet does not consume; the initiator therefore sets its
 //!   `ack_nr` to that `seq_nr − 1`, and the acceptor's first DATA packet
-//!   carries the same `seq_nr`.
+//!   carries the same `seq_nr`. The initiator acknowledges that STATE at
+//!   once (in its first DATA packet, or else in a STATE packet), which
+//!   confirms the connection to the acceptor.
 //! * **Sequence numbers**: DATA, SYN and FIN consume one; STATE carries the
 //!   next one unconsumed; all comparisons wrap at 16 bits ([`seq`]).
 //! * **Acks**: every packet carries `ack_nr`. Packets that acknowledge what
@@ -63,6 +65,15 @@
 //!   acknowledged and the peer's FIN arrived, or when the FIN is resent in
 //!   vain after the peer finished (libtorrent closes `fin_sent` sockets on
 //!   timeout too).
+//! * **Keep-alive and idle timeout**: a connected socket that has sent
+//!   nothing for [`Config::keepalive`] (29 s, libutp `KEEPALIVE_INTERVAL`)
+//!   sends a STATE packet; one that has received no valid packet for
+//!   [`Config::idle_timeout`] (120 s, libtorrent's `peer_timeout`) closes as
+//!   [`CloseReason::TimedOut`]. An accepted connection that receives nothing
+//!   after the SYN (which may have been spoofed) closes so after
+//!   [`Config::accept_timeout`] (10 s; libutp drops such a `CS_SYN_RECV`
+//!   socket at its first retransmission timeout). Either way a released
+//!   connection is then reaped, even with nothing outstanding.
 //! * **RESET** closes at once; [`Socket::abort`] sends one; the listener
 //!   answers packets for unknown connections with one.
 //! * **Congestion control**: LEDBAT's µTP profile ([`crate::cc::Ledbat`],
@@ -78,8 +89,7 @@
 //! # Not implemented (differences from libtorrent)
 //! Path-MTU discovery (the payload size is [`Config::payload_size`]), Nagle
 //! (each poll sends what is buffered), delayed acks (one STATE per batch of
-//! input, when the driver polls), keep-alives and an idle timeout, the close
-//! reason extension (parsed and skipped, never sent), libtorrent's
+//! input, when the driver polls), the close reason extension (parsed and skipped, never sent), libtorrent's
 //! clock-drift compensation of the base delay.
 
 mod listener;
@@ -128,6 +138,22 @@ pub struct Config {
     pub cc: LedbatConfig,
     /// Connections a listener holds at most (open or waiting to be released).
     pub max_connections: usize,
+    /// A connected socket that has sent nothing for this long sends a STATE
+    /// packet (libutp `KEEPALIVE_INTERVAL`: 29 s, below the 30 s UDP
+    /// mapping timeout of common NATs). libtorrent's µTP sends none; its
+    /// BitTorrent layer sends keep-alive messages instead.
+    pub keepalive: Dur,
+    /// A connected socket that has received no valid packet for this long
+    /// closes as [`CloseReason::TimedOut`]. 120 s is libtorrent's
+    /// `peer_timeout` (the BitTorrent layer's limit on silence); it spans
+    /// four keep-alive intervals.
+    pub idle_timeout: Dur,
+    /// An accepted connection that receives nothing after the SYN for this
+    /// long closes as [`CloseReason::TimedOut`] (the SYN may have been
+    /// spoofed). libutp kills such a socket (`CS_SYN_RECV`) at its first
+    /// retransmission timeout and libtorrent an unconfirmed one at its
+    /// first timeout; 10 s leaves an initiator time for its first packet.
+    pub accept_timeout: Dur,
 }
 
 impl Default for Config {
@@ -143,6 +169,9 @@ impl Default for Config {
             fin_resends: 2,
             cc: LedbatConfig::new(LedbatVariant::Utp),
             max_connections: 256,
+            keepalive: Dur::from_secs(29),
+            idle_timeout: Dur::from_secs(120),
+            accept_timeout: Dur::from_secs(10),
         }
     }
 }
@@ -162,7 +191,8 @@ pub enum CloseReason {
     Done,
     /// The peer sent RESET.
     Reset,
-    /// The SYN, a data packet or the FIN was resent in vain.
+    /// The SYN, a data packet or the FIN was resent in vain, or the peer
+    /// fell silent ([`Config::idle_timeout`], [`Config::accept_timeout`]).
     TimedOut,
     /// Closed locally before the handshake finished, or aborted.
     Aborted,

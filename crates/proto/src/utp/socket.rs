@@ -113,6 +113,16 @@ pub struct Socket {
     /// retransmitted SYN.
     syn_seq: Option<u16>,
 
+    // ---- liveness (keep-alive and idle timeout)
+    /// When we last sent a packet.
+    last_send: Time,
+    /// When we last received a valid packet (the SYN, for the acceptor).
+    last_recv: Time,
+    /// The peer sent a valid packet besides its SYN (always true for the
+    /// initiator once connected): until then [`Config::accept_timeout`]
+    /// bounds the silence instead of [`Config::idle_timeout`].
+    confirmed: bool,
+
     events: VecDeque<Event>,
     stats: ConnStats,
 }
@@ -174,6 +184,9 @@ impl Socket {
             last_adv_wnd: 0,
             reply_micro: 0,
             syn_seq: None,
+            last_send: Time::ZERO,
+            last_recv: Time::ZERO,
+            confirmed: true,
             events: VecDeque::new(),
             stats: ConnStats::default(),
             cfg,
@@ -218,6 +231,9 @@ impl Socket {
         s.stats.packets_received += 1;
         s.take_timestamp(now, &h);
         s.ack_pending = true;
+        s.last_recv = now;
+        s.last_send = now;
+        s.confirmed = false;
         s.events.push_back(Event::Connected);
         Some(s)
     }
@@ -397,14 +413,45 @@ impl Socket {
 
     // ----- timers ---------------------------------------------------------
 
+    /// The earliest of the retransmission timer, the window-probe timer,
+    /// and, while connected, the keep-alive and the idle timeout.
     pub fn poll_timeout(&self) -> Option<Time> {
-        match (self.rto_at, self.probe_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [
+            self.rto_at,
+            self.probe_at,
+            self.keepalive_at(),
+            self.idle_at(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// When a keep-alive is due (`None` if one is already queued).
+    fn keepalive_at(&self) -> Option<Time> {
+        (self.state == State::Connected && !self.ack_pending)
+            .then(|| self.last_send + self.cfg.keepalive)
+    }
+
+    /// When the peer's silence closes the connection.
+    fn idle_at(&self) -> Option<Time> {
+        let limit = if self.confirmed {
+            self.cfg.idle_timeout
+        } else {
+            self.cfg.accept_timeout
+        };
+        (self.state == State::Connected).then(|| self.last_recv + limit)
     }
 
     pub fn handle_timeout(&mut self, now: Time) {
+        if self.idle_at().is_some_and(|t| now >= t) {
+            self.finish(CloseReason::TimedOut);
+            return;
+        }
+        if self.keepalive_at().is_some_and(|t| now >= t) {
+            // A STATE packet with the current ack goes out on the next poll.
+            self.ack_pending = true;
+        }
         if self.probe_at.is_some_and(|t| now >= t) {
             self.probe_at = None;
             self.probe_due = true;
@@ -462,6 +509,14 @@ impl Socket {
 
     /// The next datagram to send, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Vec<u8>> {
+        let out = self.next_datagram(now);
+        if out.is_some() {
+            self.last_send = now;
+        }
+        out
+    }
+
+    fn next_datagram(&mut self, now: Time) -> Option<Vec<u8>> {
         if self.reset_pending {
             self.reset_pending = false;
             let h = self.header(now, PacketType::Reset, self.seq_nr, self.ack_nr);
@@ -701,6 +756,11 @@ impl Socket {
                 return;
             }
             self.state = State::Connected;
+            self.last_recv = now;
+            // Acknowledge the acceptor's STATE (with our first DATA, if
+            // any): it confirms the connection to the acceptor, which
+            // otherwise drops it after `accept_timeout`.
+            self.ack_pending = true;
             // The acceptor's STATE carries its first sequence number
             // unconsumed: we have received everything before it.
             self.ack_nr = h.seq_nr.wrapping_sub(1);
@@ -723,6 +783,8 @@ impl Socket {
             }
         }
         self.timeouts = 0;
+        self.last_recv = now;
+        self.confirmed = true;
         self.take_timestamp(now, &h);
         self.peer_wnd = h.wnd_size;
         let owd = (h.timestamp_diff_us != 0 && h.timestamp_diff_us != NO_SAMPLE)

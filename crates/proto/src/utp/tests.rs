@@ -608,3 +608,89 @@ fn drained_at_marks_the_ack_of_the_last_byte_sent() {
     assert_eq!(p.a.send(b"more"), 4);
     assert_eq!(p.a.drained_at(), None);
 }
+
+/// Steps `p` until `now` reaches `until` (or nothing is left to happen).
+fn run_until(p: &mut Pair, until: Time) {
+    while p.now < until {
+        if !p.step() {
+            break;
+        }
+    }
+}
+
+#[test]
+fn idle_connection_sends_keepalives_and_stays_open() {
+    let cfg = Config::default();
+    let mut p = Pair::new(cfg.clone(), 5, 1, 6);
+    while p.a.state() != State::Connected {
+        p.step();
+    }
+    p.a.send(b"x");
+    for _ in 0..10 {
+        p.step();
+    }
+    p.keep_log = true;
+    let start = p.now;
+    // Five minutes without application data: only keep-alives flow.
+    run_until(&mut p, start + Dur::from_secs(300));
+    assert_eq!(p.a.state(), State::Connected);
+    assert_eq!(p.b().state(), State::Connected);
+    let from_a: Vec<_> = p
+        .log
+        .iter()
+        .filter(|(to_b, _)| *to_b)
+        .map(|(_, d)| wire::parse(d).unwrap().header)
+        .collect();
+    assert!(from_a.iter().all(|h| h.ty == PacketType::State));
+    // One every 29 s, give or take the first.
+    assert!((9..=11).contains(&from_a.len()), "{}", from_a.len());
+}
+
+#[test]
+fn silent_peer_times_out_and_is_reaped() {
+    let cfg = Config::default();
+    let mut p = Pair::new(cfg.clone(), 5, 1, 6);
+    while p.a.state() != State::Connected {
+        p.step();
+    }
+    // a's FIN is acknowledged, then b falls silent for good (it never
+    // sends its FIN): a has nothing outstanding.
+    p.a.close();
+    for _ in 0..10 {
+        p.step();
+    }
+    assert!(p.a.fin_acked());
+    let silent_from = p.now;
+    p.drop = lose_if(|to_b, _, _| !to_b);
+    run_until(&mut p, silent_from + cfg.idle_timeout + Dur::from_secs(1));
+    assert_eq!(p.a.close_reason(), Some(CloseReason::TimedOut));
+    assert!(events(&mut p.a).contains(&Event::TimedOut));
+    assert_eq!(p.a.poll_timeout(), None, "a closed socket has no timer");
+}
+
+#[test]
+fn spoofed_syn_is_dropped_after_the_accept_timeout() {
+    let cfg = Config::default();
+    let mut server: Listener<u32> = Listener::new(cfg.clone(), 1);
+    let mut client = Socket::connect(&cfg, 77, 1);
+    let mut now = Time::from_nanos(1_000_000_000);
+    let syn = client.poll_transmit(now).unwrap();
+    server.handle_datagram(now, 9, &syn).unwrap();
+    let id = server.poll_accept().unwrap();
+    // Its STATE reply goes nowhere; nothing else arrives.
+    while server.poll_transmit(now).is_some() {}
+    server.release(id);
+    assert_eq!(server.connection_count(), 1);
+    let t = server.poll_timeout().expect("the accept timeout is armed");
+    assert!(t <= now + cfg.accept_timeout);
+    for _ in 0..10 {
+        let Some(t) = server.poll_timeout() else {
+            break;
+        };
+        now = t;
+        server.handle_timeout(now);
+        while server.poll_transmit(now).is_some() {}
+    }
+    assert_eq!(server.connection_count(), 0, "closed and reaped");
+    assert!(now <= Time::from_nanos(1_000_000_000) + cfg.accept_timeout);
+}
