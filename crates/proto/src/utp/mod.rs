@@ -57,7 +57,9 @@
 //!   [`Config::fin_resends`]; libtorrent `utp_num_resends` 3,
 //!   `utp_syn_resends` 2, `utp_fin_resends` 2).
 //! * **FIN** consumes a sequence number and is retransmitted like data
-//!   (libutp); a FIN is accepted once everything before it arrived. libtorrent
+//!   (libutp); a FIN is accepted once everything before it arrived; one at
+//!   or behind the last in-order sequence number is a duplicate, only
+//!   acknowledged. libtorrent
 //!   sends its FIN with its next `seq_nr` without consuming it, so it ignores
 //!   an ack of that number; when the peer's FIN completes the stream we
 //!   therefore acknowledge the last data packet once more before

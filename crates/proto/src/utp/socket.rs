@@ -797,7 +797,12 @@ impl Socket {
             PacketType::Data => self.on_data(h.seq_nr, p.payload),
             PacketType::Fin => {
                 self.ack_pending = true;
-                if self.eof_seq.is_none() && !self.peer_finished {
+                // A FIN at or behind what we received in order is a stale
+                // or forged duplicate: taking it would end the stream
+                // before data still to come.
+                if seq::diff(self.ack_nr, h.seq_nr) <= 0 {
+                    self.stats.duplicates += 1;
+                } else if self.eof_seq.is_none() && !self.peer_finished {
                     self.eof_seq = Some(h.seq_nr);
                 }
                 self.check_eof();

@@ -694,3 +694,41 @@ fn spoofed_syn_is_dropped_after_the_accept_timeout() {
     assert_eq!(server.connection_count(), 0, "closed and reaped");
     assert!(now <= Time::from_nanos(1_000_000_000) + cfg.accept_timeout);
 }
+
+#[test]
+fn fin_behind_ack_nr_is_ignored() {
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    while p.a.state() != State::Connected {
+        p.step();
+    }
+    p.a.send(b"hello");
+    for _ in 0..4 {
+        p.step();
+    }
+    let b_ack = p.b().stats().bytes_received;
+    assert_eq!(b_ack, 5);
+    // A FIN carrying the sequence number of the DATA b already has.
+    let h = wire::Header {
+        ty: PacketType::Fin,
+        conn_id: p.b().recv_id(),
+        timestamp_us: 1,
+        timestamp_diff_us: 0,
+        wnd_size: 1 << 20,
+        seq_nr: 2,
+        ack_nr: 5,
+    };
+    let mut d = Vec::new();
+    wire::write(&h, &[], &[], &mut d);
+    let dups = p.b().stats().duplicates;
+    let now = p.now;
+    p.b().handle_datagram(now, &d).unwrap();
+    assert_eq!(p.b().stats().duplicates, dups + 1);
+    p.a.send(b"world");
+    for _ in 0..4 {
+        p.step();
+    }
+    let mut buf = [0u8; 16];
+    assert_eq!(p.b().recv(&mut buf), 10);
+    assert_eq!(&buf[..10], b"helloworld");
+    assert!(!p.b().peer_finished());
+}
