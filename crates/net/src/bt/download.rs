@@ -23,7 +23,11 @@ pub struct DownloadOptions {
     pub peer_id: [u8; 20],
     /// Requests kept outstanding (1 ..= [`MAX_PIPELINE`]).
     pub pipeline: usize,
-    /// How long the peer may stay silent.
+    /// How long the peer may go without progress (its handshake, an
+    /// unchoke, our interest, a needed block); messages that make none
+    /// (keep-alives, chokes, haves) do not extend it. A quarter of it (at
+    /// most 30 s) without a block while requests are outstanding makes us
+    /// request the outstanding blocks once more.
     pub timeout: Duration,
     /// Give the peer up once this many pieces failed their SHA-1 check
     /// (a peer serving a wrong file would otherwise be asked forever).
@@ -68,6 +72,9 @@ pub struct DownloadReport {
     pub refetched: u32,
     /// Block bytes received that were not needed (duplicates, unrequested).
     pub wasted_bytes: u64,
+    /// Requests sent again because the peer sent no block for a while
+    /// (see [`DownloadOptions::timeout`]).
+    pub rerequested: u32,
     /// The peer's id from its handshake.
     pub peer_id: [u8; 20],
 }
@@ -165,7 +172,13 @@ struct Session<'a> {
     interested: bool,
     peer_id: Option<[u8; 20]>,
     got_bitfield: bool,
+    /// A message other than a keep-alive arrived (a bitfield may only come
+    /// first).
+    got_msg: bool,
     report: DownloadReport,
+    /// Counts events that are progress (handshake, unchoke, interest, a
+    /// needed block): the timeout measures time without a change of it.
+    progress: u64,
 }
 
 impl Session<'_> {
@@ -191,6 +204,10 @@ impl Session<'_> {
         progress: &mut dyn FnMut(&Progress),
     ) -> Result<(), BtError> {
         let n = self.pieces.n as usize;
+        let first_msg = !self.got_msg;
+        if !matches!(ev, Event::Handshake(_) | Event::Msg(Msg::KeepAlive)) {
+            self.got_msg = true;
+        }
         match ev {
             Event::Handshake(h) => {
                 if h.info_hash != self.meta.info_hash {
@@ -201,10 +218,20 @@ impl Session<'_> {
                     });
                 }
                 self.peer_id = Some(h.peer_id);
+                self.progress += 1;
             }
             Event::Msg(Msg::Bitfield(f)) => {
                 if self.got_bitfield {
                     return Err(self.err("a second bitfield message".into()));
+                }
+                // BEP 3: "'bitfield' is only ever sent as the first
+                // message"; a late one would overwrite what have,
+                // have-all and blocks told us.
+                if !first_msg {
+                    return Err(self.err(
+                        "a bitfield message after other messages (BEP 3: only ever the first)"
+                            .into(),
+                    ));
                 }
                 self.got_bitfield = true;
                 if f.len() != n.div_ceil(8) {
@@ -236,7 +263,12 @@ impl Session<'_> {
                 self.choked = true;
                 self.pieces.void_requests();
             }
-            Event::Msg(Msg::Unchoke) => self.choked = false,
+            Event::Msg(Msg::Unchoke) => {
+                if self.choked {
+                    self.progress += 1;
+                }
+                self.choked = false;
+            }
             Event::Msg(Msg::Reject { index, begin, .. }) => {
                 // The block goes back to the picker (the Fast Extension's
                 // reject; a peer that sets its bit may send it).
@@ -306,6 +338,7 @@ impl Session<'_> {
         }
         part.got[b] = true;
         part.got_count += 1;
+        self.progress += 1;
         part.data[begin as usize..begin as usize + data.len()].copy_from_slice(data);
         if part.got_count as usize != part.got.len() {
             return Ok(());
@@ -340,10 +373,31 @@ impl Session<'_> {
         Ok(())
     }
 
+    /// Requests every outstanding block again (the peer may have dropped
+    /// the requests); returns how many.
+    fn rerequest(&mut self, out: &mut Vec<u8>) -> u32 {
+        let mut n = 0;
+        for (&p, part) in &self.pieces.active {
+            for b in (0..part.got.len()).filter(|&b| part.requested[b] && !part.got[b]) {
+                let begin = b as u32 * BLOCK;
+                Msg::Request {
+                    index: p,
+                    begin,
+                    len: BLOCK.min(self.meta.piece_len(p) - begin),
+                }
+                .encode(out);
+                n += 1;
+            }
+        }
+        self.report.rerequested += n;
+        n
+    }
+
     /// Sends interest and requests as the state allows.
     fn fill(&mut self, out: &mut Vec<u8>) {
         if !self.interested && self.pieces.want_any() {
             self.interested = true;
+            self.progress += 1;
             Msg::Interested.encode(out);
         }
         if self.choked || !self.interested {
@@ -404,6 +458,7 @@ where
         interested: false,
         peer_id: None,
         got_bitfield: false,
+        got_msg: false,
         report: DownloadReport {
             bytes: meta.length,
             secs: 0.0,
@@ -411,8 +466,10 @@ where
             hash_failures: 0,
             refetched: 0,
             wasted_bytes: 0,
+            rerequested: 0,
             peer_id: [0; 20],
         },
+        progress: 0,
     };
     // Reserved bytes all zero: no extension is announced.
     let mut out = Handshake {
@@ -427,6 +484,12 @@ where
     let mut buf = vec![0u8; 64 << 10];
     let mut events = Vec::new();
     let mut deadline = Instant::now() + opts.timeout;
+    // A stall: no progress for this long while requests are outstanding
+    // makes us request them again, once per stall.
+    let stall = (opts.timeout / 4).min(Duration::from_secs(30));
+    let mut stall_at = Instant::now() + stall;
+    let mut rerequested = false;
+    let mut seen_progress = s.progress;
     while s.pieces.verified < s.pieces.n {
         if sent == out.len() {
             out.clear();
@@ -441,7 +504,6 @@ where
                         pieces_left: s.pieces.n - s.pieces.verified,
                     });
                 }
-                deadline = Instant::now() + opts.timeout;
                 let res = reader.push(&buf[..got], &mut events);
                 for ev in events.drain(..) {
                     s.on_event(ev, storage, progress)?;
@@ -457,6 +519,19 @@ where
                 if s.peer_id.is_some() {
                     s.fill(&mut out);
                 }
+                if s.progress != seen_progress {
+                    seen_progress = s.progress;
+                    deadline = Instant::now() + opts.timeout;
+                    stall_at = Instant::now() + stall;
+                    rerequested = false;
+                }
+            }
+            () = tokio::time::sleep_until(stall_at),
+                if !rerequested && !s.choked && s.pieces.outstanding > 0 =>
+            {
+                rerequested = true;
+                let n = s.rerequest(&mut out);
+                tracing::debug!(peer, blocks = n, "no block for {stall:?}: requesting again");
             }
             w = wr.write(&out[sent..]), if sent < out.len() => {
                 sent += w.map_err(io)?;

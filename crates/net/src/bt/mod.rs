@@ -43,8 +43,12 @@ pub use storage::Storage;
 /// Requests kept outstanding by default: 128 × 16 KiB = 2 MiB in flight,
 /// a bandwidth-delay product of e.g. 100 Mbit/s × 160 ms.
 pub const DEFAULT_PIPELINE: usize = 128;
-/// The most requests [`DownloadOptions::pipeline`] may ask for.
-pub const MAX_PIPELINE: usize = 4096;
+/// The most requests [`DownloadOptions::pipeline`] may ask for: 2000, as
+/// libtorrent queues at most `max_allowed_in_request_queue` (2000 in
+/// libtorrent 2.1.1's `default_settings()`) requests per peer and drops the
+/// rest without a reject, as our seeder does beyond
+/// [`MAX_QUEUED_REQUESTS`]; requests beyond would never be answered.
+pub const MAX_PIPELINE: usize = 2000;
 /// How long a peer may stay silent before the connection is given up
 /// (BEP 3: "Keepalives are generally sent once every two minutes").
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

@@ -382,3 +382,177 @@ async fn seed_over_utp_reports_until_the_last_block_is_acknowledged() {
     assert_eq!(s.bytes, data.len() as u64);
     assert!(s.secs > 0.0);
 }
+
+/// A fake seeder of `data` (pieces of `meta`) on `b`: handshake, `first`
+/// (raw messages after the handshake), then requests are handled by
+/// `answer(request, seen_before)`: true sends the block, false ignores it.
+/// Runs until the client closes.
+async fn fake_seeder(
+    mut b: tokio::io::DuplexStream,
+    meta: Metainfo,
+    data: Vec<u8>,
+    first: Vec<u8>,
+    mut answer: impl FnMut(bool) -> bool,
+) {
+    let mut reader = Reader::with_handshake(Some(meta.info_hash));
+    let mut buf = vec![0u8; 64 << 10];
+    let mut events = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    loop {
+        let n = match b.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        if reader.push(&buf[..n], &mut events).is_err() {
+            return;
+        }
+        let mut out = Vec::new();
+        for ev in events.drain(..) {
+            match ev {
+                Event::Handshake(_) => {
+                    let h = Handshake {
+                        info_hash: meta.info_hash,
+                        peer_id: [3; 20],
+                        fast: false,
+                    };
+                    out.extend_from_slice(&h.encode());
+                    out.extend_from_slice(&first);
+                }
+                Event::Msg(Msg::Request { index, begin, len }) => {
+                    if answer(!seen.insert((index, begin))) {
+                        let at = (index as u64 * meta.piece_length as u64 + begin as u64) as usize;
+                        encode_piece(index, begin, &data[at..at + len as usize], &mut out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if b.write_all(&out).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Bitfield (all pieces) and unchoke for a torrent of `n` pieces.
+fn have_all_unchoke(n: u32) -> Vec<u8> {
+    let mut f = vec![0u8; (n as usize).div_ceil(8)];
+    for i in 0..n as usize {
+        f[i / 8] |= 0x80 >> (i % 8);
+    }
+    let mut out = Vec::new();
+    Msg::Bitfield(f).encode(&mut out);
+    Msg::Unchoke.encode(&mut out);
+    out
+}
+
+/// A peer that drops our first requests (as libtorrent does beyond its
+/// request queue) and answers only requests it saw before: the client
+/// asks again after a stall, before its timeout, and completes.
+#[tokio::test]
+async fn dropped_requests_are_sent_again_after_a_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = content(4 * BLOCK as usize, 6);
+    let (_, meta) = make(dir.path(), "src.bin", &data, BLOCK);
+    let (a, b) = tokio::io::duplex(64 << 10);
+    let fake = fake_seeder(
+        b,
+        meta.clone(),
+        data.clone(),
+        have_all_unchoke(4),
+        |again| again,
+    );
+    let o = DownloadOptions {
+        timeout: std::time::Duration::from_secs(2),
+        ..opts(8)
+    };
+    let out = dir.path().join("out.bin");
+    let mut store = Storage::create(&out, &meta).unwrap();
+    let mut note = |_: &Progress| {};
+    let (r, ()) = tokio::join!(download(a, &meta, &mut store, &o, &mut note), fake);
+    let r = r.unwrap();
+    assert_eq!(r.rerequested, 4);
+    assert_eq!(std::fs::read(&out).unwrap(), data);
+}
+
+/// A bitfield after a have message would overwrite it (BEP 3: the
+/// bitfield only ever comes first): a protocol error naming it.
+#[tokio::test]
+async fn late_bitfield_is_a_protocol_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = content(4 * BLOCK as usize, 7);
+    let (_, meta) = make(dir.path(), "src.bin", &data, BLOCK);
+    let (a, b) = tokio::io::duplex(64 << 10);
+    let mut first = Vec::new();
+    Msg::Have(0).encode(&mut first);
+    Msg::Bitfield(vec![0x70]).encode(&mut first);
+    let fake = fake_seeder(b, meta.clone(), data, first, |_| true);
+    let mut store = Storage::create(&dir.path().join("out.bin"), &meta).unwrap();
+    let mut note = |_: &Progress| {};
+    let o = opts(8);
+    let (r, ()) = tokio::join!(download(a, &meta, &mut store, &o, &mut note), fake);
+    let e = r.unwrap_err();
+    assert!(matches!(e, BtError::Protocol { .. }), "{e}");
+    assert!(e.to_string().contains("bitfield"), "{e}");
+}
+
+/// A peer that keeps us choked and sends only keep-alives (more often than
+/// the timeout) still times out: keep-alives are no progress.
+#[tokio::test]
+async fn keepalives_do_not_extend_a_choke_forever() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = content(4 * BLOCK as usize, 8);
+    let (_, meta) = make(dir.path(), "src.bin", &data, BLOCK);
+    let (a, mut b) = tokio::io::duplex(64 << 10);
+    let info_hash = meta.info_hash;
+    let fake = async move {
+        let mut hs = [0u8; 68];
+        if b.read_exact(&mut hs).await.is_err() {
+            return;
+        }
+        let h = Handshake {
+            info_hash,
+            peer_id: [4; 20],
+            fast: false,
+        };
+        let mut out = h.encode().to_vec();
+        Msg::Bitfield(vec![0xf0]).encode(&mut out);
+        if b.write_all(&out).await.is_err() {
+            return;
+        }
+        let mut sink = vec![0u8; 4096];
+        loop {
+            tokio::select! {
+                r = b.read(&mut sink) => if !matches!(r, Ok(n) if n > 0) { return },
+                () = tokio::time::sleep(std::time::Duration::from_millis(20)) => {
+                    let mut k = Vec::new();
+                    Msg::KeepAlive.encode(&mut k);
+                    if b.write_all(&k).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    };
+    let o = DownloadOptions {
+        timeout: std::time::Duration::from_millis(300),
+        ..opts(8)
+    };
+    let mut store = Storage::create(&dir.path().join("out.bin"), &meta).unwrap();
+    let mut note = |_: &Progress| {};
+    let run = async { tokio::join!(download(a, &meta, &mut store, &o, &mut note), fake).0 };
+    // Without the fix this never ends; the bound only catches that.
+    let r = tokio::time::timeout(std::time::Duration::from_secs(60), run)
+        .await
+        .expect("the download timed out on its own");
+    let e = r.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            BtError::Timeout {
+                waiting_for: "an unchoke",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
