@@ -158,7 +158,21 @@ impl<A: Copy + Ord> Listener<A> {
             }
             return Ok(());
         }
-        match self.by_key.get(&(from, h.conn_id)) {
+        let mut found = self.by_key.get(&(from, h.conn_id)).copied();
+        if found.is_none() && h.ty == PacketType::Reset {
+            // A peer that lost our connection answers a stray packet with
+            // the id it carried, our send_id (libutp `utp_process_udp`;
+            // `reset_for` does the same): recv_id is send_id ∓ 1.
+            found = [h.conn_id.wrapping_sub(1), h.conn_id.wrapping_add(1)]
+                .into_iter()
+                .filter_map(|r| self.by_key.get(&(from, r)).copied())
+                .find(|id| {
+                    self.conns
+                        .get(id)
+                        .is_some_and(|e| e.sock.send_id() == h.conn_id)
+                });
+        }
+        match found.as_ref() {
             Some(id) => {
                 if let Some(e) = self.conns.get_mut(id) {
                     e.sock.handle_packet(now, &p);
@@ -277,8 +291,8 @@ impl<A: Copy + Ord> Listener<A> {
 /// A RESET answering `h` for a connection we do not know, carrying the
 /// connection id the packet had (libutp's `utp_process_udp` answers strays
 /// with such a RESET; libtorrent's `utp_socket_manager` drops them silently).
-/// A peer matches it only if that is the id it receives on, so this is a
-/// best effort; the peer's retransmission timer covers the rest.
+/// That id is the peer's send_id, which a receiving listener matches as it
+/// matches its recv_id (libutp's rule, and [`Listener::handle_datagram`]'s).
 fn reset_for(now: Time, h: &Header) -> Vec<u8> {
     let r = Header {
         ty: PacketType::Reset,

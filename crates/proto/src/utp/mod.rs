@@ -77,7 +77,10 @@
 //!   socket at its first retransmission timeout). Either way a released
 //!   connection is then reaped, even with nothing outstanding.
 //! * **RESET** closes at once; [`Socket::abort`] sends one; the listener
-//!   answers packets for unknown connections with one.
+//!   answers packets for unknown connections with one carrying the stray's
+//!   connection id, i.e. the sender's `send_id`. A RESET therefore matches
+//!   a connection from its address by `recv_id` or else by `send_id`
+//!   (libutp `utp_process_udp`).
 //! * **Congestion control**: LEDBAT's µTP profile ([`crate::cc::Ledbat`],
 //!   [`crate::cc::LedbatVariant::Utp`]) through
 //!   [`crate::cc::CongestionControl`]. Its one-way-delay samples are the

@@ -732,3 +732,37 @@ fn fin_behind_ack_nr_is_ignored() {
     assert_eq!(&buf[..10], b"helloworld");
     assert!(!p.b().peer_finished());
 }
+
+#[test]
+fn reset_from_a_peer_that_forgot_the_connection_closes_it() {
+    let cfg = Config::default();
+    let mut a: Listener<u32> = Listener::new(cfg.clone(), 1);
+    let mut b: Listener<u32> = Listener::new(cfg.clone(), 2);
+    let now = Time::from_nanos(1_000_000_000);
+    let id = a.connect(2).unwrap();
+    for _ in 0..3 {
+        while let Some((_, d)) = a.poll_transmit(now) {
+            b.handle_datagram(now, 1, &d).unwrap();
+        }
+        while let Some((_, d)) = b.poll_transmit(now) {
+            a.handle_datagram(now, 2, &d).unwrap();
+        }
+    }
+    assert_eq!(a.socket(id).unwrap().state(), State::Connected);
+    assert_eq!(b.connection_count(), 1);
+    // b restarts on the same address and knows nothing of the connection.
+    let mut b: Listener<u32> = Listener::new(cfg, 3);
+    a.socket_mut(id).unwrap().send(b"hello");
+    while let Some((_, d)) = a.poll_transmit(now) {
+        b.handle_datagram(now, 1, &d).unwrap();
+    }
+    let (to, r) = b.poll_transmit(now).expect("a RESET for the stray");
+    assert_eq!(to, 1);
+    assert_eq!(wire::parse(&r).unwrap().header.ty, PacketType::Reset);
+    a.handle_datagram(now, 2, &r).unwrap();
+    assert_eq!(
+        a.socket(id).unwrap().close_reason(),
+        Some(CloseReason::Reset)
+    );
+    assert_eq!(a.stats().unknown, 0);
+}
