@@ -34,10 +34,15 @@
 //! * **Acks**: every packet carries `ack_nr`. Packets that acknowledge what
 //!   was never sent, or more than 3 packets before the last cumulative ack,
 //!   are dropped (libtorrent `incoming_packet`). Only STATE packets count
-//!   as duplicate acks (libtorrent); three trigger a fast resend of the first
-//!   unacknowledged packet (BEP 29, libtorrent `dup_ack_limit` = 3). A packet
-//!   with three selectively acknowledged packets after it is resent too, at
-//!   most 5 per selective ACK (libtorrent `parse_sack`).
+//!   as duplicate acks (libtorrent), and not those that open the peer's
+//!   window (window updates, after RFC 5681 §2's condition (e)) or whose
+//!   window cannot hold the first unacknowledged packet (the receiver is
+//!   dropping DATA beyond its window); libtorrent checks neither. Three
+//!   trigger a fast resend of the first unacknowledged packet (BEP 29,
+//!   libtorrent `dup_ack_limit` = 3). A packet with more than three (at
+//!   least four) selectively acknowledged packets after it is resent too,
+//!   at most 5 per selective ACK (libtorrent `parse_sack`: `dups >
+//!   dup_ack_limit`).
 //! * **Reorder buffer**: out-of-order DATA is kept until the gap fills, at
 //!   most `max(16, recv_buffer / payload_size)` packets ahead (libtorrent's
 //!   `max_packets_reorder`), and never more bytes than the advertised window

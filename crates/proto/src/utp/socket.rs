@@ -786,10 +786,11 @@ impl Socket {
         self.last_recv = now;
         self.confirmed = true;
         self.take_timestamp(now, &h);
+        let prev_wnd = self.peer_wnd;
         self.peer_wnd = h.wnd_size;
         let owd = (h.timestamp_diff_us != 0 && h.timestamp_diff_us != NO_SAMPLE)
             .then(|| Dur::from_micros(self.owd.unwrap(h.timestamp_diff_us)));
-        self.on_ack(now, &h, p.sack, owd);
+        self.on_ack(now, &h, p.sack, owd, prev_wnd);
         if self.state == State::Closed {
             return;
         }
@@ -892,7 +893,14 @@ impl Socket {
         }
     }
 
-    fn on_ack(&mut self, now: Time, h: &Header, sack: Option<&[u8]>, owd: Option<Dur>) {
+    fn on_ack(
+        &mut self,
+        now: Time,
+        h: &Header,
+        sack: Option<&[u8]>,
+        owd: Option<Dur>,
+        prev_wnd: u32,
+    ) {
         let prev_in_flight = self.in_flight;
         let mut acked_bytes = 0u64;
         let mut rtt: Option<Dur> = None;
@@ -924,10 +932,23 @@ impl Socket {
             self.acked_seq = h.ack_nr;
             self.dup_acks = 0;
             progress = true;
-        } else if h.ack_nr == self.acked_seq && h.ty == PacketType::State && !self.outbuf.is_empty()
+        } else if h.ack_nr == self.acked_seq
+            && h.ty == PacketType::State
+            && !self.outbuf.is_empty()
+            && h.wnd_size <= prev_wnd
+            && self
+                .outbuf
+                .front()
+                .is_some_and(|p| p.payload.len() as u64 <= h.wnd_size as u64)
         {
             // libtorrent counts only STATE packets as duplicate acks: a
-            // stream of DATA says nothing about our losses.
+            // stream of DATA says nothing about our losses. A STATE that
+            // opens the window is a window update, not a duplicate ack
+            // (after RFC 5681 §2, condition (e); libtorrent does not check
+            // it). It may shrink, as the receiver buffers what arrived
+            // after a hole. One whose window cannot hold the first
+            // unacknowledged packet speaks of flow control (the receiver
+            // drops DATA beyond its window), not of loss.
             self.dup_acks += 1;
             self.stats.dup_acks += 1;
         }

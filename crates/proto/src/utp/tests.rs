@@ -766,3 +766,69 @@ fn reset_from_a_peer_that_forgot_the_connection_closes_it() {
     );
     assert_eq!(a.stats().unknown, 0);
 }
+
+/// A connected pair with one DATA packet of a in flight that b never got;
+/// returns b's STATE packets acking a's SYN, with window `wnd` each.
+fn one_in_flight() -> (Pair, impl Fn(u32) -> Vec<u8>) {
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    while p.a.state() != State::Connected || p.b.is_none() {
+        p.step();
+    }
+    for _ in 0..4 {
+        p.step();
+    }
+    p.a.send(&[1u8; 4000]);
+    let now = p.now;
+    let n = std::iter::from_fn(|| p.a.poll_transmit(now)).count();
+    assert!(n >= 1);
+    let state = |wnd: u32| {
+        let h = wire::Header {
+            ty: PacketType::State,
+            conn_id: 5,
+            timestamp_us: 1,
+            timestamp_diff_us: 0,
+            wnd_size: wnd,
+            seq_nr: 6,
+            ack_nr: 1,
+        };
+        let mut d = Vec::new();
+        wire::write(&h, &[], &[], &mut d);
+        d
+    };
+    (p, state)
+}
+
+#[test]
+fn three_duplicate_acks_without_sack_fast_resend() {
+    let (mut p, state) = one_in_flight();
+    let now = p.now;
+    // The window shrinks as b buffers what arrived after the hole.
+    let wnd = p.a.peer_window();
+    for k in 0..3 {
+        p.a.handle_datagram(now, &state(wnd - k * 1400)).unwrap();
+    }
+    let s = p.a.stats();
+    assert_eq!((s.dup_acks, s.fast_resends, s.timeouts), (3, 1, 0), "{s:?}");
+    let d = p.a.poll_transmit(now).expect("the fast resend");
+    let h = wire::parse(&d).unwrap().header;
+    assert_eq!((h.ty, h.seq_nr), (PacketType::Data, 2));
+}
+
+#[test]
+fn window_updates_are_not_duplicate_acks() {
+    let (mut p, state) = one_in_flight();
+    let now = p.now;
+    let cwnd = p.a.cwnd();
+    // Each opens the window: window updates (e.g. a reopening window).
+    for wnd in [2 << 20, 3 << 20, 4 << 20, 5 << 20] {
+        p.a.handle_datagram(now, &state(wnd)).unwrap();
+    }
+    // The same window, too small for the packet in flight: the receiver
+    // dropped DATA beyond its window.
+    for _ in 0..4 {
+        p.a.handle_datagram(now, &state(100)).unwrap();
+    }
+    let s = p.a.stats();
+    assert_eq!((s.dup_acks, s.fast_resends), (0, 0), "{s:?}");
+    assert_eq!(p.a.cwnd(), cwnd, "no loss, no cut");
+}
