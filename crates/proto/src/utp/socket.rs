@@ -16,9 +16,9 @@ const MAX_OUT_PACKETS: usize = 8192;
 /// Lost packets one selective ACK may trigger resends for (libtorrent
 /// `parse_sack` keeps a list of 5).
 const MAX_SACK_RESENDS: usize = 5;
-/// Duplicate ACKs (and packets selectively acknowledged past a hole) that
-/// trigger a fast resend (libtorrent `dup_ack_limit`, BEP 29 "3 duplicate
-/// acks").
+/// Duplicate ACKs that trigger a fast resend (libtorrent `dup_ack_limit`,
+/// BEP 29 "3 duplicate acks"); packets selectively acknowledged past a hole
+/// must exceed it (libtorrent `parse_sack`).
 const DUP_ACK_LIMIT: u32 = 3;
 /// Acks older than this many packets before the last cumulative ack make
 /// the packet invalid (libtorrent `incoming_packet`: `acked_seq_nr − dup_ack_limit`).
@@ -980,15 +980,16 @@ impl Socket {
                 sample(&p, &mut rtt);
                 progress = true;
             }
-            // Packets before three selectively acknowledged ones are lost
-            // (libtorrent `parse_sack`, RFC 6675's DupThresh).
+            // Packets before more than three (at least four) selectively
+            // acknowledged ones are lost (libtorrent `parse_sack` resends
+            // only once `dups > dup_ack_limit`).
             let mut after = 0u32;
             let mut lost = Vec::new();
             for idx in (0..self.outbuf.len()).rev() {
                 let p = &self.outbuf[idx];
                 if p.sacked {
                     after += 1;
-                } else if after >= DUP_ACK_LIMIT
+                } else if after > DUP_ACK_LIMIT
                     && !p.need_resend
                     && p.transmissions > 0
                     && !seq::lt(p.seq, self.fast_resend_from)

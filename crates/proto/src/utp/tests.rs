@@ -832,3 +832,67 @@ fn window_updates_are_not_duplicate_acks() {
     assert_eq!((s.dup_acks, s.fast_resends), (0, 0), "{s:?}");
     assert_eq!(p.a.cwnd(), cwnd, "no loss, no cut");
 }
+
+/// A hole followed by `k` packets b selectively acknowledged: whether a
+/// resends the hole at once.
+fn sack_resends_after(k: usize) -> u64 {
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    let data = pattern(200 * 1400, 9);
+    let mut off = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    // A clean transfer grows the window; then a is idle.
+    for _ in 0..100_000 {
+        if off < data.len() {
+            off += p.a.send(&data[off..]);
+        }
+        if let Some(b) = p.b.as_mut() {
+            while b.recv(&mut buf) > 0 {}
+        }
+        if off == data.len() && p.a.send_buffered() == 0 {
+            break;
+        }
+        p.step();
+    }
+    assert!(p.a.cwnd() >= 8 * 1400, "cwnd {}", p.a.cwnd());
+    // Ten packets go out and nothing reaches b.
+    p.drop = lose_if(|to_b, _, _| to_b);
+    p.keep_log = true;
+    p.a.send(&[3u8; 10 * 1400]);
+    p.flush();
+    let seqs: Vec<u16> = p
+        .log
+        .iter()
+        .filter(|(to_b, _)| *to_b)
+        .map(|(_, d)| wire::parse(d).unwrap().header)
+        .filter(|h| h.ty == PacketType::Data)
+        .map(|h| h.seq_nr)
+        .collect();
+    assert!(seqs.len() >= 8, "{seqs:?}");
+    let hole = seqs[0];
+    // Bit i stands for hole + 1 + i.
+    let mut mask = vec![0u8; 4];
+    for i in 0..k {
+        mask[i / 8] |= 1 << (i % 8);
+    }
+    let h = wire::Header {
+        ty: PacketType::State,
+        conn_id: 5,
+        timestamp_us: 1,
+        timestamp_diff_us: 0,
+        wnd_size: p.a.peer_window(),
+        seq_nr: 6,
+        ack_nr: hole.wrapping_sub(1),
+    };
+    let mut d = Vec::new();
+    wire::write(&h, &mask, &[], &mut d);
+    let before = p.a.stats().fast_resends;
+    let now = p.now;
+    p.a.handle_datagram(now, &d).unwrap();
+    p.a.stats().fast_resends - before
+}
+
+#[test]
+fn sack_resends_a_hole_only_after_four_sacked_packets() {
+    assert_eq!(sack_resends_after(3), 0, "libtorrent: dups > dup_ack_limit");
+    assert_eq!(sack_resends_after(4), 1);
+}
