@@ -418,11 +418,11 @@ async fn fake_seeder(
                     out.extend_from_slice(&h.encode());
                     out.extend_from_slice(&first);
                 }
-                Event::Msg(Msg::Request { index, begin, len }) => {
-                    if answer(!seen.insert((index, begin))) {
-                        let at = (index as u64 * meta.piece_length as u64 + begin as u64) as usize;
-                        encode_piece(index, begin, &data[at..at + len as usize], &mut out);
-                    }
+                Event::Msg(Msg::Request { index, begin, len })
+                    if answer(!seen.insert((index, begin))) =>
+                {
+                    let at = (index as u64 * meta.piece_length as u64 + begin as u64) as usize;
+                    encode_piece(index, begin, &data[at..at + len as usize], &mut out);
                 }
                 _ => {}
             }
