@@ -125,6 +125,9 @@ pub struct Socket {
 
     events: VecDeque<Event>,
     stats: ConnStats,
+    /// The one-way delay of the last sample given to the controller.
+    #[cfg(test)]
+    pub(super) last_owd: Option<Dur>,
 }
 
 /// The wire timestamp of `now`: microseconds, truncated to 32 bits (BEP 29).
@@ -189,6 +192,8 @@ impl Socket {
             confirmed: true,
             events: VecDeque::new(),
             stats: ConnStats::default(),
+            #[cfg(test)]
+            last_owd: None,
             cfg,
         }
     }
@@ -1062,6 +1067,10 @@ impl Socket {
                 // one more packet would not have fit.
                 cwnd_limited: prev_in_flight + self.cfg.payload_size as u64 > self.cc.cwnd(),
             };
+            #[cfg(test)]
+            {
+                self.last_owd = sample.owd;
+            }
             self.cc.on_ack(&sample);
             if self.writable_wanted && self.send_space() > 0 {
                 self.writable_wanted = false;

@@ -896,3 +896,39 @@ fn sack_resends_a_hole_only_after_four_sacked_packets() {
     assert_eq!(sack_resends_after(3), 0, "libtorrent: dups > dup_ack_limit");
     assert_eq!(sack_resends_after(4), 1);
 }
+
+#[test]
+fn echoed_timestamp_difference_reaches_ledbat_unwrapped() {
+    let mut p = Pair::new(Config::default(), 5, 1, 6);
+    while p.a.state() != State::Connected || p.b.is_none() {
+        p.step();
+    }
+    for _ in 0..4 {
+        p.step();
+    }
+    let ack = |p: &mut Pair, ack_nr: u16, diff: u32| {
+        let now = p.now;
+        p.a.send(b"x");
+        assert!(p.a.poll_transmit(now).is_some());
+        let h = wire::Header {
+            ty: PacketType::State,
+            conn_id: 5,
+            timestamp_us: 1,
+            timestamp_diff_us: diff,
+            wnd_size: 1 << 20,
+            seq_nr: 6,
+            ack_nr,
+        };
+        let mut d = Vec::new();
+        wire::write(&h, &[], &[], &mut d);
+        p.a.handle_datagram(now, &d).unwrap();
+        p.a.last_owd.expect("a sample reached the controller")
+    };
+    // b's echoes so far were the link delay, 5000 µs, unwrapped to
+    // 2^32 + 5000. Now −50 (just below the 32-bit wrap): a step of −5050 µs,
+    // not +71 minutes; then 100 µs more, across the wrap again.
+    let first = ack(&mut p, 2, u32::MAX - 49);
+    assert_eq!(first, Dur::from_micros((1u64 << 32) - 50));
+    let second = ack(&mut p, 3, 50);
+    assert_eq!(second, first + Dur::from_micros(100));
+}
