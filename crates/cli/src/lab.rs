@@ -172,6 +172,9 @@ pub enum LabCmd {
         /// The competing kernel TCP flow's congestion control.
         #[arg(long, default_value = "cubic")]
         cc: String,
+        /// The bottleneck's buffer: packets (100pkt, the default) or bytes (250kB).
+        #[arg(long, value_parser = parse_buffer)]
+        buffer: Option<Buffer>,
     },
     /// hopwise's BitTorrent peer against libtorrent over µTP, both ways, on a clean link and then across the
     /// lab's delay line with a delay and loss each way, beside libtorrent to libtorrent on the same link
@@ -470,6 +473,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             skip_hopwise,
             python,
             cc,
+            buffer,
         } => {
             let exe = std::env::current_exe()
                 .map_err(|e| anyhow::anyhow!("cannot find the hopwise executable: {e}"))?;
@@ -484,6 +488,7 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 cc,
                 hopwise: !skip_hopwise,
                 libtorrent: !skip_libtorrent,
+                buffer: buffer.unwrap_or(defaults.buffer),
                 ..defaults
             };
             plan.check()?;
