@@ -217,7 +217,6 @@ fn s(x: impl ToString) -> String {
     x.to_string()
 }
 
-/// The transfers of one setting, on a fresh wan.
 /// The file every transfer moves: its data, its torrent and its SHA-256.
 struct Payload<'a> {
     data: &'a Path,
@@ -225,6 +224,8 @@ struct Payload<'a> {
     want: [u8; 32],
 }
 
+/// The transfers of one setting (name, round trip in ms, loss each way), on
+/// a fresh wan.
 fn run_setting(
     o: &Options,
     dir: &Path,
