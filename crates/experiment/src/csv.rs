@@ -259,9 +259,11 @@ mod tests {
         _trace: Vec<f64>,
     }
 
+    /// A file in a directory of its own per test: tests run in parallel and
+    /// each removes its directory at the end.
     fn tmp(name: &str) -> PathBuf {
         std::env::temp_dir()
-            .join(format!("hopwise-csv-{}", std::process::id()))
+            .join(format!("hopwise-csv-{}-{name}", std::process::id()))
             .join(name)
     }
 
