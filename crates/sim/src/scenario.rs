@@ -552,6 +552,7 @@ fn default_name(origin: &str) -> String {
 }
 
 fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
+    let overlay = overlay_sections(&raw);
     let name = raw.name.map_or_else(|| default_name(origin), |n| n.0);
     let why = "how much simulated time to run, e.g. duration = \"60s\"";
     let duration = req(raw.duration, "", "duration", why)?.value;
@@ -568,7 +569,10 @@ fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
         Some(d) => dir_fields(d, "defaults.link")?,
         None => DirFields::default(),
     };
-    let Some(node) = raw.node else {
+    let Some(node) = raw
+        .node
+        .or_else(|| (!overlay.is_empty()).then(Default::default))
+    else {
         return Err(e(
             "node",
             "missing: declare the hosts and switches with [[node]] sections \
@@ -633,7 +637,20 @@ fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
         flows,
         measure,
         start_jitter: raw.start_jitter.map_or(Dur::ZERO, |d| d.value),
+        overlay,
     })
+}
+
+/// The overlay sections [`Scenario::overlay`] keeps, in the file's words.
+pub const OVERLAY_SECTIONS: [&str; 5] = ["tor", "relay", "circuit", "swarm", "otcp"];
+
+fn overlay_sections(raw: &RawScenario) -> toml::Table {
+    let all = [&raw.tor, &raw.relay, &raw.circuit, &raw.swarm, &raw.otcp];
+    OVERLAY_SECTIONS
+        .iter()
+        .zip(all)
+        .filter_map(|(k, v)| Some((k.to_string(), v.clone()?)))
+        .collect()
 }
 
 fn node_spec(i: usize, n: RawNode) -> R<NodeSpec> {

@@ -22,6 +22,11 @@ pub struct Scenario {
     /// Each flow's start (and stop) is shifted by a uniform random amount in
     /// `[0, start_jitter)`, drawn from the flow's own random stream.
     pub start_jitter: Dur,
+    /// The overlay sections of a scenario file (`tor`, `relay`, `circuit`,
+    /// `swarm`, `otcp`), as TOML after `--set` overrides: this crate does
+    /// not model overlays; `hopwise-overlay` reads them and adds their
+    /// nodes, links and agents. Empty for scenarios built in code.
+    pub overlay: toml::Table,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -178,6 +183,7 @@ impl Scenario {
             flows: Vec::new(),
             measure: MeasureSpec::default(),
             start_jitter: Dur::ZERO,
+            overlay: toml::Table::new(),
         }
     }
 }

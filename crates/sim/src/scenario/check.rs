@@ -345,8 +345,12 @@ fn check(s: &Scenario) -> R<()> {
     }
 
     // Flows.
-    if s.flows.is_empty() {
-        return Err(e("flow", "no flows defined; add a [[flow]] (from, to, cc)"));
+    if s.flows.is_empty() && s.overlay.is_empty() {
+        return Err(e(
+            "flow",
+            "no flows defined; add a [[flow]] (from, to, cc), or an overlay: [[circuit]], \
+             [swarm] or [[otcp]]",
+        ));
     }
     let mut flow_ix: HashMap<&str, usize> = HashMap::new();
     for (i, f) in s.flows.iter().enumerate() {

@@ -21,6 +21,9 @@ table! {
         name: Text, duration: Duration, seed: Int, start_jitter: Duration,
         defaults: TableOf<RawDefaults>, node: Tables<RawNode>, link: Tables<RawLink>,
         flow: Tables<RawFlow>, measure: TableOf<RawMeasure>,
+        // The overlay sections: kept as TOML for the crate that models them
+        // (`hopwise-overlay`), which reads and checks them.
+        tor: Value, relay: Value, circuit: Value, swarm: Value, otcp: Value,
     }
 }
 table! {
