@@ -1,0 +1,174 @@
+//! A histogram in logarithmic buckets: quantiles of any number of samples in
+//! bounded memory.
+
+/// Ratio of a bucket's upper to its lower bound.
+const GAMMA: f64 = 1.01;
+
+/// Non-negative samples counted in logarithmic buckets, for quantiles of
+/// long runs (every packet's delay) in bounded memory.
+///
+/// Bucket `i` holds the values in `[γ^i, γ^(i+1))` with γ = 1.01, and a
+/// quantile is reported as the point of its bucket with the smallest
+/// relative error to both bounds, `2γ^(i+1)/(1+γ)`, clamped to the exact
+/// minimum and maximum seen: it is within [`LogHistogram::RELATIVE_ERROR`]
+/// (0.498 %) of the true sample at that rank. Zero (and any value below
+/// 10⁻¹²) is counted apart and reported exactly. The count, mean, minimum
+/// and maximum are exact.
+///
+/// Memory grows with the range of the values, not their number: about 231
+/// buckets (8 bytes each) per decade between the smallest and the largest
+/// positive value, so 1 µs to 10 s in seconds takes 1 620 buckets, 13 kB.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LogHistogram {
+    count: u64,
+    zeros: u64,
+    sum: f64,
+    min: f64,
+    max: f64,
+    /// Bucket index of `counts[0]`.
+    first: i32,
+    counts: Vec<u64>,
+}
+
+impl LogHistogram {
+    /// The largest relative error of a reported quantile: (γ − 1)/(γ + 1).
+    pub const RELATIVE_ERROR: f64 = (GAMMA - 1.0) / (GAMMA + 1.0);
+
+    /// An empty histogram (allocates nothing until the first positive sample).
+    pub fn new() -> LogHistogram {
+        LogHistogram::default()
+    }
+
+    /// Counts one sample. Negative values and NaN are ignored.
+    pub fn add(&mut self, x: f64) {
+        if x.is_nan() || x < 0.0 {
+            return;
+        }
+        if self.count == 0 {
+            self.min = x;
+            self.max = x;
+        } else {
+            self.min = self.min.min(x);
+            self.max = self.max.max(x);
+        }
+        self.count += 1;
+        self.sum += x;
+        if x < 1e-12 {
+            self.zeros += 1;
+            return;
+        }
+        let i = (x.ln() / GAMMA.ln()).floor() as i32;
+        if self.counts.is_empty() {
+            self.first = i;
+        } else if i < self.first {
+            let grow = (self.first - i) as usize;
+            self.counts.splice(0..0, std::iter::repeat_n(0, grow));
+            self.first = i;
+        }
+        let k = (i - self.first) as usize;
+        if self.counts.len() <= k {
+            self.counts.resize(k + 1, 0);
+        }
+        self.counts[k] += 1;
+    }
+
+    /// Samples counted.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The exact mean; `None` without samples.
+    pub fn mean(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum / self.count as f64)
+    }
+
+    /// The exact smallest and largest sample; `None` without samples.
+    pub fn range(&self) -> Option<(f64, f64)> {
+        (self.count > 0).then_some((self.min, self.max))
+    }
+
+    /// The `q`-quantile (0..=1) by nearest rank: the sample at rank
+    /// ⌈q·n⌉ (at least 1) in ascending order, within
+    /// [`LogHistogram::RELATIVE_ERROR`]; `None` without samples. Unlike
+    /// [`super::quantile`] it does not interpolate between neighbours.
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
+        if rank <= self.zeros {
+            return Some(self.min);
+        }
+        let mut seen = self.zeros;
+        for (k, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let i = self.first + k as i32;
+                let mid = 2.0 * GAMMA.powi(i + 1) / (1.0 + GAMMA);
+                return Some(mid.clamp(self.min, self.max));
+            }
+        }
+        Some(self.max)
+    }
+
+    /// The median by nearest rank (see [`LogHistogram::quantile`]).
+    pub fn median(&self) -> Option<f64> {
+        self.quantile(0.5)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_are_within_the_stated_precision() {
+        // 1..=1000: the sample at rank r is r itself.
+        let mut h = LogHistogram::new();
+        for x in (1..=1000).rev() {
+            h.add(x as f64 * 1e-3);
+        }
+        assert_eq!(h.count(), 1000);
+        assert!((h.mean().unwrap() - 0.5005).abs() < 1e-12);
+        for (q, exact) in [(0.5, 0.5), (0.95, 0.95), (0.99, 0.99), (0.001, 0.001)] {
+            let got = h.quantile(q).unwrap();
+            let err = (got - exact).abs() / exact;
+            assert!(err <= LogHistogram::RELATIVE_ERROR, "q {q}: {got} vs {exact}");
+        }
+        assert_eq!(h.quantile(1.0), Some(1.0));
+        assert_eq!(h.quantile(0.0), Some(0.001));
+        assert_eq!(h.range(), Some((0.001, 1.0)));
+    }
+
+    #[test]
+    fn zeros_and_a_constant_are_exact() {
+        let mut h = LogHistogram::new();
+        assert_eq!((h.mean(), h.median()), (None, None));
+        for _ in 0..3 {
+            h.add(0.0);
+        }
+        for _ in 0..7 {
+            h.add(0.25);
+        }
+        h.add(f64::NAN);
+        h.add(-1.0);
+        assert_eq!(h.count(), 10);
+        // Ranks 1..=3 are zero, 4..=10 are 0.25 (clamped to the maximum).
+        assert_eq!(h.quantile(0.3), Some(0.0));
+        assert_eq!(h.quantile(0.31), Some(0.25));
+        assert_eq!(h.median(), Some(0.25));
+        assert!((h.mean().unwrap() - 0.175).abs() < 1e-15);
+    }
+
+    #[test]
+    fn memory_follows_the_range_not_the_count() {
+        let mut h = LogHistogram::new();
+        for k in 0..100_000u32 {
+            h.add(1e-3 * (1.0 + (k % 1000) as f64 / 100.0));
+        }
+        // 1 ms to 11 ms: ln(11)/ln(1.01) ≈ 241 buckets.
+        assert!(h.counts.len() <= 242, "{}", h.counts.len());
+        h.add(1e-6);
+        assert!(h.counts.len() <= 242 + 695, "{}", h.counts.len());
+    }
+}
