@@ -10,13 +10,14 @@
 //! same hash, and tests check it.
 
 use crate::agent::{Agent, Cx, SockEvent};
-use crate::measure::{Binned, QueueStats};
+use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
 use crate::queue::EventQueue;
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
+use hopwise_experiment::stats::LogHistogram;
 use hopwise_proto::cc::{CcConfig, CongestionControl};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
@@ -65,30 +66,30 @@ impl Ev {
 /// One direction of a link: a node's output port.
 #[derive(Debug)]
 pub struct Iface {
-    pub name: String,
-    pub link: String,
-    pub from: NodeId,
-    pub to: NodeId,
-    pub rate: Rate,
-    pub delay: Dur,
-    pub loss: f64,
+    pub(crate) name: String,
+    pub(crate) link: String,
+    pub(crate) from: NodeId,
+    pub(crate) to: NodeId,
+    pub(crate) rate: Rate,
+    pub(crate) delay: Dur,
+    pub(crate) loss: f64,
     qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
     /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
     pipeline: VecDeque<(Time, Packet)>,
     rng: Rng,
-    pub stats: QueueStats,
-    /// Sampled occupancy (bytes, packets) at each trace tick.
-    pub trace: Vec<(u64, u64)>,
+    pub(crate) stats: QueueStats,
+    /// Sampled occupancy at each trace tick.
+    pub(crate) trace: Vec<QueueSample>,
     /// A packet capture on this direction, with its label (the file name).
     capture: Option<(String, Box<Capture>)>,
 }
 
 #[derive(Debug)]
 pub struct Node {
-    pub name: String,
-    pub kind: NodeKind,
+    pub(crate) name: String,
+    pub(crate) kind: NodeKind,
     /// Output interface towards each destination node (`u32::MAX`: unreachable).
     /// Empty for a node with a single interface, which uses `default_route`.
     routes: Vec<u32>,
@@ -101,53 +102,59 @@ pub struct Node {
 /// One end of a TCP connection and the application on it.
 #[derive(Debug)]
 pub struct Endpoint {
-    pub conn: Option<Connection>,
-    pub node: NodeId,
-    pub peer_node: NodeId,
-    pub peer: u32,
+    pub(crate) conn: Option<Connection>,
+    pub(crate) node: NodeId,
+    pub(crate) peer_node: NodeId,
+    pub(crate) peer: u32,
     /// The scenario flow this endpoint belongs to (`u32::MAX` for an agent's socket).
-    pub flow: u32,
+    pub(crate) flow: u32,
     /// The agent that owns this endpoint, if it is an agent's socket.
-    pub agent: Option<u32>,
+    pub(crate) agent: Option<u32>,
     /// Configuration for accepting the peer's SYN (an agent's listening side).
     accept: Option<Box<(TcpConfig, CcConfig)>>,
     /// The connection was accepted and the owning agent not yet told.
     accepted: bool,
-    pub initiator: bool,
+    pub(crate) initiator: bool,
     /// The application writes data on this end.
-    pub sender: bool,
+    pub(crate) sender: bool,
     timer_at: Option<Time>,
     /// Bytes written so far (also the stream offset of the next write).
-    pub written: u64,
+    pub(crate) written: u64,
     stopped: bool,
     /// Bytes the application read, and how many of them differed from what was written.
-    pub received: u64,
-    pub corrupt: u64,
-    pub received_after_warmup: u64,
-    pub last_delivery: Option<Time>,
-    pub goodput: Binned,
+    pub(crate) received: u64,
+    pub(crate) corrupt: u64,
+    pub(crate) received_after_warmup: u64,
+    pub(crate) last_delivery: Option<Time>,
+    pub(crate) goodput: Binned,
     /// Time the last byte of a fixed-size transfer was read.
-    pub completed_at: Option<Time>,
-    pub reset: bool,
-    pub timed_out: bool,
-    /// Sampled (cwnd, ssthresh, srtt ms, pipe) of this end as a sender.
-    pub trace: Vec<[f64; 4]>,
+    pub(crate) completed_at: Option<Time>,
+    pub(crate) reset: bool,
+    pub(crate) timed_out: bool,
+    /// This end's state as a sender at each trace tick.
+    pub(crate) trace: Vec<TraceSample>,
+    /// RTT samples (seconds) this end took after the warm-up, if it is
+    /// measured (a flow's end, or a socket an agent traces).
+    pub(crate) rtt: LogHistogram,
+    /// Per data packet this end received after the warm-up: the total
+    /// time (seconds) it waited in queues along its path.
+    pub(crate) queue_delay: LogHistogram,
 }
 
 /// Runtime state of a flow.
 #[derive(Debug)]
 pub struct Flow {
-    pub name: String,
-    pub from: NodeId,
-    pub to: NodeId,
-    pub cc: CcConfig,
-    pub tcp: TcpConfig,
-    pub traffic: Traffic,
-    pub bidir: bool,
-    pub start: Time,
-    pub stop: Option<Time>,
+    pub(crate) name: String,
+    pub(crate) from: NodeId,
+    pub(crate) to: NodeId,
+    pub(crate) cc: CcConfig,
+    pub(crate) tcp: TcpConfig,
+    pub(crate) traffic: Traffic,
+    pub(crate) bidir: bool,
+    pub(crate) start: Time,
+    pub(crate) stop: Option<Time>,
     /// Endpoint indices: initiator, responder.
-    pub ends: [u32; 2],
+    pub(crate) ends: [u32; 2],
     rng: Rng,
 }
 
@@ -158,17 +165,17 @@ pub struct Sim {
     queue: EventQueue<Ev>,
     hash: u64,
     events: u64,
-    pub duration: Dur,
-    pub seed: u64,
-    pub warmup: Time,
-    pub trace_interval: Dur,
+    pub(crate) duration: Dur,
+    pub(crate) seed: u64,
+    pub(crate) warmup: Time,
+    pub(crate) trace_interval: Dur,
     goodput_interval: Dur,
-    pub nodes: Vec<Node>,
-    pub ifaces: Vec<Iface>,
-    pub endpoints: Vec<Endpoint>,
-    pub flows: Vec<Flow>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) ifaces: Vec<Iface>,
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) flows: Vec<Flow>,
     /// Trace tick times actually sampled.
-    pub trace_times: Vec<Time>,
+    pub(crate) trace_times: Vec<Time>,
     scratch: Vec<Segment>,
     agents: Vec<AgentSlot>,
     /// Node ids by name (lookups only, never iterated).
@@ -236,7 +243,7 @@ impl Sim {
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.name.clone(), i as NodeId))
+            .map(|(i, n)| (n.name.clone(), NodeId(i as u32)))
             .collect();
         let node_id = |name: &str| -> Result<NodeId, String> {
             node_index
@@ -326,6 +333,8 @@ impl Sim {
                     reset: false,
                     timed_out: false,
                     trace: Vec::new(),
+                    rtt: LogHistogram::new(),
+                    queue_delay: LogHistogram::new(),
                 });
             }
             flows.push(Flow {
@@ -625,8 +634,9 @@ impl Sim {
         self.enqueue(i, p);
     }
 
-    fn enqueue(&mut self, i: u32, p: Packet) {
+    fn enqueue(&mut self, i: u32, mut p: Packet) {
         let now = self.now;
+        p.enqueued_at = now;
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
@@ -646,7 +656,8 @@ impl Sim {
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         match f.qdisc.dequeue(now) {
-            Dequeue::Packet(p) => {
+            Dequeue::Packet(mut p) => {
+                p.queued += now - p.enqueued_at;
                 f.stats.advance(now, warmup);
                 f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
                 f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
@@ -697,10 +708,18 @@ impl Sim {
             }
         };
         let now = self.now;
+        let measured = now >= self.warmup && self.measured(e);
         let ep = &mut self.endpoints[e as usize];
+        if measured && p.payload > 0 {
+            ep.queue_delay.add(p.queued.as_secs_f64());
+        }
         match ep.conn.as_mut() {
             Some(c) if c.state() != State::Closed => {
+                let samples = c.stats().rtt_samples;
                 c.handle_segment(now, seg);
+                if measured && c.stats().rtt_samples > samples {
+                    ep.rtt.add(c.latest_rtt().as_secs_f64());
+                }
             }
             None if !ep.initiator => {
                 let accepted = if let Some(cfg) = ep.accept.as_deref() {
@@ -726,6 +745,13 @@ impl Sim {
         self.service(e);
     }
 
+    /// Whether endpoint `e`'s latency is recorded: a scenario flow's end,
+    /// or an agent's socket whose either end is traced ([`Cx::trace`]).
+    fn measured(&self, e: u32) -> bool {
+        let ep = &self.endpoints[e as usize];
+        ep.flow != u32::MAX || ep.sender || self.endpoints[ep.peer as usize].sender
+    }
+
     fn reply_reset(&mut self, e: u32, seg: &Segment) {
         if let Some(r) = reset_for(seg) {
             let ep = &self.endpoints[e as usize];
@@ -744,14 +770,14 @@ impl Sim {
             let row = match &ep.conn {
                 Some(c) if c.state() != State::Closed => {
                     let ss = c.ssthresh();
-                    [
-                        c.cwnd() as f64,
-                        if ss == u64::MAX { f64::NAN } else { ss as f64 },
-                        c.srtt().as_millis_f64(),
-                        c.pipe() as f64,
-                    ]
+                    TraceSample {
+                        cwnd: c.cwnd() as f64,
+                        ssthresh: if ss == u64::MAX { f64::NAN } else { ss as f64 },
+                        srtt_ms: c.srtt().as_millis_f64(),
+                        pipe: c.pipe() as f64,
+                    }
                 }
-                _ => [f64::NAN; 4],
+                _ => TraceSample::CLOSED,
             };
             ep.trace.push(row);
         }
@@ -891,7 +917,7 @@ impl Sim {
         self.nodes
             .iter()
             .position(|n| n.name == name)
-            .map(|i| i as NodeId)
+            .map(|i| NodeId(i as u32))
     }
 
     pub(crate) fn agent_node(&self, a: u32) -> NodeId {
@@ -961,7 +987,7 @@ impl Sim {
         if self.listeners.contains_key(&(node, port)) {
             return Err(format!(
                 "TCP port {port} on `{}` is already in use",
-                self.nodes[node as usize].name
+                self.nodes[node.index()].name
             ));
         }
         self.listeners.insert((node, port), (a, tcp, cc));
@@ -989,17 +1015,17 @@ impl Sim {
         let Some((listener, ltcp, lcc)) = self.listeners.get(&(to, port)).cloned() else {
             return Err(format!(
                 "nothing listens on TCP port {port} of `{}`",
-                self.nodes.get(to as usize).map_or("?", |n| &n.name)
+                self.nodes.get(to.index()).map_or("?", |n| &n.name)
             ));
         };
         if route(&self.nodes, node, to) == u32::MAX {
             return Err(format!(
                 "no route from `{}` to `{}`",
-                self.nodes[node as usize].name, self.nodes[to as usize].name
+                self.nodes[node.index()].name, self.nodes[to.index()].name
             ));
         }
         let local_port = {
-            let p = &mut self.next_port[node as usize];
+            let p = &mut self.next_port[node.index()];
             *p = p.checked_add(1).unwrap_or(40_000);
             *p
         };
@@ -1038,6 +1064,8 @@ impl Sim {
                 reset: false,
                 timed_out: false,
                 trace: Vec::new(),
+                rtt: LogHistogram::new(),
+                queue_delay: LogHistogram::new(),
             });
         }
         let iss = self.agents[a as usize].rng.next_u64() as u32;
@@ -1097,7 +1125,7 @@ impl Sim {
         if self.udp_ports.contains_key(&(node, port)) {
             return Err(format!(
                 "UDP port {port} on `{}` is already in use",
-                self.nodes[node as usize].name
+                self.nodes[node.index()].name
             ));
         }
         self.udp_ports.insert((node, port), a);
@@ -1143,15 +1171,15 @@ impl Sim {
 
 /// The output interface of `node` towards `dst`, or `u32::MAX` if none.
 fn route(nodes: &[Node], node: NodeId, dst: NodeId) -> u32 {
-    let n = &nodes[node as usize];
+    let n = &nodes[node.index()];
     if n.routes.is_empty() {
-        if node != dst && nodes[dst as usize].component == n.component {
+        if node != dst && nodes.get(dst.index()).is_some_and(|d| d.component == n.component) {
             n.default_route
         } else {
             u32::MAX
         }
     } else {
-        n.routes[dst as usize]
+        n.routes.get(dst.index()).copied().unwrap_or(u32::MAX)
     }
 }
 
@@ -1164,7 +1192,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
     let n = nodes.len();
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (i, f) in ifaces.iter().enumerate() {
-        out[f.from as usize].push(i as u32);
+        out[f.from.index()].push(i as u32);
     }
     // Reachability is symmetric (links are full duplex): one component id per node.
     let mut comp = vec![u32::MAX; n];
@@ -1176,7 +1204,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         let mut q = VecDeque::from([s]);
         while let Some(u) = q.pop_front() {
             for &i in &out[u] {
-                let t = ifaces[i as usize].to as usize;
+                let t = ifaces[i as usize].to.index();
                 if comp[t] == u32::MAX {
                     comp[t] = s as u32;
                     q.push_back(t);
@@ -1195,7 +1223,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         seen[src] = true;
         let mut q = VecDeque::new();
         for &i in &out[src] {
-            let to = ifaces[i as usize].to as usize;
+            let to = ifaces[i as usize].to.index();
             if !seen[to] {
                 seen[to] = true;
                 first_hop[to] = i;
@@ -1204,7 +1232,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         }
         while let Some(u) = q.pop_front() {
             for &i in &out[u] {
-                let to = ifaces[i as usize].to as usize;
+                let to = ifaces[i as usize].to.index();
                 if !seen[to] {
                     seen[to] = true;
                     first_hop[to] = first_hop[u];
