@@ -443,7 +443,13 @@ pub fn summary_text(s: &Summary) -> String {
     let _ = writeln!(
         o,
         "{:<24} {:<12} {:>14} {:>12} {:>8} {:>15} {:>15}",
-        "flow", "cc", "goodput Mbit/s", "delivered MB", "retx", "RTT ms med/p99", "queue ms med/p99"
+        "flow",
+        "cc",
+        "goodput Mbit/s",
+        "delivered MB",
+        "retx",
+        "RTT ms med/p99",
+        "queue ms med/p99"
     );
     // Median and 99th percentile, ms (see docs/scenario-format.md, "Latency").
     let ms = |a: Option<f64>, b: Option<f64>| match (a, b) {

@@ -1271,7 +1271,13 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
 /// The latency part of the terminal table: per point and flow, the median
 /// RTT and the 95th-percentile queueing delay (means over seeds, in ms);
 /// empty if no flow has latency samples.
-fn latency_table(axes: &[Axis], points: &[Point], s: &SweepSummary, head: &str, w: usize) -> String {
+fn latency_table(
+    axes: &[Axis],
+    points: &[Point],
+    s: &SweepSummary,
+    head: &str,
+    w: usize,
+) -> String {
     use std::fmt::Write as _;
     const MAX_ROWS: usize = 200;
     let flows = subjects(s, "rtt_median_ms");

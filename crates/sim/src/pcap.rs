@@ -566,7 +566,13 @@ mod tests {
         let data = segs().remove(4);
         let p = Packet::tcp(NodeId(2), NodeId(0), 0, data.clone());
         c.record(Time::from_nanos(3_000_000_123), &p);
-        let u = Packet::udp(NodeId(0), NodeId(5), 9000, 9001, Bytes::from_static(b"hello"));
+        let u = Packet::udp(
+            NodeId(0),
+            NodeId(5),
+            9000,
+            9001,
+            Bytes::from_static(b"hello"),
+        );
         c.record(Time::from_nanos(4_000_000_000), &u);
         c.finish().unwrap();
         assert_eq!((c.packets, c.bytes), (2, 1500 + 33));
@@ -651,7 +657,13 @@ mod tests {
         }
         c.record(
             Time::from_nanos(99),
-            &Packet::udp(NodeId(0), NodeId(5), 9000, 9001, Bytes::from_static(b"hello")),
+            &Packet::udp(
+                NodeId(0),
+                NodeId(5),
+                9000,
+                9001,
+                Bytes::from_static(b"hello"),
+            ),
         );
         c.finish().unwrap();
         let r = read(&sink.contents()).unwrap();
@@ -675,7 +687,10 @@ mod tests {
     fn read_names_the_offset_of_what_is_wrong() {
         let sink = MemorySink::new();
         let mut c = Capture::new(Box::new(sink.clone()), 64).unwrap();
-        c.record(Time::from_nanos(5), &Packet::tcp(NodeId(0), NodeId(1), 0, segs().remove(3)));
+        c.record(
+            Time::from_nanos(5),
+            &Packet::tcp(NodeId(0), NodeId(1), 0, segs().remove(3)),
+        );
         c.finish().unwrap();
         let good = sink.contents();
         assert_eq!(read(&good).unwrap().len(), 1);

@@ -1021,7 +1021,8 @@ impl Sim {
         if route(&self.nodes, node, to) == u32::MAX {
             return Err(format!(
                 "no route from `{}` to `{}`",
-                self.nodes[node.index()].name, self.nodes[to.index()].name
+                self.nodes[node.index()].name,
+                self.nodes[to.index()].name
             ));
         }
         let local_port = {
@@ -1173,7 +1174,11 @@ impl Sim {
 fn route(nodes: &[Node], node: NodeId, dst: NodeId) -> u32 {
     let n = &nodes[node.index()];
     if n.routes.is_empty() {
-        if node != dst && nodes.get(dst.index()).is_some_and(|d| d.component == n.component) {
+        if node != dst
+            && nodes
+                .get(dst.index())
+                .is_some_and(|d| d.component == n.component)
+        {
             n.default_route
         } else {
             u32::MAX

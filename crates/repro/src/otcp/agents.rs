@@ -198,7 +198,12 @@ impl Node {
                             }
                             Some((hop, onward)) => {
                                 let header = onward.encode().expect("a shorter route encodes");
-                                match cx.connect(NodeId::from_raw(hop.addr), hop.port, self.tcp.clone(), &self.cc) {
+                                match cx.connect(
+                                    NodeId::from_raw(hop.addr),
+                                    hop.port,
+                                    self.tcp.clone(),
+                                    &self.cc,
+                                ) {
                                     Ok(down) => {
                                         leg.role = Role::Relay {
                                             down,

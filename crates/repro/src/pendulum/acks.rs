@@ -3,8 +3,8 @@
 //! needs (a sweep of the upload endpoint's delay and start).
 
 use super::setup::{
-    endpoint_series, goodput_between, hist_median, iface, hist_sum, queue_series, secs, sender, simulate,
-    Setup, DOWN_IFACE, UP_IFACE,
+    endpoint_series, goodput_between, hist_median, hist_sum, iface, queue_series, secs, sender,
+    simulate, Setup, DOWN_IFACE, UP_IFACE,
 };
 use super::{Plan, Results};
 use hopwise_experiment::stats::{self, correlation};

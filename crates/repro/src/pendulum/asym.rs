@@ -2,8 +2,8 @@
 //! one deterministic run each: the data pendulum and the underused downlink.
 
 use super::setup::{
-    endpoint_series, goodput_between, hist_median, iface, queue_fraction, queue_series, sender, simulate,
-    window, Setup, DOWN_IFACE, UP_IFACE,
+    endpoint_series, goodput_between, hist_median, iface, queue_fraction, queue_series, sender,
+    simulate, window, Setup, DOWN_IFACE, UP_IFACE,
 };
 use super::{Plan, Results};
 use hopwise_experiment::stats::correlation;
@@ -72,7 +72,11 @@ pub(super) fn run(
             goodput_between(&sim, 0, warm, end),
             goodput_between(&sim, 1, warm, end),
         );
-        let hd = sim.iface(iface(&sim, DOWN_IFACE)).stats().ack_bursts.clone();
+        let hd = sim
+            .iface(iface(&sim, DOWN_IFACE))
+            .stats()
+            .ack_bursts
+            .clone();
         let hu = sim.iface(iface(&sim, UP_IFACE)).stats().ack_bursts.clone();
         let qd: Vec<f64> = queue_series(&sim, DOWN_IFACE, warm, end + 1.0)
             .iter()

@@ -284,7 +284,8 @@ pub fn run_one(
         tor_rate,
         tcp_share: tcp_rate / (tcp_rate + tor_rate),
         // At most one packet over (counted when it starts): clamp at 1.
-        link_util: (down.stats().tx_bytes as f64 / span / (ACCESS_RATE.bps() as f64 / 8.0)).min(1.0),
+        link_util: (down.stats().tx_bytes as f64 / span / (ACCESS_RATE.bps() as f64 / 8.0))
+            .min(1.0),
         drops: down.stats().drops,
         events: res.events,
         wall_s,

@@ -312,8 +312,7 @@ pub fn simulate(spec: &RunSpec) -> RunResult {
                     .map(|row| row.cwnd / SEG)
                     .collect(),
             );
-            r.goodput_bins
-                .push(sim.endpoint(rx).goodput().rates_bps());
+            r.goodput_bins.push(sim.endpoint(rx).goodput().rates_bps());
         }
     }
     r
