@@ -659,7 +659,7 @@ fn fold_point(
 
 /// Most grid points a sweep takes, whatever --max-runs says: a point's
 /// means stay in memory until the end (for the plot, the table and
-/// summary.json), about 8 KB for the demo's 68 metrics, where a run is
+/// summary.json), about 12 KB for the demo's 100 metrics, where a run is
 /// written out and dropped as soon as its batch has finished.
 const MAX_POINTS: u128 = 100_000;
 
@@ -721,7 +721,7 @@ pub fn sweep(
         bail!(
             "the grid is {} = {n_points} points, more than {MAX_POINTS}, the most a sweep \
              takes: each point's means stay in memory until the end (about 100 B per flow or \
-             link metric, 8 KB a point for the demo) and go into summary.json; split the grid \
+             link metric, 12 KB a point for the demo) and go into summary.json; split the grid \
              (the runs of one point are held together while its means are computed, so \
              --seeds costs memory per point, not per grid)",
             dims.join(" × ")

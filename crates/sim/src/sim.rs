@@ -26,6 +26,9 @@ use hopwise_proto::units::Rate;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
 
+mod agents;
+mod capture;
+
 /// What happens at an instant. Small and `Copy`: packets wait in the queues
 /// and link pipelines, not in the event heap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,7 +66,8 @@ impl Ev {
     }
 }
 
-/// One direction of a link: a node's output port.
+/// One direction of a link: a node's output port (its accessors are in
+/// [`crate::query`]).
 #[derive(Debug)]
 pub struct Iface {
     pub(crate) name: String,
@@ -86,8 +90,10 @@ pub struct Iface {
     capture: Option<(String, Box<Capture>)>,
 }
 
+/// A node's name, kind and routes (read through [`Sim::node_name`] and
+/// [`Sim::node_kind`]).
 #[derive(Debug)]
-pub struct Node {
+pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) kind: NodeKind,
     /// Output interface towards each destination node (`u32::MAX`: unreachable).
@@ -99,7 +105,8 @@ pub struct Node {
     component: u32,
 }
 
-/// One end of a TCP connection and the application on it.
+/// One end of a TCP connection and the application on it (its accessors
+/// are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Endpoint {
     pub(crate) conn: Option<Connection>,
@@ -141,7 +148,7 @@ pub struct Endpoint {
     pub(crate) queue_delay: LogHistogram,
 }
 
-/// Runtime state of a flow.
+/// Runtime state of a flow (its accessors are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Flow {
     pub(crate) name: String,
@@ -158,7 +165,9 @@ pub struct Flow {
     rng: Rng,
 }
 
-/// A simulation built from a [`Scenario`].
+/// A simulation built from a [`Scenario`]. Its state is read through the
+/// queries of [`crate::query`] (flows, link directions, nodes, endpoints,
+/// traces) and [`crate::report::Summary::of`].
 pub struct Sim {
     now: Time,
     seq: u64,
@@ -391,6 +400,7 @@ impl Sim {
         Ok(sim)
     }
 
+    /// The current simulated time.
     pub fn now(&self) -> Time {
         self.now
     }
@@ -402,6 +412,7 @@ impl Sim {
     pub fn event_hash(&self) -> u64 {
         self.hash
     }
+    /// When the run ends (time zero plus the scenario's duration).
     pub fn end_time(&self) -> Time {
         Time::ZERO + self.duration
     }
@@ -801,372 +812,6 @@ impl Sim {
         for ep in &mut self.endpoints {
             ep.goodput.pad_to(end);
         }
-    }
-
-    // ----- agents -------------------------------------------------------
-
-    /// Adds an agent on node `node`, started at `start`. Returns its id.
-    pub fn add_agent(
-        &mut self,
-        node: &str,
-        name: &str,
-        start: Time,
-        agent: Box<dyn Agent>,
-    ) -> Result<u32, String> {
-        let n = self
-            .node_id(node)
-            .ok_or_else(|| format!("agent `{name}`: unknown node `{node}`"))?;
-        let id = self.agents.len() as u32;
-        self.agents.push(AgentSlot {
-            agent: Some(agent),
-            name: name.to_string(),
-            node: n,
-            rng: Rng::for_component(self.seed, &format!("agent/{name}")),
-        });
-        self.schedule(start, Ev::AgentStart(id));
-        Ok(id)
-    }
-
-    /// An agent, downcast to its concrete type (to read its results).
-    pub fn agent<T: Agent>(&self, id: u32) -> Option<&T> {
-        let a: &dyn Agent = self.agents.get(id as usize)?.agent.as_deref()?;
-        (a as &dyn std::any::Any).downcast_ref::<T>()
-    }
-
-    /// Mutable access to an agent (e.g. to configure it between runs of `run_until`).
-    pub fn agent_mut<T: Agent>(&mut self, id: u32) -> Option<&mut T> {
-        let a: &mut dyn Agent = self.agents.get_mut(id as usize)?.agent.as_deref_mut()?;
-        (a as &mut dyn std::any::Any).downcast_mut::<T>()
-    }
-
-    /// Captures every packet that starts transmission on link direction
-    /// `iface` (`<link>:ab` or `<link>:ba`) into `w` as pcap (see
-    /// [`crate::pcap`]), from now on. `label` names the capture in the
-    /// summary (the CLI uses the file name). Replaces an earlier capture on
-    /// the same direction.
-    pub fn attach_capture(
-        &mut self,
-        iface: &str,
-        label: &str,
-        w: Box<dyn std::io::Write + Send>,
-        snaplen: u32,
-    ) -> Result<(), String> {
-        let Some(f) = self.ifaces.iter_mut().find(|f| f.name == iface) else {
-            let names: Vec<&str> = self.ifaces.iter().map(|f| f.name.as_str()).collect();
-            return Err(format!(
-                "no link direction `{iface}` to capture on (have: {})",
-                names.join(", ")
-            ));
-        };
-        let c = Capture::new(w, snaplen).map_err(|e| format!("capture `{label}`: {e}"))?;
-        f.capture = Some((label.to_string(), Box::new(c)));
-        Ok(())
-    }
-
-    /// Stops the capture on `iface` and flushes it: its packet and byte
-    /// counts, or its first write error. It no longer appears in
-    /// [`Sim::captures`].
-    pub fn detach_capture(&mut self, iface: &str) -> Result<(u64, u64), String> {
-        let f = self
-            .ifaces
-            .iter_mut()
-            .find(|f| f.name == iface)
-            .ok_or_else(|| format!("no link direction `{iface}`"))?;
-        let (label, mut c) = f
-            .capture
-            .take()
-            .ok_or_else(|| format!("no capture on `{iface}`"))?;
-        c.finish()
-            .map_err(|e| format!("capture `{label}` on {iface}: {e}"))?;
-        Ok((c.packets, c.bytes))
-    }
-
-    /// Flushes every capture; the first write error, naming its capture.
-    /// Counts stay readable through [`Sim::captures`].
-    pub fn finish_captures(&mut self) -> Result<(), String> {
-        let mut first = None;
-        for f in &mut self.ifaces {
-            if let Some((label, c)) = f.capture.as_mut() {
-                if let Err(e) = c.finish() {
-                    first.get_or_insert(format!("capture `{label}` on {}: {e}", f.name));
-                }
-            }
-        }
-        first.map_or(Ok(()), Err)
-    }
-
-    /// Captures in interface order: (link direction, label, packets, bytes).
-    pub fn captures(&self) -> Vec<(&str, &str, u64, u64)> {
-        self.ifaces
-            .iter()
-            .filter_map(|f| {
-                f.capture
-                    .as_ref()
-                    .map(|(l, c)| (f.name.as_str(), l.as_str(), c.packets, c.bytes))
-            })
-            .collect()
-    }
-
-    /// The name an agent was added with.
-    pub fn agent_name(&self, id: u32) -> &str {
-        &self.agents[id as usize].name
-    }
-
-    /// A node's id by name.
-    pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .map(|i| NodeId(i as u32))
-    }
-
-    pub(crate) fn agent_node(&self, a: u32) -> NodeId {
-        self.agents[a as usize].node
-    }
-
-    pub(crate) fn agent_rng(&mut self, a: u32) -> &mut Rng {
-        &mut self.agents[a as usize].rng
-    }
-
-    /// Runs `f` on agent `a` with a context. The agent is out of its slot
-    /// meanwhile, so a callback can never re-enter it.
-    fn with_agent(&mut self, a: u32, f: impl FnOnce(&mut dyn Agent, &mut Cx<'_>)) {
-        let Some(mut ag) = self.agents[a as usize].agent.take() else {
-            return;
-        };
-        f(
-            &mut *ag,
-            &mut Cx {
-                sim: self,
-                agent: a,
-            },
-        );
-        self.agents[a as usize].agent = Some(ag);
-    }
-
-    /// Hands an agent socket's connection events to its agent.
-    fn agent_events(&mut self, e: u32, a: u32) {
-        let mut evs: Vec<SockEvent> = Vec::new();
-        let ep = &mut self.endpoints[e as usize];
-        if std::mem::take(&mut ep.accepted) {
-            evs.push(SockEvent::Accepted);
-        }
-        if let Some(c) = ep.conn.as_mut() {
-            while let Some(ev) = c.poll_event() {
-                evs.push(match ev {
-                    Event::Connected if !ep.initiator => continue,
-                    Event::Connected => SockEvent::Connected,
-                    Event::Readable => SockEvent::Readable,
-                    Event::Writable => SockEvent::Writable,
-                    Event::PeerClosed => SockEvent::PeerClosed,
-                    Event::Closed => SockEvent::Closed,
-                    Event::Reset => {
-                        ep.reset = true;
-                        SockEvent::Reset
-                    }
-                    Event::TimedOut => {
-                        ep.timed_out = true;
-                        SockEvent::TimedOut
-                    }
-                });
-            }
-        }
-        for ev in evs {
-            self.with_agent(a, |ag, cx| ag.tcp_event(cx, e, ev));
-        }
-    }
-
-    pub(crate) fn listen(
-        &mut self,
-        a: u32,
-        port: u16,
-        tcp: TcpConfig,
-        cc: CcConfig,
-    ) -> Result<(), String> {
-        let node = self.agent_node(a);
-        if self.listeners.contains_key(&(node, port)) {
-            return Err(format!(
-                "TCP port {port} on `{}` is already in use",
-                self.nodes[node.index()].name
-            ));
-        }
-        self.listeners.insert((node, port), (a, tcp, cc));
-        Ok(())
-    }
-
-    /// Stops accepting connections to `port` if agent `a` listens there;
-    /// connections accepted before stay open.
-    pub(crate) fn unlisten(&mut self, a: u32, port: u16) {
-        let key = (self.agent_node(a), port);
-        if self.listeners.get(&key).is_some_and(|l| l.0 == a) {
-            self.listeners.remove(&key);
-        }
-    }
-
-    pub(crate) fn agent_connect(
-        &mut self,
-        a: u32,
-        to: NodeId,
-        port: u16,
-        tcp: TcpConfig,
-        cc: &CcConfig,
-    ) -> Result<u32, String> {
-        let node = self.agent_node(a);
-        let Some((listener, ltcp, lcc)) = self.listeners.get(&(to, port)).cloned() else {
-            return Err(format!(
-                "nothing listens on TCP port {port} of `{}`",
-                self.nodes.get(to.index()).map_or("?", |n| &n.name)
-            ));
-        };
-        if route(&self.nodes, node, to) == u32::MAX {
-            return Err(format!(
-                "no route from `{}` to `{}`",
-                self.nodes[node.index()].name,
-                self.nodes[to.index()].name
-            ));
-        }
-        let local_port = {
-            let p = &mut self.next_port[node.index()];
-            *p = p.checked_add(1).unwrap_or(40_000);
-            *p
-        };
-        let e0 = self.endpoints.len() as u32;
-        let interval = self.goodput_interval;
-        for (initiator, n, peer_node, owner, accept) in [
-            (true, node, to, a, None),
-            (
-                false,
-                to,
-                node,
-                listener,
-                Some(Box::new((ltcp.clone(), lcc.clone()))),
-            ),
-        ] {
-            self.endpoints.push(Endpoint {
-                conn: None,
-                node: n,
-                peer_node,
-                peer: if initiator { e0 + 1 } else { e0 },
-                flow: u32::MAX,
-                agent: Some(owner),
-                accept,
-                accepted: false,
-                initiator,
-                sender: false,
-                timer_at: None,
-                written: 0,
-                stopped: false,
-                received: 0,
-                corrupt: 0,
-                received_after_warmup: 0,
-                last_delivery: None,
-                goodput: Binned::new(interval),
-                completed_at: None,
-                reset: false,
-                timed_out: false,
-                trace: Vec::new(),
-                rtt: LogHistogram::new(),
-                queue_delay: LogHistogram::new(),
-            });
-        }
-        let iss = self.agents[a as usize].rng.next_u64() as u32;
-        self.endpoints[e0 as usize].conn =
-            Some(Connection::connect(tcp, cc, local_port, port, iss));
-        self.flush(e0);
-        Ok(e0)
-    }
-
-    pub(crate) fn sock_send(&mut self, e: u32, data: Bytes) -> usize {
-        let Some(c) = self
-            .endpoints
-            .get_mut(e as usize)
-            .and_then(|ep| ep.conn.as_mut())
-        else {
-            return 0;
-        };
-        let n = c.send(data);
-        self.flush(e);
-        n
-    }
-
-    pub(crate) fn sock_recv(&mut self, e: u32, max: usize) -> Option<Bytes> {
-        let now = self.now;
-        let warmup = self.warmup;
-        let ep = self.endpoints.get_mut(e as usize)?;
-        let b = ep.conn.as_mut()?.recv(max)?;
-        let n = b.len() as u64;
-        ep.received += n;
-        ep.goodput.add(now, n);
-        ep.last_delivery = Some(now);
-        if now >= warmup {
-            ep.received_after_warmup += n;
-        }
-        // Reading may open the window: a window update may be due.
-        self.flush(e);
-        Some(b)
-    }
-
-    pub(crate) fn sock_close(&mut self, e: u32, abort: bool) {
-        if let Some(c) = self
-            .endpoints
-            .get_mut(e as usize)
-            .and_then(|ep| ep.conn.as_mut())
-        {
-            if abort {
-                c.abort();
-            } else {
-                c.close();
-            }
-            self.flush(e);
-        }
-    }
-
-    pub(crate) fn bind_udp(&mut self, a: u32, port: u16) -> Result<(), String> {
-        let node = self.agent_node(a);
-        if self.udp_ports.contains_key(&(node, port)) {
-            return Err(format!(
-                "UDP port {port} on `{}` is already in use",
-                self.nodes[node.index()].name
-            ));
-        }
-        self.udp_ports.insert((node, port), a);
-        Ok(())
-    }
-
-    pub(crate) fn send_udp(
-        &mut self,
-        node: NodeId,
-        src_port: u16,
-        to: NodeId,
-        dst_port: u16,
-        data: Bytes,
-    ) {
-        // A datagram to the sender's own node has no route and is dropped:
-        // delivering it at once would run one agent inside another's callback.
-        self.send(node, Packet::udp(node, to, src_port, dst_port, data));
-    }
-
-    pub(crate) fn set_agent_timer(&mut self, a: u32, at: Time, token: u64) {
-        let at = at.max(self.now);
-        self.schedule(at, Ev::AgentTimer(a, token));
-    }
-
-    /// The controller name of an endpoint's connection.
-    pub fn cc_name(&self, e: u32) -> &'static str {
-        match &self.endpoints[e as usize].conn {
-            Some(c) => c.controller_ref().name(),
-            None => self.flows[self.endpoints[e as usize].flow as usize]
-                .cc
-                .name(),
-        }
-    }
-
-    /// A quick look at a connection's congestion state, for tests and tools.
-    pub fn cwnd_of(&self, e: u32) -> Option<u64> {
-        self.endpoints[e as usize]
-            .conn
-            .as_ref()
-            .map(|c| c.controller_ref().cwnd())
     }
 }
 
