@@ -2,7 +2,6 @@
 
 use bytes::Bytes;
 use hopwise_proto::tcp::Segment;
-use hopwise_proto::time::{Dur, Time};
 
 /// A node of the simulation (`[[node]]`, in scenario order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -53,10 +52,11 @@ pub struct Packet {
     /// A TCP segment without payload, SYN, FIN or RST: a pure ACK.
     pub pure_ack: bool,
     pub body: Body,
-    /// When it entered the queue it is in (or last was in).
-    pub(crate) enqueued_at: Time,
-    /// Total time it waited in queues so far.
-    pub(crate) queued: Dur,
+    /// Nanoseconds it waited in queues: each queue subtracts the time the
+    /// packet enters it and adds the time it leaves (wrapping), so outside
+    /// a queue this is the total so far. One field instead of two keeps
+    /// the packets that fill the queues small.
+    pub(crate) queued_ns: u64,
 }
 
 impl Packet {
@@ -69,8 +69,7 @@ impl Packet {
             size: UDP_OVERHEAD + data.len() as u32,
             payload: data.len() as u32,
             pure_ack: false,
-            enqueued_at: Time::ZERO,
-            queued: Dur::ZERO,
+            queued_ns: 0,
             body: Body::Udp {
                 src_port,
                 dst_port,
@@ -88,8 +87,7 @@ impl Packet {
             payload: seg.payload_len(),
             pure_ack: seg.is_pure_ack(),
             body: Body::Tcp(seg),
-            enqueued_at: Time::ZERO,
-            queued: Dur::ZERO,
+            queued_ns: 0,
         }
     }
 }

@@ -37,7 +37,7 @@ pub struct FlowSummary {
     pub rtt_samples: u64,
     /// Their mean, median, 95th and 99th percentile, in ms (`null` without
     /// samples). Percentiles are by nearest rank from a log-bucketed
-    /// histogram (within 0.5 %; see `LogHistogram`); the mean is exact.
+    /// histogram (within 0.4 %; see `LogHistogram`); the mean is exact.
     pub rtt_mean_ms: Option<f64>,
     pub rtt_median_ms: Option<f64>,
     pub rtt_p95_ms: Option<f64>,

@@ -647,7 +647,7 @@ impl Sim {
 
     fn enqueue(&mut self, i: u32, mut p: Packet) {
         let now = self.now;
-        p.enqueued_at = now;
+        p.queued_ns = p.queued_ns.wrapping_sub(now.as_nanos());
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
@@ -668,7 +668,7 @@ impl Sim {
         let f = &mut self.ifaces[i as usize];
         match f.qdisc.dequeue(now) {
             Dequeue::Packet(mut p) => {
-                p.queued += now - p.enqueued_at;
+                p.queued_ns = p.queued_ns.wrapping_add(now.as_nanos());
                 f.stats.advance(now, warmup);
                 f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
                 f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
@@ -722,7 +722,7 @@ impl Sim {
         let measured = now >= self.warmup && self.measured(e);
         let ep = &mut self.endpoints[e as usize];
         if measured && p.payload > 0 {
-            ep.queue_delay.add(p.queued.as_secs_f64());
+            ep.queue_delay.add(p.queued_ns as f64 / 1e9);
         }
         match ep.conn.as_mut() {
             Some(c) if c.state() != State::Closed => {
