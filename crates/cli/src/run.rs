@@ -397,14 +397,12 @@ fn attach_captures(sim: &mut Sim, ifaces: &[String], snaplen: u32, out: &Path) -
             .map_err(anyhow::Error::msg)?;
     }
     let hosts: String = sim
-        .nodes
-        .iter()
-        .enumerate()
-        .map(|(i, n)| {
-            let a = hopwise_sim::pcap::node_addr(i as u32);
+        .nodes()
+        .map(|n| {
+            let a = hopwise_sim::pcap::node_addr(n);
             // A hosts file splits on blanks and comments from `#`.
-            let name: String = n
-                .name
+            let name: String = sim
+                .node_name(n)
                 .chars()
                 .map(|c| {
                     if c.is_whitespace() || c == '#' {
@@ -444,18 +442,31 @@ pub fn summary_text(s: &Summary) -> String {
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<24} {:<12} {:>14} {:>12} {:>8}",
-        "flow", "cc", "goodput Mbit/s", "delivered MB", "retx"
+        "{:<24} {:<12} {:>14} {:>12} {:>8} {:>15} {:>15}",
+        "flow",
+        "cc",
+        "goodput Mbit/s",
+        "delivered MB",
+        "retx",
+        "RTT ms med/p99",
+        "queue ms med/p99"
     );
+    // Median and 99th percentile, ms (see docs/scenario-format.md, "Latency").
+    let ms = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => format!("{a:.1}/{b:.1}"),
+        _ => "–".to_string(),
+    };
     for f in s.flows.iter().take(40) {
         let _ = writeln!(
             o,
-            "{:<24} {:<12} {:>14} {:>12.3} {:>8}{}",
+            "{:<24} {:<12} {:>14} {:>12.3} {:>8} {:>15} {:>15}{}",
             f.name,
             f.cc,
             mbps(f.goodput_bps),
             f.bytes_delivered as f64 / 1e6,
             f.retransmits,
+            ms(f.rtt_median_ms, f.rtt_p99_ms),
+            ms(f.queue_delay_median_ms, f.queue_delay_p99_ms),
             if f.corrupt_bytes > 0 { "  CORRUPT" } else { "" }
         );
     }

@@ -277,6 +277,17 @@ fn samples(s: &Summary, flows: &[FlowSpec]) -> Vec<Sample> {
             subject: f.name.clone(),
             value: f.timeouts as f64,
         });
+        // Latency per flow (not summed over replicas: a sum of delays
+        // means nothing); a flow without samples has none.
+        for (&metric, value) in LATENCY_METRICS.iter().zip(latency(f)) {
+            if let Some(value) = value {
+                v.push(Sample {
+                    metric,
+                    subject: f.name.clone(),
+                    value,
+                });
+            }
+        }
     }
     for (key, [goodput, bytes, timeouts]) in groups {
         for (metric, value) in [
@@ -317,6 +328,32 @@ fn samples(s: &Summary, flows: &[FlowSpec]) -> Vec<Sample> {
         }
     }
     v
+}
+
+/// The latency metrics a sweep keeps per flow, in the order of [`latency`].
+const LATENCY_METRICS: [&str; 8] = [
+    "rtt_mean_ms",
+    "rtt_median_ms",
+    "rtt_p95_ms",
+    "rtt_p99_ms",
+    "queue_delay_mean_ms",
+    "queue_delay_median_ms",
+    "queue_delay_p95_ms",
+    "queue_delay_p99_ms",
+];
+
+/// A flow's latency summary, in the order of [`LATENCY_METRICS`].
+fn latency(f: &hopwise_sim::report::FlowSummary) -> [Option<f64>; 8] {
+    [
+        f.rtt_mean_ms,
+        f.rtt_median_ms,
+        f.rtt_p95_ms,
+        f.rtt_p99_ms,
+        f.queue_delay_mean_ms,
+        f.queue_delay_median_ms,
+        f.queue_delay_p95_ms,
+        f.queue_delay_p99_ms,
+    ]
 }
 
 #[derive(Serialize)]
@@ -622,7 +659,7 @@ fn fold_point(
 
 /// Most grid points a sweep takes, whatever --max-runs says: a point's
 /// means stay in memory until the end (for the plot, the table and
-/// summary.json), about 8 KB for the demo's 68 metrics, where a run is
+/// summary.json), about 12 KB for the demo's 100 metrics, where a run is
 /// written out and dropped as soon as its batch has finished.
 const MAX_POINTS: u128 = 100_000;
 
@@ -684,7 +721,7 @@ pub fn sweep(
         bail!(
             "the grid is {} = {n_points} points, more than {MAX_POINTS}, the most a sweep \
              takes: each point's means stay in memory until the end (about 100 B per flow or \
-             link metric, 8 KB a point for the demo) and go into summary.json; split the grid \
+             link metric, 12 KB a point for the demo) and go into summary.json; split the grid \
              (the runs of one point are held together while its means are computed, so \
              --seeds costs memory per point, not per grid)",
             dims.join(" × ")
@@ -1010,12 +1047,26 @@ fn plots(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Resul
         ("link utilisation", "utilization", links.clone(), 1.0),
         ("mean queue", "mean_queue_packets", links.clone(), 1.0),
         ("loss rate", "loss_rate", links, 1.0),
+        (
+            "median RTT per flow",
+            "rtt_median_ms",
+            subjects(s, "rtt_median_ms"),
+            1.0,
+        ),
+        (
+            "95th-percentile queueing delay per flow",
+            "queue_delay_p95_ms",
+            subjects(s, "queue_delay_p95_ms"),
+            1.0,
+        ),
     ];
     let y_label = |metric: &str| match metric {
         "goodput_bps" => "goodput (Mbit/s)",
         "jain" => "Jain's index",
         "utilization" => "utilisation",
         "mean_queue_packets" => "mean queue (packets)",
+        "rtt_median_ms" => "median RTT (ms)",
+        "queue_delay_p95_ms" => "p95 queueing delay (ms)",
         _ => "loss rate",
     };
     let mut fig = Figure::new(
@@ -1212,6 +1263,72 @@ fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     }
     if shown < flows.len() {
         let _ = writeln!(o, "({} more flows in points.csv)", flows.len() - shown);
+    }
+    o.push_str(&latency_table(axes, points, s, head, w));
+    o
+}
+
+/// The latency part of the terminal table: per point and flow, the median
+/// RTT and the 95th-percentile queueing delay (means over seeds, in ms);
+/// empty if no flow has latency samples.
+fn latency_table(
+    axes: &[Axis],
+    points: &[Point],
+    s: &SweepSummary,
+    head: &str,
+    w: usize,
+) -> String {
+    use std::fmt::Write as _;
+    const MAX_ROWS: usize = 200;
+    let flows = subjects(s, "rtt_median_ms");
+    if flows.is_empty() {
+        return String::new();
+    }
+    let shown = flows.len().min(6);
+    let ms = |v: f64| {
+        if v.is_finite() {
+            format!("{v:.2}")
+        } else {
+            "–".to_string()
+        }
+    };
+    let cells: Vec<Vec<String>> = flows
+        .iter()
+        .take(shown)
+        .map(|fl| {
+            let rtt = series_of(s, "rtt_median_ms", fl);
+            let qd = series_of(s, "queue_delay_p95_ms", fl);
+            rtt.iter()
+                .zip(&qd)
+                .map(|(r, q)| format!("{}/{}", ms(r.0), ms(q.0)))
+                .collect()
+        })
+        .collect();
+    let widths: Vec<usize> = cells
+        .iter()
+        .zip(&flows)
+        .map(|(c, fl)| {
+            c.iter()
+                .take(MAX_ROWS)
+                .map(|x| x.chars().count())
+                .fold(fl.chars().count().clamp(12, 24), usize::max)
+        })
+        .collect();
+    let pad = |t: &str| format!("{t}{}", " ".repeat(w.saturating_sub(t.chars().count())));
+    let mut o = String::from(
+        "\nlatency per flow: median RTT / 95th-percentile queueing delay, ms (means over seeds)\n",
+    );
+    let _ = write!(o, "{}", pad(head));
+    for (fl, &cw) in flows.iter().take(shown).zip(&widths) {
+        let _ = write!(o, " {:>cw$}", fl.chars().take(cw).collect::<String>());
+    }
+    o.push('\n');
+    for (i, p) in points.iter().enumerate().take(MAX_ROWS) {
+        let _ = write!(o, "{}", pad(&label(axes, p)));
+        for (c, &cw) in cells.iter().zip(&widths) {
+            let _ = write!(o, " {:>cw$}", c[i]);
+        }
+        o.push('\n');
     }
     o
 }

@@ -1,10 +1,14 @@
 //! The statistics every experiment uses, one copy each: means with t and
-//! bootstrap intervals, quantiles, Jain's index, correlation.
+//! bootstrap intervals, quantiles, Jain's index, correlation, and a
+//! bounded-memory histogram for quantiles of long runs ([`LogHistogram`]).
 //!
 //! A missing value is NaN (an empty cell in CSVs, `null` in summary.json),
 //! except where `Option` says why there is none.
 
 use hopwise_proto::rng::Rng;
+
+mod histogram;
+pub use histogram::LogHistogram;
 
 /// The mean; NaN for no samples.
 pub fn mean(xs: &[f64]) -> f64 {

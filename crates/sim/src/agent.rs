@@ -138,7 +138,9 @@ impl Cx<'_> {
     pub fn conn(&self, sock: Sock) -> Option<&Connection> {
         self.sim.endpoints.get(sock as usize)?.conn.as_ref()
     }
-    /// Samples this socket's cwnd/ssthresh/SRTT/in-flight at every trace tick.
+    /// Samples this socket's cwnd/ssthresh/SRTT/in-flight at every trace
+    /// tick, and records its connection's latency (both ends'
+    /// [`crate::sim::Endpoint::rtt`] and [`crate::sim::Endpoint::queue_delay`]).
     pub fn trace(&mut self, sock: Sock) {
         if let Some(ep) = self.sim.endpoints.get_mut(sock as usize) {
             ep.sender = true;

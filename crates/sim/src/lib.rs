@@ -10,6 +10,7 @@ pub mod measure;
 pub mod packet;
 pub mod pcap;
 pub mod qdisc;
+pub mod query;
 mod queue;
 pub mod report;
 pub mod scenario;
@@ -17,5 +18,7 @@ pub mod sim;
 pub mod spec;
 
 pub use agent::{Agent, Cx, Sock, SockEvent};
+pub use measure::{QueueSample, TraceSample};
 pub use packet::NodeId;
+pub use query::{FlowId, IfaceId};
 pub use sim::Sim;

@@ -2,6 +2,46 @@
 //! queue statistics and ACK-burst runs.
 
 use hopwise_proto::time::{Dur, Time};
+use serde::Serialize;
+
+/// A TCP sender's state at one trace tick (`measure.trace_interval`). Every
+/// field is NaN while the connection is not open (before it starts and once
+/// it closed).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TraceSample {
+    /// Congestion window, bytes.
+    pub cwnd: f64,
+    /// Slow-start threshold, bytes; NaN while it is still unbounded.
+    pub ssthresh: f64,
+    /// Smoothed RTT, milliseconds (0 before the first RTT sample).
+    pub srtt_ms: f64,
+    /// Bytes the sender believes in flight (RFC 6675's pipe).
+    pub pipe: f64,
+}
+
+impl TraceSample {
+    /// The sample of a connection that is not open.
+    pub const CLOSED: TraceSample = TraceSample {
+        cwnd: f64::NAN,
+        ssthresh: f64::NAN,
+        srtt_ms: f64::NAN,
+        pipe: f64::NAN,
+    };
+
+    /// Whether the connection was open at this tick.
+    pub fn is_open(&self) -> bool {
+        !self.cwnd.is_nan()
+    }
+}
+
+/// A queue's occupancy at one trace tick.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QueueSample {
+    /// Bytes queued (not counting the packet being transmitted).
+    pub bytes: u64,
+    /// Packets queued.
+    pub packets: u64,
+}
 
 /// A counter accumulated into fixed-width time bins: bin `i` covers
 /// `[i·interval, (i+1)·interval)`.
@@ -119,8 +159,12 @@ impl QueueStats {
         self.max_packets = self.max_packets.max(packets);
     }
 
-    pub fn current(&self) -> (u64, u64) {
-        (self.cur_bytes, self.cur_packets)
+    /// The occupancy now.
+    pub fn current(&self) -> QueueSample {
+        QueueSample {
+            bytes: self.cur_bytes,
+            packets: self.cur_packets,
+        }
     }
 
     /// Records a departure (start of transmission) of a packet of `size`

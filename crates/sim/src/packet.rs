@@ -3,8 +3,26 @@
 use bytes::Bytes;
 use hopwise_proto::tcp::Segment;
 
-/// Index of a node in the simulation.
-pub type NodeId = u32;
+/// A node of the simulation (`[[node]]`, in scenario order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// The node's position in the scenario's node list.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+    /// The id as a number, for an application that writes it into its own
+    /// messages (a peer id); [`NodeId::from_raw`] reads it back.
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+    /// The id that [`NodeId::raw`] gave. A number that names no node of the
+    /// simulation is unreachable: packets to it are dropped.
+    pub fn from_raw(raw: u32) -> NodeId {
+        NodeId(raw)
+    }
+}
 
 /// What a packet carries.
 #[derive(Clone, Debug)]
@@ -34,6 +52,11 @@ pub struct Packet {
     /// A TCP segment without payload, SYN, FIN or RST: a pure ACK.
     pub pure_ack: bool,
     pub body: Body,
+    /// Nanoseconds it waited in queues: each queue subtracts the time the
+    /// packet enters it and adds the time it leaves (wrapping), so outside
+    /// a queue this is the total so far. One field instead of two keeps
+    /// the packets that fill the queues small.
+    pub(crate) queued_ns: u64,
 }
 
 impl Packet {
@@ -46,6 +69,7 @@ impl Packet {
             size: UDP_OVERHEAD + data.len() as u32,
             payload: data.len() as u32,
             pure_ack: false,
+            queued_ns: 0,
             body: Body::Udp {
                 src_port,
                 dst_port,
@@ -63,6 +87,7 @@ impl Packet {
             payload: seg.payload_len(),
             pure_ack: seg.is_pure_ack(),
             body: Body::Tcp(seg),
+            queued_ns: 0,
         }
     }
 }

@@ -47,7 +47,7 @@ const LINKTYPE_RAW: u32 = 101;
 
 /// The IPv4 address a capture gives node `id`: `10.0.0.0 + id + 1`.
 pub fn node_addr(id: NodeId) -> [u8; 4] {
-    (0x0A00_0000u32 + id + 1).to_be_bytes()
+    (0x0A00_0000u32 + id.raw() + 1).to_be_bytes()
 }
 
 /// One tap's pcap stream.
@@ -564,9 +564,15 @@ mod tests {
         let sink = MemorySink::new();
         let mut c = Capture::new(Box::new(sink.clone()), DEFAULT_SNAPLEN).unwrap();
         let data = segs().remove(4);
-        let p = Packet::tcp(2, 0, 0, data.clone());
+        let p = Packet::tcp(NodeId(2), NodeId(0), 0, data.clone());
         c.record(Time::from_nanos(3_000_000_123), &p);
-        let u = Packet::udp(0, 5, 9000, 9001, Bytes::from_static(b"hello"));
+        let u = Packet::udp(
+            NodeId(0),
+            NodeId(5),
+            9000,
+            9001,
+            Bytes::from_static(b"hello"),
+        );
         c.record(Time::from_nanos(4_000_000_000), &u);
         c.finish().unwrap();
         assert_eq!((c.packets, c.bytes), (2, 1500 + 33));
@@ -629,7 +635,7 @@ mod tests {
         }
         // The header and one record fit; the second record fails.
         let mut c = Capture::new(Box::new(Failing(2)), 64).unwrap();
-        let p = Packet::tcp(0, 1, 0, segs().remove(3));
+        let p = Packet::tcp(NodeId(0), NodeId(1), 0, segs().remove(3));
         for i in 0..5 {
             c.record(Time::from_nanos(i), &p);
         }
@@ -646,12 +652,18 @@ mod tests {
         for (i, seg) in segs.iter().enumerate() {
             c.record(
                 Time::from_nanos(i as u64),
-                &Packet::tcp(1, 4, 0, seg.clone()),
+                &Packet::tcp(NodeId(1), NodeId(4), 0, seg.clone()),
             );
         }
         c.record(
             Time::from_nanos(99),
-            &Packet::udp(0, 5, 9000, 9001, Bytes::from_static(b"hello")),
+            &Packet::udp(
+                NodeId(0),
+                NodeId(5),
+                9000,
+                9001,
+                Bytes::from_static(b"hello"),
+            ),
         );
         c.finish().unwrap();
         let r = read(&sink.contents()).unwrap();
@@ -675,7 +687,10 @@ mod tests {
     fn read_names_the_offset_of_what_is_wrong() {
         let sink = MemorySink::new();
         let mut c = Capture::new(Box::new(sink.clone()), 64).unwrap();
-        c.record(Time::from_nanos(5), &Packet::tcp(0, 1, 0, segs().remove(3)));
+        c.record(
+            Time::from_nanos(5),
+            &Packet::tcp(NodeId(0), NodeId(1), 0, segs().remove(3)),
+        );
         c.finish().unwrap();
         let good = sink.contents();
         assert_eq!(read(&good).unwrap().len(), 1);

@@ -263,6 +263,7 @@ impl Qdisc {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::packet::NodeId;
     use hopwise_proto::tcp::{Flags, Segment};
 
     fn pkt(payload: usize, sack_blocks: usize) -> Packet {
@@ -275,7 +276,7 @@ mod tests {
         for i in 0..sack_blocks {
             seg.sack.push(i as u32 * 10, i as u32 * 10 + 5);
         }
-        Packet::tcp(0, 1, 0, seg)
+        Packet::tcp(NodeId(0), NodeId(1), 0, seg)
     }
 
     #[test]

@@ -2,7 +2,8 @@
 
 use crate::sim::Sim;
 use crate::spec::Traffic;
-use hopwise_experiment::{csv, stats::jain};
+use hopwise_experiment::csv;
+use hopwise_experiment::stats::{jain, LogHistogram};
 use hopwise_plot::{BarChart, Chart, Series};
 use serde::Serialize;
 use std::io;
@@ -31,6 +32,37 @@ pub struct FlowSummary {
     /// Completion time of a fixed-size transfer, from its start.
     pub completion_s: Option<f64>,
     pub reset: bool,
+    /// RTT samples the sender took after the warm-up (one per ACK that
+    /// yields a measurement: RFC 7323 timestamps, or Karn's rule without).
+    pub rtt_samples: u64,
+    /// Their mean, median, 95th and 99th percentile, in ms (`null` without
+    /// samples). Percentiles are by nearest rank from a log-bucketed
+    /// histogram (within 0.4 %; see `LogHistogram`); the mean is exact.
+    pub rtt_mean_ms: Option<f64>,
+    pub rtt_median_ms: Option<f64>,
+    pub rtt_p95_ms: Option<f64>,
+    pub rtt_p99_ms: Option<f64>,
+    /// Data packets (with payload, retransmissions included) the receiver
+    /// got after the warm-up.
+    pub queue_delay_samples: u64,
+    /// Per data packet, the total time it waited in queues on its path
+    /// (not transmission, not propagation): mean, median, 95th and 99th
+    /// percentile in ms, as for the RTT.
+    pub queue_delay_mean_ms: Option<f64>,
+    pub queue_delay_median_ms: Option<f64>,
+    pub queue_delay_p95_ms: Option<f64>,
+    pub queue_delay_p99_ms: Option<f64>,
+}
+
+/// Mean, median, 95th and 99th percentile of a histogram of seconds, in ms.
+fn latency_ms(h: &LogHistogram) -> [Option<f64>; 4] {
+    let ms = |v: Option<f64>| v.map(|s| s * 1e3);
+    [
+        ms(h.mean()),
+        ms(h.median()),
+        ms(h.quantile(0.95)),
+        ms(h.quantile(0.99)),
+    ]
 }
 
 /// One direction of a link (an output port and its queue; also a row of
@@ -108,8 +140,8 @@ impl Summary {
             let ep = &sim.endpoints[e as usize];
             let rx = &sim.endpoints[ep.peer as usize];
             let st = ep.conn.as_ref().map(|c| *c.stats()).unwrap_or_default();
-            let from = &sim.nodes[ep.node as usize].name;
-            let to = &sim.nodes[ep.peer_node as usize].name;
+            let from = sim.node_name(ep.node);
+            let to = sim.node_name(ep.peer_node);
             let t0 = f.start.max(warm);
             let t1 = match (f.traffic, rx.completed_at, f.stop) {
                 (Traffic::Fixed(_), Some(t), _) => t,
@@ -122,10 +154,13 @@ impl Summary {
             } else {
                 0.0
             };
+            let [rtt_mean_ms, rtt_median_ms, rtt_p95_ms, rtt_p99_ms] = latency_ms(&ep.rtt);
+            let [queue_delay_mean_ms, queue_delay_median_ms, queue_delay_p95_ms, queue_delay_p99_ms] =
+                latency_ms(&rx.queue_delay);
             flows.push(FlowSummary {
                 name,
-                from: from.clone(),
-                to: to.clone(),
+                from: from.to_string(),
+                to: to.to_string(),
                 cc: sim.cc_name(e).to_string(),
                 bytes_delivered: rx.received,
                 goodput_bps: goodput,
@@ -136,6 +171,16 @@ impl Summary {
                 start_s: f.start.as_secs_f64(),
                 completion_s: rx.completed_at.map(|t| (t - f.start).as_secs_f64()),
                 reset: ep.reset || rx.reset,
+                rtt_samples: ep.rtt.count(),
+                rtt_mean_ms,
+                rtt_median_ms,
+                rtt_p95_ms,
+                rtt_p99_ms,
+                queue_delay_samples: rx.queue_delay.count(),
+                queue_delay_mean_ms,
+                queue_delay_median_ms,
+                queue_delay_p95_ms,
+                queue_delay_p99_ms,
             });
         }
         let links = sim
@@ -148,8 +193,8 @@ impl Summary {
                 let offered = s.enqueued + s.drops;
                 LinkSummary {
                     name: f.name.clone(),
-                    from: sim.nodes[f.from as usize].name.clone(),
-                    to: sim.nodes[f.to as usize].name.clone(),
+                    from: sim.node_name(f.from).to_string(),
+                    to: sim.node_name(f.to).to_string(),
                     rate_bps: f.rate.bps(),
                     // Bytes count when their transmission starts, so the
                     // packet on the wire at the end counts whole: at most
@@ -315,14 +360,14 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>)
         w.header_of(&CwndRow::default())?;
         for (_, e, ref flow) in senders(sim) {
             for (t, r) in sim.trace_times.iter().zip(&sim.endpoints[e as usize].trace) {
-                if !r[0].is_nan() {
+                if r.is_open() {
                     w.row(&CwndRow {
                         time_s: t.as_secs_f64(),
                         flow,
-                        cwnd_bytes: r[0],
-                        ssthresh_bytes: r[1],
-                        srtt_ms: r[2],
-                        inflight_bytes: r[3],
+                        cwnd_bytes: r.cwnd,
+                        ssthresh_bytes: r.ssthresh,
+                        srtt_ms: r.srtt_ms,
+                        inflight_bytes: r.pipe,
                     })?;
                 }
             }
@@ -332,12 +377,12 @@ fn write_csvs(dir: &Path, sim: &Sim, summary: &Summary, files: &mut Vec<String>)
     table("queues.csv", &mut |w| {
         w.header_of(&QueueRow::default())?;
         for f in sim.ifaces.iter().filter(|f| f.stats.max_bytes > 0) {
-            for (t, &(bytes, packets)) in sim.trace_times.iter().zip(&f.trace) {
+            for (t, q) in sim.trace_times.iter().zip(&f.trace) {
                 w.row(&QueueRow {
                     time_s: t.as_secs_f64(),
                     queue: &f.name,
-                    bytes,
-                    packets,
+                    bytes: q.bytes,
+                    packets: q.packets,
                 })?;
             }
         }
@@ -433,7 +478,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
             times
                 .iter()
                 .zip(tr)
-                .map(|(&t, r)| (t, r[0] / 1e3))
+                .map(|(&t, r)| (t, r.cwnd / 1e3))
                 .collect(),
         ));
         rtt.push_series(Series::line(
@@ -441,7 +486,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
             times
                 .iter()
                 .zip(tr)
-                .map(|(&t, r)| (t, if r[2] > 0.0 { r[2] } else { f64::NAN }))
+                .map(|(&t, r)| (t, if r.srtt_ms > 0.0 { r.srtt_ms } else { f64::NAN }))
                 .collect(),
         ));
     }
@@ -488,7 +533,7 @@ fn write_plots(dir: &Path, sim: &Sim, files: &mut Vec<String>) -> io::Result<()>
             times
                 .iter()
                 .zip(&f.trace)
-                .map(|(&t, (b, _))| (t, *b as f64 / 1e3))
+                .map(|(&t, q)| (t, q.bytes as f64 / 1e3))
                 .collect(),
         ));
     }

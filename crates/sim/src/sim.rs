@@ -10,13 +10,14 @@
 //! same hash, and tests check it.
 
 use crate::agent::{Agent, Cx, SockEvent};
-use crate::measure::{Binned, QueueStats};
+use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
 use crate::queue::EventQueue;
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
+use hopwise_experiment::stats::LogHistogram;
 use hopwise_proto::cc::{CcConfig, CongestionControl};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
@@ -24,6 +25,9 @@ use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::OnceLock;
+
+mod agents;
+mod capture;
 
 /// What happens at an instant. Small and `Copy`: packets wait in the queues
 /// and link pipelines, not in the event heap.
@@ -62,33 +66,36 @@ impl Ev {
     }
 }
 
-/// One direction of a link: a node's output port.
+/// One direction of a link: a node's output port (its accessors are in
+/// [`crate::query`]).
 #[derive(Debug)]
 pub struct Iface {
-    pub name: String,
-    pub link: String,
-    pub from: NodeId,
-    pub to: NodeId,
-    pub rate: Rate,
-    pub delay: Dur,
-    pub loss: f64,
+    pub(crate) name: String,
+    pub(crate) link: String,
+    pub(crate) from: NodeId,
+    pub(crate) to: NodeId,
+    pub(crate) rate: Rate,
+    pub(crate) delay: Dur,
+    pub(crate) loss: f64,
     qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
     /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
     pipeline: VecDeque<(Time, Packet)>,
     rng: Rng,
-    pub stats: QueueStats,
-    /// Sampled occupancy (bytes, packets) at each trace tick.
-    pub trace: Vec<(u64, u64)>,
+    pub(crate) stats: QueueStats,
+    /// Sampled occupancy at each trace tick.
+    pub(crate) trace: Vec<QueueSample>,
     /// A packet capture on this direction, with its label (the file name).
     capture: Option<(String, Box<Capture>)>,
 }
 
+/// A node's name, kind and routes (read through [`Sim::node_name`] and
+/// [`Sim::node_kind`]).
 #[derive(Debug)]
-pub struct Node {
-    pub name: String,
-    pub kind: NodeKind,
+pub(crate) struct Node {
+    pub(crate) name: String,
+    pub(crate) kind: NodeKind,
     /// Output interface towards each destination node (`u32::MAX`: unreachable).
     /// Empty for a node with a single interface, which uses `default_route`.
     routes: Vec<u32>,
@@ -98,77 +105,86 @@ pub struct Node {
     component: u32,
 }
 
-/// One end of a TCP connection and the application on it.
+/// One end of a TCP connection and the application on it (its accessors
+/// are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Endpoint {
-    pub conn: Option<Connection>,
-    pub node: NodeId,
-    pub peer_node: NodeId,
-    pub peer: u32,
+    pub(crate) conn: Option<Connection>,
+    pub(crate) node: NodeId,
+    pub(crate) peer_node: NodeId,
+    pub(crate) peer: u32,
     /// The scenario flow this endpoint belongs to (`u32::MAX` for an agent's socket).
-    pub flow: u32,
+    pub(crate) flow: u32,
     /// The agent that owns this endpoint, if it is an agent's socket.
-    pub agent: Option<u32>,
+    pub(crate) agent: Option<u32>,
     /// Configuration for accepting the peer's SYN (an agent's listening side).
     accept: Option<Box<(TcpConfig, CcConfig)>>,
     /// The connection was accepted and the owning agent not yet told.
     accepted: bool,
-    pub initiator: bool,
+    pub(crate) initiator: bool,
     /// The application writes data on this end.
-    pub sender: bool,
+    pub(crate) sender: bool,
     timer_at: Option<Time>,
     /// Bytes written so far (also the stream offset of the next write).
-    pub written: u64,
+    pub(crate) written: u64,
     stopped: bool,
     /// Bytes the application read, and how many of them differed from what was written.
-    pub received: u64,
-    pub corrupt: u64,
-    pub received_after_warmup: u64,
-    pub last_delivery: Option<Time>,
-    pub goodput: Binned,
+    pub(crate) received: u64,
+    pub(crate) corrupt: u64,
+    pub(crate) received_after_warmup: u64,
+    pub(crate) last_delivery: Option<Time>,
+    pub(crate) goodput: Binned,
     /// Time the last byte of a fixed-size transfer was read.
-    pub completed_at: Option<Time>,
-    pub reset: bool,
-    pub timed_out: bool,
-    /// Sampled (cwnd, ssthresh, srtt ms, pipe) of this end as a sender.
-    pub trace: Vec<[f64; 4]>,
+    pub(crate) completed_at: Option<Time>,
+    pub(crate) reset: bool,
+    pub(crate) timed_out: bool,
+    /// This end's state as a sender at each trace tick.
+    pub(crate) trace: Vec<TraceSample>,
+    /// RTT samples (seconds) this end took after the warm-up, if it is
+    /// measured (a flow's end, or a socket an agent traces).
+    pub(crate) rtt: LogHistogram,
+    /// Per data packet this end received after the warm-up: the total
+    /// time (seconds) it waited in queues along its path.
+    pub(crate) queue_delay: LogHistogram,
 }
 
-/// Runtime state of a flow.
+/// Runtime state of a flow (its accessors are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Flow {
-    pub name: String,
-    pub from: NodeId,
-    pub to: NodeId,
-    pub cc: CcConfig,
-    pub tcp: TcpConfig,
-    pub traffic: Traffic,
-    pub bidir: bool,
-    pub start: Time,
-    pub stop: Option<Time>,
+    pub(crate) name: String,
+    pub(crate) from: NodeId,
+    pub(crate) to: NodeId,
+    pub(crate) cc: CcConfig,
+    pub(crate) tcp: TcpConfig,
+    pub(crate) traffic: Traffic,
+    pub(crate) bidir: bool,
+    pub(crate) start: Time,
+    pub(crate) stop: Option<Time>,
     /// Endpoint indices: initiator, responder.
-    pub ends: [u32; 2],
+    pub(crate) ends: [u32; 2],
     rng: Rng,
 }
 
-/// A simulation built from a [`Scenario`].
+/// A simulation built from a [`Scenario`]. Its state is read through the
+/// queries of [`crate::query`] (flows, link directions, nodes, endpoints,
+/// traces) and [`crate::report::Summary::of`].
 pub struct Sim {
     now: Time,
     seq: u64,
     queue: EventQueue<Ev>,
     hash: u64,
     events: u64,
-    pub duration: Dur,
-    pub seed: u64,
-    pub warmup: Time,
-    pub trace_interval: Dur,
+    pub(crate) duration: Dur,
+    pub(crate) seed: u64,
+    pub(crate) warmup: Time,
+    pub(crate) trace_interval: Dur,
     goodput_interval: Dur,
-    pub nodes: Vec<Node>,
-    pub ifaces: Vec<Iface>,
-    pub endpoints: Vec<Endpoint>,
-    pub flows: Vec<Flow>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) ifaces: Vec<Iface>,
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) flows: Vec<Flow>,
     /// Trace tick times actually sampled.
-    pub trace_times: Vec<Time>,
+    pub(crate) trace_times: Vec<Time>,
     scratch: Vec<Segment>,
     agents: Vec<AgentSlot>,
     /// Node ids by name (lookups only, never iterated).
@@ -236,7 +252,7 @@ impl Sim {
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.name.clone(), i as NodeId))
+            .map(|(i, n)| (n.name.clone(), NodeId(i as u32)))
             .collect();
         let node_id = |name: &str| -> Result<NodeId, String> {
             node_index
@@ -326,6 +342,8 @@ impl Sim {
                     reset: false,
                     timed_out: false,
                     trace: Vec::new(),
+                    rtt: LogHistogram::new(),
+                    queue_delay: LogHistogram::new(),
                 });
             }
             flows.push(Flow {
@@ -382,6 +400,7 @@ impl Sim {
         Ok(sim)
     }
 
+    /// The current simulated time.
     pub fn now(&self) -> Time {
         self.now
     }
@@ -393,6 +412,7 @@ impl Sim {
     pub fn event_hash(&self) -> u64 {
         self.hash
     }
+    /// When the run ends (time zero plus the scenario's duration).
     pub fn end_time(&self) -> Time {
         Time::ZERO + self.duration
     }
@@ -625,8 +645,9 @@ impl Sim {
         self.enqueue(i, p);
     }
 
-    fn enqueue(&mut self, i: u32, p: Packet) {
+    fn enqueue(&mut self, i: u32, mut p: Packet) {
         let now = self.now;
+        p.queued_ns = p.queued_ns.wrapping_sub(now.as_nanos());
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
@@ -646,7 +667,8 @@ impl Sim {
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         match f.qdisc.dequeue(now) {
-            Dequeue::Packet(p) => {
+            Dequeue::Packet(mut p) => {
+                p.queued_ns = p.queued_ns.wrapping_add(now.as_nanos());
                 f.stats.advance(now, warmup);
                 f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
                 f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
@@ -697,10 +719,18 @@ impl Sim {
             }
         };
         let now = self.now;
+        let measured = now >= self.warmup && self.measured(e);
         let ep = &mut self.endpoints[e as usize];
+        if measured && p.payload > 0 {
+            ep.queue_delay.add(p.queued_ns as f64 / 1e9);
+        }
         match ep.conn.as_mut() {
             Some(c) if c.state() != State::Closed => {
+                let samples = c.stats().rtt_samples;
                 c.handle_segment(now, seg);
+                if measured && c.stats().rtt_samples > samples {
+                    ep.rtt.add(c.latest_rtt().as_secs_f64());
+                }
             }
             None if !ep.initiator => {
                 let accepted = if let Some(cfg) = ep.accept.as_deref() {
@@ -726,6 +756,13 @@ impl Sim {
         self.service(e);
     }
 
+    /// Whether endpoint `e`'s latency is recorded: a scenario flow's end,
+    /// or an agent's socket whose either end is traced ([`Cx::trace`]).
+    fn measured(&self, e: u32) -> bool {
+        let ep = &self.endpoints[e as usize];
+        ep.flow != u32::MAX || ep.sender || self.endpoints[ep.peer as usize].sender
+    }
+
     fn reply_reset(&mut self, e: u32, seg: &Segment) {
         if let Some(r) = reset_for(seg) {
             let ep = &self.endpoints[e as usize];
@@ -744,14 +781,14 @@ impl Sim {
             let row = match &ep.conn {
                 Some(c) if c.state() != State::Closed => {
                     let ss = c.ssthresh();
-                    [
-                        c.cwnd() as f64,
-                        if ss == u64::MAX { f64::NAN } else { ss as f64 },
-                        c.srtt().as_millis_f64(),
-                        c.pipe() as f64,
-                    ]
+                    TraceSample {
+                        cwnd: c.cwnd() as f64,
+                        ssthresh: if ss == u64::MAX { f64::NAN } else { ss as f64 },
+                        srtt_ms: c.srtt().as_millis_f64(),
+                        pipe: c.pipe() as f64,
+                    }
                 }
-                _ => [f64::NAN; 4],
+                _ => TraceSample::CLOSED,
             };
             ep.trace.push(row);
         }
@@ -776,382 +813,23 @@ impl Sim {
             ep.goodput.pad_to(end);
         }
     }
-
-    // ----- agents -------------------------------------------------------
-
-    /// Adds an agent on node `node`, started at `start`. Returns its id.
-    pub fn add_agent(
-        &mut self,
-        node: &str,
-        name: &str,
-        start: Time,
-        agent: Box<dyn Agent>,
-    ) -> Result<u32, String> {
-        let n = self
-            .node_id(node)
-            .ok_or_else(|| format!("agent `{name}`: unknown node `{node}`"))?;
-        let id = self.agents.len() as u32;
-        self.agents.push(AgentSlot {
-            agent: Some(agent),
-            name: name.to_string(),
-            node: n,
-            rng: Rng::for_component(self.seed, &format!("agent/{name}")),
-        });
-        self.schedule(start, Ev::AgentStart(id));
-        Ok(id)
-    }
-
-    /// An agent, downcast to its concrete type (to read its results).
-    pub fn agent<T: Agent>(&self, id: u32) -> Option<&T> {
-        let a: &dyn Agent = self.agents.get(id as usize)?.agent.as_deref()?;
-        (a as &dyn std::any::Any).downcast_ref::<T>()
-    }
-
-    /// Mutable access to an agent (e.g. to configure it between runs of `run_until`).
-    pub fn agent_mut<T: Agent>(&mut self, id: u32) -> Option<&mut T> {
-        let a: &mut dyn Agent = self.agents.get_mut(id as usize)?.agent.as_deref_mut()?;
-        (a as &mut dyn std::any::Any).downcast_mut::<T>()
-    }
-
-    /// Captures every packet that starts transmission on link direction
-    /// `iface` (`<link>:ab` or `<link>:ba`) into `w` as pcap (see
-    /// [`crate::pcap`]), from now on. `label` names the capture in the
-    /// summary (the CLI uses the file name). Replaces an earlier capture on
-    /// the same direction.
-    pub fn attach_capture(
-        &mut self,
-        iface: &str,
-        label: &str,
-        w: Box<dyn std::io::Write + Send>,
-        snaplen: u32,
-    ) -> Result<(), String> {
-        let Some(f) = self.ifaces.iter_mut().find(|f| f.name == iface) else {
-            let names: Vec<&str> = self.ifaces.iter().map(|f| f.name.as_str()).collect();
-            return Err(format!(
-                "no link direction `{iface}` to capture on (have: {})",
-                names.join(", ")
-            ));
-        };
-        let c = Capture::new(w, snaplen).map_err(|e| format!("capture `{label}`: {e}"))?;
-        f.capture = Some((label.to_string(), Box::new(c)));
-        Ok(())
-    }
-
-    /// Stops the capture on `iface` and flushes it: its packet and byte
-    /// counts, or its first write error. It no longer appears in
-    /// [`Sim::captures`].
-    pub fn detach_capture(&mut self, iface: &str) -> Result<(u64, u64), String> {
-        let f = self
-            .ifaces
-            .iter_mut()
-            .find(|f| f.name == iface)
-            .ok_or_else(|| format!("no link direction `{iface}`"))?;
-        let (label, mut c) = f
-            .capture
-            .take()
-            .ok_or_else(|| format!("no capture on `{iface}`"))?;
-        c.finish()
-            .map_err(|e| format!("capture `{label}` on {iface}: {e}"))?;
-        Ok((c.packets, c.bytes))
-    }
-
-    /// Flushes every capture; the first write error, naming its capture.
-    /// Counts stay readable through [`Sim::captures`].
-    pub fn finish_captures(&mut self) -> Result<(), String> {
-        let mut first = None;
-        for f in &mut self.ifaces {
-            if let Some((label, c)) = f.capture.as_mut() {
-                if let Err(e) = c.finish() {
-                    first.get_or_insert(format!("capture `{label}` on {}: {e}", f.name));
-                }
-            }
-        }
-        first.map_or(Ok(()), Err)
-    }
-
-    /// Captures in interface order: (link direction, label, packets, bytes).
-    pub fn captures(&self) -> Vec<(&str, &str, u64, u64)> {
-        self.ifaces
-            .iter()
-            .filter_map(|f| {
-                f.capture
-                    .as_ref()
-                    .map(|(l, c)| (f.name.as_str(), l.as_str(), c.packets, c.bytes))
-            })
-            .collect()
-    }
-
-    /// The name an agent was added with.
-    pub fn agent_name(&self, id: u32) -> &str {
-        &self.agents[id as usize].name
-    }
-
-    /// A node's id by name.
-    pub fn node_id(&self, name: &str) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .map(|i| i as NodeId)
-    }
-
-    pub(crate) fn agent_node(&self, a: u32) -> NodeId {
-        self.agents[a as usize].node
-    }
-
-    pub(crate) fn agent_rng(&mut self, a: u32) -> &mut Rng {
-        &mut self.agents[a as usize].rng
-    }
-
-    /// Runs `f` on agent `a` with a context. The agent is out of its slot
-    /// meanwhile, so a callback can never re-enter it.
-    fn with_agent(&mut self, a: u32, f: impl FnOnce(&mut dyn Agent, &mut Cx<'_>)) {
-        let Some(mut ag) = self.agents[a as usize].agent.take() else {
-            return;
-        };
-        f(
-            &mut *ag,
-            &mut Cx {
-                sim: self,
-                agent: a,
-            },
-        );
-        self.agents[a as usize].agent = Some(ag);
-    }
-
-    /// Hands an agent socket's connection events to its agent.
-    fn agent_events(&mut self, e: u32, a: u32) {
-        let mut evs: Vec<SockEvent> = Vec::new();
-        let ep = &mut self.endpoints[e as usize];
-        if std::mem::take(&mut ep.accepted) {
-            evs.push(SockEvent::Accepted);
-        }
-        if let Some(c) = ep.conn.as_mut() {
-            while let Some(ev) = c.poll_event() {
-                evs.push(match ev {
-                    Event::Connected if !ep.initiator => continue,
-                    Event::Connected => SockEvent::Connected,
-                    Event::Readable => SockEvent::Readable,
-                    Event::Writable => SockEvent::Writable,
-                    Event::PeerClosed => SockEvent::PeerClosed,
-                    Event::Closed => SockEvent::Closed,
-                    Event::Reset => {
-                        ep.reset = true;
-                        SockEvent::Reset
-                    }
-                    Event::TimedOut => {
-                        ep.timed_out = true;
-                        SockEvent::TimedOut
-                    }
-                });
-            }
-        }
-        for ev in evs {
-            self.with_agent(a, |ag, cx| ag.tcp_event(cx, e, ev));
-        }
-    }
-
-    pub(crate) fn listen(
-        &mut self,
-        a: u32,
-        port: u16,
-        tcp: TcpConfig,
-        cc: CcConfig,
-    ) -> Result<(), String> {
-        let node = self.agent_node(a);
-        if self.listeners.contains_key(&(node, port)) {
-            return Err(format!(
-                "TCP port {port} on `{}` is already in use",
-                self.nodes[node as usize].name
-            ));
-        }
-        self.listeners.insert((node, port), (a, tcp, cc));
-        Ok(())
-    }
-
-    /// Stops accepting connections to `port` if agent `a` listens there;
-    /// connections accepted before stay open.
-    pub(crate) fn unlisten(&mut self, a: u32, port: u16) {
-        let key = (self.agent_node(a), port);
-        if self.listeners.get(&key).is_some_and(|l| l.0 == a) {
-            self.listeners.remove(&key);
-        }
-    }
-
-    pub(crate) fn agent_connect(
-        &mut self,
-        a: u32,
-        to: NodeId,
-        port: u16,
-        tcp: TcpConfig,
-        cc: &CcConfig,
-    ) -> Result<u32, String> {
-        let node = self.agent_node(a);
-        let Some((listener, ltcp, lcc)) = self.listeners.get(&(to, port)).cloned() else {
-            return Err(format!(
-                "nothing listens on TCP port {port} of `{}`",
-                self.nodes.get(to as usize).map_or("?", |n| &n.name)
-            ));
-        };
-        if route(&self.nodes, node, to) == u32::MAX {
-            return Err(format!(
-                "no route from `{}` to `{}`",
-                self.nodes[node as usize].name, self.nodes[to as usize].name
-            ));
-        }
-        let local_port = {
-            let p = &mut self.next_port[node as usize];
-            *p = p.checked_add(1).unwrap_or(40_000);
-            *p
-        };
-        let e0 = self.endpoints.len() as u32;
-        let interval = self.goodput_interval;
-        for (initiator, n, peer_node, owner, accept) in [
-            (true, node, to, a, None),
-            (
-                false,
-                to,
-                node,
-                listener,
-                Some(Box::new((ltcp.clone(), lcc.clone()))),
-            ),
-        ] {
-            self.endpoints.push(Endpoint {
-                conn: None,
-                node: n,
-                peer_node,
-                peer: if initiator { e0 + 1 } else { e0 },
-                flow: u32::MAX,
-                agent: Some(owner),
-                accept,
-                accepted: false,
-                initiator,
-                sender: false,
-                timer_at: None,
-                written: 0,
-                stopped: false,
-                received: 0,
-                corrupt: 0,
-                received_after_warmup: 0,
-                last_delivery: None,
-                goodput: Binned::new(interval),
-                completed_at: None,
-                reset: false,
-                timed_out: false,
-                trace: Vec::new(),
-            });
-        }
-        let iss = self.agents[a as usize].rng.next_u64() as u32;
-        self.endpoints[e0 as usize].conn =
-            Some(Connection::connect(tcp, cc, local_port, port, iss));
-        self.flush(e0);
-        Ok(e0)
-    }
-
-    pub(crate) fn sock_send(&mut self, e: u32, data: Bytes) -> usize {
-        let Some(c) = self
-            .endpoints
-            .get_mut(e as usize)
-            .and_then(|ep| ep.conn.as_mut())
-        else {
-            return 0;
-        };
-        let n = c.send(data);
-        self.flush(e);
-        n
-    }
-
-    pub(crate) fn sock_recv(&mut self, e: u32, max: usize) -> Option<Bytes> {
-        let now = self.now;
-        let warmup = self.warmup;
-        let ep = self.endpoints.get_mut(e as usize)?;
-        let b = ep.conn.as_mut()?.recv(max)?;
-        let n = b.len() as u64;
-        ep.received += n;
-        ep.goodput.add(now, n);
-        ep.last_delivery = Some(now);
-        if now >= warmup {
-            ep.received_after_warmup += n;
-        }
-        // Reading may open the window: a window update may be due.
-        self.flush(e);
-        Some(b)
-    }
-
-    pub(crate) fn sock_close(&mut self, e: u32, abort: bool) {
-        if let Some(c) = self
-            .endpoints
-            .get_mut(e as usize)
-            .and_then(|ep| ep.conn.as_mut())
-        {
-            if abort {
-                c.abort();
-            } else {
-                c.close();
-            }
-            self.flush(e);
-        }
-    }
-
-    pub(crate) fn bind_udp(&mut self, a: u32, port: u16) -> Result<(), String> {
-        let node = self.agent_node(a);
-        if self.udp_ports.contains_key(&(node, port)) {
-            return Err(format!(
-                "UDP port {port} on `{}` is already in use",
-                self.nodes[node as usize].name
-            ));
-        }
-        self.udp_ports.insert((node, port), a);
-        Ok(())
-    }
-
-    pub(crate) fn send_udp(
-        &mut self,
-        node: NodeId,
-        src_port: u16,
-        to: NodeId,
-        dst_port: u16,
-        data: Bytes,
-    ) {
-        // A datagram to the sender's own node has no route and is dropped:
-        // delivering it at once would run one agent inside another's callback.
-        self.send(node, Packet::udp(node, to, src_port, dst_port, data));
-    }
-
-    pub(crate) fn set_agent_timer(&mut self, a: u32, at: Time, token: u64) {
-        let at = at.max(self.now);
-        self.schedule(at, Ev::AgentTimer(a, token));
-    }
-
-    /// The controller name of an endpoint's connection.
-    pub fn cc_name(&self, e: u32) -> &'static str {
-        match &self.endpoints[e as usize].conn {
-            Some(c) => c.controller_ref().name(),
-            None => self.flows[self.endpoints[e as usize].flow as usize]
-                .cc
-                .name(),
-        }
-    }
-
-    /// A quick look at a connection's congestion state, for tests and tools.
-    pub fn cwnd_of(&self, e: u32) -> Option<u64> {
-        self.endpoints[e as usize]
-            .conn
-            .as_ref()
-            .map(|c| c.controller_ref().cwnd())
-    }
 }
 
 /// The output interface of `node` towards `dst`, or `u32::MAX` if none.
 fn route(nodes: &[Node], node: NodeId, dst: NodeId) -> u32 {
-    let n = &nodes[node as usize];
+    let n = &nodes[node.index()];
     if n.routes.is_empty() {
-        if node != dst && nodes[dst as usize].component == n.component {
+        if node != dst
+            && nodes
+                .get(dst.index())
+                .is_some_and(|d| d.component == n.component)
+        {
             n.default_route
         } else {
             u32::MAX
         }
     } else {
-        n.routes[dst as usize]
+        n.routes.get(dst.index()).copied().unwrap_or(u32::MAX)
     }
 }
 
@@ -1164,7 +842,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
     let n = nodes.len();
     let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
     for (i, f) in ifaces.iter().enumerate() {
-        out[f.from as usize].push(i as u32);
+        out[f.from.index()].push(i as u32);
     }
     // Reachability is symmetric (links are full duplex): one component id per node.
     let mut comp = vec![u32::MAX; n];
@@ -1176,7 +854,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         let mut q = VecDeque::from([s]);
         while let Some(u) = q.pop_front() {
             for &i in &out[u] {
-                let t = ifaces[i as usize].to as usize;
+                let t = ifaces[i as usize].to.index();
                 if comp[t] == u32::MAX {
                     comp[t] = s as u32;
                     q.push_back(t);
@@ -1195,7 +873,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         seen[src] = true;
         let mut q = VecDeque::new();
         for &i in &out[src] {
-            let to = ifaces[i as usize].to as usize;
+            let to = ifaces[i as usize].to.index();
             if !seen[to] {
                 seen[to] = true;
                 first_hop[to] = i;
@@ -1204,7 +882,7 @@ fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
         }
         while let Some(u) = q.pop_front() {
             for &i in &out[u] {
-                let to = ifaces[i as usize].to as usize;
+                let to = ifaces[i as usize].to.index();
                 if !seen[to] {
                     seen[to] = true;
                     first_hop[to] = first_hop[u];

@@ -394,12 +394,8 @@ impl TorNet {
     pub fn install(&self, sim: &mut Sim) -> Result<Installed, String> {
         self.validate()?;
         let ix = self.by_name();
-        let ids: BTreeMap<&str, hopwise_sim::NodeId> = sim
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.name.as_str(), i as hopwise_sim::NodeId))
-            .collect();
+        let ids: BTreeMap<&str, hopwise_sim::NodeId> =
+            sim.nodes().map(|n| (sim.node_name(n), n)).collect();
         let sim_id = |name: &str| {
             ids.get(name)
                 .copied()
@@ -481,7 +477,7 @@ impl TorNet {
             .iter()
             .map(|n| NodePlan {
                 name: n.clone(),
-                seed: sim.seed,
+                seed: sim.seed(),
                 bucket: match ix.get(n.as_str()).map(|d| &d.role) {
                     Some(Role::Relay(b)) => *b,
                     _ => None,
@@ -592,7 +588,7 @@ impl TorNet {
         for n in &self.nodes {
             if let Role::Server = n.role {
                 let agent = ServerAgent::new(
-                    sim.seed,
+                    sim.seed(),
                     SERVER_PORT,
                     self.config.edge_tcp.clone(),
                     self.config.edge_cc.clone(),
@@ -709,14 +705,14 @@ impl Installed {
             })
             .collect();
         let wire_bytes = sim
-            .ifaces
-            .iter()
-            .filter(|f| sim.nodes[f.from as usize].kind == NodeKind::Host)
-            .map(|f| f.stats.tx_bytes_total)
+            .ifaces()
+            .map(|i| sim.iface(i))
+            .filter(|f| sim.node_kind(f.from()) == NodeKind::Host)
+            .map(|f| f.stats().tx_bytes_total)
             .sum();
         TorResults {
             transport: self.transport,
-            duration: sim.duration,
+            duration: sim.duration(),
             rw_interval: self.rw_interval,
             queue_interval: self.queue_interval,
             circuits,

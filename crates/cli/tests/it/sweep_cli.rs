@@ -68,9 +68,19 @@ fn sweep_runs_every_point_and_seed_and_matches_sim() {
         q(&points[0]),
         q(&points[1])
     );
+    // And the flows wait longer in it: a buffer sweep shows delay too.
+    for m in ["queue_delay_p95_ms", "rtt_median_ms"] {
+        let (a, b) = (
+            metric(&points[0], m, "cubic"),
+            metric(&points[1], m, "cubic"),
+        );
+        assert!(b > 1.5 * a, "{m}: {a} vs {b}");
+    }
     for f in ["sweep.svg", "points.csv", "runs.csv", "report.html"] {
         assert!(out.join(f).is_file(), "{f}");
     }
+    let svg = std::fs::read_to_string(out.join("sweep.svg")).unwrap();
+    assert!(svg.contains("queueing delay per flow"), "no delay panel");
     let runs = std::fs::read_to_string(out.join("runs.csv")).unwrap();
     assert!(runs.starts_with("link.bottleneck.queue,seed,metric,subject,value\n"));
 

@@ -135,6 +135,7 @@ impl Connection {
         };
         if let Some(r) = rtt {
             self.rtt.update_in_window(r, self.snd_una, self.snd_nxt);
+            self.stats.rtt_samples += 1;
         }
         self.rto_deadline = None;
         self.state = State::Established;
@@ -254,6 +255,7 @@ impl Connection {
         let (rtt, owd) = self.delay_samples(now, seg, advanced, karn);
         if let Some(r) = rtt {
             self.rtt.update_in_window(r, self.snd_una, self.snd_nxt);
+            self.stats.rtt_samples += 1;
         }
         if advanced {
             // RFC 6298 §5.2/5.3: stop the timer when all is acknowledged,

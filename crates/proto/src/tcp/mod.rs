@@ -208,6 +208,11 @@ pub struct TcpStats {
     pub bytes_acked: u64,
     /// In-order payload bytes received from the peer.
     pub bytes_received: u64,
+    /// RTT samples taken (from the SYN-ACK and from ACKs, one at most per
+    /// segment); the latest is [`Connection::latest_rtt`]. A driver that
+    /// compares the count before and after [`Connection::handle_segment`]
+    /// sees every sample.
+    pub rtt_samples: u64,
 }
 
 /// Delayed-ACK bookkeeping.

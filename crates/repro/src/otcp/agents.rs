@@ -8,7 +8,7 @@ use hopwise_proto::cc::CcConfig;
 use hopwise_proto::otcp::{Hop, Route, Splice};
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Time;
-use hopwise_sim::{Agent, Cx, Sock, SockEvent};
+use hopwise_sim::{Agent, Cx, NodeId, Sock, SockEvent};
 
 /// The port every oTCP node listens on.
 pub const PORT: u16 = 7070;
@@ -81,7 +81,7 @@ impl Agent for Client {
                 return;
             }
         }
-        match cx.connect(first, PORT, self.tcp.clone(), &self.cc) {
+        match cx.connect(NodeId::from_raw(first), PORT, self.tcp.clone(), &self.cc) {
             Ok(s) => self.sock = Some(s),
             Err(e) => self.error = Some(e),
         }
@@ -198,7 +198,12 @@ impl Node {
                             }
                             Some((hop, onward)) => {
                                 let header = onward.encode().expect("a shorter route encodes");
-                                match cx.connect(hop.addr, hop.port, self.tcp.clone(), &self.cc) {
+                                match cx.connect(
+                                    NodeId::from_raw(hop.addr),
+                                    hop.port,
+                                    self.tcp.clone(),
+                                    &self.cc,
+                                ) {
                                     Ok(down) => {
                                         leg.role = Role::Relay {
                                             down,

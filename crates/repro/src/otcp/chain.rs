@@ -117,7 +117,7 @@ pub fn run_path(
         )?);
     }
     let route: Vec<u32> = (1..=hops.len())
-        .map(|i| sim.node_id(&format!("n{i}")).expect("node exists"))
+        .map(|i| sim.node_id(&format!("n{i}")).expect("node exists").raw())
         .collect();
     let client = sim.add_agent(
         "n0",
@@ -170,8 +170,8 @@ pub fn run_path(
     let secs = done.done.expect("done").as_secs_f64();
     let first = done.first.map_or(f64::NAN, |f| f.as_secs_f64());
     let (mut retransmits, mut timeouts) = (0, 0);
-    for ep in &sim.endpoints {
-        if let Some(c) = &ep.conn {
+    for e in sim.socks() {
+        if let Some(c) = sim.endpoint(e).conn() {
             retransmits += c.stats().retransmits;
             timeouts += c.stats().timeouts;
         }

@@ -34,7 +34,7 @@ use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::{State, TcpConfig};
 use hopwise_proto::time::{Dur, Time};
 use hopwise_sim::measure::Binned;
-use hopwise_sim::{Agent, Cx, Sock, SockEvent};
+use hopwise_sim::{Agent, Cx, NodeId, Sock, SockEvent};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -443,7 +443,7 @@ impl OverlayNode {
                 let to = cx.node_id(&pc).expect("peer node exists");
                 let me = cx.node();
                 let s = cx
-                    .connect(to, Self::port(me, true), self.tcp.clone(), &self.cc)
+                    .connect(to, Self::port(me.raw(), true), self.tcp.clone(), &self.cc)
                     .expect("the neighbour listens");
                 let p = &mut self.peers[i];
                 p.secondary = Some(s);
@@ -498,6 +498,7 @@ impl Agent for OverlayNode {
             let node = cx
                 .node_id(&self.peers[i].plan.peer)
                 .expect("peer node exists");
+            let node = node.raw();
             self.peers[i].node = node;
             if !self.peers[i].plan.decider {
                 for secondary in [false, true] {
@@ -574,10 +575,10 @@ impl Agent for OverlayNode {
                 let i = (t - TOKEN_START) as usize;
                 let p = &self.peers[i];
                 if p.plan.decider && p.primary.is_none() {
-                    let to = p.node;
+                    let to = NodeId::from_raw(p.node);
                     let me = cx.node();
                     let s = cx
-                        .connect(to, Self::port(me, false), self.tcp.clone(), &self.cc)
+                        .connect(to, Self::port(me.raw(), false), self.tcp.clone(), &self.cc)
                         .expect("the neighbour listens");
                     self.peers[i].primary = Some(s);
                 }

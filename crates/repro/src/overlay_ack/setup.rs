@@ -452,9 +452,12 @@ pub struct ProbeRow {
 
 impl ProbeRow {
     fn sample(sim: &Sim) -> Option<ProbeRow> {
-        let f = sim.flows.iter().position(|f| f.name == "A-B")?;
-        let e = sim.flows[f].ends[0] as usize;
-        let c = sim.endpoints[e].conn.as_ref()?;
+        let f = sim.flow_id("A-B")?;
+        let c = sim.endpoint(sim.flow(f).ends()[0]).conn()?;
+        let queued = |i: usize| {
+            let id = sim.ifaces().nth(i).expect("six link directions");
+            sim.iface(id).stats().current().packets
+        };
         let st = c.stats();
         Some(ProbeRow {
             t: sim.now().as_secs_f64(),
@@ -464,9 +467,9 @@ impl ProbeRow {
             timeouts: st.timeouts,
             cwnd: c.cwnd(),
             srtt_ms: c.srtt().as_millis_f64(),
-            q_a: sim.ifaces[IF_A_EGRESS].stats.current().1,
-            q_b: sim.ifaces[IF_B_EGRESS].stats.current().1,
-            q_sw_b: sim.ifaces[IF_SW_TO_B].stats.current().1,
+            q_a: queued(IF_A_EGRESS),
+            q_b: queued(IF_B_EGRESS),
+            q_sw_b: queued(IF_SW_TO_B),
         })
     }
 }
@@ -517,7 +520,7 @@ impl SeenSegment {
     }
 }
 
-/// Interface indices (see [`Setup::scenario`]).
+/// Interface indices ([`hopwise_sim::IfaceId::index`]; see [`Setup::scenario`]).
 pub const IF_A_EGRESS: usize = 0;
 pub const IF_B_EGRESS: usize = 2;
 pub const IF_SW_TO_B: usize = 3;
@@ -564,8 +567,9 @@ impl RunResult {
         agents: Option<[u32; 3]>,
         probe: Vec<ProbeRow>,
     ) -> RunResult {
-        let flow = |name: &str| sim.flows.iter().position(|f| f.name == name);
-        let rates = |e: u32| sim.endpoints[e as usize].goodput.rates_bps();
+        let flow = |name: &str| sim.flow_id(name);
+        let ends = |f: hopwise_sim::FlowId| sim.flow(f).ends();
+        let rates = |e: u32| sim.endpoint(e).goodput().rates_bps();
         let mut r = RunResult {
             mode: setup.mode,
             seed: setup.seed,
@@ -577,7 +581,7 @@ impl RunResult {
             ab_timeouts: 0,
             ab_recoveries: 0,
             drops: [0; 6],
-            corrupt: sim.endpoints.iter().map(|e| e.corrupt).sum(),
+            corrupt: sim.socks().map(|e| sim.endpoint(e).corrupt()).sum(),
             events: vec![],
             probe,
             seen: vec![],
@@ -586,8 +590,9 @@ impl RunResult {
             b_rx_segments: 0,
         };
         let node_b = sim.node_id("B").expect("node B");
-        for ep in &sim.endpoints {
-            if let (true, Some(c)) = (ep.node == node_b, &ep.conn) {
+        for e in sim.socks() {
+            let ep = sim.endpoint(e);
+            if let (true, Some(c)) = (ep.node() == node_b, ep.conn()) {
                 let st = c.stats();
                 if st.bytes_received > 0 {
                     r.b_pure_acks += st.pure_acks_sent;
@@ -595,21 +600,21 @@ impl RunResult {
                 }
             }
         }
-        for (i, f) in sim.ifaces.iter().enumerate().take(6) {
-            r.drops[i] = f.stats.drops;
+        for (i, f) in sim.ifaces().enumerate().take(6) {
+            r.drops[i] = sim.iface(f).stats().drops;
         }
         match setup.mode {
             Mode::Plain | Mode::AckPrio | Mode::AckPrioLen64 => {
                 let (ab, bc) = (flow("A-B").unwrap(), flow("B-C").unwrap());
-                r.ab = rates(sim.flows[ab].ends[1]);
-                r.bc = rates(sim.flows[bc].ends[1]);
+                r.ab = rates(ends(ab)[1]);
+                r.bc = rates(ends(bc)[1]);
             }
             Mode::Bidir | Mode::BidirAckPrio => {
                 let (ab, bc) = (flow("A-B").unwrap(), flow("B-C").unwrap());
-                r.ab = rates(sim.flows[ab].ends[1]);
-                r.ba = rates(sim.flows[ab].ends[0]);
-                r.bc = rates(sim.flows[bc].ends[1]);
-                r.cb = rates(sim.flows[bc].ends[0]);
+                r.ab = rates(ends(ab)[1]);
+                r.ba = rates(ends(ab)[0]);
+                r.bc = rates(ends(bc)[1]);
+                r.cb = rates(ends(bc)[0]);
             }
             Mode::SplitAckPrio => {
                 for (name, out) in [
@@ -618,7 +623,7 @@ impl RunResult {
                     ("B-C", &mut r.bc),
                     ("C-B", &mut r.cb),
                 ] {
-                    *out = rates(sim.flows[flow(name).unwrap()].ends[1]);
+                    *out = rates(ends(flow(name).unwrap())[1]);
                 }
             }
             Mode::SplitDynamic => {
@@ -638,17 +643,16 @@ impl RunResult {
         }
         // A→B's sender: the initiator of flow "A-B" (built-in flows only).
         if let Some(f) = flow("A-B") {
-            let e = sim.flows[f].ends[0] as usize;
-            let ep = &sim.endpoints[e];
-            let n = ep.trace.len();
-            let times = &sim.trace_times[sim.trace_times.len() - n..];
+            let ep = sim.endpoint(ends(f)[0]);
+            let n = ep.trace().len();
+            let times = &sim.trace_times()[sim.trace_times().len() - n..];
             r.ab_srtt = times
                 .iter()
-                .zip(&ep.trace)
-                .filter(|(_, row)| !row[2].is_nan())
-                .map(|(t, row)| (t.as_secs_f64(), row[2]))
+                .zip(ep.trace())
+                .filter(|(_, row)| !row.srtt_ms.is_nan())
+                .map(|(t, row)| (t.as_secs_f64(), row.srtt_ms))
                 .collect();
-            if let Some(c) = &ep.conn {
+            if let Some(c) = ep.conn() {
                 r.ab_timeouts = c.stats().timeouts;
                 r.ab_recoveries = c.stats().fast_recoveries;
             }

@@ -3,8 +3,8 @@
 //! needs (a sweep of the upload endpoint's delay and start).
 
 use super::setup::{
-    endpoint_series, goodput_between, hist_median, hist_sum, queue_series, secs, sender, simulate,
-    Setup, DOWN_IFACE, UP_IFACE,
+    endpoint_series, goodput_between, hist_median, hist_sum, iface, queue_series, secs, sender,
+    simulate, Setup, DOWN_IFACE, UP_IFACE,
 };
 use super::{Plan, Results};
 use hopwise_experiment::stats::{self, correlation};
@@ -53,8 +53,8 @@ pub(super) const ACK_WARM: f64 = 5.0;
 /// Measures an ACK-compression run.
 pub fn ack_measure(sim: &Sim, s: &Setup, case: &str, figure: &str) -> AckCase {
     let end = secs(s.duration) + 1.0;
-    let hd = &sim.ifaces[DOWN_IFACE].stats.ack_bursts;
-    let hu = &sim.ifaces[UP_IFACE].stats.ack_bursts;
+    let hd = &sim.iface(iface(sim, DOWN_IFACE)).stats().ack_bursts;
+    let hu = &sim.iface(iface(sim, UP_IFACE)).stats().ack_bursts;
     let qd: Vec<f64> = queue_series(sim, DOWN_IFACE, ACK_WARM, end)
         .iter()
         .map(|p| p.1)
@@ -117,10 +117,10 @@ pub(super) fn run_cases(
         let end = secs(s.duration) + 1.0;
         let (d, u) = (sender(&sim, 0), sender(&sim, 1));
         let p = AckPlot {
-            cwnd_d: endpoint_series(&sim, d, 0, 0.0, end),
-            pipe_d: endpoint_series(&sim, d, 3, 0.0, end),
-            cwnd_u: endpoint_series(&sim, u, 0, 0.0, end),
-            pipe_u: endpoint_series(&sim, u, 3, 0.0, end),
+            cwnd_d: endpoint_series(&sim, d, |r| r.cwnd, 0.0, end),
+            pipe_d: endpoint_series(&sim, d, |r| r.pipe, 0.0, end),
+            cwnd_u: endpoint_series(&sim, u, |r| r.cwnd, 0.0, end),
+            pipe_u: endpoint_series(&sim, u, |r| r.pipe, 0.0, end),
             q_d: queue_series(&sim, DOWN_IFACE, 0.0, end),
             q_u: queue_series(&sim, UP_IFACE, 0.0, end),
         };

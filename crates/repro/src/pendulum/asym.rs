@@ -2,8 +2,8 @@
 //! one deterministic run each: the data pendulum and the underused downlink.
 
 use super::setup::{
-    endpoint_series, goodput_between, hist_median, queue_fraction, queue_series, sender, simulate,
-    window, Setup, DOWN_IFACE, UP_IFACE,
+    endpoint_series, goodput_between, hist_median, iface, queue_fraction, queue_series, sender,
+    simulate, window, Setup, DOWN_IFACE, UP_IFACE,
 };
 use super::{Plan, Results};
 use hopwise_experiment::stats::correlation;
@@ -72,8 +72,12 @@ pub(super) fn run(
             goodput_between(&sim, 0, warm, end),
             goodput_between(&sim, 1, warm, end),
         );
-        let hd = sim.ifaces[DOWN_IFACE].stats.ack_bursts.clone();
-        let hu = sim.ifaces[UP_IFACE].stats.ack_bursts.clone();
+        let hd = sim
+            .iface(iface(&sim, DOWN_IFACE))
+            .stats()
+            .ack_bursts
+            .clone();
+        let hu = sim.iface(iface(&sim, UP_IFACE)).stats().ack_bursts.clone();
         let qd: Vec<f64> = queue_series(&sim, DOWN_IFACE, warm, end + 1.0)
             .iter()
             .map(|p| p.1)
@@ -104,13 +108,13 @@ pub(super) fn run(
         let (d, u) = (sender(&sim, 0), sender(&sim, 1));
         let p = AsymPlot {
             up_lines: vec![
-                ("U2 cwnd", endpoint_series(&sim, u, 0, w0, w1)),
-                ("U2 in flight", endpoint_series(&sim, u, 3, w0, w1)),
+                ("U2 cwnd", endpoint_series(&sim, u, |r| r.cwnd, w0, w1)),
+                ("U2 in flight", endpoint_series(&sim, u, |r| r.pipe, w0, w1)),
                 ("queue R2 (uplink)", queue_series(&sim, UP_IFACE, w0, w1)),
             ],
             down_lines: vec![
-                ("D1 cwnd", endpoint_series(&sim, d, 0, w0, w1)),
-                ("D1 in flight", endpoint_series(&sim, d, 3, w0, w1)),
+                ("D1 cwnd", endpoint_series(&sim, d, |r| r.cwnd, w0, w1)),
+                ("D1 in flight", endpoint_series(&sim, d, |r| r.pipe, w0, w1)),
                 (
                     "queue R1 (downlink)",
                     queue_series(&sim, DOWN_IFACE, w0, w1),

@@ -86,9 +86,9 @@ pub struct Fig1Traces {
 }
 
 fn fig1_traces(sim: &Sim) -> Fig1Traces {
-    let goodput = (0..sim.flows.len())
+    let goodput = (0..sim.flows().len())
         .map(|f| {
-            let g = &sim.endpoints[receiver(sim, f)].goodput;
+            let g = sim.endpoint(receiver(sim, f)).goodput();
             let w = g.interval.as_secs_f64();
             g.rates_bps()
                 .into_iter()
@@ -97,7 +97,7 @@ fn fig1_traces(sim: &Sim) -> Fig1Traces {
                 .collect()
         })
         .collect();
-    let end = secs(sim.duration) + 1.0;
+    let end = secs(sim.duration()) + 1.0;
     Fig1Traces {
         goodput,
         q_down: queue_series(sim, DOWN_IFACE, 0.0, end),

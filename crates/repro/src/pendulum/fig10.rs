@@ -37,8 +37,8 @@ pub fn run_pair(s: &Setup, name: &str) -> anyhow::Result<PairRun> {
     Ok(PairRun {
         xd: goodput_between(&sim, 0, SWEEP_WARM, end),
         xu: goodput_between(&sim, 1, SWEEP_WARM, end),
-        cwnd_d: trace_mean(&sim, sender(&sim, 0), 0, SWEEP_WARM, end),
-        cwnd_u: trace_mean(&sim, sender(&sim, 1), 0, SWEEP_WARM, end),
+        cwnd_d: trace_mean(&sim, sender(&sim, 0), |r| r.cwnd, SWEEP_WARM, end),
+        cwnd_u: trace_mean(&sim, sender(&sim, 1), |r| r.cwnd, SWEEP_WARM, end),
         util_d: sum.links[DOWN_IFACE].utilization,
         util_u: sum.links[UP_IFACE].utilization,
     })

@@ -415,8 +415,8 @@ fn run(plan: &Plan, progress: &dyn Progress) -> Result<Results> {
                     simp::goodput_between(&sim, f, w.0, w.1)
                 }));
                 if seed == 1 && rto == SIM_SETTINGS[0].1 {
-                    for f in 0..sim.flows.len() {
-                        let g = &sim.endpoints[simp::receiver(&sim, f)].goodput;
+                    for f in 0..sim.flows().len() {
+                        let g = sim.endpoint(simp::receiver(&sim, f)).goodput();
                         let w = g.interval.as_secs_f64();
                         sim_series.push(
                             g.bins

@@ -11,7 +11,7 @@ use hopwise_sim::spec::{
     DirSpec, FlowSpec, Limit, LinkSpec, MeasureSpec, NodeKind, NodeSpec, QueueSpec, Scenario,
     Traffic,
 };
-use hopwise_sim::Sim;
+use hopwise_sim::{IfaceId, Sim, Sock, TraceSample};
 
 /// The paper's downlink capacity.
 pub const DOWN_RATE: Rate = Rate::from_kbps(2400);
@@ -232,7 +232,8 @@ impl Setup {
     }
 }
 
-/// Interface index of the downlink port (R1 → R2) and the uplink port (R2 → R1).
+/// Interface index ([`IfaceId::index`]) of the downlink port (R1 → R2) and
+/// the uplink port (R2 → R1).
 pub const DOWN_IFACE: usize = 0;
 pub const UP_IFACE: usize = 1;
 
@@ -245,19 +246,29 @@ pub fn simulate(setup: &Setup, name: &str) -> anyhow::Result<Sim> {
     Ok(sim)
 }
 
-/// Receiving endpoint of flow `f` (flows are one-way: the responder reads).
-pub fn receiver(sim: &Sim, f: usize) -> usize {
-    sim.flows[f].ends[1] as usize
+/// Receiving endpoint of the `f`-th flow (flows are one-way: the responder reads).
+pub fn receiver(sim: &Sim, f: usize) -> Sock {
+    ends(sim, f)[1]
 }
 
-/// Sending endpoint of flow `f`.
-pub fn sender(sim: &Sim, f: usize) -> usize {
-    sim.flows[f].ends[0] as usize
+/// Sending endpoint of the `f`-th flow.
+pub fn sender(sim: &Sim, f: usize) -> Sock {
+    ends(sim, f)[0]
+}
+
+fn ends(sim: &Sim, f: usize) -> [Sock; 2] {
+    let id = sim.flows().nth(f).expect("a flow of the setup");
+    sim.flow(id).ends()
+}
+
+/// The `i`-th link direction (see [`DOWN_IFACE`]).
+pub(super) fn iface(sim: &Sim, i: usize) -> IfaceId {
+    sim.ifaces().nth(i).expect("a link direction of the setup")
 }
 
 /// Bytes flow `f` delivered per second over the bins `[t0, t1)` (seconds), in bit/s.
 pub fn goodput_between(sim: &Sim, f: usize, t0: f64, t1: f64) -> f64 {
-    let g = &sim.endpoints[receiver(sim, f)].goodput;
+    let g = sim.endpoint(receiver(sim, f)).goodput();
     let w = g.interval.as_secs_f64();
     let (i0, i1) = ((t0 / w).round() as usize, (t1 / w).round() as usize);
     let i1 = i1.min(g.bins.len());
@@ -268,18 +279,24 @@ pub fn goodput_between(sim: &Sim, f: usize, t0: f64, t1: f64) -> f64 {
     bytes as f64 * 8.0 / ((i1 - i0) as f64 * w)
 }
 
-/// Mean of trace column `col` of endpoint `e` over trace samples in `[t0, t1)` seconds.
-pub(super) fn trace_mean(sim: &Sim, e: usize, col: usize, t0: f64, t1: f64) -> f64 {
-    let tr = &sim.endpoints[e].trace;
+/// Mean of `field` of endpoint `e`'s trace over trace samples in `[t0, t1)` seconds.
+pub(super) fn trace_mean(
+    sim: &Sim,
+    e: Sock,
+    field: impl Fn(&TraceSample) -> f64,
+    t0: f64,
+    t1: f64,
+) -> f64 {
+    let tr = sim.endpoint(e).trace();
     let v: Vec<f64> = sim
-        .trace_times
+        .trace_times()
         .iter()
         .zip(tr)
         .filter(|(t, _)| {
             let t = t.as_nanos() as f64 / 1e9;
             t >= t0 && t < t1
         })
-        .map(|(_, r)| r[col])
+        .map(|(_, r)| field(r))
         .filter(|x| x.is_finite())
         .collect();
     stats::mean(&v)
@@ -287,26 +304,27 @@ pub(super) fn trace_mean(sim: &Sim, e: usize, col: usize, t0: f64, t1: f64) -> f
 
 /// Occupancy (bytes) of interface `i` at each trace sample in `[t0, t1)`.
 pub(super) fn queue_series(sim: &Sim, i: usize, t0: f64, t1: f64) -> Vec<(f64, f64)> {
-    sim.trace_times
+    let q = sim.iface(iface(sim, i)).trace();
+    sim.trace_times()
         .iter()
-        .zip(&sim.ifaces[i].trace)
-        .map(|(t, q)| (t.as_nanos() as f64 / 1e9, q.0 as f64))
+        .zip(q)
+        .map(|(t, q)| (t.as_nanos() as f64 / 1e9, q.bytes as f64))
         .filter(|&(t, _)| t >= t0 && t < t1)
         .collect()
 }
 
-/// Column `col` of endpoint `e`'s trace in `[t0, t1)`, as `(t, value)`.
+/// `field` of endpoint `e`'s trace in `[t0, t1)`, as `(t, value)`.
 pub(super) fn endpoint_series(
     sim: &Sim,
-    e: usize,
-    col: usize,
+    e: Sock,
+    field: impl Fn(&TraceSample) -> f64,
     t0: f64,
     t1: f64,
 ) -> Vec<(f64, f64)> {
-    sim.trace_times
+    sim.trace_times()
         .iter()
-        .zip(&sim.endpoints[e].trace)
-        .map(|(t, r)| (t.as_nanos() as f64 / 1e9, r[col]))
+        .zip(sim.endpoint(e).trace())
+        .map(|(t, r)| (t.as_nanos() as f64 / 1e9, field(r)))
         .filter(|&(t, _)| t >= t0 && t < t1)
         .collect()
 }

@@ -38,10 +38,10 @@ fn run(reverse: Option<Traffic>) -> Sim {
 }
 
 fn iface<'a>(sim: &'a Sim, name: &str) -> &'a hopwise_sim::sim::Iface {
-    sim.ifaces
-        .iter()
-        .find(|f| f.name == name)
-        .unwrap_or_else(|| panic!("no interface {name}"))
+    let id = sim
+        .iface_id(name)
+        .unwrap_or_else(|| panic!("no interface {name}"));
+    sim.iface(id)
 }
 
 #[test]
@@ -49,14 +49,14 @@ fn a_direction_with_only_acks_has_no_bursts() {
     let sim = run(None);
     let ba = iface(&sim, "bottleneck:ba");
     assert!(
-        ba.stats.tx_packets > 1000,
+        ba.stats().tx_packets > 1000,
         "the ACKs left: {}",
-        ba.stats.tx_packets
+        ba.stats().tx_packets
     );
     assert!(
-        ba.stats.ack_bursts.iter().all(|&c| c == 0),
+        ba.stats().ack_bursts.iter().all(|&c| c == 0),
         "{:?}",
-        ba.stats.ack_bursts
+        ba.stats().ack_bursts
     );
     let sum = Summary::of(&sim, "acks", 0.0);
     let l = sum
@@ -71,7 +71,7 @@ fn a_direction_with_only_acks_has_no_bursts() {
 fn acks_between_data_are_bursts() {
     let sim = run(Some(Traffic::Bulk));
     let ba = iface(&sim, "bottleneck:ba");
-    let h = &ba.stats.ack_bursts;
+    let h = &ba.stats().ack_bursts;
     // Every pure ACK that left after the first data packet is in some burst
     // (the truncated one included): the counts add up.
     let in_bursts: u64 = h.iter().enumerate().map(|(n, &c)| n as u64 * c).sum();
@@ -92,7 +92,7 @@ fn acks_between_data_are_bursts() {
 #[test]
 fn the_run_open_at_the_end_counts_once() {
     let sim = run(Some(Traffic::Fixed(1_000_000)));
-    let h = &iface(&sim, "bottleneck:ba").stats.ack_bursts;
+    let h = &iface(&sim, "bottleneck:ba").stats().ack_bursts;
     let long: Vec<usize> = (1000..h.len()).filter(|&n| h[n] > 0).collect();
     assert_eq!(long.len(), 1, "one long run: {long:?}");
     assert_eq!(h[long[0]], 1);

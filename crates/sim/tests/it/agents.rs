@@ -195,7 +195,7 @@ fn agents_use_tcp_udp_and_timers() {
     // Pings share the 50-packet bottleneck queue with the transfers: the ones
     // that did not arrive were dropped there, and every arrival was answered
     // (the reverse path carries only ACKs).
-    let drops: u64 = sim.ifaces.iter().map(|f| f.stats.drops).sum();
+    let drops: u64 = sim.ifaces().map(|f| sim.iface(f).stats().drops).sum();
     assert!(
         server.pings >= 40 && server.pings as u64 + drops >= 50,
         "{} pings, {drops} drops",

@@ -62,14 +62,10 @@ fn bottleneck_capture_matches_the_links_own_counts() {
     assert_eq!(plain.event_hash(), sim.event_hash());
     assert!(plain.captures().is_empty());
 
-    let ab = sim
-        .ifaces
-        .iter()
-        .find(|f| f.name == "bottleneck:ab")
-        .unwrap();
+    let ab = sim.iface(sim.iface_id("bottleneck:ab").unwrap());
     let recs = read_pcap(&data.contents());
     // Every packet that started transmission, and only those.
-    assert_eq!(recs.len() as u64, ab.stats.tx_packets);
+    assert_eq!(recs.len() as u64, ab.stats().tx_packets);
     assert_eq!(
         sim.captures()[0],
         (
@@ -113,10 +109,14 @@ fn bottleneck_capture_matches_the_links_own_counts() {
         }
         covered = covered.max(b);
     }
-    let read = sim.endpoints.iter().map(|e| e.received).max().unwrap();
+    let read = sim
+        .socks()
+        .map(|e| sim.endpoint(e).received())
+        .max()
+        .unwrap();
     assert!(read > 1_000_000, "{read}");
     assert!(covered >= read, "captured prefix {covered} < read {read}");
-    assert!(ab.stats.drops > 0, "the 20-packet queue overflows");
+    assert!(ab.stats().drops > 0, "the 20-packet queue overflows");
     // The reverse direction carries the pure ACKs: 52 B with timestamps.
     let back = read_pcap(&acks.contents());
     assert!(back.len() > 100);
@@ -135,11 +135,8 @@ fn a_detached_capture_stops_recording() {
     let stop = Time::ZERO + Dur::from_secs(1);
     sim.run_until(stop);
     let tx = |sim: &Sim| {
-        sim.ifaces
-            .iter()
-            .find(|f| f.name == "bottleneck:ab")
-            .unwrap()
-            .stats
+        sim.iface(sim.iface_id("bottleneck:ab").unwrap())
+            .stats()
             .tx_packets
     };
     let sent = tx(&sim);

@@ -61,6 +61,17 @@ fn ledbat_alone_holds_its_target_delay() {
         "mean queueing delay {delay_ms:.1} ms"
     );
     assert_eq!(b.drops, 0, "LEDBAT alone never overflows a 1.2 s buffer");
+    // The same delay measured per packet (every packet waits behind the
+    // bytes queued when it arrived, drained at the link rate).
+    let f = &s.flows[0];
+    let per_packet = f.queue_delay_mean_ms.unwrap();
+    assert!(
+        (per_packet - delay_ms).abs() <= 0.05 * delay_ms,
+        "per packet {per_packet:.1} ms, from the mean queue {delay_ms:.1} ms"
+    );
+    // RTT: the 50 ms of propagation plus that queue (and the ACK delay).
+    let rtt = f.rtt_median_ms.unwrap();
+    assert!((150.0..=200.0).contains(&rtt), "median RTT {rtt:.1} ms");
 }
 
 #[test]

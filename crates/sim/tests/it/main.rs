@@ -7,4 +7,5 @@ mod capture;
 mod common;
 mod determinism;
 mod examples;
+mod latency;
 mod scenario_errors;

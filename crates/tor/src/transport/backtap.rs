@@ -161,7 +161,7 @@ impl BacktapTransport {
             .map(|l| {
                 *node_peer.entry(l.peer).or_insert_with(|| {
                     peer_node.push(l.peer);
-                    ep.add_peer(l.peer as u64)
+                    ep.add_peer(u64::from(l.peer.raw()))
                 })
             })
             .collect();
@@ -416,10 +416,10 @@ mod tests {
         let r = s.results();
         let up_drops: u64 = s
             .sim
-            .ifaces
-            .iter()
-            .filter(|f| f.name.ends_with(":ab"))
-            .map(|f| f.stats.drops)
+            .ifaces()
+            .map(|i| s.sim.iface(i))
+            .filter(|f| f.name().ends_with(":ab"))
+            .map(|f| f.stats().drops)
             .sum();
         assert_eq!(up_drops, 0, "datagrams dropped at their sender's uplink");
         let total: u64 = r.circuits.iter().map(|c| c.delivered).sum();

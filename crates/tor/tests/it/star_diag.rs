@@ -190,12 +190,17 @@ fn star_diag() {
     }
     println!("bucket use {:.3}", used_sum / cap_sum);
     let mut drops = 0;
-    for f in &s.sim.ifaces {
-        if f.stats.drops > 0 {
-            drops += f.stats.drops;
+    for i in s.sim.ifaces() {
+        let f = s.sim.iface(i);
+        let st = f.stats();
+        if st.drops > 0 {
+            drops += st.drops;
             println!(
                 "iface {} drops {} of {} max {} pkts",
-                f.name, f.stats.drops, f.stats.enqueued, f.stats.max_packets
+                f.name(),
+                st.drops,
+                st.enqueued,
+                st.max_packets
             );
         }
     }

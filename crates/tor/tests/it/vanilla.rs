@@ -326,9 +326,9 @@ fn pctcp_opens_a_connection_per_circuit() {
         // Count the TCP connections that carried cells.
         let conns = s
             .sim
-            .endpoints
-            .iter()
-            .filter(|e| e.conn.as_ref().is_some_and(|c| c.stats().bytes_sent > 0))
+            .socks()
+            .filter_map(|e| s.sim.endpoint(e).conn())
+            .filter(|c| c.stats().bytes_sent > 0)
             .count();
         let r = s.results();
         assert!(r

@@ -153,10 +153,10 @@ pub fn run_one(plan: &Plan, t: &Transport, seed: u64) -> anyhow::Result<Fairness
     let wall_s = t0.elapsed().as_secs_f64();
     let res = inst.results(&sim);
     let wire_bytes: u64 = sim
-        .ifaces
-        .iter()
-        .filter(|f| sim.nodes[f.from as usize].kind == NodeKind::Host)
-        .map(|f| f.stats.tx_bytes)
+        .ifaces()
+        .map(|i| sim.iface(i))
+        .filter(|f| sim.node_kind(f.from()) == NodeKind::Host)
+        .map(|f| f.stats().tx_bytes)
         .sum();
     let dt = RW_INTERVAL.as_secs_f64();
     let (from, end) = (plan.star_from_s as f64, plan.star_secs as f64);

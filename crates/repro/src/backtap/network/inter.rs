@@ -254,9 +254,10 @@ pub fn run_one(
     let res = inst.results(&sim);
     let (from, end) = (plan.inter_from_s as f64, plan.inter_secs as f64);
     let span = end - from;
-    let tcp_bytes: u64 = sim.flows[first_flow..]
-        .iter()
-        .map(|f| sim.endpoints[f.ends[1] as usize].received_after_warmup)
+    let tcp_bytes: u64 = sim
+        .flows()
+        .skip(first_flow)
+        .map(|f| sim.endpoint(sim.flow(f).ends()[1]).received_after_warmup())
         .sum();
     let tcp_rate = tcp_bytes as f64 / span;
     let dt = RW_INTERVAL.as_secs_f64();
@@ -269,9 +270,9 @@ pub fn run_one(
     let hub = sim.node_id(hopwise_tor::net::DEFAULT_SWITCH);
     let relay = sim.node_id(RELAY);
     let down = sim
-        .ifaces
-        .iter()
-        .find(|f| Some(f.from) == hub && Some(f.to) == relay)
+        .ifaces()
+        .map(|i| sim.iface(i))
+        .find(|f| Some(f.from()) == hub && Some(f.to()) == relay)
         .ok_or_else(|| anyhow::anyhow!("no port from the switch to the relay"))?;
     Ok(InterRun {
         setting: s.key,
@@ -283,8 +284,9 @@ pub fn run_one(
         tor_rate,
         tcp_share: tcp_rate / (tcp_rate + tor_rate),
         // At most one packet over (counted when it starts): clamp at 1.
-        link_util: (down.stats.tx_bytes as f64 / span / (ACCESS_RATE.bps() as f64 / 8.0)).min(1.0),
-        drops: down.stats.drops,
+        link_util: (down.stats().tx_bytes as f64 / span / (ACCESS_RATE.bps() as f64 / 8.0))
+            .min(1.0),
+        drops: down.stats().drops,
         events: res.events,
         wall_s,
         corrupt: res.circuits.iter().map(|c| c.corrupt).sum(),

@@ -264,18 +264,14 @@ pub fn scenario(spec: &RunSpec) -> Scenario {
 pub fn simulate(spec: &RunSpec) -> RunResult {
     let sc = scenario(spec);
     let mut sim = Sim::new(&sc).expect("valid built-in scenario");
-    let b = sim
-        .ifaces
-        .iter()
-        .position(|f| f.name == "bottleneck:ab")
-        .expect("bottleneck");
+    let b = sim.iface_id("bottleneck:ab").expect("bottleneck");
     // Stopping at STEADY_FROM and going on processes the same events.
     sim.run_until(Time::ZERO + STEADY_FROM);
     let lost =
         |st: &hopwise_sim::measure::QueueStats| (st.drops + st.wire_losses, st.enqueued + st.drops);
-    let before = lost(&sim.ifaces[b].stats);
+    let before = lost(sim.iface(b).stats());
     sim.run();
-    let after = lost(&sim.ifaces[b].stats);
+    let after = lost(sim.iface(b).stats());
     let steady_offered = after.1 - before.1;
     let sum = hopwise_sim::report::Summary::of(&sim, &spec.name, 0.0);
     let link = sum.link("bottleneck:ab").expect("bottleneck");
@@ -297,22 +293,26 @@ pub fn simulate(spec: &RunSpec) -> RunResult {
     };
     if spec.trace.is_some() {
         r.times = sim
-            .trace_times
+            .trace_times()
             .iter()
             .map(|t| (*t - Time::ZERO).as_secs_f64())
             .collect();
-        r.queue_pkts = sim.ifaces[b].trace.iter().map(|q| q.1 as f64).collect();
-        for f in &sim.flows {
-            let e = f.ends[0] as usize;
+        r.queue_pkts = sim
+            .iface(b)
+            .trace()
+            .iter()
+            .map(|q| q.packets as f64)
+            .collect();
+        for f in sim.flows() {
+            let [tx, rx] = sim.flow(f).ends();
             r.cwnd_pkts.push(
-                sim.endpoints[e]
-                    .trace
+                sim.endpoint(tx)
+                    .trace()
                     .iter()
-                    .map(|row| row[0] / SEG)
+                    .map(|row| row.cwnd / SEG)
                     .collect(),
             );
-            let rx = sim.endpoints[e].peer as usize;
-            r.goodput_bins.push(sim.endpoints[rx].goodput.rates_bps());
+            r.goodput_bins.push(sim.endpoint(rx).goodput().rates_bps());
         }
     }
     r

@@ -11,7 +11,7 @@ use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
 use hopwise_sim::spec::{DirSpec, Limit, LinkSpec, NodeKind, NodeSpec, QueueSpec, Scenario};
-use hopwise_sim::Sim;
+use hopwise_sim::{IfaceId, NodeId, Sim};
 use serde::Serialize;
 
 /// A class of peers: the congestion control of their uploads.
@@ -86,9 +86,9 @@ const STEP: Dur = Dur::from_millis(100);
 
 struct Active {
     agent: u32,
-    node: u32,
+    node: NodeId,
     class: usize,
-    up_iface: usize,
+    up_iface: IfaceId,
     counted: bool,
     completed: bool,
 }
@@ -137,12 +137,9 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
         });
     }
     let mut sim = Sim::new(&s)?;
-    let up_iface: Vec<usize> = (0..hosts)
+    let up_iface: Vec<IfaceId> = (0..hosts)
         .map(|i| {
-            let name = format!("a{i}:ab");
-            sim.ifaces
-                .iter()
-                .position(|f| f.name == name)
+            sim.iface_id(&format!("a{i}:ab"))
                 .expect("every access link has an uplink")
         })
         .collect();
@@ -174,7 +171,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
         }
         let i = next_host;
         next_host += 1;
-        let mut others: Vec<u32> = active.iter().map(|a| a.node).collect();
+        let mut others: Vec<NodeId> = active.iter().map(|a| a.node).collect();
         sample(&mut others, spec.tracker_peers, rng);
         let node = format!("p{i}");
         let agent = sim.add_agent(
@@ -216,7 +213,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
             let a = &mut active[k];
             let p: &Peer = sim.agent(a.agent).expect("peer agent");
             if a.counted {
-                let q = sim.ifaces[a.up_iface].stats.current().1;
+                let q = sim.iface(a.up_iface).stats().current().packets;
                 hist[a.class][(q as usize).min(spec.buffer as usize)] += 1;
             }
             if !a.completed {
@@ -262,7 +259,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
         // The tracker: peers short of neighbours get more.
         if now.as_nanos() / Dur::from_secs(10).as_nanos() > round {
             round += 1;
-            let nodes: Vec<u32> = active.iter().map(|a| a.node).collect();
+            let nodes: Vec<NodeId> = active.iter().map(|a| a.node).collect();
             for a in &active {
                 let p: &Peer = sim.agent(a.agent).expect("peer agent");
                 // A peer spawned in this step has not started: its own
@@ -271,7 +268,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
                     continue;
                 }
                 let known = p.neighbour_nodes();
-                let mut more: Vec<u32> = nodes
+                let mut more: Vec<NodeId> = nodes
                     .iter()
                     .copied()
                     .filter(|&n| n != a.node && !known.contains(&n))
@@ -320,7 +317,7 @@ impl Tally {
 }
 
 /// Keeps a uniform random sample of `k` of `v` (all if fewer), in random order.
-fn sample(v: &mut Vec<u32>, k: usize, rng: &mut Rng) {
+fn sample<T>(v: &mut Vec<T>, k: usize, rng: &mut Rng) {
     let k = k.min(v.len());
     for i in 0..k {
         let j = i + rng.below((v.len() - i) as u64) as usize;

@@ -247,7 +247,7 @@ impl Peer {
 
     fn my_id(cx: &Cx<'_>) -> [u8; 20] {
         let mut id = *b"-HW0001-000000000000";
-        id[8..12].copy_from_slice(&cx.node().to_be_bytes());
+        id[8..12].copy_from_slice(&cx.node().raw().to_be_bytes());
         id
     }
 
@@ -457,7 +457,9 @@ impl Agent for Peer {
 
 /// The node named in a peer id (bytes 8..12, written by `Peer::my_id`).
 fn node_of(h: &Handshake) -> NodeId {
-    u32::from_be_bytes(h.peer_id[8..12].try_into().expect("4 bytes"))
+    NodeId::from_raw(u32::from_be_bytes(
+        h.peer_id[8..12].try_into().expect("4 bytes"),
+    ))
 }
 
 mod transfer;
