@@ -4,3 +4,4 @@
 
 pub mod agents;
 pub mod chain;
+pub mod route;

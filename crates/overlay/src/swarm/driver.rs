@@ -1,9 +1,12 @@
-//! One swarm, packet by packet: seed 003 §5's star of ADSL-like access
-//! links, one initial seed, leechers arriving as a mild flash crowd, and a
-//! driver that plays the tracker, replaces peers that leave, and samples
-//! every uplink queue at 10 Hz.
+//! A swarm, packet by packet: a driver ([`Swarm`]) that starts the
+//! initial seeds, brings leechers in as a mild flash crowd (exponential
+//! gaps), plays the tracker, replaces peers that leave (if asked), and
+//! samples every uplink queue at 10 Hz; and [`run_swarm`], one swarm on a
+//! star of access links with one initial seed (seed 003 §5's setting; the
+//! ledbat-swarm reproduction's parameters are in `hopwise-repro`). A
+//! scenario file's `[swarm]` runs the same driver on its own hosts.
 
-use super::peer::{Peer, PeerConfig, Stay};
+use super::peer::{Peer, PeerConfig, PeerStats, Stay};
 use hopwise_proto::bittorrent::BLOCK;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::rng::Rng;
@@ -82,8 +85,11 @@ pub struct SwarmResult {
     pub errors: Vec<String>,
 }
 
-const STEP: Dur = Dur::from_millis(100);
+/// How often the driver looks at the swarm (arrivals, completions,
+/// departures, queue samples, the tracker).
+pub const STEP: Dur = Dur::from_millis(100);
 
+/// A peer in the swarm.
 struct Active {
     agent: u32,
     node: u32,
@@ -137,96 +143,262 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
         });
     }
     let mut sim = Sim::new(&s)?;
-    let up_iface: Vec<usize> = (0..hosts)
+    let pool = (0..hosts)
         .map(|i| {
             let name = format!("a{i}:ab");
-            sim.ifaces
-                .iter()
-                .position(|f| f.name == name)
-                .expect("every access link has an uplink")
+            Host {
+                node: format!("p{i}"),
+                agent: format!("peer{i}"),
+                uplink: sim
+                    .ifaces
+                    .iter()
+                    .position(|f| f.name == name)
+                    .expect("every access link has an uplink"),
+            }
         })
         .collect();
-    let tcp = TcpConfig {
-        nagle: false,
-        ..TcpConfig::default()
-    };
-    let peer_cfg = |class: usize, seed: bool| PeerConfig {
+    let settings = Settings {
         pieces: spec.pieces,
         piece_len: spec.piece_len,
-        data_cc: spec.classes[class].cc.clone(),
-        data_tcp: tcp.clone(),
-        ctrl_tcp: tcp.clone(),
+        classes: spec.classes.clone(),
+        stay: spec.stay,
         pipeline: spec.pipeline,
         slots: spec.slots,
-        seed,
-        stay: if seed { Stay::Forever } else { spec.stay },
+        tracker_peers: spec.tracker_peers,
+        min_peers: spec.min_peers,
     };
-    let mut active: Vec<Active> = Vec::new();
-    let mut next_host = 0usize;
-    let mut spawn = |sim: &mut Sim,
-                     active: &mut Vec<Active>,
-                     rng: &mut Rng,
-                     class: usize,
-                     seed_peer: bool|
-     -> Result<bool, String> {
-        if next_host >= hosts {
-            return Ok(false);
-        }
-        let i = next_host;
-        next_host += 1;
-        let mut others: Vec<u32> = active.iter().map(|a| a.node).collect();
-        sample(&mut others, spec.tracker_peers, rng);
-        let node = format!("p{i}");
-        let agent = sim.add_agent(
-            &node,
-            &format!("peer{i}"),
-            sim.now(),
-            Box::new(Peer::new(peer_cfg(class, seed_peer), others)),
-        )?;
-        active.push(Active {
-            agent,
-            node: sim.node_id(&node).expect("exists"),
-            class,
-            up_iface: up_iface[i],
-            counted: !seed_peer,
-            completed: seed_peer,
-        });
-        Ok(true)
-    };
-    spawn(&mut sim, &mut active, &mut rng, 0, true)?;
-
     let n_classes = spec.classes.len();
-    let mut hist = vec![vec![0u64; spec.buffer as usize + 1]; n_classes];
-    let mut completions = Vec::new();
-    let mut ranks = 0usize;
-    let mut arrived = 0usize;
-    let mut next_arrival =
-        Time::ZERO + Dur::from_secs_f64(rng.exp(spec.arrival_mean.as_secs_f64()));
-    let mut tally = Tally::default();
-    let mut peers = 1;
+    let pop = Population {
+        pools: vec![pool],
+        class_pool: vec![0; n_classes],
+        seeds: vec![0],
+        arrivals: (0..spec.leechers).map(|k| k % n_classes).collect(),
+        arrival_mean: spec.arrival_mean,
+        transient: spec.transient,
+        replace: true,
+        buffer: spec.buffer,
+    };
+    let mut swarm = Swarm::start(&mut sim, settings, pop, rng)?;
     let mut now = Time::ZERO;
     let mut finished = false;
-    let mut round = 0u64;
     while now < sim.end_time() {
         now += STEP;
         sim.run_until(now);
+        if swarm.step(&mut sim, now)? {
+            finished = true;
+            break;
+        }
+    }
+    let mut tally = std::mem::take(&mut swarm.tally);
+    for a in &swarm.active {
+        let p: &Peer = sim.agent(a.agent).expect("peer agent");
+        tally.add(p);
+    }
+    Ok(SwarmResult {
+        completions: swarm.completions,
+        queue_hist: swarm.hist,
+        finished,
+        sim_secs: now.as_secs_f64(),
+        events: sim.events(),
+        peers: swarm.peers,
+        duplicate_blocks: tally.dups,
+        downloaded: tally.downloaded,
+        errors: tally.errors,
+    })
+}
+
+/// The peers' settings and the tracker's.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub pieces: u32,
+    pub piece_len: u32,
+    pub classes: Vec<Class>,
+    /// How long a leecher stays once it has the file (seeds stay).
+    pub stay: Stay,
+    pub pipeline: usize,
+    pub slots: usize,
+    pub tracker_peers: usize,
+    pub min_peers: usize,
+}
+
+/// A host a peer can run on.
+#[derive(Clone, Debug)]
+pub struct Host {
+    pub node: String,
+    /// The peer agent's name (its random stream derives from it).
+    pub agent: String,
+    /// The interface its uploads leave by (its uplink queue is sampled).
+    pub uplink: usize,
+}
+
+/// Who joins the swarm, when, and where.
+#[derive(Clone, Debug)]
+pub struct Population {
+    /// Hosts, in order of use; a class takes the next free host of its pool.
+    pub pools: Vec<Vec<Host>>,
+    /// The pool of each class.
+    pub class_pool: Vec<usize>,
+    /// The classes of the initial seeds, started at once.
+    pub seeds: Vec<usize>,
+    /// The classes of the leechers, in order of arrival.
+    pub arrivals: Vec<usize>,
+    /// Mean time between arrivals (exponential gaps).
+    pub arrival_mean: Dur,
+    /// Completions not counted in [`Swarm::completions`].
+    pub transient: usize,
+    /// A peer that leaves is replaced by a newcomer of its class (while its
+    /// pool has hosts).
+    pub replace: bool,
+    /// Largest uplink queue the histograms count (packets).
+    pub buffer: u64,
+}
+
+/// One peer's record, over the run.
+#[derive(Clone, Debug)]
+pub struct PeerRecord {
+    pub agent: String,
+    pub node: String,
+    pub class: usize,
+    /// Started with the whole file.
+    pub seed: bool,
+    pub stats: PeerStats,
+}
+
+impl PeerRecord {
+    /// From joining to having the file, if it got it.
+    pub fn download_s(&self) -> Option<f64> {
+        Some((self.stats.completed? - self.stats.joined?).as_secs_f64())
+    }
+}
+
+/// A swarm on a simulation: the driver of [`run_swarm`], for any hosts.
+/// Call [`Swarm::step`] every [`STEP`] of simulated time.
+pub struct Swarm {
+    settings: Settings,
+    pop: Population,
+    rng: Rng,
+    next_host: Vec<usize>,
+    active: Vec<Active>,
+    /// Every peer started: (agent, host, class, seed).
+    started: Vec<(u32, Host, usize, bool)>,
+    hist: Vec<Vec<u64>>,
+    completions: Vec<Completion>,
+    ranks: usize,
+    arrived: usize,
+    next_arrival: Time,
+    tally: Tally,
+    peers: usize,
+    round: u64,
+}
+
+impl Swarm {
+    /// Starts the initial seeds and draws the first arrival.
+    pub fn start(
+        sim: &mut Sim,
+        settings: Settings,
+        pop: Population,
+        rng: Rng,
+    ) -> Result<Swarm, String> {
+        let n_classes = settings.classes.len();
+        let mut sw = Swarm {
+            next_host: vec![0; pop.pools.len()],
+            hist: vec![vec![0u64; pop.buffer as usize + 1]; n_classes],
+            settings,
+            rng,
+            active: Vec::new(),
+            started: Vec::new(),
+            completions: Vec::new(),
+            ranks: 0,
+            arrived: 0,
+            next_arrival: Time::ZERO,
+            tally: Tally::default(),
+            peers: 0,
+            round: 0,
+            pop,
+        };
+        for class in sw.pop.seeds.clone() {
+            if sw.spawn(sim, class, true)? {
+                sw.peers += 1;
+            }
+        }
+        sw.next_arrival =
+            Time::ZERO + Dur::from_secs_f64(sw.rng.exp(sw.pop.arrival_mean.as_secs_f64()));
+        Ok(sw)
+    }
+
+    fn peer_cfg(&self, class: usize, seed: bool) -> PeerConfig {
+        let tcp = TcpConfig {
+            nagle: false,
+            ..TcpConfig::default()
+        };
+        PeerConfig {
+            pieces: self.settings.pieces,
+            piece_len: self.settings.piece_len,
+            data_cc: self.settings.classes[class].cc.clone(),
+            data_tcp: tcp.clone(),
+            ctrl_tcp: tcp,
+            pipeline: self.settings.pipeline,
+            slots: self.settings.slots,
+            seed,
+            stay: if seed {
+                Stay::Forever
+            } else {
+                self.settings.stay
+            },
+        }
+    }
+
+    /// Starts a peer of `class` on its pool's next host; `false` if the
+    /// pool has none left.
+    fn spawn(&mut self, sim: &mut Sim, class: usize, seed_peer: bool) -> Result<bool, String> {
+        let pool = self.pop.class_pool[class];
+        let Some(host) = self.pop.pools[pool].get(self.next_host[pool]).cloned() else {
+            return Ok(false);
+        };
+        self.next_host[pool] += 1;
+        let mut others: Vec<u32> = self.active.iter().map(|a| a.node).collect();
+        sample(&mut others, self.settings.tracker_peers, &mut self.rng);
+        let agent = sim.add_agent(
+            &host.node,
+            &host.agent,
+            sim.now(),
+            Box::new(Peer::new(self.peer_cfg(class, seed_peer), others)),
+        )?;
+        self.active.push(Active {
+            agent,
+            node: sim.node_id(&host.node).expect("exists"),
+            class,
+            up_iface: host.uplink,
+            counted: !seed_peer,
+            completed: seed_peer,
+        });
+        self.started.push((agent, host, class, seed_peer));
+        Ok(true)
+    }
+
+    /// One look at the swarm at `now` (the simulation has run to `now`):
+    /// queue samples, completions and departures, then arrivals,
+    /// replacements and the tracker. `true` once every leecher that arrives
+    /// (with replacements) has completed.
+    pub fn step(&mut self, sim: &mut Sim, now: Time) -> Result<bool, String> {
+        let buffer = self.pop.buffer as usize;
         let mut replace = Vec::new();
         let mut k = 0;
-        while k < active.len() {
-            let a = &mut active[k];
+        while k < self.active.len() {
+            let a = &mut self.active[k];
             let p: &Peer = sim.agent(a.agent).expect("peer agent");
             if a.counted {
                 let q = sim.ifaces[a.up_iface].stats.current().1;
-                hist[a.class][(q as usize).min(spec.buffer as usize)] += 1;
+                self.hist[a.class][(q as usize).min(buffer)] += 1;
             }
             if !a.completed {
                 if let Some(done) = p.stats.completed {
                     a.completed = true;
-                    ranks += 1;
+                    self.ranks += 1;
                     let joined = p.stats.joined.expect("started");
-                    if ranks > spec.transient {
-                        completions.push(Completion {
-                            rank: ranks,
+                    if self.ranks > self.pop.transient {
+                        self.completions.push(Completion {
+                            rank: self.ranks,
                             class: a.class,
                             joined_s: joined.as_secs_f64(),
                             download_s: (done - joined).as_secs_f64(),
@@ -235,39 +407,43 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
                 }
             }
             if p.gone() {
-                tally.add(p);
+                self.tally.add(p);
                 replace.push(a.class);
-                active.swap_remove(k);
+                self.active.swap_remove(k);
             } else {
                 k += 1;
             }
         }
-        if ranks >= spec.leechers {
-            finished = true;
-            break;
+        let leechers = self.pop.arrivals.len();
+        if self.ranks >= leechers {
+            return Ok(true);
         }
-        while arrived < spec.leechers && next_arrival <= now {
-            let class = arrived % n_classes;
-            arrived += 1;
-            if spawn(&mut sim, &mut active, &mut rng, class, false)? {
-                peers += 1;
+        let mean = self.pop.arrival_mean.as_secs_f64();
+        while self.arrived < leechers && self.next_arrival <= now {
+            let class = self.pop.arrivals[self.arrived];
+            self.arrived += 1;
+            if self.spawn(sim, class, false)? {
+                self.peers += 1;
             }
-            next_arrival += Dur::from_secs_f64(rng.exp(spec.arrival_mean.as_secs_f64()));
+            self.next_arrival += Dur::from_secs_f64(self.rng.exp(mean));
         }
-        for class in replace {
-            if spawn(&mut sim, &mut active, &mut rng, class, false)? {
-                peers += 1;
+        if self.pop.replace {
+            for class in replace {
+                if self.spawn(sim, class, false)? {
+                    self.peers += 1;
+                }
             }
         }
         // The tracker: peers short of neighbours get more.
-        if now.as_nanos() / Dur::from_secs(10).as_nanos() > round {
-            round += 1;
-            let nodes: Vec<u32> = active.iter().map(|a| a.node).collect();
-            for a in &active {
+        if now.as_nanos() / Dur::from_secs(10).as_nanos() > self.round {
+            self.round += 1;
+            let (tracker_peers, min_peers) = (self.settings.tracker_peers, self.settings.min_peers);
+            let nodes: Vec<u32> = self.active.iter().map(|a| a.node).collect();
+            for a in &self.active {
                 let p: &Peer = sim.agent(a.agent).expect("peer agent");
                 // A peer spawned in this step has not started: its own
                 // start connects to the tracker's first answer.
-                if p.stats.joined.is_none() || p.neighbours() >= spec.min_peers {
+                if p.stats.joined.is_none() || p.neighbours() >= min_peers {
                     continue;
                 }
                 let known = p.neighbour_nodes();
@@ -278,29 +454,37 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
                     .collect();
                 sample(
                     &mut more,
-                    spec.tracker_peers - p.neighbours().min(spec.tracker_peers),
-                    &mut rng,
+                    tracker_peers - p.neighbours().min(tracker_peers),
+                    &mut self.rng,
                 );
                 let p: &mut Peer = sim.agent_mut(a.agent).expect("peer agent");
                 p.announce.extend(more);
             }
         }
+        Ok(false)
     }
-    for a in &active {
-        let p: &Peer = sim.agent(a.agent).expect("peer agent");
-        tally.add(p);
+
+    /// Every peer started so far, in order of start, with its record now.
+    pub fn records(&self, sim: &Sim) -> Vec<PeerRecord> {
+        self.started
+            .iter()
+            .map(|(agent, host, class, seed)| {
+                let p: &Peer = sim.agent(*agent).expect("peer agent");
+                PeerRecord {
+                    agent: host.agent.clone(),
+                    node: host.node.clone(),
+                    class: *class,
+                    seed: *seed,
+                    stats: p.stats.clone(),
+                }
+            })
+            .collect()
     }
-    Ok(SwarmResult {
-        completions,
-        queue_hist: hist,
-        finished,
-        sim_secs: now.as_secs_f64(),
-        events: sim.events(),
-        peers,
-        duplicate_blocks: tally.dups,
-        downloaded: tally.downloaded,
-        errors: tally.errors,
-    })
+
+    /// Completions after the transient, in order.
+    pub fn completions(&self) -> &[Completion] {
+        &self.completions
+    }
 }
 
 /// What peers report when they leave, or at the end of the run.
