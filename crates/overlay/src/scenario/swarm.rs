@@ -154,7 +154,7 @@ fn pieces_of(size: u64, piece: u64) -> Result<u32, String> {
     if size == 0 {
         return Err("must be positive".into());
     }
-    if size % piece != 0 {
+    if !size.is_multiple_of(piece) {
         let lo = size / piece * piece;
         let hi = lo + piece;
         let near = if lo == 0 { hi } else { lo };
@@ -177,7 +177,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
     };
     let raw: RawSwarm = cfg::from_value(doc.clone()).map_err(|p| problem(p, doc))?;
     let piece_len = raw.piece_size.map_or(256 << 10, |s| s.0);
-    if piece_len == 0 || piece_len % BLOCK as u64 != 0 || piece_len > 64 << 20 {
+    if piece_len == 0 || !piece_len.is_multiple_of(BLOCK as u64) || piece_len > 64 << 20 {
         let near = (piece_len.div_ceil(BLOCK as u64).max(1) * BLOCK as u64).min(64 << 20);
         return Err(e(
             "swarm.piece_size",
