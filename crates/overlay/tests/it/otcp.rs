@@ -31,6 +31,12 @@ fn the_split_path_example_runs() {
     let t = chosen.completion_s.expect("4 MB in 25 s");
     assert!(t > 0.1 && t < 25.0, "{t}");
     assert!(chosen.first_byte_s.unwrap() < t);
+    // The [[flow]] beside it: one connection over the same three lossy
+    // links, slower than the split path.
+    let flows = hopwise_sim::report::Summary::of(&r.sim, "otcp-split", 0.0).flows;
+    let direct = flows.iter().find(|f| f.name == "direct").expect("the flow");
+    assert!(direct.bytes_delivered > 0);
+    assert!(split.goodput_mbps > 2.0 * direct.goodput_bps / 1e6);
     let dir = out_dir("otcp-example");
     let files = r.write_outputs(&dir, &s).unwrap();
     assert_eq!(
