@@ -18,6 +18,12 @@
 //!   adds the agents;
 //! - `Installed::summary(&self, sim: &Sim) -> Summary` and
 //!   `Installed::write(&self, dir, sim, &summary, files)` report.
+//!
+//! An overlay with a driver that must look at the simulation as it runs
+//! (the swarm: arrivals, the tracker) also has
+//! `Installed::run_until(&mut self, sim, until)`; run an [`OverlayRun`]
+//! with [`OverlayRun::run_until`] or [`OverlayRun::run`], not through
+//! `sim` directly.
 
 pub mod otcp;
 pub mod swarm;

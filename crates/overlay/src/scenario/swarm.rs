@@ -419,7 +419,7 @@ impl Section {
     }
 
     /// Starts the swarm: its initial seeds at 0 s; leechers arrive as
-    /// [`Installed::step`] runs.
+    /// [`Installed::run_until`] runs.
     pub fn install(&self, sim: &mut Sim) -> Result<Installed, String> {
         let settings = Settings {
             pieces: self.pieces,
