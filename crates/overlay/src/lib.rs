@@ -10,4 +10,6 @@
 
 #![forbid(unsafe_code)]
 
+pub mod otcp;
 pub mod scenario;
+pub mod swarm;

@@ -17,7 +17,7 @@
 //! zero), encryption, several peers or files.
 //!
 //! Piece picking is the client's own (in order, over one peer) rather than
-//! the swarm simulator's (`crates/repro/src/ledbat/swarm/peer/transfer.rs`):
+//! the swarm simulator's (`crates/overlay/src/swarm/peer/transfer.rs`):
 //! that one is random-first then rarest-first over many neighbours, draws
 //! from the simulation's RNG and runs an end game across neighbours. With
 //! one peer every piece is equally rare and an end game has no second peer

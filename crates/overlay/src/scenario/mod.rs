@@ -18,7 +18,17 @@
 //!   adds the agents;
 //! - `Installed::summary(&self, sim: &Sim) -> Summary` and
 //!   `Installed::write(&self, dir, sim, &summary, files)` report.
+//!
+//! An overlay with a driver that must look at the simulation as it runs
+//! (the swarm: arrivals, the tracker) also has
+//! `Installed::run_until(&mut self, sim, until)`; run an [`OverlayRun`]
+//! with [`OverlayRun::run_until`] or [`OverlayRun::run`], not through
+//! `sim` directly.
 
+pub mod otcp;
+pub mod swarm;
+
+use hopwise_proto::time::Time;
 use hopwise_sim::scenario::{self as sim_scenario, ScenarioError};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::Sim;
@@ -31,6 +41,10 @@ use std::path::Path;
 pub struct OverlayScenario {
     /// Topology, flows and measurement options (`hopwise-sim`'s part).
     pub base: Scenario,
+    /// `[swarm]`.
+    pub swarm: Option<swarm::Section>,
+    /// `[[otcp]]`.
+    pub otcp: Option<otcp::Section>,
 }
 
 /// Reads, overrides, parses and validates a scenario file, overlay sections
@@ -51,7 +65,9 @@ pub fn parse(
     overrides: &[String],
 ) -> Result<OverlayScenario, ScenarioError> {
     let base = sim_scenario::parse(text, origin, overrides)?;
-    Ok(OverlayScenario { base })
+    let swarm = swarm::parse(&base).map_err(|x| x.in_file(origin))?;
+    let otcp = otcp::parse(&base).map_err(|x| x.in_file(origin))?;
+    Ok(OverlayScenario { base, swarm, otcp })
 }
 
 impl OverlayScenario {
@@ -63,34 +79,82 @@ impl OverlayScenario {
     /// The scenario the simulation runs: the file's topology and flows
     /// with the nodes and links the overlays generate.
     pub fn scenario(&self) -> Result<Scenario, String> {
-        Ok(self.base.clone())
+        let mut sc = self.base.clone();
+        if let Some(s) = &self.swarm {
+            s.extend(&mut sc);
+        }
+        Ok(sc)
     }
 
     /// Builds the simulation and installs every overlay's agents.
     pub fn build(&self) -> Result<OverlayRun, String> {
         let sc = self.scenario()?;
-        let sim = Sim::new(&sc)?;
-        Ok(OverlayRun { sim })
+        let mut sim = Sim::new(&sc)?;
+        let swarm = match &self.swarm {
+            Some(s) => Some(s.install(&mut sim)?),
+            None => None,
+        };
+        let otcp = match &self.otcp {
+            Some(s) => Some(s.install(&mut sim)?),
+            None => None,
+        };
+        Ok(OverlayRun { sim, swarm, otcp })
     }
 }
 
 /// A simulation with its overlays installed.
 pub struct OverlayRun {
     pub sim: Sim,
+    pub swarm: Option<swarm::Installed>,
+    pub otcp: Option<otcp::Installed>,
 }
 
 /// What the overlays measured, for `summary.json` (flattened beside
 /// `hopwise-sim`'s summary).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct OverlaySummary {}
+pub struct OverlaySummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub swarm: Option<swarm::Summary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub otcp: Option<otcp::Summary>,
+}
 
 impl OverlayRun {
+    /// Runs the simulation to `until`; a swarm's driver looks at its
+    /// peers every 100 ms of simulated time on the way (use this, not
+    /// `sim.run_until`, with a swarm).
+    pub fn run_until(&mut self, until: Time) -> Result<(), String> {
+        match &mut self.swarm {
+            Some(s) => s.run_until(&mut self.sim, until),
+            None => {
+                self.sim.run_until(until);
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the simulation to its end.
+    pub fn run(&mut self) -> Result<(), String> {
+        let end = self.sim.end_time();
+        self.run_until(end)
+    }
+
     pub fn summary(&self) -> OverlaySummary {
-        OverlaySummary::default()
+        OverlaySummary {
+            swarm: self.swarm.as_ref().map(|s| s.summary(&self.sim)),
+            otcp: self.otcp.as_ref().map(|s| s.summary(&self.sim)),
+        }
     }
 
     /// Writes the overlays' CSVs and plots into `dir`; returns the files.
-    pub fn write_outputs(&self, _dir: &Path, _summary: &OverlaySummary) -> io::Result<Vec<String>> {
-        Ok(Vec::new())
+    pub fn write_outputs(&self, dir: &Path, summary: &OverlaySummary) -> io::Result<Vec<String>> {
+        let mut files = Vec::new();
+        if let (Some(s), Some(sum)) = (&self.swarm, &summary.swarm) {
+            s.write(dir, sum, &mut files)?;
+        }
+        if let (Some(s), Some(sum)) = (&self.otcp, &summary.otcp) {
+            s.write(dir, &self.sim, sum, &mut files)?;
+        }
+        Ok(files)
     }
 }

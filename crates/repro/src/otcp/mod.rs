@@ -21,8 +21,6 @@
 //!
 //! Choices and differences from the paper are in `docs/reproductions/otcp.md`.
 
-pub mod agents;
-pub mod chain;
 mod claims;
 #[cfg(feature = "lab")]
 pub mod lab;
@@ -30,8 +28,8 @@ mod outputs;
 mod runs;
 pub mod trace;
 
-use chain::{Loss, Transfer, Wan};
 use hopwise_experiment::{Claim, Ctx, Outputs, Reproduction};
+use hopwise_overlay::otcp::chain::{Loss, Transfer, Wan};
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Dur;

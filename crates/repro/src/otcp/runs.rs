@@ -1,11 +1,11 @@
 //! The simulator runs: Table 1, the transfer sizes and the trace's pairs,
 //! each a batch of independent transfers over [`run_path`].
 
-use super::chain::{run_path, TransferResult};
 use super::trace::World;
 use super::{table1_hops, PairRow, Plan, Regime, Results, SizeRow, Table1Row, FILE, TABLE1};
 use hopwise_experiment::stats::{mean, mean_ci90};
 use hopwise_experiment::Ctx;
+use hopwise_overlay::otcp::chain::{run_path, TransferResult};
 use hopwise_proto::otcp::select::{best_via, cluster_representatives};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;

@@ -1,12 +1,12 @@
 //! The BitTorrent swarm of `reproduce ledbat-swarm`: small swarms that
 //! finish in well under a second.
 
+use hopwise_overlay::swarm::driver::{run_swarm, Class, SwarmSpec};
+use hopwise_overlay::swarm::peer::Stay;
 use hopwise_proto::bittorrent::BLOCK;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use hopwise_repro::ledbat::swarm::peer::Stay;
-use hopwise_repro::ledbat::swarm::sim::{run_swarm, Class, SwarmSpec};
 
 fn spec(classes: &[&str], stay: Stay, leechers: usize) -> SwarmSpec {
     SwarmSpec {

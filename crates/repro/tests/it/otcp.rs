@@ -4,11 +4,11 @@
 
 use bytes::Bytes;
 use hopwise_experiment::{Silent, Verdict};
+use hopwise_overlay::otcp::agents::{Node, PORT};
+use hopwise_overlay::otcp::chain::run_path;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
-use hopwise_repro::otcp::agents::{Node, PORT};
-use hopwise_repro::otcp::chain::run_path;
 use hopwise_repro::otcp::{table1_hops, Regime};
 use hopwise_sim::spec::{DirSpec, Limit, LinkSpec, NodeKind, NodeSpec, QueueSpec, Scenario};
 use hopwise_sim::{Agent, Cx, Sim, Sock, SockEvent};

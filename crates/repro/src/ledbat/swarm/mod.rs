@@ -2,8 +2,8 @@
 //! congestion control: Flow vs. BitTorrent swarm perspectives"), BitTorrent
 //! swarms whose peers upload with NewReno, LEDBAT, Vegas, LP or NICE.
 //!
-//! Every run is a packet-level swarm ([`sim::run_swarm`]) of BitTorrent
-//! peers ([`peer::Peer`]) on the paper's star of ADSL-like access links:
+//! Every run is a packet-level swarm ([`run_swarm`]) of BitTorrent
+//! peers ([`hopwise_overlay::swarm::peer::Peer`]) on the paper's star of ADSL-like access links:
 //! 1 Mbit/s up, 8 Mbit/s down, 200-packet buffers, one-way delays uniform in
 //! 0–25 ms. One seed, then 100 leechers arriving at 0.1 Hz; the first 50
 //! completions are the transient, the next 50 are counted.
@@ -19,28 +19,25 @@
 //!   and half τ1 = 25–1000 ms.
 //!
 //! The folder: this file (constants, configurations, the plan and the
-//! [`Reproduction`]), [`peer`] (the BitTorrent peer), [`sim`] (one swarm
-//! run), [`results`] (rows over runs), `claims`, `outputs` (CSVs) and
+//! [`Reproduction`]), [`results`] (rows over runs), `claims`, `outputs` (CSVs) and
 //! `plots` (figures). Choices and differences from the paper are in
 //! `docs/reproductions/ledbat-swarm.md`.
 
 mod claims;
 mod outputs;
-pub mod peer;
 mod plots;
 pub mod results;
-pub mod sim;
 
 pub use claims::claims;
 pub use results::{Results, Row};
 
 use hopwise_experiment::{Claim, Ctx, Outputs, Reproduction};
+use hopwise_overlay::swarm::driver::{run_swarm, Class, SwarmResult, SwarmSpec};
+use hopwise_overlay::swarm::peer::Stay;
 use hopwise_proto::cc::{CcConfig, LedbatConfig, LedbatVariant};
 use hopwise_proto::time::Dur;
 use hopwise_proto::units::Rate;
-use peer::Stay;
 use serde::Serialize;
-use sim::{run_swarm, Class, SwarmResult, SwarmSpec};
 
 /// The reproduction `ledbat-swarm`.
 pub struct LedbatSwarm;

@@ -2,12 +2,12 @@
 //! over its runs, and [`Results`], whose fields summary.json holds beside
 //! the plan and the claims.
 
-use super::sim::SwarmResult;
 use super::{
     spec, Config, Plan, Policy, BUFFER, DOWN_KBPS, MAX_DELAY_MS, PIECES, PIECE_LEN, TARGET_MS,
     UP_KBPS,
 };
 use hopwise_experiment::stats::{mean_ci90, quantile};
+use hopwise_overlay::swarm::driver::SwarmResult;
 use serde::Serialize;
 
 /// One class of one configuration in one run (for the claims' intervals,

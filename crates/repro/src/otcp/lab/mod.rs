@@ -29,13 +29,13 @@
 //! sets `tcp_rmem` to twice the simulator's 32 KiB and reports the window
 //! the direct rate implies.
 
-use crate::otcp::chain::run_path;
 use crate::otcp::{table1_hops, Regime, FILE, TABLE1};
 use anyhow::Result;
 use hopwise_experiment::stats::{bootstrap_groups_ci90, harmonic_mean, median};
 use hopwise_experiment::{Claim, Cmp, Ctx, Estimate, Outputs, Reproduction};
 use hopwise_lab::delay::{LaneRow, LinkStats};
 use hopwise_lab::traffic::Clock;
+use hopwise_overlay::otcp::chain::run_path;
 use hopwise_plot::BarChart;
 use serde::Serialize;
 use std::path::PathBuf;

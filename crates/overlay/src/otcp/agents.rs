@@ -7,7 +7,7 @@ use bytes::Bytes;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::otcp::{Hop, Route, Splice};
 use hopwise_proto::tcp::TcpConfig;
-use hopwise_proto::time::Time;
+use hopwise_proto::time::{Dur, Time};
 use hopwise_sim::{Agent, Cx, NodeId, Sock, SockEvent};
 
 /// The port every oTCP node listens on.
@@ -19,6 +19,8 @@ static ZEROS: [u8; 65536] = [0; 65536];
 /// nodes before it, and closes.
 pub struct Client {
     route: Vec<u32>,
+    /// The port of every hop ([`PORT`] unless [`Client::on_port`]).
+    port: u16,
     tcp: TcpConfig,
     cc: CcConfig,
     sock: Option<Sock>,
@@ -35,6 +37,7 @@ impl Client {
     pub fn new(route: Vec<u32>, size: u64, tcp: TcpConfig, cc: CcConfig) -> Client {
         Client {
             route,
+            port: PORT,
             tcp,
             cc,
             sock: None,
@@ -43,6 +46,12 @@ impl Client {
             started: None,
             error: None,
         }
+    }
+
+    /// Reaches every node of the route on `port` (their [`Node::on_port`]).
+    pub fn on_port(mut self, port: u16) -> Client {
+        self.port = port;
+        self
     }
 
     fn pump(&mut self, cx: &mut Cx<'_>) {
@@ -73,7 +82,8 @@ impl Agent for Client {
             self.error = Some("empty route".into());
             return;
         };
-        let route = Route::new(rest.iter().map(|&addr| Hop { addr, port: PORT }).collect());
+        let port = self.port;
+        let route = Route::new(rest.iter().map(|&addr| Hop { addr, port }).collect());
         match route.encode() {
             Ok(h) => self.header = Some(h.into()),
             Err(e) => {
@@ -81,7 +91,7 @@ impl Agent for Client {
                 return;
             }
         }
-        match cx.connect(NodeId::from_raw(first), PORT, self.tcp.clone(), &self.cc) {
+        match cx.connect(NodeId::from_raw(first), port, self.tcp.clone(), &self.cc) {
             Ok(s) => self.sock = Some(s),
             Err(e) => self.error = Some(e),
         }
@@ -125,18 +135,39 @@ struct Leg {
 }
 
 /// A received transfer, at the destination.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Received {
     pub bytes: u64,
     /// When the first payload byte arrived.
     pub first: Option<Time>,
     /// When the sender's FIN arrived (every byte is in).
     pub done: Option<Time>,
+    /// Bytes received per interval of [`Node::binned`] (empty without).
+    pub bins: Vec<u64>,
+}
+
+impl Received {
+    fn count(&mut self, now: Time, n: u64, bin: Option<Dur>) {
+        self.bytes += n;
+        if n > 0 && self.first.is_none() {
+            self.first = Some(now);
+        }
+        if let Some(w) = bin {
+            let i = (now.as_nanos() / w.as_nanos().max(1)) as usize;
+            if self.bins.len() <= i {
+                self.bins.resize(i + 1, 0);
+            }
+            self.bins[i] += n;
+        }
+    }
 }
 
 /// An oTCP node: relays connections whose route goes on, receives those
 /// that end here.
 pub struct Node {
+    port: u16,
+    /// The width of [`Received::bins`], if counted.
+    bin: Option<Dur>,
     tcp: TcpConfig,
     cc: CcConfig,
     /// The relay's own buffer per connection, besides its sockets' buffers
@@ -154,6 +185,8 @@ pub struct Node {
 impl Node {
     pub fn new(tcp: TcpConfig, cc: CcConfig, splice_bytes: usize) -> Node {
         Node {
+            port: PORT,
+            bin: None,
             tcp,
             cc,
             // The payload read with the header (under 512 B) must fit.
@@ -163,6 +196,18 @@ impl Node {
             relayed: 0,
             errors: Vec::new(),
         }
+    }
+
+    /// Listens on `port` instead of [`PORT`].
+    pub fn on_port(mut self, port: u16) -> Node {
+        self.port = port;
+        self
+    }
+
+    /// Counts the bytes of transfers that end here per `width`.
+    pub fn binned(mut self, width: Dur) -> Node {
+        self.bin = Some(width);
+        self
     }
 
     fn leg_of(&self, sock: Sock) -> Option<usize> {
@@ -188,12 +233,9 @@ impl Node {
                         let rest = Bytes::copy_from_slice(&buf[n..]);
                         match route.next() {
                             None => {
-                                let now = cx.now();
-                                self.received.push(Received {
-                                    bytes: rest.len() as u64,
-                                    first: (!rest.is_empty()).then_some(now),
-                                    done: None,
-                                });
+                                let mut r = Received::default();
+                                r.count(cx.now(), rest.len() as u64, self.bin);
+                                self.received.push(r);
                                 leg.role = Role::Sink(self.received.len() - 1);
                             }
                             Some((hop, onward)) => {
@@ -239,10 +281,7 @@ impl Node {
             Role::Sink(k) => {
                 let r = &mut self.received[*k];
                 while let Some(b) = cx.recv(leg.up, usize::MAX) {
-                    if r.first.is_none() && !b.is_empty() {
-                        r.first = Some(cx.now());
-                    }
-                    r.bytes += b.len() as u64;
+                    r.count(cx.now(), b.len() as u64, self.bin);
                 }
                 if leg.peer_closed && r.done.is_none() {
                     r.done = Some(cx.now());
@@ -298,7 +337,7 @@ impl Node {
 
 impl Agent for Node {
     fn start(&mut self, cx: &mut Cx<'_>) {
-        if let Err(e) = cx.listen(PORT, self.tcp.clone(), self.cc.clone()) {
+        if let Err(e) = cx.listen(self.port, self.tcp.clone(), self.cc.clone()) {
             self.errors.push(e);
         }
     }

@@ -133,7 +133,7 @@ pub fn run_path(
         sim.run_until(now);
         let srv: &Node = sim.agent(server).expect("server agent");
         if let Some(r) = srv.received.first().filter(|r| r.done.is_some()) {
-            break *r;
+            break r.clone();
         }
         let c: &Client = sim.agent(client).expect("client agent");
         if let Some(e) = &c.error {
