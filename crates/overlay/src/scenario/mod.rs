@@ -19,6 +19,10 @@
 //! - `Installed::summary(&self, sim: &Sim) -> Summary` and
 //!   `Installed::write(&self, dir, sim, &summary, files)` report.
 
+pub mod tor;
+pub mod tor_build;
+pub mod tor_out;
+
 use hopwise_sim::scenario::{self as sim_scenario, ScenarioError};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::Sim;
@@ -31,6 +35,8 @@ use std::path::Path;
 pub struct OverlayScenario {
     /// Topology, flows and measurement options (`hopwise-sim`'s part).
     pub base: Scenario,
+    /// `[tor]`, `[[relay]]`, `[[circuit]]`.
+    pub tor: Option<tor::TorSection>,
 }
 
 /// Reads, overrides, parses and validates a scenario file, overlay sections
@@ -51,7 +57,14 @@ pub fn parse(
     overrides: &[String],
 ) -> Result<OverlayScenario, ScenarioError> {
     let base = sim_scenario::parse(text, origin, overrides)?;
-    Ok(OverlayScenario { base })
+    from_base(base, origin)
+}
+
+/// Reads the overlay sections of a scenario `hopwise-sim` has parsed
+/// (`origin` names the file in errors).
+pub fn from_base(base: Scenario, origin: &str) -> Result<OverlayScenario, ScenarioError> {
+    let tor = tor::parse(&base).map_err(|e| e.in_file(origin))?;
+    Ok(OverlayScenario { base, tor })
 }
 
 impl OverlayScenario {
@@ -63,34 +76,52 @@ impl OverlayScenario {
     /// The scenario the simulation runs: the file's topology and flows
     /// with the nodes and links the overlays generate.
     pub fn scenario(&self) -> Result<Scenario, String> {
-        Ok(self.base.clone())
+        let mut sc = self.base.clone();
+        if let Some(t) = &self.tor {
+            t.net(sc.seed)?.net.extend(&mut sc)?;
+        }
+        Ok(sc)
     }
 
     /// Builds the simulation and installs every overlay's agents.
     pub fn build(&self) -> Result<OverlayRun, String> {
         let sc = self.scenario()?;
-        let sim = Sim::new(&sc)?;
-        Ok(OverlayRun { sim })
+        let mut sim = Sim::new(&sc)?;
+        let tor = match &self.tor {
+            Some(t) => Some(t.install(&sc, &mut sim)?),
+            None => None,
+        };
+        Ok(OverlayRun { sim, tor })
     }
 }
 
 /// A simulation with its overlays installed.
 pub struct OverlayRun {
     pub sim: Sim,
+    pub tor: Option<tor_out::TorInstalled>,
 }
 
 /// What the overlays measured, for `summary.json` (flattened beside
-/// `hopwise-sim`'s summary).
+/// `hopwise-sim`'s summary: a top-level `tor` object).
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct OverlaySummary {}
+pub struct OverlaySummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tor: Option<tor_out::TorSummary>,
+}
 
 impl OverlayRun {
     pub fn summary(&self) -> OverlaySummary {
-        OverlaySummary::default()
+        OverlaySummary {
+            tor: self.tor.as_ref().map(|t| t.summary(&self.sim)),
+        }
     }
 
     /// Writes the overlays' CSVs and plots into `dir`; returns the files.
-    pub fn write_outputs(&self, _dir: &Path, _summary: &OverlaySummary) -> io::Result<Vec<String>> {
-        Ok(Vec::new())
+    pub fn write_outputs(&self, dir: &Path, summary: &OverlaySummary) -> io::Result<Vec<String>> {
+        let mut files = Vec::new();
+        if let (Some(t), Some(s)) = (&self.tor, &summary.tor) {
+            t.write(dir, &self.sim, s, &mut files)?;
+        }
+        Ok(files)
     }
 }
