@@ -15,6 +15,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
 
+mod overlay;
+
 /// One `--vary KEY=V1,V2,...`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
@@ -478,6 +480,7 @@ impl Grid<'_> {
                 .map(|(a, v)| format!("{}={v}", a.key)),
         );
         scenario::parse(&self.text, &self.origin, &s)
+            .and_then(|sc| overlay::check(sc, &self.origin))
     }
 
     /// The error of point `p`, attributed: to the scenario (or its --set
@@ -808,9 +811,7 @@ pub fn sweep(
             let mut results = par_map(items, jobs, progress, |(i, seed)| {
                 let mut sc = sweep.build(&points[i]).map_err(|e| e.to_string())?;
                 sc.seed = seed;
-                let mut sim = Sim::new(&sc)?;
-                sim.run();
-                Ok::<_, String>(samples(&Summary::of(&sim, &sc.name, 0.0), &sc.flows))
+                overlay::run(sc, &sweep.origin)
             })
             .into_iter();
             for i in batch {
@@ -884,8 +885,9 @@ pub fn sweep(
     w.flush()
         .with_context(|| format!("writing {}", path.display()))?;
 
-    let figs = plots(out, axes, &points, &summary)?;
-    let table = table(axes, &points, &summary);
+    let mut figs = plots(out, axes, &points, &summary)?;
+    figs.extend(overlay::plot(out, axes, &points, &summary)?);
+    let table = table(axes, &points, &summary) + &overlay::table(axes, &points, &summary);
     if !quiet {
         print!("{table}");
     }

@@ -276,3 +276,50 @@ fn the_fifty_relay_example_runs() {
         assert!(c.path.starts_with('r'), "{}", c.path);
     }
 }
+
+#[test]
+fn a_node_plays_one_role() {
+    let relay_node = BASE.replace("name = \"guard\"\n", "name = \"guard\"\nnode = \"h1\"\n");
+    check(
+        &err(&relay_node, &[]),
+        r#"circuit "web".client"#,
+        &["runs a relay"],
+    );
+    let server_is_client = BASE.replace("client = \"h1\"", "client = \"h1\"\nserver = \"h1\"");
+    check(
+        &err(&server_is_client, &[]),
+        r#"circuit "web".server"#,
+        &["runs a client"],
+    );
+}
+
+/// `count` and `"by-bandwidth"`: circuits named `<name>-k`, each with its
+/// own generated client and a path of distinct relays that depends on the
+/// seed.
+#[test]
+fn replicated_circuits_draw_paths_by_bandwidth() {
+    let text = BASE.replace(
+        "client = \"h1\"\npath = [\"guard\", \"middle\", \"exit\"]",
+        "count = 20\npath = \"by-bandwidth\"\nhops = 2",
+    );
+    let s = parse(&text, "t.toml", &[]).unwrap();
+    let t = s.tor.as_ref().unwrap();
+    assert_eq!(t.circuits.len(), 20);
+    assert_eq!(t.circuits[3].name, "web-3");
+    assert_eq!(t.circuits[3].client_name, "op-web-3");
+    let a = t.net(1).unwrap();
+    let b = t.net(2).unwrap();
+    let paths = |x: &hopwise_overlay::scenario::tor_build::Built| -> Vec<Vec<String>> {
+        x.circuits.iter().map(|c| c.relays.clone()).collect()
+    };
+    for p in paths(&a) {
+        assert_eq!(p.len(), 2);
+        assert_ne!(p[0], p[1]);
+    }
+    assert_ne!(paths(&a), paths(&b));
+    assert_eq!(paths(&a), paths(&t.net(1).unwrap()));
+    let sc = s.scenario().unwrap();
+    // h1, sw; 3 relays and 20 clients generated, each with a link.
+    assert_eq!(sc.nodes.len(), 2 + 3 + 20);
+    assert_eq!(sc.links.len(), 1 + 23);
+}

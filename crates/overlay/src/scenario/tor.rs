@@ -907,6 +907,31 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
              from a TorPS file with [tor.torps]",
         ));
     }
+    // A node plays one role: relay, client or server.
+    let relay_node = |n: &str| relays.iter().any(|r| r.place == Place::Node(n.to_string()));
+    for c in &circuits {
+        let key = format!("circuit {:?}", c.name);
+        if let Place::Node(n) = &c.client {
+            if relay_node(n) {
+                return Err(e(
+                    format!("{key}.client"),
+                    format!("node `{n}` runs a relay; a client needs a node of its own"),
+                ));
+            }
+        }
+        if let Some(s) = &c.server {
+            let client_node = circuits.iter().any(|x| x.client == Place::Node(s.clone()));
+            if relay_node(s) || client_node {
+                return Err(e(
+                    format!("{key}.server"),
+                    format!(
+                        "node `{s}` runs a {}; a server needs a node of its own",
+                        if client_node { "client" } else { "relay" }
+                    ),
+                ));
+            }
+        }
+    }
     let uplinks = Uplinks::of(base, &relays, &circuits)?;
     Ok(TorSection {
         config,
