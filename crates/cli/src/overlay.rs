@@ -80,10 +80,10 @@ pub fn text(o: &OverlaySummary) -> String {
     if let Some(t) = &o.tor {
         let _ = writeln!(
             s,
-            "Tor ({}): {} circuits over {} relays, {:.3} Mbit/s in all, Jain's index {}",
+            "Tor ({}): {} over {}, {:.3} Mbit/s in all, Jain's index {}",
             t.transport,
-            t.circuits.len(),
-            t.relays.len(),
+            hopwise_experiment::plural(t.circuits.len(), "circuit"),
+            hopwise_experiment::plural(t.relays.len(), "relay"),
             t.goodput_bps / 1e6,
             t.jain.map_or("n/a".into(), |j| format!("{j:.3}"))
         );

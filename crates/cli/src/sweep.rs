@@ -8,7 +8,6 @@ use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;
 use hopwise_sim::scenario::{self, ScenarioError};
 use hopwise_sim::spec::{FlowSpec, Scenario};
-use hopwise_sim::Sim;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::io::Write as _;

@@ -41,10 +41,10 @@ fn sim_runs_a_circuit_beside_a_cubic_flow() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("Tor (vanilla): 1 circuits"), "{stdout}");
+    assert!(stdout.contains("Tor (vanilla): 1 circuit over 3 relays"), "{stdout}");
     let s = json(&out.join("summary.json"));
     // hopwise sim's summary and the overlay's, side by side.
-    assert_eq!(s["flows"][0]["name"], "cubic");
+    assert_eq!(s["flows"][0]["flow"], "cubic");
     let c = &s["tor"]["circuits"][0];
     assert_eq!(c["name"], "tor");
     assert_eq!(c["prop_rtt_ms"].as_f64(), Some(80.0));
@@ -103,9 +103,6 @@ fn sweep_compares_transports_with_intervals() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let table = String::from_utf8_lossy(&o.stdout);
-    assert!(table.contains("TTLB median s"), "{table}");
-    assert!(table.contains("Jain (circuits)"), "{table}");
     let s = json(&out.join("summary.json"));
     for p in s["points"].as_array().unwrap() {
         for m in ["ttlb_median_s", "circuit_jain", "circuit_goodput_bps"] {
@@ -121,6 +118,8 @@ fn sweep_compares_transports_with_intervals() {
         }
     }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("TTLB median s"), "{report}");
+    assert!(report.contains("Jain (circuits)"));
     assert!(report.contains("sweep_tor.svg"));
     assert!(out.join("sweep_tor.svg").exists());
     let _ = std::fs::remove_dir_all(&out);
