@@ -886,7 +886,17 @@ pub fn sweep(
 
     let mut figs = plots(out, axes, &points, &summary)?;
     figs.extend(overlay::plot(out, axes, &points, &summary)?);
-    let table = table(axes, &points, &summary) + &overlay::table(axes, &points, &summary);
+    // A scenario of overlays alone has no flow columns to show.
+    let flows_table = if subjects(&summary, "goodput_bps").is_empty() {
+        String::new()
+    } else {
+        table(axes, &points, &summary)
+    };
+    let table = [flows_table, overlay::table(axes, &points, &summary)]
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     if !quiet {
         print!("{table}");
     }
@@ -909,7 +919,7 @@ pub fn sweep(
         &format!("hopwise sweep: {name}"),
         &facts,
         &table,
-        &[("sweep.svg", "points.csv")],
+        &[("sweep.svg", "points.csv"), ("sweep_tor.svg", "points.csv")],
         &files,
     )?;
     println!(

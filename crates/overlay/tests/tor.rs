@@ -74,7 +74,10 @@ fn the_base_scenario_parses() {
 
 #[test]
 fn a_circuit_through_an_unknown_relay() {
-    let text = BASE.replace(r#"["guard", "middle", "exit"]"#, r#"["guard", "midle", "exit"]"#);
+    let text = BASE.replace(
+        r#"["guard", "middle", "exit"]"#,
+        r#"["guard", "midle", "exit"]"#,
+    );
     let e = err(&text, &[]);
     check(
         &e,
@@ -85,10 +88,7 @@ fn a_circuit_through_an_unknown_relay() {
 
 #[test]
 fn a_relay_on_an_unknown_node() {
-    let text = BASE.replace(
-        "name = \"guard\"\n",
-        "name = \"guard\"\nnode = \"h2\"\n",
-    );
+    let text = BASE.replace("name = \"guard\"\n", "name = \"guard\"\nnode = \"h2\"\n");
     let e = err(&text, &[]);
     check(
         &e,
@@ -103,18 +103,29 @@ fn an_unknown_transport() {
     check(
         &e,
         "tor.transport",
-        &["unknown transport \"backtab\"", "did you mean `backtap`?", "tor-vegas"],
+        &[
+            "unknown transport \"backtab\"",
+            "did you mean `backtap`?",
+            "tor-vegas",
+        ],
     );
 }
 
 #[test]
 fn other_mistakes_are_named() {
     let dup_relay = BASE.replace("name = \"middle\"", "name = \"guard\"");
-    check(&err(&dup_relay, &[]), r#"relay "guard".name"#, &["defined above"]);
-    let dup_circ = format!(
-        "{BASE}\n[[circuit]]\nname = \"web\"\nclient = \"h1\"\npath = [\"exit\"]\n"
+    check(
+        &err(&dup_relay, &[]),
+        r#"relay "guard".name"#,
+        &["defined above"],
     );
-    check(&err(&dup_circ, &[]), r#"circuit "web".name"#, &["defined above"]);
+    let dup_circ =
+        format!("{BASE}\n[[circuit]]\nname = \"web\"\nclient = \"h1\"\npath = [\"exit\"]\n");
+    check(
+        &err(&dup_circ, &[]),
+        r#"circuit "web".name"#,
+        &["defined above"],
+    );
     let empty = BASE.replace(r#"["guard", "middle", "exit"]"#, "[]");
     check(&err(&empty, &[]), r#"circuit "web".path"#, &["empty path"]);
     let long = BASE.replace(
@@ -122,7 +133,10 @@ fn other_mistakes_are_named() {
         r#"["guard", "middle", "exit", "guard", "middle", "exit", "guard", "middle", "exit"]"#,
     );
     check(&err(&long, &[]), r#"circuit "web".path"#, &["at most 8"]);
-    let twice = BASE.replace(r#"["guard", "middle", "exit"]"#, r#"["guard", "middle", "guard"]"#);
+    let twice = BASE.replace(
+        r#"["guard", "middle", "exit"]"#,
+        r#"["guard", "middle", "guard"]"#,
+    );
     check(
         &err(&twice, &[]),
         r#"circuit "web".path[2]"#,
@@ -137,6 +151,11 @@ fn other_mistakes_are_named() {
         &err(BASE, &["tor.relay_count=3"]),
         "tor.relay_count",
         &["unknown key"],
+    );
+    check(
+        &err(BASE, &["tor.circuit_window=0", "tor.stream_window=0"]),
+        "tor.circuit_window",
+        &["without", "bound"],
     );
     let client = BASE.replace("client = \"h1\"", "client = \"h9\"");
     check(
@@ -157,7 +176,11 @@ fn other_mistakes_are_named() {
         &["did you mean `web`?"],
     );
     let on_switch = BASE.replace("name = \"exit\"\n", "name = \"exit\"\nnode = \"sw\"\n");
-    check(&err(&on_switch, &[]), r#"relay "exit".node"#, &["is a switch"]);
+    check(
+        &err(&on_switch, &[]),
+        r#"relay "exit".node"#,
+        &["is a switch"],
+    );
 }
 
 fn run(s: &OverlayScenario, dir: &Path) -> (serde_json::Value, Vec<String>) {
@@ -189,9 +212,14 @@ fn latency_of_an_idle_circuit_is_its_propagation_round_trip() {
     assert!(n >= 10, "{n} requests completed in 5 s");
     for k in ["rtt_mean_ms", "rtt_median_ms", "rtt_p95_ms", "rtt_p99_ms"] {
         let x = c[k].as_f64().unwrap();
-        assert!(x >= 34.0 && x < 36.0, "{k} = {x}");
+        assert!((34.0..36.0).contains(&x), "{k} = {x}");
     }
-    for k in ["queueing_mean_ms", "queueing_median_ms", "queueing_p95_ms", "queueing_p99_ms"] {
+    for k in [
+        "queueing_mean_ms",
+        "queueing_median_ms",
+        "queueing_p95_ms",
+        "queueing_p99_ms",
+    ] {
         let x = c[k].as_f64().unwrap();
         // A cell's transmission on the 100 Mbit/s link is 0.04 ms; the
         // BEGIN, the request and the first response cell cross six links.
@@ -227,7 +255,8 @@ fn a_circuit_shares_a_bottleneck_with_cubic() {
         &["duration=\"20s\"".into()],
     )
     .unwrap();
-    let dir = std::env::temp_dir().join(format!("hopwise-overlay-tor-cubic-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("hopwise-overlay-tor-cubic-{}", std::process::id()));
     let sc = s.scenario().unwrap();
     assert_eq!(sc.flows.len(), 1);
     let mut run = s.build().unwrap();
@@ -265,7 +294,11 @@ fn the_fifty_relay_example_runs() {
     run.sim.run();
     let t = run.summary().tor.unwrap();
     assert_eq!(t.circuits.len(), 12);
-    assert!(t.relays.len() >= 3 && t.relays.len() <= 36, "{}", t.relays.len());
+    assert!(
+        t.relays.len() >= 3 && t.relays.len() <= 36,
+        "{}",
+        t.relays.len()
+    );
     assert!(t.goodput_bps > 1e6, "{}", t.goodput_bps);
     let j = t.jain.unwrap();
     assert!(j > 0.0 && j <= 1.0, "{j}");
@@ -322,4 +355,40 @@ fn replicated_circuits_draw_paths_by_bandwidth() {
     // h1, sw; 3 relays and 20 clients generated, each with a link.
     assert_eq!(sc.nodes.len(), 2 + 3 + 20);
     assert_eq!(sc.links.len(), 1 + 23);
+}
+
+/// `[tor.generate]`: relays `g<i>` with log-uniform bandwidths join the
+/// pool of "by-bandwidth" paths, and the faster ones carry more circuits.
+#[test]
+fn generated_relays_carry_paths_by_bandwidth() {
+    let text = BASE.replace(
+        "client = \"h1\"\npath = [\"guard\", \"middle\", \"exit\"]",
+        "count = 300\npath = \"by-bandwidth\"",
+    )
+        + "\n[tor.generate]\nrelays = 40\nbandwidth_min = \"1Mbit\"\nbandwidth_max = \"1Gbit\"\n";
+    // [tor.generate] after [[circuit]] is still a table of [tor].
+    let s = parse(&text, "t.toml", &[]).unwrap();
+    let t = s.tor.as_ref().unwrap();
+    let g = t.generate.unwrap();
+    let bw = g.bandwidths(1);
+    assert_eq!(bw.len(), 40);
+    assert!(
+        bw.iter().all(|&b| (125_000..=125_000_000).contains(&b)),
+        "{bw:?}"
+    );
+    let built = t.net(1).unwrap();
+    let mut uses = vec![0usize; 40];
+    for c in &built.circuits {
+        for r in &c.relays {
+            if let Some(i) = r.strip_prefix('g') {
+                uses[i.parse::<usize>().unwrap()] += 1;
+            }
+        }
+    }
+    let (fast, slow): (Vec<usize>, Vec<usize>) = (0..40).partition(|&i| bw[i] > 12_500_000);
+    let mean = |v: &[usize]| v.iter().map(|&i| uses[i] as f64).sum::<f64>() / v.len().max(1) as f64;
+    assert!(!fast.is_empty() && !slow.is_empty());
+    assert!(mean(&fast) > 3.0 * mean(&slow), "{uses:?} {bw:?}");
+    let sc = s.scenario().unwrap();
+    assert!(sc.nodes.iter().any(|n| n.name == "g39"));
 }

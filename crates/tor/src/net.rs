@@ -233,7 +233,12 @@ impl TorNet {
     }
 
     /// A relay on an existing node of the scenario (see [`TorNet::extend`]).
-    pub fn relay_on(&mut self, name: &str, bucket: Option<BucketSpec>, uplink: Access) -> &mut Self {
+    pub fn relay_on(
+        &mut self,
+        name: &str,
+        bucket: Option<BucketSpec>,
+        uplink: Access,
+    ) -> &mut Self {
         self.add_existing(name, Role::Relay(bucket), uplink)
     }
     /// A client on an existing node of the scenario.

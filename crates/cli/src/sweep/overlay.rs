@@ -26,10 +26,7 @@ pub fn run(sc: Scenario, origin: &str) -> Result<Vec<Sample>, String> {
     let os = hopwise_overlay::scenario::from_base(sc, origin).map_err(|e| e.to_string())?;
     let mut run = os.build()?;
     run.sim.run();
-    let mut v = super::samples(
-        &Summary::of(&run.sim, &os.base.name, 0.0),
-        &os.base.flows,
-    );
+    let mut v = super::samples(&Summary::of(&run.sim, &os.base.name, 0.0), &os.base.flows);
     if let Some(t) = run.summary().tor {
         let mut push = |metric: &'static str, subject: &str, value: f64| {
             v.push(Sample {
@@ -62,17 +59,40 @@ pub fn run(sc: Scenario, origin: &str) -> Result<Vec<Sample>, String> {
 /// The panels of `sweep_tor.svg`: metric, title, y label, scale.
 const PANELS: [(&str, &str, &str, f64); 5] = [
     ("ttlb_median_s", "median TTLB", "TTLB (s)", 1.0),
-    ("circuit_jain", "Jain's index over circuits' goodput", "Jain's index", 1.0),
-    ("circuit_goodput_bps", "goodput of all circuits", "goodput (Mbit/s)", 1e-6),
-    ("circuit_queueing_median_ms", "median queueing delay", "queueing delay (ms)", 1.0),
+    (
+        "circuit_jain",
+        "Jain's index over circuits' goodput",
+        "Jain's index",
+        1.0,
+    ),
+    (
+        "circuit_goodput_bps",
+        "goodput of all circuits",
+        "goodput (Mbit/s)",
+        1e-6,
+    ),
+    (
+        "circuit_queueing_median_ms",
+        "median queueing delay",
+        "queueing delay (ms)",
+        1.0,
+    ),
     ("ttfb_median_s", "median TTFB", "TTFB (s)", 1.0),
 ];
 
 /// `sweep_tor.svg`: per point, the circuits' TTLB, fairness, goodput,
 /// queueing delay and TTFB (means over seeds, 90 % CI bars). `None` when
 /// no run had circuits.
-pub fn plot(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Result<Option<String>> {
-    if series_of(s, "circuit_goodput_bps", ALL).iter().all(|m| m.0.is_nan()) {
+pub fn plot(
+    out: &Path,
+    axes: &[Axis],
+    points: &[Point],
+    s: &SweepSummary,
+) -> Result<Option<String>> {
+    if series_of(s, "circuit_goodput_bps", ALL)
+        .iter()
+        .all(|m| m.0.is_nan())
+    {
         return Ok(None);
     }
     let cis = s.seeds.len() > 1;
@@ -91,7 +111,11 @@ pub fn plot(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Re
     } else {
         None
     };
-    let x_label = axes.iter().map(|a| a.key.as_str()).collect::<Vec<_>>().join(", ");
+    let x_label = axes
+        .iter()
+        .map(|a| a.key.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     for (k, (metric, title, y, scale)) in PANELS.into_iter().enumerate() {
         let v = series_of(s, metric, ALL);
         let title = format!("({}) {title}", (b'a' + k as u8) as char);
@@ -100,10 +124,8 @@ pub fn plot(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Re
                 let mut pts: Vec<(f64, f64, Option<f64>)> =
                     xs.iter().zip(&v).map(|(x, &(m, h))| (*x, m, h)).collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                let mut ser = Series::line_points(
-                    ALL,
-                    pts.iter().map(|&(x, m, _)| (x, m * scale)).collect(),
-                );
+                let mut ser =
+                    Series::line_points(ALL, pts.iter().map(|&(x, m, _)| (x, m * scale)).collect());
                 if cis {
                     ser = ser.with_error_bars(
                         pts.iter()
@@ -126,7 +148,11 @@ pub fn plot(out: &Path, axes: &[Axis], points: &[Point], s: &SweepSummary) -> Re
                     .iter()
                     .zip(&v)
                     .map(|(p, &(m, h))| {
-                        let cat = if p.is_empty() { label(axes, p) } else { p.join(", ") };
+                        let cat = if p.is_empty() {
+                            label(axes, p)
+                        } else {
+                            p.join(", ")
+                        };
                         let e = h.map_or((f64::NAN, f64::NAN), |h| ((m - h).max(0.0), m + h));
                         (cat, m * scale, (e.0 * scale, e.1 * scale))
                     })
@@ -156,8 +182,7 @@ pub fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
         ("circuit_goodput_bps", "circuits Mbit/s", 1e-6),
         ("circuit_queueing_median_ms", "queueing ms", 1.0),
     ];
-    let data: Vec<Vec<(f64, Option<f64>)>> =
-        cols.iter().map(|c| series_of(s, c.0, ALL)).collect();
+    let data: Vec<Vec<(f64, Option<f64>)>> = cols.iter().map(|c| series_of(s, c.0, ALL)).collect();
     if data[2].iter().all(|m| m.0.is_nan()) {
         return String::new();
     }
@@ -166,7 +191,11 @@ pub fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
         Some(h) if h.is_finite() => format!("{:.3}±{:.3}", m * scale, h * scale),
         _ => format!("{:.3}", m * scale),
     };
-    let head = if axes.len() == 1 { axes[0].key.as_str() } else { "point" };
+    let head = if axes.len() == 1 {
+        axes[0].key.as_str()
+    } else {
+        "point"
+    };
     let w = points
         .iter()
         .map(|p| label(axes, p).chars().count())
@@ -176,7 +205,7 @@ pub fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "\ncircuits: medians over each run's requests, then means over {}{}",
+        "circuits: medians over each run's requests, then means over {}{}",
         hopwise_experiment::plural(s.seeds.len(), "seed"),
         if s.seeds.len() > 1 { " ± 90 % CI" } else { "" }
     );

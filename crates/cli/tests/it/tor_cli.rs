@@ -41,7 +41,10 @@ fn sim_runs_a_circuit_beside_a_cubic_flow() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(stdout.contains("Tor (vanilla): 1 circuit over 3 relays"), "{stdout}");
+    assert!(
+        stdout.contains("Tor (vanilla): 1 circuit over 3 relays"),
+        "{stdout}"
+    );
     let s = json(&out.join("summary.json"));
     // hopwise sim's summary and the overlay's, side by side.
     assert_eq!(s["flows"][0]["flow"], "cubic");
@@ -52,7 +55,12 @@ fn sim_runs_a_circuit_beside_a_cubic_flow() {
         assert!(c[k].as_f64().unwrap() >= 80.0, "{k}: {c}");
     }
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    for f in ["tor_goodput.svg", "tor_requests.svg", "tor_relay_queues.svg", "queue.svg"] {
+    for f in [
+        "tor_goodput.svg",
+        "tor_requests.svg",
+        "tor_relay_queues.svg",
+        "queue.svg",
+    ] {
         assert!(out.join(f).exists(), "{f}");
         assert!(report.contains(f), "report lacks {f}");
     }

@@ -18,8 +18,7 @@ use hopwise_proto::time::Dur;
 use hopwise_sim::scenario::ScenarioError;
 use hopwise_sim::spec::{Limit, NodeKind, Scenario};
 use hopwise_tor::{
-    N23Gating, ResponseDelay, Think, TorConfig, TorVegasConfig, Traffic,
-    TransportConfig, Window,
+    N23Gating, ResponseDelay, Think, TorConfig, TorVegasConfig, Traffic, TransportConfig, Window,
 };
 use toml::Value;
 
@@ -49,6 +48,12 @@ table! {
         stream_sendme: Int<1, 100_000>, optimistic_data: Flag, nagle: Flag,
         n23: TableOf<RawN23>, vegas: TableOf<RawVegas>, backtap: TableOf<RawBacktap>,
         switch: Name, access: TableOf<RawAccess>, torps: TableOf<RawTorps>,
+        generate: TableOf<RawGenerate>,
+    }
+}
+table! {
+    pub struct RawGenerate("a table ([tor.generate])") {
+        relays: Int<1, 100_000>, bandwidth_min: Rate, bandwidth_max: Rate,
     }
 }
 table! {
@@ -167,6 +172,27 @@ pub struct TorpsSpec {
     pub stream: String,
 }
 
+/// Relays generated with bandwidths drawn log-uniformly in `[min, max]`
+/// bytes per second (`[tor.generate]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GenerateSpec {
+    pub relays: usize,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl GenerateSpec {
+    /// The bandwidths of relays `g0`, `g1`, … for `seed` (bytes per second),
+    /// from the stream `tor/generate`.
+    pub fn bandwidths(&self, seed: u64) -> Vec<u64> {
+        let mut rng = hopwise_proto::rng::Rng::for_component(seed, "tor/generate");
+        let (lo, hi) = ((self.min as f64).ln(), (self.max as f64).ln());
+        (0..self.relays)
+            .map(|_| (lo + (hi - lo) * rng.f64()).exp().round().max(1.0) as u64)
+            .collect()
+    }
+}
+
 /// The Tor sections, read and checked.
 #[derive(Clone, Debug)]
 pub struct TorSection {
@@ -179,6 +205,8 @@ pub struct TorSection {
     pub relays: Vec<RelaySpec>,
     pub circuits: Vec<CircuitDef>,
     pub torps: Option<TorpsSpec>,
+    /// Relays `g<i>` generated with bandwidths from a distribution.
+    pub generate: Option<GenerateSpec>,
     /// Uplinks of the file's nodes that carry a relay, client or server.
     pub uplinks: Uplinks,
 }
@@ -293,7 +321,9 @@ fn response_delay(v: &Value, key: &str) -> R<ResponseDelay> {
     let d = Duration::read(v).map_err(|m| {
         e(
             key,
-            format!("{m} (a fixed delay such as \"20ms\", or {{ mean = \"20ms\", max = \"200ms\" }})"),
+            format!(
+                "{m} (a fixed delay such as \"20ms\", or {{ mean = \"20ms\", max = \"200ms\" }})"
+            ),
         )
     })?;
     Ok(if d.value.is_zero() {
@@ -427,9 +457,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         if !windows {
             return Err(e(
                 format!("tor.{key}"),
-                format!(
-                    "transport {name:?} has no end-to-end windows (only vanilla and pctcp do)"
-                ),
+                format!("transport {name:?} has no end-to-end windows (only vanilla and pctcp do)"),
             ));
         }
         let start = val.map_or(dflt.start, |v| v.0 as u32);
@@ -439,7 +467,10 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             if w.increment > w.start {
                 return Err(e(
                     format!("tor.{}", key.replace("window", "sendme")),
-                    format!("the SENDME increment {} exceeds the window {}", w.increment, w.start),
+                    format!(
+                        "the SENDME increment {} exceeds the window {}",
+                        w.increment, w.start
+                    ),
                 ));
             }
         }
@@ -449,13 +480,26 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             config.stream_window = w;
         }
     }
+    if windows && config.circuit_window.is_none() && config.stream_window.is_none() {
+        return Err(e(
+            "tor.circuit_window",
+            "with neither a circuit nor a stream window the exit would package without \
+             bound; keep one, or choose a transport with its own control (n23, tor-vegas, \
+             backtap)",
+        ));
+    }
     if let Some(f) = t.optimistic_data {
         config.optimistic_data = f.0;
     }
     if let Some(f) = t.nagle {
         match config.tcp_mut() {
             Some(tcp) => tcp.tcp.nagle = f.0,
-            None => return Err(e("tor.nagle", "backtap has no TCP connections between relays")),
+            None => {
+                return Err(e(
+                    "tor.nagle",
+                    "backtap has no TCP connections between relays",
+                ))
+            }
         }
     }
     let only = |key: &str, want: &str| {
@@ -530,23 +574,25 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         if c.alpha > c.beta {
             return Err(e(
                 "tor.backtap.beta",
-                format!("BackTap needs alpha ≤ beta (got {} and {})", c.alpha, c.beta),
+                format!(
+                    "BackTap needs alpha ≤ beta (got {} and {})",
+                    c.alpha, c.beta
+                ),
             ));
         }
         if c.initial_window > c.max_window {
             return Err(e(
                 "tor.backtap.initial_window",
-                format!(
-                    "{} exceeds max_window {}",
-                    c.initial_window, c.max_window
-                ),
+                format!("{} exceeds max_window {}", c.initial_window, c.max_window),
             ));
         }
     }
     let switch = t
         .switch
         .as_ref()
-        .map_or(hopwise_tor::net::DEFAULT_SWITCH.to_string(), |n| n.0.clone());
+        .map_or(hopwise_tor::net::DEFAULT_SWITCH.to_string(), |n| {
+            n.0.clone()
+        });
     if let Some(n) = base.nodes.iter().find(|n| n.name == switch) {
         if n.kind != NodeKind::Switch {
             return Err(e(
@@ -571,8 +617,8 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             } else {
                 hopwise_tor::TorpsPaths::hundred()
             };
-            let circuits = cfg::required(p.circuits, "tor.torps.circuits", "how many circuits")?.0
-                as usize;
+            let circuits =
+                cfg::required(p.circuits, "tor.torps.circuits", "how many circuits")?.0 as usize;
             if circuits > paths.circuits.len() {
                 return Err(e(
                     "tor.torps.circuits",
@@ -597,7 +643,39 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
                 circuits,
                 traffic,
                 start_window: p.start_window.as_ref().map_or(Dur::ZERO, |d| d.value),
-                stream: p.stream.as_ref().map_or("tor/torps".into(), |s| s.0.clone()),
+                stream: p
+                    .stream
+                    .as_ref()
+                    .map_or("tor/torps".into(), |s| s.0.clone()),
+            })
+        }
+    };
+
+    let generate = match &t.generate {
+        None => None,
+        Some(g) => {
+            let relays = cfg::required(g.relays, "tor.generate.relays", "how many relays")?.0;
+            let min = cfg::required(
+                g.bandwidth_min,
+                "tor.generate.bandwidth_min",
+                "the smallest bandwidth",
+            )?;
+            let max = cfg::required(
+                g.bandwidth_max,
+                "tor.generate.bandwidth_max",
+                "the largest bandwidth",
+            )?;
+            let (min, max) = (min.0.bps() / 8, max.0.bps() / 8);
+            if max < min || min == 0 {
+                return Err(e(
+                    "tor.generate.bandwidth_max",
+                    "needs 0 < bandwidth_min ≤ bandwidth_max (at least 8 bit/s)",
+                ));
+            }
+            Some(GenerateSpec {
+                relays: relays as usize,
+                min,
+                max,
             })
         }
     };
@@ -615,11 +693,20 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         )
     };
     let mut relays: Vec<RelaySpec> = Vec::new();
-    for (i, r) in raw.relay.map(|t| t.0).unwrap_or_default().into_iter().enumerate() {
+    for (i, r) in raw
+        .relay
+        .map(|t| t.0)
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
         let name = cfg::required(r.name.clone(), &format!("relay[{i}].name"), "")?.0;
         let key = format!("relay {name:?}");
         if relays.iter().any(|x| x.name == name) {
-            return Err(e(format!("{key}.name"), "a relay of this name is defined above"));
+            return Err(e(
+                format!("{key}.name"),
+                "a relay of this name is defined above",
+            ));
         }
         let place = match &r.node {
             Some(n) => {
@@ -666,7 +753,11 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
                         ),
                     ));
                 }
-                Place::Generated(access(r.access.as_deref(), access_all, &format!("{key}.access"))?)
+                Place::Generated(access(
+                    r.access.as_deref(),
+                    access_all,
+                    &format!("{key}.access"),
+                )?)
             }
         };
         let bucket = match (r.bandwidth, r.burst) {
@@ -696,11 +787,20 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
     // Circuits.
     let mut circuits: Vec<CircuitDef> = Vec::new();
     let mut entry_names: Vec<String> = Vec::new();
-    for (i, c) in raw.circuit.map(|t| t.0).unwrap_or_default().into_iter().enumerate() {
+    for (i, c) in raw
+        .circuit
+        .map(|t| t.0)
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
         let name = cfg::required(c.name.clone(), &format!("circuit[{i}].name"), "")?.0;
         let key = format!("circuit {name:?}");
         if entry_names.contains(&name) {
-            return Err(e(format!("{key}.name"), "a circuit of this name is defined above"));
+            return Err(e(
+                format!("{key}.name"),
+                "a circuit of this name is defined above",
+            ));
         }
         entry_names.push(name.clone());
         let path = match &c.path {
@@ -713,12 +813,13 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             }
             Some(Value::String(s)) if s == "by-bandwidth" => {
                 let hops = c.hops.map_or(3, |h| h.0 as usize);
-                if hops > relays.len() {
+                let pool = relays.len() + generate.map_or(0, |g| g.relays);
+                if hops > pool {
                     return Err(e(
                         format!("{key}.hops"),
                         format!(
-                            "{hops} distinct relays needed, the file has {}",
-                            relays.len()
+                            "{hops} distinct relays needed, there are {pool} ([[relay]]s and \
+                             [tor.generate] relays)"
                         ),
                     ));
                 }
@@ -757,13 +858,20 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
                 for (k, v) in a.iter().enumerate() {
                     let at = format!("{key}.path[{k}]");
                     let Some(r) = v.as_str() else {
-                        return Err(e(at, format!("expected a relay name, got {}", cfg::describe(v))));
+                        return Err(e(
+                            at,
+                            format!("expected a relay name, got {}", cfg::describe(v)),
+                        ));
                     };
                     if !relay_names.contains(&r) {
                         let hint = if node_names.contains(&r) {
                             format!(" (`{r}` is a node; add a [[relay]] with node = \"{r}\")")
                         } else {
-                            format!("{} (relays: {})", did_you_mean(r, &relay_names), short_list(&relay_names))
+                            format!(
+                                "{} (relays: {})",
+                                did_you_mean(r, &relay_names),
+                                short_list(&relay_names)
+                            )
                         };
                         return Err(e(at, format!("unknown relay `{r}`{hint}")));
                     }
@@ -881,9 +989,27 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             });
         }
     }
+    if generate.is_some() {
+        for n in relays
+            .iter()
+            .map(|r| r.name.as_str())
+            .chain(node_names.iter().copied())
+        {
+            if numbered(n, "g") {
+                return Err(e(
+                    "tor.generate",
+                    format!("`{n}` has the shape of a name [tor.generate] gives relays (g<i>); rename it"),
+                ));
+            }
+        }
+    }
     if torps.is_some() {
         // Generated names: relays r<i>, clients op<i>, circuits c<i>.
-        for n in relays.iter().map(|r| r.name.as_str()).chain(node_names.iter().copied()) {
+        for n in relays
+            .iter()
+            .map(|r| r.name.as_str())
+            .chain(node_names.iter().copied())
+        {
             if generated_name(n) {
                 return Err(e(
                     "tor.torps",
@@ -941,6 +1067,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         relays,
         circuits,
         torps,
+        generate,
         uplinks,
     })
 }

@@ -141,15 +141,15 @@ pub fn choose_lines(paths: &TorpsPaths, m: usize, rng: &mut Rng) -> Vec<usize> {
 
 impl TorSection {
     /// The network for `seed`. Order: the `[[relay]]`s, the relays of the
-    /// TorPS circuits (by index in the file), then each circuit's client in
-    /// circuit order, the servers, and the circuits: `[[circuit]]`s first,
-    /// then the TorPS ones.
+    /// TorPS circuits (by index in the file), the `[tor.generate]` relays,
+    /// then each circuit's client in circuit order, the servers, and the
+    /// circuits: `[[circuit]]`s first, then the TorPS ones.
     pub fn net(&self, seed: u64) -> Result<Built, String> {
         // Every circuit is traced (goodput over time); queue traces only
         // with a queue interval.
         let mut net = TorNet::with_config(self.config.clone());
         let mut relay_of_host = BTreeMap::new();
-        let mut host_of_relay: BTreeMap<&str, String> = BTreeMap::new();
+        let mut host_of_relay: BTreeMap<String, String> = BTreeMap::new();
         let bucket = |b: Option<(u64, u64)>| {
             b.map(|(rate, burst)| BucketSpec::new(rate).burst(burst).refill(self.refill))
         };
@@ -157,12 +157,12 @@ impl TorSection {
             match &r.place {
                 Place::Generated(a) => {
                     net.relay_at(&r.name, &self.switch, bucket(r.bucket), acc(a));
-                    host_of_relay.insert(&r.name, r.name.clone());
+                    host_of_relay.insert(r.name.clone(), r.name.clone());
                     relay_of_host.insert(r.name.clone(), r.name.clone());
                 }
                 Place::Node(n) => {
                     net.relay_on(n, bucket(r.bucket), self.uplinks.get(n));
-                    host_of_relay.insert(&r.name, n.clone());
+                    host_of_relay.insert(r.name.clone(), n.clone());
                     relay_of_host.insert(n.clone(), r.name.clone());
                 }
             }
@@ -193,15 +193,33 @@ impl TorSection {
                 relay_of_host.insert(name.clone(), name.clone());
             }
             for (i, &l) in lines.iter().enumerate() {
-                let path = paths.circuits[l].path.iter().map(|r| format!("r{r}")).collect();
+                let path = paths.circuits[l]
+                    .path
+                    .iter()
+                    .map(|r| format!("r{r}"))
+                    .collect();
                 torps_circuits.push((format!("c{i}"), path, Dur::from_secs_f64(starts[i])));
             }
         }
-        let relay_weights: Vec<u64> = self
+        // Relays with drawn bandwidths: on the switch, in the pool of
+        // "by-bandwidth" paths after the [[relay]]s.
+        let mut pool: Vec<(String, u64)> = self
             .relays
             .iter()
-            .map(|r| r.bucket.map_or(1, |b| b.0))
+            .map(|r| (r.name.clone(), r.bucket.map_or(1, |b| b.0)))
             .collect();
+        if let Some(g) = &self.generate {
+            let a = acc(&self.access);
+            for (i, bw) in g.bandwidths(seed).into_iter().enumerate() {
+                let name = format!("g{i}");
+                let b = BucketSpec::new(bw).refill(self.refill);
+                net.relay_at(&name, &self.switch, Some(b), a);
+                relay_of_host.insert(name.clone(), name.clone());
+                host_of_relay.insert(name.clone(), name.clone());
+                pool.push((name, bw));
+            }
+        }
+        let relay_weights: Vec<u64> = pool.iter().map(|p| p.1).collect();
         let mut clients_on: Vec<&str> = Vec::new();
         let mut circuits = Vec::new();
         let mut specs = Vec::new();
@@ -223,13 +241,18 @@ impl TorSection {
                     let mut rng = Rng::for_component(seed, &format!("tor/path/{}", c.name));
                     weighted(&relay_weights, *k, &mut rng)
                         .into_iter()
-                        .map(|i| self.relays[i].name.clone())
+                        .map(|i| pool[i].0.clone())
                         .collect()
                 }
             };
             let hosts: Vec<String> = relays
                 .iter()
-                .map(|r| host_of_relay.get(r.as_str()).cloned().unwrap_or_else(|| r.clone()))
+                .map(|r| {
+                    host_of_relay
+                        .get(r.as_str())
+                        .cloned()
+                        .unwrap_or_else(|| r.clone())
+                })
                 .collect();
             let p: Vec<&str> = hosts.iter().map(String::as_str).collect();
             let mut spec = CircuitSpec::new(&c.name, &c.client_name, &p, c.traffic)
@@ -241,7 +264,9 @@ impl TorSection {
             specs.push(spec);
             circuits.push(CircuitInfo {
                 name: c.name.clone(),
-                hosts: std::iter::once(c.client_name.clone()).chain(hosts).collect(),
+                hosts: std::iter::once(c.client_name.clone())
+                    .chain(hosts)
+                    .collect(),
                 relays,
                 server: c.server.clone(),
                 traffic: c.traffic,

@@ -329,19 +329,11 @@ impl TorInstalled {
             };
         table("tor_circuits.csv", &mut |w| {
             w.header_of(&CircuitSummary::default())?;
-            summary
-                .circuits
-                .iter()
-                .try_for_each(|c| w.row(c))
-                
+            summary.circuits.iter().try_for_each(|c| w.row(c))
         })?;
         table("tor_relays.csv", &mut |w| {
             w.header_of(&RelaySummary::default())?;
-            summary
-                .relays
-                .iter()
-                .try_for_each(|r| w.row(r))
-                
+            summary.relays.iter().try_for_each(|r| w.row(r))
         })?;
         table("tor_requests.csv", &mut |w| {
             w.header_of(&RequestRow::default())?;
@@ -357,8 +349,7 @@ impl TorInstalled {
                         response_delay_s: l.delay,
                         rtt_ms: l.rtt * 1e3,
                         queueing_ms: l.queueing * 1e3,
-                    })
-                    ?;
+                    })?;
                 }
             }
             Ok(())
@@ -372,8 +363,7 @@ impl TorInstalled {
                         time_s: t,
                         circuit: name,
                         goodput_bps: v,
-                    })
-                    ?;
+                    })?;
                 }
             }
             Ok(())
@@ -395,8 +385,7 @@ impl TorInstalled {
                         held_cells: s.pool_cells,
                         unsent_bytes: s.unsent_bytes,
                         unread_bytes: s.unread_bytes,
-                    })
-                    ?;
+                    })?;
                 }
             }
             Ok(())
@@ -426,7 +415,11 @@ impl TorInstalled {
                     total[i].1 += v / 1e6;
                 }
             }
-            chart.push_series(Series::line("all circuits", total).dashed().color("#444444"));
+            chart.push_series(
+                Series::line("all circuits", total)
+                    .dashed()
+                    .color("#444444"),
+            );
         }
         chart.write_svg(dir.join("tor_goodput.svg"))?;
         files.push("tor_goodput.svg".into());
@@ -440,7 +433,10 @@ impl TorInstalled {
             .enumerate()
             .map(|(ci, c)| {
                 let f = |g: &dyn Fn(&hopwise_tor::RequestRecord) -> Option<Dur>| -> Vec<f64> {
-                    c.requests.iter().filter_map(|r| g(r).map(|t| t.as_secs_f64())).collect()
+                    c.requests
+                        .iter()
+                        .filter_map(|r| g(r).map(|t| t.as_secs_f64()))
+                        .collect()
                 };
                 let q = self
                     .latency(&res, ci)
@@ -459,7 +455,9 @@ impl TorInstalled {
         .into_iter()
         .enumerate()
         {
-            let mut c = Chart::new(title).x_label(unit).y_label("fraction of requests");
+            let mut c = Chart::new(title)
+                .x_label(unit)
+                .y_label("fraction of requests");
             let pooled: Vec<f64> = per.iter().flat_map(|(_, v)| v[k].iter().copied()).collect();
             if per.len() <= MAX_PLOTTED {
                 for (name, v) in &per {
@@ -469,7 +467,11 @@ impl TorInstalled {
                 }
             }
             if per.len() > 1 && !pooled.is_empty() {
-                c.push_series(Series::cdf("all circuits", &pooled).dashed().color("#444444"));
+                c.push_series(
+                    Series::cdf("all circuits", &pooled)
+                        .dashed()
+                        .color("#444444"),
+                );
             }
             fig.push_panel(c);
         }
@@ -482,7 +484,11 @@ impl TorInstalled {
             n.samples.iter().map(|s| s.queued_cells as f64).sum::<f64>()
                 / n.samples.len().max(1) as f64
         };
-        order.sort_by(|&a, &b| mean(relays[b].1).total_cmp(&mean(relays[a].1)).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| {
+            mean(relays[b].1)
+                .total_cmp(&mean(relays[a].1))
+                .then(a.cmp(&b))
+        });
         let nr = relays.len();
         let mut q = Chart::new(format!(
             "Cells in circuit queues per relay{}",

@@ -16,9 +16,7 @@ fn reproduction(key: &str, seed: u64, secs: u64) -> (u64, u64) {
     let t = transport(key).unwrap();
     let draw = StarDraw::new(seed, 100, Dur::from_millis(40), Dur::from_secs(30));
     let net = draw.net(&t, bulk(), RW_INTERVAL, None);
-    let sc = net
-        .scenario("star", seed, Dur::from_secs(secs))
-        .unwrap();
+    let sc = net.scenario("star", seed, Dur::from_secs(secs)).unwrap();
     let mut sim = Sim::new(&sc).unwrap();
     net.install(&mut sim).unwrap();
     sim.run();
