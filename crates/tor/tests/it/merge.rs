@@ -70,7 +70,7 @@ fn a_client_on_a_node_of_the_scenario() {
         "c",
         "home",
         &["guard", "middle", "exit"],
-        Traffic::bulk(1 << 20),
+        Traffic::one_shot(1 << 20),
     ));
     net.extend(&mut sc).unwrap();
     // `hub` is not added twice; `home` gets no access link of its own.
