@@ -45,9 +45,15 @@ fn scenario_file(key: &str, seed: u64, secs: u64) -> (u64, u64) {
 
 #[test]
 fn the_fifty_relay_example_is_the_reproductions_star() {
-    for (key, seed) in [("backtap", 1), ("vanilla", 2)] {
-        let a = reproduction(key, seed, 8);
-        let b = scenario_file(key, seed, 8);
+    for (key, seed) in [
+        ("backtap", 1),
+        ("vanilla", 2),
+        ("pctcp", 3),
+        ("n23", 4),
+        ("tor-vegas", 5),
+    ] {
+        let a = reproduction(key, seed, 6);
+        let b = scenario_file(key, seed, 6);
         assert!(a.0 > 100_000, "{key}: only {} events", a.0);
         assert_eq!(a, b, "{key}, seed {seed}: (events, event hash)");
     }
