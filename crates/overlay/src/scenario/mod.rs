@@ -21,6 +21,7 @@
 
 pub mod tor;
 pub mod tor_build;
+mod tor_config;
 pub mod tor_out;
 
 use hopwise_sim::scenario::{self as sim_scenario, ScenarioError};
