@@ -5,8 +5,9 @@
 //! [`parse`] reads and checks them into a [`TorSection`]; the network is
 //! drawn from the run's seed when it is built ([`TorSection::net`], in
 //! `tor_build`), so that `--seed` and `hopwise sweep --seeds` draw new paths
-//! and start times. Outputs are in `tor_out`. The keys are documented in
-//! `docs/scenario-format.md`.
+//! and start times. The transport's keys and the generators are read in
+//! `tor_config`, outputs are in `tor_out`. The keys are documented in
+//! `docs/scenario-format.md` §12.
 
 use super::tor_build::Uplinks;
 use super::tor_config::{access, generators, traffic, transport, Work};
