@@ -157,6 +157,11 @@ fn other_mistakes_are_named() {
         "tor.circuit_window",
         &["without", "bound"],
     );
+    check(
+        &err(BASE, &["tor.switch=sx"]),
+        "tor.switch",
+        &["apart from the file's nodes", "did you mean `sw`?"],
+    );
     let client = BASE.replace("client = \"h1\"", "client = \"h9\"");
     check(
         &err(&client, &[]),

@@ -622,6 +622,30 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
              from a TorPS file with [tor.torps]",
         ));
     }
+    // Generated hosts must reach the file's nodes that take part.
+    let on_file = relays.iter().any(|r| matches!(r.place, Place::Node(_)))
+        || circuits
+            .iter()
+            .any(|c| matches!(c.client, Place::Node(_)) || c.server.is_some());
+    let generated = relays
+        .iter()
+        .any(|r| matches!(r.place, Place::Generated(_)))
+        || circuits
+            .iter()
+            .any(|c| matches!(c.client, Place::Generated(_)))
+        || torps.is_some()
+        || generate.is_some();
+    if on_file && generated && !node_names.contains(&switch.as_str()) {
+        return Err(e(
+            "tor.switch",
+            format!(
+                "the generated hosts would hang off a new switch `{switch}`, apart from the \
+                 file's nodes that run relays, clients or servers; set `switch` to a switch of \
+                 the file{}",
+                did_you_mean(&switch, &node_names)
+            ),
+        ));
+    }
     // A node plays one role: relay, client or server.
     let relay_node = |n: &str| relays.iter().any(|r| r.place == Place::Node(n.to_string()));
     for c in &circuits {
