@@ -12,6 +12,7 @@ mod logging;
 mod model;
 mod net;
 mod otcp;
+mod overlay;
 mod reproduce;
 mod run;
 mod sweep;

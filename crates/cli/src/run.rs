@@ -129,6 +129,8 @@ pub fn sim(
     if let Some(s) = seed {
         sc.seed = s;
     }
+    // Overlay sections add nodes, links and agents (see crate::overlay).
+    let (overlays, sc) = crate::overlay::prepare(sc, &origin)?;
     // The scenario's own entries were checked when it loaded; a bad entry
     // here comes from the flag.
     let ifaces = scenario::capture_ifaces(&sc, &[sc.measure.capture.as_slice(), capture].concat())
@@ -145,9 +147,8 @@ pub fn sim(
             sc.duration
         );
     }
-    let mut sim = Sim::new(&sc)
-        .map_err(anyhow::Error::msg)
-        .with_context(|| origin.clone())?;
+    let mut run = crate::overlay::build(&overlays, &origin)?;
+    let sim = &mut run.sim;
     // The previous run's captures that this run does not overwrite would
     // pass for this run's: removed, and said so (even with --quiet). Only
     // now, once the scenario has loaded and built, so that a run that
@@ -162,16 +163,18 @@ pub fn sim(
             stale.join(", ")
         );
     }
-    attach_captures(&mut sim, &ifaces, sc.measure.capture_snaplen, out)?;
-    let wall = run_with_progress(&mut sim, &sc.name);
+    attach_captures(sim, &ifaces, sc.measure.capture_snaplen, out)?;
+    let wall = run_with_progress(sim, &sc.name);
     sim.finish_captures()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("writing captures to {}", out.display()))?;
-    let mut summary = Summary::of(&sim, &sc.name, wall);
+    let mut summary = Summary::of(sim, &sc.name, wall);
     summary.command = Some(command_line());
-    let mut files = write_outputs(out, &sim, &summary)
+    let mut files = write_outputs(out, sim, &summary)
         .with_context(|| format!("writing results to {}", out.display()))?;
-    let text = summary_text(&summary);
+    let (more, overlay_text) = crate::overlay::write(out, &run, &summary)?;
+    files.extend(more);
+    let text = summary_text(&summary) + &overlay_text;
     if !quiet {
         print!("{text}");
     }

@@ -8,12 +8,13 @@ use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;
 use hopwise_sim::scenario::{self, ScenarioError};
 use hopwise_sim::spec::{FlowSpec, Scenario};
-use hopwise_sim::Sim;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::path::Path;
 use std::time::Instant;
+
+mod overlay;
 
 /// One `--vary KEY=V1,V2,...`.
 #[derive(Clone, Debug, PartialEq)]
@@ -515,6 +516,7 @@ impl Grid<'_> {
                 .map(|(a, v)| format!("{}={v}", a.key)),
         );
         scenario::parse(&self.text, &self.origin, &s)
+            .and_then(|sc| overlay::check(sc, &self.origin))
     }
 
     /// The error of point `p`, attributed: to the scenario (or its --set
@@ -845,9 +847,7 @@ pub fn sweep(
             let mut results = par_map(items, jobs, progress, |(i, seed)| {
                 let mut sc = sweep.build(&points[i]).map_err(|e| e.to_string())?;
                 sc.seed = seed;
-                let mut sim = Sim::new(&sc)?;
-                sim.run();
-                Ok::<_, String>(samples(&Summary::of(&sim, &sc.name, 0.0), &sc.flows))
+                overlay::run(sc, &sweep.origin)
             })
             .into_iter();
             for i in batch {
@@ -921,8 +921,19 @@ pub fn sweep(
     w.flush()
         .with_context(|| format!("writing {}", path.display()))?;
 
-    let figs = plots(out, axes, &points, &summary)?;
-    let table = table(axes, &points, &summary);
+    let mut figs = plots(out, axes, &points, &summary)?;
+    figs.extend(overlay::plot(out, axes, &points, &summary)?);
+    // A scenario of overlays alone has no flow columns to show.
+    let flows_table = if subjects(&summary, "goodput_bps").is_empty() {
+        String::new()
+    } else {
+        table(axes, &points, &summary)
+    };
+    let table = [flows_table, overlay::table(axes, &points, &summary)]
+        .into_iter()
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     if !quiet {
         print!("{table}");
     }
@@ -945,7 +956,7 @@ pub fn sweep(
         &format!("hopwise sweep: {name}"),
         &facts,
         &table,
-        &[("sweep.svg", "points.csv")],
+        &[("sweep.svg", "points.csv"), ("sweep_tor.svg", "points.csv")],
         &files,
     )?;
     println!(

@@ -101,6 +101,10 @@ struct NodeDef {
     role: Role,
     access: Access,
     switch: String,
+    /// The host is a node of the scenario already (built elsewhere, e.g. a
+    /// scenario file's `[[node]]`): [`TorNet::extend`] adds neither it nor
+    /// an access link; `access` gives only its uplink (rate, queue).
+    existing: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -208,8 +212,42 @@ impl TorNet {
             role,
             access,
             switch: switch.into(),
+            existing: false,
         });
         self
+    }
+
+    /// A host that is already a node of the scenario the network is merged
+    /// into ([`TorNet::extend`]): no host node, no switch, no access link is
+    /// generated for it. `uplink` is its link towards the network (rate,
+    /// queue), which the transports use to model their own uplink queue.
+    fn add_existing(&mut self, name: &str, role: Role, uplink: Access) -> &mut Self {
+        self.nodes.push(NodeDef {
+            name: name.into(),
+            role,
+            access: uplink,
+            switch: String::new(),
+            existing: true,
+        });
+        self
+    }
+
+    /// A relay on an existing node of the scenario (see [`TorNet::extend`]).
+    pub fn relay_on(
+        &mut self,
+        name: &str,
+        bucket: Option<BucketSpec>,
+        uplink: Access,
+    ) -> &mut Self {
+        self.add_existing(name, Role::Relay(bucket), uplink)
+    }
+    /// A client on an existing node of the scenario.
+    pub fn client_on(&mut self, name: &str, uplink: Access) -> &mut Self {
+        self.add_existing(name, Role::Client, uplink)
+    }
+    /// A server on an existing node of the scenario.
+    pub fn server_on(&mut self, name: &str, uplink: Access) -> &mut Self {
+        self.add_existing(name, Role::Server, uplink)
     }
 
     /// A relay on the default switch; `bucket` is its token bucket (`None`: unlimited).
@@ -349,13 +387,33 @@ impl TorNet {
     /// The network part of the simulation: switches, hosts and links, no flows.
     /// Add flows or other nodes to it before [`Sim::new`], then [`TorNet::install`].
     pub fn scenario(&self, name: &str, seed: u64, duration: Dur) -> Result<Scenario, String> {
-        self.validate()?;
         let mut sc = Scenario::new(name, duration, seed);
+        self.extend(&mut sc)?;
+        sc.measure.trace_interval = Dur::ZERO;
+        Ok(sc)
+    }
+
+    /// Merges the network into `sc`, after its own nodes and links: the
+    /// switches `sc` does not have yet, a host and an access link for every
+    /// generated host, and the trunks. Hosts added with `relay_on`,
+    /// `client_on` or `server_on` must be nodes of `sc` already; a generated
+    /// host may hang off a switch (or any node) of `sc`. Into an empty
+    /// scenario it adds exactly what [`TorNet::scenario`] builds, in the
+    /// same order.
+    pub fn extend(&self, sc: &mut Scenario) -> Result<(), String> {
+        self.validate()?;
+        for n in self.nodes.iter().filter(|n| n.existing) {
+            if !sc.nodes.iter().any(|x| x.name == n.name) {
+                return Err(format!("`{}` is not a node of the scenario", n.name));
+            }
+        }
         for s in &self.switches {
-            sc.nodes.push(NodeSpec {
-                name: s.clone(),
-                kind: NodeKind::Switch,
-            });
+            if !sc.nodes.iter().any(|x| &x.name == s) {
+                sc.nodes.push(NodeSpec {
+                    name: s.clone(),
+                    kind: NodeKind::Switch,
+                });
+            }
         }
         let dir = |rate, delay, queue, loss| DirSpec {
             rate,
@@ -363,7 +421,7 @@ impl TorNet {
             queue: QueueSpec::DropTail { limit: queue },
             loss,
         };
-        for n in &self.nodes {
+        for n in self.nodes.iter().filter(|n| !n.existing) {
             sc.nodes.push(NodeSpec {
                 name: n.name.clone(),
                 kind: NodeKind::Host,
@@ -386,8 +444,7 @@ impl TorNet {
                 ba: dir(t.rate, t.delay, t.queue, 0.0),
             });
         }
-        sc.measure.trace_interval = Dur::ZERO;
-        Ok(sc)
+        Ok(())
     }
 
     /// Adds the Tor agents to a simulation built from [`TorNet::scenario`].

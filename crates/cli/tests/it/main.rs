@@ -17,4 +17,5 @@ mod ops_cli;
 mod report_html;
 mod sim_capture;
 mod sweep_cli;
+mod tor_cli;
 mod utp_cli;

@@ -27,6 +27,10 @@
 
 pub mod otcp;
 pub mod swarm;
+pub mod tor;
+pub mod tor_build;
+mod tor_config;
+pub mod tor_out;
 
 use hopwise_proto::time::Time;
 use hopwise_sim::scenario::{self as sim_scenario, ScenarioError};
@@ -41,6 +45,8 @@ use std::path::Path;
 pub struct OverlayScenario {
     /// Topology, flows and measurement options (`hopwise-sim`'s part).
     pub base: Scenario,
+    /// `[tor]`, `[[relay]]`, `[[circuit]]`.
+    pub tor: Option<tor::TorSection>,
     /// `[swarm]`.
     pub swarm: Option<swarm::Section>,
     /// `[[otcp]]`.
@@ -65,9 +71,21 @@ pub fn parse(
     overrides: &[String],
 ) -> Result<OverlayScenario, ScenarioError> {
     let base = sim_scenario::parse(text, origin, overrides)?;
+    from_base(base, origin)
+}
+
+/// Reads the overlay sections of a scenario `hopwise-sim` has parsed
+/// (`origin` names the file in errors).
+pub fn from_base(base: Scenario, origin: &str) -> Result<OverlayScenario, ScenarioError> {
+    let tor = tor::parse(&base).map_err(|e| e.in_file(origin))?;
     let swarm = swarm::parse(&base).map_err(|x| x.in_file(origin))?;
     let otcp = otcp::parse(&base).map_err(|x| x.in_file(origin))?;
-    Ok(OverlayScenario { base, swarm, otcp })
+    Ok(OverlayScenario {
+        base,
+        tor,
+        swarm,
+        otcp,
+    })
 }
 
 impl OverlayScenario {
@@ -80,6 +98,9 @@ impl OverlayScenario {
     /// with the nodes and links the overlays generate.
     pub fn scenario(&self) -> Result<Scenario, String> {
         let mut sc = self.base.clone();
+        if let Some(t) = &self.tor {
+            t.net(sc.seed)?.net.extend(&mut sc)?;
+        }
         if let Some(s) = &self.swarm {
             s.extend(&mut sc);
         }
@@ -90,6 +111,10 @@ impl OverlayScenario {
     pub fn build(&self) -> Result<OverlayRun, String> {
         let sc = self.scenario()?;
         let mut sim = Sim::new(&sc)?;
+        let tor = match &self.tor {
+            Some(t) => Some(t.install(&sc, &mut sim)?),
+            None => None,
+        };
         let swarm = match &self.swarm {
             Some(s) => Some(s.install(&mut sim)?),
             None => None,
@@ -98,21 +123,29 @@ impl OverlayScenario {
             Some(s) => Some(s.install(&mut sim)?),
             None => None,
         };
-        Ok(OverlayRun { sim, swarm, otcp })
+        Ok(OverlayRun {
+            sim,
+            tor,
+            swarm,
+            otcp,
+        })
     }
 }
 
 /// A simulation with its overlays installed.
 pub struct OverlayRun {
     pub sim: Sim,
+    pub tor: Option<tor_out::TorInstalled>,
     pub swarm: Option<swarm::Installed>,
     pub otcp: Option<otcp::Installed>,
 }
 
 /// What the overlays measured, for `summary.json` (flattened beside
-/// `hopwise-sim`'s summary).
+/// `hopwise-sim`'s summary: top-level `tor`, `swarm` and `otcp` objects).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct OverlaySummary {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tor: Option<tor_out::TorSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub swarm: Option<swarm::Summary>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +174,7 @@ impl OverlayRun {
 
     pub fn summary(&self) -> OverlaySummary {
         OverlaySummary {
+            tor: self.tor.as_ref().map(|t| t.summary(&self.sim)),
             swarm: self.swarm.as_ref().map(|s| s.summary(&self.sim)),
             otcp: self.otcp.as_ref().map(|s| s.summary(&self.sim)),
         }
@@ -149,6 +183,9 @@ impl OverlayRun {
     /// Writes the overlays' CSVs and plots into `dir`; returns the files.
     pub fn write_outputs(&self, dir: &Path, summary: &OverlaySummary) -> io::Result<Vec<String>> {
         let mut files = Vec::new();
+        if let (Some(t), Some(s)) = (&self.tor, &summary.tor) {
+            t.write(dir, &self.sim, s, &mut files)?;
+        }
         if let (Some(s), Some(sum)) = (&self.swarm, &summary.swarm) {
             s.write(dir, sum, &mut files)?;
         }

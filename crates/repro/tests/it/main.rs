@@ -12,4 +12,5 @@ mod ledbat_swarm;
 mod otcp;
 mod overlay_ack;
 mod pendulum;
+mod tor_scenario;
 mod toy_reproduction;

@@ -4,6 +4,7 @@
 mod backtap;
 mod baselines;
 mod common;
+mod merge;
 mod scale;
 mod star_diag;
 mod vanilla;

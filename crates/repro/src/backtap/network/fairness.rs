@@ -12,7 +12,7 @@ use hopwise_experiment::{plural, Claim, Cmp, Ctx, Estimate, Outputs};
 use hopwise_proto::time::Dur;
 use hopwise_sim::spec::NodeKind;
 use hopwise_sim::Sim;
-use hopwise_tor::TorpsPaths;
+use hopwise_tor::{Refill, TorpsPaths};
 use serde::Serialize;
 
 /// R(t)/W(t) sampling in the network experiments: rates and backlogs are
@@ -131,6 +131,75 @@ pub fn max_min(paths: &[[usize; 3]], cap: &dyn Fn(usize) -> f64) -> Vec<f64> {
     rate
 }
 
+/// The star as a scenario file.
+pub const STAR_SCENARIO: &str = include_str!("../../../../../scenarios/tor-50-relays.toml");
+/// Its name in errors.
+pub const STAR_SCENARIO_PATH: &str = "scenarios/tor-50-relays.toml";
+
+/// The `--set` overrides that make [`STAR_SCENARIO`] the star of `plan`
+/// for transport `t` and `seed` (the transport by its base name, its
+/// refill, N23's gating and the star's RTT).
+pub fn star_overrides(plan: &Plan, t: &Transport, seed: u64) -> Vec<String> {
+    let cfg = t.config();
+    let (transport, gating) = match cfg.name() {
+        "n23-edge" => ("n23", Some("edge-only")),
+        n => (n, None),
+    };
+    let refill = match t.refill.refill() {
+        Refill::Periodic(d) => format!("\"{}ns\"", d.as_nanos()),
+        Refill::OnDemand { .. } => "on-demand".into(),
+    };
+    let rtt = t.star_rtt_ms.unwrap_or(plan.star_rtt_ms);
+    let mut v = vec![
+        format!("tor.transport={transport}"),
+        format!("tor.refill={refill}"),
+        format!("tor.access.rtt=\"{rtt}ms\""),
+        format!("tor.goodput_interval=\"{}ns\"", RW_INTERVAL.as_nanos()),
+        "tor.queue_interval=\"0s\"".into(),
+        format!("tor.torps.circuits={}", plan.star_circuits),
+        format!("tor.torps.start_window=\"{}s\"", plan.star_start_s),
+        format!("duration=\"{}s\"", plan.star_secs),
+        format!("measure.warmup=\"{}s\"", plan.star_from_s),
+        format!("seed={seed}"),
+        format!("name=\"fig6a-{}-{seed}\"", t.key),
+    ];
+    if let Some(g) = gating {
+        v.push(format!("tor.n23.gating={g}"));
+    }
+    v
+}
+
+/// The star of `plan` for `t` and `seed` loaded from [`STAR_SCENARIO`],
+/// built and installed; `None` when the file cannot express the transport
+/// (its configuration after the overrides differs from `t`'s: BackTap's
+/// start-up variants).
+pub fn star_from_file(
+    plan: &Plan,
+    t: &Transport,
+    seed: u64,
+) -> anyhow::Result<Option<(Sim, hopwise_tor::Installed)>> {
+    let mut s = hopwise_overlay::scenario::parse(
+        STAR_SCENARIO,
+        STAR_SCENARIO_PATH,
+        &star_overrides(plan, t, seed),
+    )?;
+    let Some(tor) = &s.tor else {
+        anyhow::bail!("{STAR_SCENARIO_PATH}: no [tor] section");
+    };
+    let mut want = t.config();
+    want.response_delay = super::topo::RESPONSE_DELAY;
+    want.rw_interval = RW_INTERVAL;
+    want.queue_interval = None;
+    if tor.config != want || tor.refill != t.refill.refill() {
+        return Ok(None);
+    }
+    // No link traces, as `TorNet::scenario` (a file cannot set zero).
+    s.base.measure.trace_interval = Dur::ZERO;
+    let run = s.build().map_err(anyhow::Error::msg)?;
+    let tor = run.tor.expect("a Tor section installs");
+    Ok(Some((run.sim, tor.inst)))
+}
+
 /// Runs one transport on one seed.
 pub fn run_one(plan: &Plan, t: &Transport, seed: u64) -> anyhow::Result<FairnessRun> {
     let draw = StarDraw::new(
@@ -139,14 +208,22 @@ pub fn run_one(plan: &Plan, t: &Transport, seed: u64) -> anyhow::Result<Fairness
         Dur::from_millis(t.star_rtt_ms.unwrap_or(plan.star_rtt_ms)),
         Dur::from_secs(plan.star_start_s),
     );
-    let net = draw.net(t, bulk(), RW_INTERVAL, None);
-    let name = format!("fig6a-{}-{seed}", t.key);
-    let mut sc = net
-        .scenario(&name, seed, Dur::from_secs(plan.star_secs))
-        .map_err(anyhow::Error::msg)?;
-    sc.measure.warmup = Dur::from_secs(plan.star_from_s);
-    let mut sim = Sim::new(&sc).map_err(anyhow::Error::msg)?;
-    let inst = net.install(&mut sim).map_err(anyhow::Error::msg)?;
+    // From the scenario file where it can express the transport; else
+    // built here (the same network: the file's test compares the hashes).
+    let (mut sim, inst) = match star_from_file(plan, t, seed)? {
+        Some(x) => x,
+        None => {
+            let net = draw.net(t, bulk(), RW_INTERVAL, None);
+            let name = format!("fig6a-{}-{seed}", t.key);
+            let mut sc = net
+                .scenario(&name, seed, Dur::from_secs(plan.star_secs))
+                .map_err(anyhow::Error::msg)?;
+            sc.measure.warmup = Dur::from_secs(plan.star_from_s);
+            let mut sim = Sim::new(&sc).map_err(anyhow::Error::msg)?;
+            let inst = net.install(&mut sim).map_err(anyhow::Error::msg)?;
+            (sim, inst)
+        }
+    };
     #[allow(clippy::disallowed_methods)] // wall time for the speed report only
     let t0 = std::time::Instant::now();
     sim.run();
