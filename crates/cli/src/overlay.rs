@@ -126,5 +126,41 @@ pub fn text(o: &OverlaySummary) -> String {
             );
         }
     }
+    if let Some(w) = &o.swarm {
+        let _ = writeln!(s, "Swarm:");
+        for c in &w.classes {
+            let _ = writeln!(
+                s,
+                "  {:<12} {} of {} leechers done, download median {} (p95 {}), {} MB up",
+                c.class,
+                c.completed,
+                c.leechers,
+                secs(c.download_median_s),
+                secs(c.download_p95_s),
+                c.uploaded_bytes / 1_000_000
+            );
+        }
+        if !w.errors.is_empty() {
+            let _ = writeln!(s, "  {} peer errors (see summary.json)", w.errors.len());
+        }
+    }
+    if let Some(p) = &o.otcp {
+        let _ = writeln!(s, "oTCP:");
+        for r in &p.paths {
+            let via = if r.relays.is_empty() {
+                "direct"
+            } else {
+                r.relays.as_str()
+            };
+            let done = r.completion_s.map_or("not complete".to_string(), |c| {
+                format!("done in {}", secs(c))
+            });
+            let _ = writeln!(
+                s,
+                "  {:<12} {} → {} via {}: {:.3} Mbit/s, {}",
+                r.path, r.from, r.to, via, r.goodput_mbps, done
+            );
+        }
+    }
     s
 }

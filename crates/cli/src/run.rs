@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use hopwise_experiment::plural;
-use hopwise_proto::time::Dur;
+use hopwise_overlay::scenario::OverlayRun;
+use hopwise_proto::time::{Dur, Time};
 use hopwise_sim::report::{write_outputs, Summary};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{scenario, Sim};
@@ -18,15 +19,43 @@ pub const SCALE: &str = include_str!("../../../scenarios/scale.toml");
 /// Runs a simulation to its end, showing a progress bar once it has taken
 /// more than two seconds of wall time.
 pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
-    let t0 = Instant::now();
-    let end = sim.end_time();
-    let steps = 200u64;
-    let step = Dur::from_nanos((end.as_nanos() / steps).max(1));
-    let mut bar: Option<ProgressBar> = None;
-    let mut t = sim.now();
-    while t < end {
-        t = (t + step).min(end);
+    let (start, end) = (sim.now(), sim.end_time());
+    drive(start, end, label, |t| {
         sim.run_until(t);
+        Some(sim.events())
+    })
+}
+
+/// Runs a simulation with overlays to its end (their drivers step with it),
+/// with [`run_with_progress`]'s progress bar.
+pub fn run_overlay_with_progress(run: &mut OverlayRun, label: &str) -> Result<f64> {
+    let (start, end) = (run.sim.now(), run.sim.end_time());
+    let mut failed = None;
+    let wall = drive(start, end, label, |t| match run.run_until(t) {
+        Ok(()) => Some(run.sim.events()),
+        Err(e) => {
+            failed = Some(e);
+            None
+        }
+    });
+    match failed {
+        Some(e) => Err(anyhow::Error::msg(e)),
+        None => Ok(wall),
+    }
+}
+
+/// Steps from `start` to `end` in 200 steps (`step(t)` runs up to `t` and
+/// returns the events so far, or `None` to stop), with a progress bar once
+/// more than two seconds of wall time have passed; returns the wall time.
+fn drive(start: Time, end: Time, label: &str, mut step: impl FnMut(Time) -> Option<u64>) -> f64 {
+    let t0 = Instant::now();
+    let steps = 200u64;
+    let stride = Dur::from_nanos((end.as_nanos() / steps).max(1));
+    let mut bar: Option<ProgressBar> = None;
+    let mut t = start;
+    while t < end {
+        t = (t + stride).min(end);
+        let Some(events) = step(t) else { break };
         if bar.is_none() && t0.elapsed() > Duration::from_secs(2) && t < end {
             let b = ProgressBar::new(end.as_nanos() / 1_000_000);
             // Our own estimate of the time left, from the average speed so
@@ -46,7 +75,7 @@ pub fn run_with_progress(sim: &mut Sim, label: &str) -> f64 {
             let left = wall * (end.as_nanos() - t.as_nanos()) as f64 / t.as_nanos().max(1) as f64;
             b.set_message(format!(
                 "{:.1} M events/s (eta {})",
-                sim.events() as f64 / wall / 1e6,
+                events as f64 / wall / 1e6,
                 indicatif::HumanDuration(Duration::from_secs_f64(left))
             ));
         }
@@ -164,7 +193,8 @@ pub fn sim(
         );
     }
     attach_captures(sim, &ifaces, sc.measure.capture_snaplen, out)?;
-    let wall = run_with_progress(sim, &sc.name);
+    let wall = run_overlay_with_progress(&mut run, &sc.name)?;
+    let sim = &mut run.sim;
     sim.finish_captures()
         .map_err(anyhow::Error::msg)
         .with_context(|| format!("writing captures to {}", out.display()))?;

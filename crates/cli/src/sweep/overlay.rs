@@ -25,16 +25,33 @@ pub fn check(sc: Scenario, origin: &str) -> Result<Scenario, hopwise_sim::scenar
 pub fn run(sc: Scenario, origin: &str) -> Result<Vec<Sample>, String> {
     let os = hopwise_overlay::scenario::from_base(sc, origin).map_err(|e| e.to_string())?;
     let mut run = os.build()?;
-    run.sim.run();
+    run.run()?;
     let mut v = super::samples(&Summary::of(&run.sim, &os.base.name, 0.0), &os.base.flows);
-    if let Some(t) = run.summary().tor {
-        let mut push = |metric: &'static str, subject: &str, value: f64| {
-            v.push(Sample {
-                metric,
-                subject: subject.to_string(),
-                value,
-            })
-        };
+    let summary = run.summary();
+    let mut push = |metric: &'static str, subject: &str, value: f64| {
+        v.push(Sample {
+            metric,
+            subject: subject.to_string(),
+            value,
+        })
+    };
+    // Swarm classes and oTCP paths: their download times and goodput.
+    for c in summary.swarm.iter().flat_map(|w| &w.classes) {
+        push("swarm_download_median_s", &c.class, c.download_median_s);
+        push("swarm_download_p95_s", &c.class, c.download_p95_s);
+        push(
+            "swarm_completed_fraction",
+            &c.class,
+            c.completed as f64 / c.leechers.max(1) as f64,
+        );
+    }
+    for p in summary.otcp.iter().flat_map(|o| &o.paths) {
+        push("otcp_goodput_bps", &p.path, p.goodput_mbps * 1e6);
+        if let Some(c) = p.completion_s {
+            push("otcp_completion_s", &p.path, c);
+        }
+    }
+    if let Some(t) = summary.tor {
         push("circuit_goodput_bps", ALL, t.goodput_bps);
         if let Some(j) = t.jain {
             push("circuit_jain", ALL, j);

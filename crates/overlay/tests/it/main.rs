@@ -2,6 +2,7 @@
 
 mod otcp;
 mod swarm;
+mod tor;
 
 use hopwise_overlay::scenario::{self, OverlayRun, OverlayScenario};
 use std::path::{Path, PathBuf};

@@ -265,7 +265,8 @@ fn check(s: &Scenario) -> R<()> {
     }
 
     // Nodes.
-    if s.nodes.is_empty() {
+    // An overlay may generate every node it needs.
+    if s.nodes.is_empty() && s.overlay.is_empty() {
         return Err(e(
             "node",
             "no nodes defined; declare hosts and switches with [[node]]",

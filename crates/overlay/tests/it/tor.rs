@@ -72,6 +72,39 @@ fn the_base_scenario_parses() {
     assert!(s.has_overlay());
 }
 
+/// A Tor network alone needs no `[[node]]` and no `[[flow]]`: every host
+/// is generated; without an overlay, the file is still refused.
+#[test]
+fn an_overlay_alone_needs_no_nodes_or_flows() {
+    let text = r#"
+duration = "3s"
+[tor]
+transport = "backtap"
+[[relay]]
+name = "a"
+bandwidth = "1MB/s"
+[[relay]]
+name = "b"
+bandwidth = "1MB/s"
+[[relay]]
+name = "c"
+bandwidth = "1MB/s"
+[[circuit]]
+name = "x"
+path = ["a", "b", "c"]
+workload = "bulk"
+size = "200KB"
+"#;
+    let s = parse(text, "t.toml", &[]).unwrap();
+    assert!(s.base.nodes.is_empty() && s.base.flows.is_empty());
+    let mut run = s.build().unwrap();
+    run.run().unwrap();
+    let tor = run.summary().tor.unwrap();
+    assert!(tor.completed >= 1, "{} requests completed", tor.completed);
+    let e = err("duration = \"3s\"\n", &[]);
+    assert_eq!(e.key, "node", "{e}");
+}
+
 #[test]
 fn a_circuit_through_an_unknown_relay() {
     let text = BASE.replace(
