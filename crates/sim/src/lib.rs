@@ -13,6 +13,7 @@ pub mod qdisc;
 pub mod query;
 mod queue;
 pub mod report;
+pub mod routing;
 pub mod scenario;
 pub mod sim;
 pub mod spec;

@@ -19,6 +19,7 @@
 use crate::agent::Sock;
 use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::NodeId;
+use crate::routing::Routing;
 use crate::sim::{Endpoint, Flow, Iface, Sim};
 use crate::spec::{NodeKind, Traffic};
 use hopwise_experiment::stats::LogHistogram;
@@ -86,6 +87,11 @@ impl Sim {
     /// A node's kind (host or switch).
     pub fn node_kind(&self, n: NodeId) -> NodeKind {
         self.nodes[n.index()].kind
+    }
+    /// The routes packets follow: each node's output interface towards
+    /// each destination, paths and their propagation delays.
+    pub fn routing(&self) -> &Routing {
+        &self.routing
     }
 
     /// Every scenario flow, in scenario order.

@@ -15,6 +15,7 @@ use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
 use crate::queue::EventQueue;
+use crate::routing::{Hop, Routing};
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
 use hopwise_experiment::stats::LogHistogram;
@@ -90,19 +91,12 @@ pub struct Iface {
     capture: Option<(String, Box<Capture>)>,
 }
 
-/// A node's name, kind and routes (read through [`Sim::node_name`] and
-/// [`Sim::node_kind`]).
+/// A node's name and kind (read through [`Sim::node_name`] and
+/// [`Sim::node_kind`]; its routes are in [`Sim::routing`]).
 #[derive(Debug)]
 pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) kind: NodeKind,
-    /// Output interface towards each destination node (`u32::MAX`: unreachable).
-    /// Empty for a node with a single interface, which uses `default_route`.
-    routes: Vec<u32>,
-    /// The only interface of a single-homed node.
-    default_route: u32,
-    /// Connected component (nodes reach each other iff their components match).
-    component: u32,
 }
 
 /// One end of a TCP connection and the application on it (its accessors
@@ -181,6 +175,8 @@ pub struct Sim {
     goodput_interval: Dur,
     pub(crate) nodes: Vec<Node>,
     pub(crate) ifaces: Vec<Iface>,
+    /// Each node's output interface towards each destination.
+    pub(crate) routing: Routing,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) flows: Vec<Flow>,
     /// Trace tick times actually sampled.
@@ -260,15 +256,12 @@ impl Sim {
                 .copied()
                 .ok_or_else(|| format!("unknown node `{name}`"))
         };
-        let mut nodes: Vec<Node> = sc
+        let nodes: Vec<Node> = sc
             .nodes
             .iter()
             .map(|n| Node {
                 name: n.name.clone(),
                 kind: n.kind,
-                routes: Vec::new(),
-                default_route: u32::MAX,
-                component: 0,
             })
             .collect();
         let mut ifaces = Vec::new();
@@ -296,14 +289,24 @@ impl Sim {
                 });
             }
         }
-        compute_routes(&mut nodes, &ifaces);
+        let routing = Routing::new(
+            nodes.len(),
+            ifaces
+                .iter()
+                .map(|f| Hop {
+                    from: f.from,
+                    to: f.to,
+                    delay: f.delay,
+                })
+                .collect(),
+        );
 
         let mut flows = Vec::new();
         let mut endpoints = Vec::new();
         for (fi, f) in sc.flows.iter().enumerate() {
             let from = node_id(&f.from)?;
             let to = node_id(&f.to)?;
-            if route(&nodes, from, to) == u32::MAX {
+            if routing.next_iface(from, to).is_none() {
                 return Err(format!(
                     "flow `{}`: no route from `{}` to `{}`",
                     f.name, f.from, f.to
@@ -374,6 +377,7 @@ impl Sim {
             goodput_interval: sc.measure.goodput_interval,
             nodes,
             ifaces,
+            routing,
             endpoints,
             flows,
             trace_times: Vec::new(),
@@ -638,7 +642,7 @@ impl Sim {
 
     /// Hands a packet to `node`'s routing.
     fn send(&mut self, node: NodeId, p: Packet) {
-        let i = route(&self.nodes, node, p.dst);
+        let i = self.routing.out(node, p.dst);
         if i == u32::MAX {
             return;
         }
@@ -812,84 +816,5 @@ impl Sim {
         for ep in &mut self.endpoints {
             ep.goodput.pad_to(end);
         }
-    }
-}
-
-/// The output interface of `node` towards `dst`, or `u32::MAX` if none.
-fn route(nodes: &[Node], node: NodeId, dst: NodeId) -> u32 {
-    let n = &nodes[node.index()];
-    if n.routes.is_empty() {
-        if node != dst
-            && nodes
-                .get(dst.index())
-                .is_some_and(|d| d.component == n.component)
-        {
-            n.default_route
-        } else {
-            u32::MAX
-        }
-    } else {
-        n.routes.get(dst.index()).copied().unwrap_or(u32::MAX)
-    }
-}
-
-/// Breadth-first shortest paths (in hops); ties go to the lower interface
-/// index, so routes are deterministic. Only nodes with several interfaces
-/// (switches, multi-homed hosts) get a table, so that a star of thousands of
-/// hosts needs one table, not one per host; a single-homed node sends
-/// everything through its only interface.
-fn compute_routes(nodes: &mut [Node], ifaces: &[Iface]) {
-    let n = nodes.len();
-    let mut out: Vec<Vec<u32>> = vec![Vec::new(); n];
-    for (i, f) in ifaces.iter().enumerate() {
-        out[f.from.index()].push(i as u32);
-    }
-    // Reachability is symmetric (links are full duplex): one component id per node.
-    let mut comp = vec![u32::MAX; n];
-    for s in 0..n {
-        if comp[s] != u32::MAX {
-            continue;
-        }
-        comp[s] = s as u32;
-        let mut q = VecDeque::from([s]);
-        while let Some(u) = q.pop_front() {
-            for &i in &out[u] {
-                let t = ifaces[i as usize].to.index();
-                if comp[t] == u32::MAX {
-                    comp[t] = s as u32;
-                    q.push_back(t);
-                }
-            }
-        }
-    }
-    for src in 0..n {
-        nodes[src].component = comp[src];
-        if out[src].len() == 1 {
-            nodes[src].default_route = out[src][0];
-            continue;
-        }
-        let mut first_hop = vec![u32::MAX; n];
-        let mut seen = vec![false; n];
-        seen[src] = true;
-        let mut q = VecDeque::new();
-        for &i in &out[src] {
-            let to = ifaces[i as usize].to.index();
-            if !seen[to] {
-                seen[to] = true;
-                first_hop[to] = i;
-                q.push_back(to);
-            }
-        }
-        while let Some(u) = q.pop_front() {
-            for &i in &out[u] {
-                let to = ifaces[i as usize].to.index();
-                if !seen[to] {
-                    seen[to] = true;
-                    first_hop[to] = first_hop[u];
-                    q.push_back(to);
-                }
-            }
-        }
-        nodes[src].routes = first_hop;
     }
 }

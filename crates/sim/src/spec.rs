@@ -2,6 +2,7 @@
 //! flows and measurement options. Scenario files (TOML, see
 //! [`crate::scenario`]) parse into this; reproductions build it in code.
 
+use crate::packet::NodeId;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::Dur;
@@ -185,5 +186,14 @@ impl Scenario {
             start_jitter: Dur::ZERO,
             overlay: toml::Table::new(),
         }
+    }
+
+    /// A node's id by name: its position in `nodes`, as [`crate::Sim::new`]
+    /// and [`crate::routing::Routing::of`] number nodes.
+    pub fn node_id(&self, name: &str) -> Option<NodeId> {
+        self.nodes
+            .iter()
+            .position(|n| n.name == name)
+            .map(|i| NodeId(i as u32))
     }
 }

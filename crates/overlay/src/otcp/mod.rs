@@ -4,4 +4,3 @@
 
 pub mod agents;
 pub mod chain;
-pub mod route;

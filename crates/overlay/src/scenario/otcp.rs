@@ -20,7 +20,8 @@
 //! Each hop is its own TCP connection; a relay splices one into the next
 //! (`hopwise_proto::otcp`, the agents of [`crate::otcp::agents`]). With
 //! `relays`, every relay must lie on the route the topology gives from
-//! `from` to `to`, so the split follows the topology. With `candidates`,
+//! `from` to `to` (the simulator's own routes, `hopwise_sim::routing`), so
+//! the split follows the topology. With `candidates`,
 //! the path is chosen as seed 001 chooses it
 //! (`hopwise_proto::otcp::select::best_via`): the direct path or one relay,
 //! the lowest largest-hop RTT, from the idle round-trip times of the
@@ -29,7 +30,6 @@
 
 use super::swarm::{list, write_csv};
 use crate::otcp::agents::{Client, Node, PORT};
-use crate::otcp::route::Topology;
 use hopwise_config::{
     self as cfg, did_you_mean, table, Duration, Name, Problem, Size, Strings, Tables, Text,
 };
@@ -38,9 +38,10 @@ use hopwise_proto::cc::CcConfig;
 use hopwise_proto::otcp::select::{best_via, RttMatrix};
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
+use hopwise_sim::routing::Routing;
 use hopwise_sim::scenario::ScenarioError;
 use hopwise_sim::spec::Scenario;
-use hopwise_sim::Sim;
+use hopwise_sim::{NodeId, Sim};
 use serde::Serialize;
 use std::io;
 use std::path::Path;
@@ -154,8 +155,10 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
             format!("{} paths; at most {MAX_PATHS}", raw.0.len()),
         ));
     }
-    let topo = Topology::of(base);
+    // The routes the simulator will forward by (hopwise_sim::routing).
+    let routes = Routing::of(base).map_err(|m| e("link", m))?;
     let nodes: Vec<&str> = base.nodes.iter().map(|n| n.name.as_str()).collect();
+    let node_name = |n: NodeId| nodes[n.index()];
     let mut paths: Vec<PathSpec> = Vec::new();
     for (i, r) in raw.0.iter().enumerate() {
         let name = r.name.as_ref().map_or(format!("otcp{i}"), |n| n.0.clone());
@@ -167,8 +170,8 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 format!("a second path named {name:?}; give each its own name"),
             ));
         }
-        let node = |k: &str, n: &str| -> R<usize> {
-            topo.node(n).ok_or_else(|| {
+        let node = |k: &str, n: &str| -> R<NodeId> {
+            base.node_id(n).ok_or_else(|| {
                 e(
                     k,
                     format!(
@@ -193,7 +196,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 format!("the server is the client's node `{to_name}`; name another node"),
             ));
         }
-        let Some((route, _)) = topo.path(from, to) else {
+        let Some((route, _)) = routes.path(from, to) else {
             return Err(e(
                 &key,
                 format!(
@@ -201,7 +204,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 ),
             ));
         };
-        let direct_rtt = topo
+        let direct_rtt = routes
             .rtt(from, to)
             .expect("a route both ways (links are full duplex)");
         let cc_name = r.cc.as_ref().map_or("newreno".to_string(), |t| t.0.clone());
@@ -233,9 +236,9 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 // The relays lie on the route, in order.
                 let inner: Vec<&str> = route[1..route.len() - 1]
                     .iter()
-                    .map(|&n| topo.name(n))
+                    .map(|&n| node_name(n))
                     .collect();
-                let shown: Vec<&str> = route.iter().map(|&n| topo.name(n)).collect();
+                let shown: Vec<&str> = route.iter().map(|&n| node_name(n)).collect();
                 let mut last = 0;
                 for (j, rn) in rs.0.iter().enumerate() {
                     let k = format!("{}[{j}]", at("relays"));
@@ -291,7 +294,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     if id == from || id == to {
                         return Err(e(k, format!("`{c}` is an end of the path, not a relay")));
                     }
-                    if topo.path(from, id).is_none() || topo.path(id, to).is_none() {
+                    if routes.path(from, id).is_none() || routes.path(id, to).is_none() {
                         return Err(e(
                             k,
                             format!("`{c}` is not reachable from `{from_name}` and `{to_name}`"),
@@ -300,13 +303,13 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     ids.push(id);
                 }
                 let m = RttMatrix::from_fn(ids.len(), |u, v| {
-                    topo.rtt(ids[u], ids[v]).expect("reachable")
+                    routes.rtt(ids[u], ids[v]).expect("reachable")
                 });
                 let best = best_via(&m, 0, 1, &(2..ids.len()).collect::<Vec<_>>());
                 let relays = best
                     .relays()
                     .iter()
-                    .map(|&k| topo.name(ids[k]).to_string())
+                    .map(|&k| node_name(ids[k]).to_string())
                     .collect();
                 (relays, Some(cs.0.clone()))
             }
@@ -319,11 +322,11 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
             }
         };
         let mut hops = vec![from];
-        hops.extend(relays.iter().map(|r| topo.node(r).expect("checked")));
+        hops.extend(relays.iter().map(|r| base.node_id(r).expect("checked")));
         hops.push(to);
         let hop_rtts = hops
             .windows(2)
-            .map(|w| topo.rtt(w[0], w[1]).expect("reachable"))
+            .map(|w| routes.rtt(w[0], w[1]).expect("reachable"))
             .collect();
         paths.push(PathSpec {
             name,

@@ -149,7 +149,7 @@ impl Sim {
                 self.nodes.get(to.index()).map_or("?", |n| &n.name)
             ));
         };
-        if route(&self.nodes, node, to) == u32::MAX {
+        if self.routing.next_iface(node, to).is_none() {
             return Err(format!(
                 "no route from `{}` to `{}`",
                 self.nodes[node.index()].name,

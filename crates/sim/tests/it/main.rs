@@ -8,4 +8,5 @@ mod common;
 mod determinism;
 mod examples;
 mod latency;
+mod routing;
 mod scenario_errors;
