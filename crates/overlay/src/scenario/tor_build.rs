@@ -6,10 +6,12 @@
 use super::tor::{AccessSpec, CircuitDef, PathSpec, Place, RelaySpec, TorSection};
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::Dur;
+use hopwise_sim::routing::Routing;
 use hopwise_sim::scenario::ScenarioError;
 use hopwise_sim::spec::{QueueSpec, Scenario};
+use hopwise_sim::NodeId;
 use hopwise_tor::{Access, BucketSpec, CircuitSpec, ServerSpec, TorNet, TorpsPaths, Traffic};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
 /// The uplink (rate and queue of the first link out of it) of each file
 /// node that runs a relay, client or server.
@@ -312,78 +314,31 @@ impl TorSection {
     }
 }
 
-/// One-way propagation delays along the simulator's routes: breadth-first
-/// fewest hops, ties to the lower interface index (links in file order,
-/// each link's a→b interface before its b→a one), as `hopwise-sim` routes.
+/// One-way propagation delays along the simulator's routes
+/// ([`hopwise_sim::routing`]), between nodes named as the circuits name
+/// their hosts.
 pub struct Routes {
-    index: BTreeMap<String, usize>,
-    /// Per node: (neighbour, one-way delay) per interface, in interface order.
-    out: Vec<Vec<(usize, Dur)>>,
+    index: BTreeMap<String, NodeId>,
+    routing: Routing,
 }
 
 impl Routes {
-    pub fn of(sc: &Scenario) -> Routes {
-        let index: BTreeMap<String, usize> = sc
+    pub fn of(sc: &Scenario) -> Result<Routes, String> {
+        let index = sc
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.name.clone(), i))
+            .map(|(i, n)| (n.name.clone(), NodeId::from_raw(i as u32)))
             .collect();
-        let mut out = vec![Vec::new(); sc.nodes.len()];
-        for l in &sc.links {
-            if let (Some(&a), Some(&b)) = (index.get(&l.a), index.get(&l.b)) {
-                out[a].push((b, l.ab.delay));
-                out[b].push((a, l.ba.delay));
-            }
-        }
-        Routes { index, out }
-    }
-
-    /// The first hop (interface position at `src`) towards `dst`.
-    fn first_hop(&self, src: usize, dst: usize) -> Option<usize> {
-        let n = self.out.len();
-        let mut first = vec![usize::MAX; n];
-        let mut seen = vec![false; n];
-        seen[src] = true;
-        let mut q = VecDeque::new();
-        for (k, &(to, _)) in self.out[src].iter().enumerate() {
-            if !seen[to] {
-                seen[to] = true;
-                first[to] = k;
-                q.push_back(to);
-            }
-        }
-        while let Some(u) = q.pop_front() {
-            if u == dst {
-                break;
-            }
-            for &(to, _) in &self.out[u] {
-                if !seen[to] {
-                    seen[to] = true;
-                    first[to] = first[u];
-                    q.push_back(to);
-                }
-            }
-        }
-        (first[dst] != usize::MAX).then_some(first[dst])
+        Ok(Routes {
+            index,
+            routing: Routing::of(sc)?,
+        })
     }
 
     /// One-way propagation delay from `a` to `b` along the route.
     pub fn delay(&self, a: &str, b: &str) -> Option<Dur> {
-        let (mut u, dst) = (*self.index.get(a)?, *self.index.get(b)?);
-        let mut d = Dur::ZERO;
-        let mut hops = 0;
-        while u != dst {
-            let k = self.first_hop(u, dst)?;
-            let (to, delay) = self.out[u][k];
-            d += delay;
-            u = to;
-            hops += 1;
-            if hops > self.out.len() {
-                return None;
-            }
-        }
-        Some(d)
+        self.routing.delay(*self.index.get(a)?, *self.index.get(b)?)
     }
 
     /// Propagation round trip of a request on circuit `c`: along the hosts
@@ -412,7 +367,7 @@ impl TorSection {
     ) -> Result<super::tor_out::TorInstalled, String> {
         let built = self.net(sc.seed)?;
         let inst = built.net.install(sim)?;
-        let routes = Routes::of(sc);
+        let routes = Routes::of(sc)?;
         let prop_rtt = built
             .circuits
             .iter()
