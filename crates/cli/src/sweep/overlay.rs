@@ -5,7 +5,10 @@
 //! show each point's TTLB, fairness and queueing delay with their
 //! intervals.
 
-use super::{label, series_of, Axis, Point, Sample, SweepSummary};
+use super::axes::{label, numeric, Axis, Point};
+use super::plots::series_of;
+use super::samples::{samples, Sample};
+use super::SweepSummary;
 use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;
@@ -26,7 +29,7 @@ pub fn run(sc: Scenario, origin: &str) -> Result<Vec<Sample>, String> {
     let os = hopwise_overlay::scenario::from_base(sc, origin).map_err(|e| e.to_string())?;
     let mut run = os.build()?;
     run.run()?;
-    let mut v = super::samples(&Summary::of(&run.sim, &os.base.name, 0.0), &os.base.flows);
+    let mut v = samples(&Summary::of(&run.sim, &os.base.name, 0.0), &os.base.flows);
     let summary = run.summary();
     let mut push = |metric: &'static str, subject: &str, value: f64| {
         v.push(Sample {
@@ -124,7 +127,7 @@ pub fn plot(
     )
     .panel_size(560, 340);
     let num = if axes.len() == 1 {
-        super::numeric(&axes[0].values)
+        numeric(&axes[0].values)
     } else {
         None
     };
