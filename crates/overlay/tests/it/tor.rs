@@ -430,3 +430,60 @@ fn generated_relays_carry_paths_by_bandwidth() {
     let sc = s.scenario().unwrap();
     assert!(sc.nodes.iter().any(|n| n.name == "g39"));
 }
+
+/// Latency statistics count only the requests issued at or after
+/// `measure.warmup`; `tor_requests.csv` lists every request.
+#[test]
+fn latency_counts_requests_after_the_warm_up() {
+    let text = BASE.replace("workload = \"web\"", "workload = \"web\"\nstart = \"1s\"");
+    let sets = [
+        "tor.response_delay=\"20ms\"".to_string(),
+        "measure.warmup=\"3s\"".to_string(),
+    ];
+    let s = parse(&text, "t.toml", &sets).unwrap();
+    let dir = std::env::temp_dir().join(format!("hopwise-overlay-tor-warm-{}", std::process::id()));
+    let (v, _) = run(&s, &dir);
+    let csv = std::fs::read_to_string(dir.join("tor_requests.csv")).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let (issued, ttfb, ttlb) = (col("issued_s"), col("ttfb_s"), col("ttlb_s"));
+    let rows: Vec<Vec<f64>> = lines
+        .map(|l| {
+            l.split(',')
+                .map(|x| x.parse().unwrap_or(f64::NAN))
+                .collect()
+        })
+        .collect();
+    let count = |k: usize, after: bool| {
+        rows.iter()
+            .filter(|r| (!after || r[issued] >= 3.0) && r[k].is_finite())
+            .count() as u64
+    };
+    assert!(
+        count(ttfb, false) > count(ttfb, true),
+        "no request before 3 s"
+    );
+    assert!(count(ttfb, true) >= 5, "{}", count(ttfb, true));
+    let t = &v["tor"];
+    assert_eq!(
+        t["ttfb_s"]["samples"].as_u64(),
+        Some(count(ttfb, true)),
+        "{t}"
+    );
+    assert_eq!(
+        t["ttlb_s"]["samples"].as_u64(),
+        Some(count(ttlb, true)),
+        "{t}"
+    );
+    assert_eq!(
+        t["rtt_ms"]["samples"].as_u64(),
+        Some(count(ttfb, true)),
+        "{t}"
+    );
+    assert_eq!(
+        t["queueing_ms"]["samples"].as_u64(),
+        Some(count(ttfb, true))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
