@@ -158,6 +158,8 @@ pub struct CircuitDef {
     pub server: Option<String>,
     pub traffic: Traffic,
     pub start: Dur,
+    /// The `[[circuit]]` entry's key path (`circuit "web"`), for errors.
+    pub entry: String,
 }
 
 /// Circuits drawn from a TorPS path file (`[tor.torps]`).
@@ -545,11 +547,56 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let count = c.count.map(|n| n.0 as usize);
         let start = c.start.as_ref().map_or(Dur::ZERO, |d| d.value);
         let step = c.start_step.as_ref().map_or(Dur::ZERO, |d| d.value);
+        let start_of = |k: usize| {
+            Dur::from_nanos(
+                start
+                    .as_nanos()
+                    .saturating_add(step.as_nanos().saturating_mul(k as u64)),
+            )
+        };
+        let last = start_of(count.unwrap_or(1) - 1);
+        if last >= base.duration {
+            let (at, what) = match count {
+                Some(n) if n > 1 => (
+                    "start_step",
+                    format!(
+                        "circuit {} would start at {last} (start + {} × start_step)",
+                        n - 1,
+                        n - 1
+                    ),
+                ),
+                _ => ("start", format!("the circuit would start at {last}")),
+            };
+            return Err(e(
+                format!("{key}.{at}"),
+                format!(
+                    "{what}, at or after the end of the simulation (duration = {})",
+                    base.duration
+                ),
+            ));
+        }
         for k in 0..count.unwrap_or(1) {
             let cname = match count {
                 None => name.clone(),
                 Some(_) => format!("{name}-{k}"),
             };
+            if let Some(other) = circuits.iter().find(|d| d.name == cname) {
+                let (at, what) = match count {
+                    Some(_) => (
+                        "count",
+                        format!("`count` names this circuit's copies `{name}-0`, `{name}-1`, …: "),
+                    ),
+                    None => ("name", String::new()),
+                };
+                return Err(e(
+                    format!("{key}.{at}"),
+                    format!(
+                        "{what}`{cname}` is also the name of a circuit defined above ({}); \
+                         rename one of them",
+                        other.entry
+                    ),
+                ));
+            }
             let (place, client_name) = match &client {
                 Some(n) => (Place::Node(n.clone()), n.clone()),
                 None => (Place::Generated(acc), format!("op-{cname}")),
@@ -557,6 +604,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             if let Place::Generated(_) = place {
                 if node_names.contains(&client_name.as_str())
                     || relays.iter().any(|r| r.name == client_name)
+                    || circuits.iter().any(|d| d.client_name == client_name)
                 {
                     return Err(e(
                         format!("{key}.client"),
@@ -574,7 +622,8 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
                 path: path.clone(),
                 server: server.clone(),
                 traffic,
-                start: start + Dur::from_nanos(step.as_nanos() * k as u64),
+                start: start_of(k),
+                entry: key.clone(),
             });
         }
     }

@@ -487,3 +487,53 @@ fn latency_counts_requests_after_the_warm_up() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `count` copies are named `<name>-<i>`: a clash with another circuit, or
+/// of their generated client hosts, is reported at the entry's key path.
+#[test]
+fn replicated_circuit_names_are_unique() {
+    let counted = |first: &str, second: &str| {
+        format!(
+            "{}\n{first}\n{second}\n",
+            BASE.replace("client = \"h1\"\n", "")
+        )
+    };
+    let web1 = "[[circuit]]\nname = \"web-1\"\npath = [\"exit\"]\nworkload = \"bulk\"";
+    let webs = "[[circuit]]\nname = \"web\"\ncount = 2\npath = [\"exit\"]\nworkload = \"bulk\"";
+    // BASE's `web` becomes `web2` so that the two below are the only clash.
+    let fix = |t: String| t.replacen("name = \"web\"", "name = \"web2\"", 1);
+    check(
+        &err(&fix(counted(web1, webs)), &[]),
+        r#"circuit "web".count"#,
+        &["`web-1` is also the name of a circuit defined above (circuit \"web-1\")"],
+    );
+    check(
+        &err(&fix(counted(webs, web1)), &[]),
+        r#"circuit "web-1".name"#,
+        &["`web-1` is also the name of a circuit defined above (circuit \"web\")"],
+    );
+    let late = BASE.replace(
+        "workload = \"web\"",
+        "workload = \"web\"\ncount = 3\nstart_step = \"3s\"",
+    );
+    check(
+        &err(&late, &[]),
+        r#"circuit "web".start_step"#,
+        &["circuit 2 would start at 6s", "duration = 5s"],
+    );
+    // 4 × 5e18 ns does not fit in 64 bits: saturates, then is refused.
+    let huge = BASE.replace(
+        "workload = \"web\"",
+        "workload = \"web\"\ncount = 5\nstart_step = \"5000000000s\"",
+    );
+    check(
+        &err(&huge, &[]),
+        r#"circuit "web".start_step"#,
+        &["circuit 4 would start at"],
+    );
+    check(
+        &err(BASE, &["circuit[0].start=\"5s\""]),
+        r#"circuit "web".start"#,
+        &["at or after the end"],
+    );
+}
