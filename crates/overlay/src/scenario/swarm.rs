@@ -476,6 +476,7 @@ impl Section {
             swarm,
             next: Time::ZERO + STEP,
             classes: self.classes.iter().map(|c| c.name.clone()).collect(),
+            leechers: self.classes.iter().map(|c| c.peers).collect(),
         })
     }
 }
@@ -497,6 +498,8 @@ pub struct Installed {
     /// When the driver looks next.
     next: Time,
     classes: Vec<String>,
+    /// Leechers per class, as configured (arrived or not).
+    leechers: Vec<usize>,
 }
 
 impl Installed {
@@ -525,11 +528,12 @@ impl Installed {
                     .filter(|r| !r.seed)
                     .filter_map(|r| r.download_s())
                     .collect();
-                let leechers = mine.iter().filter(|r| !r.seed).count();
+                let arrived = mine.iter().filter(|r| !r.seed).count();
                 ClassSummary {
                     class: name.clone(),
-                    seeds: mine.len() - leechers,
-                    leechers,
+                    seeds: mine.len() - arrived,
+                    leechers: self.leechers[k],
+                    arrived,
                     completed: times.len(),
                     download_mean_s: mean(&times),
                     download_median_s: quantile(&times, 0.5),
@@ -560,7 +564,7 @@ impl Installed {
         let mut chart = Chart::new("Swarm: download times")
             .x_label("download time (s)")
             .y_label("fraction of leechers");
-        for c in &self.classes {
+        for (c, &n) in self.classes.iter().zip(&self.leechers) {
             let mut t: Vec<f64> = s
                 .peers
                 .iter()
@@ -568,9 +572,8 @@ impl Installed {
                 .filter_map(|p| p.download_s)
                 .collect();
             t.sort_by(f64::total_cmp);
-            // Over every leecher of the class: one that never finished
-            // keeps the curve below 1.
-            let n = s.peers.iter().filter(|p| &p.class == c && !p.seed).count();
+            // Over every leecher of the class, arrived or not: one that
+            // never finished keeps the curve below 1.
             let mut pts = vec![(0.0, 0.0)];
             for (i, x) in t.iter().enumerate() {
                 let row = CdfRow {
@@ -605,7 +608,10 @@ pub struct Summary {
 pub struct ClassSummary {
     pub class: String,
     pub seeds: usize,
+    /// Leechers of the class, as configured (`peers` or its nodes).
     pub leechers: usize,
+    /// Leechers that arrived before the end of the run.
+    pub arrived: usize,
     /// Leechers that got the whole file.
     pub completed: usize,
     pub download_mean_s: f64,
