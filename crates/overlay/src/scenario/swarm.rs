@@ -156,8 +156,8 @@ fn pieces_of(size: u64, piece: u64) -> Result<u32, String> {
     }
     if !size.is_multiple_of(piece) {
         let lo = size / piece * piece;
-        let hi = lo + piece;
-        let near = if lo == 0 { hi } else { lo };
+        // The whole pieces below `size`, or one piece if that is none.
+        let near = if lo == 0 { piece } else { lo };
         return Err(format!(
             "{size} B is not a whole number of {piece} B pieces; did you mean {near} B \
              ({} pieces)? (the peers' last piece is a full one)",
