@@ -17,7 +17,7 @@ use hopwise_config::{
 };
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::time::Dur;
-use hopwise_sim::scenario::ScenarioError;
+use hopwise_sim::scenario::{ScenarioError, TRACE_BUDGET};
 use hopwise_sim::spec::{Limit, NodeKind, Scenario};
 use hopwise_tor::{TorConfig, Traffic};
 use toml::Value;
@@ -721,6 +721,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         }
     }
     let uplinks = Uplinks::of(base, &relays, &circuits)?;
+    budget(base, &config, &relays, &circuits, torps.as_ref(), generate)?;
     Ok(TorSection {
         config,
         refill: refill_v,
@@ -732,6 +733,78 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         generate,
         uplinks,
     })
+}
+
+/// Checks that the series a Tor run keeps in memory fit in hopwise-sim's
+/// [`TRACE_BUDGET`]: every `tor.goodput_interval` R(t) and W(t) per
+/// circuit (16 B); every `tor.queue_interval` a sample per relay and one
+/// per node of each circuit's path.
+fn budget(
+    base: &Scenario,
+    config: &TorConfig,
+    relays: &[RelaySpec],
+    circuits: &[CircuitDef],
+    torps: Option<&TorpsSpec>,
+    generate: Option<GenerateSpec>,
+) -> R<()> {
+    use hopwise_tor::results::{HopSample, NodeSample};
+    use std::mem::size_of;
+    let torps_circuits = torps.map_or(0, |t| t.circuits) as u64;
+    let n_circuits = circuits.len() as u64 + torps_circuits;
+    let n_relays = relays.len() as u64
+        + generate.map_or(0, |g| g.relays) as u64
+        + torps.map_or(0, |t| u64::from(t.file));
+    // Client and relays of each path; TorPS paths have three relays.
+    let path_nodes: u64 = circuits
+        .iter()
+        .map(|c| match &c.path {
+            PathSpec::Relays(r) => r.len() as u64 + 1,
+            PathSpec::ByBandwidth(hops) => *hops as u64 + 1,
+        })
+        .sum::<u64>()
+        .saturating_add(4 * torps_circuits);
+    let mut series = vec![(
+        "tor.goodput_interval",
+        config.rw_interval,
+        n_circuits.saturating_mul(16),
+        format!("{n_circuits} circuits"),
+    )];
+    if let Some(q) = config.queue_interval {
+        series.push((
+            "tor.queue_interval",
+            q,
+            (n_relays.saturating_mul(size_of::<NodeSample>() as u64))
+                .saturating_add(path_nodes.saturating_mul(size_of::<HopSample>() as u64)),
+            format!("{n_relays} relays and {n_circuits} circuits"),
+        ));
+    }
+    for (key, iv, bytes, what) in series {
+        let samples = (base.duration.as_nanos() / iv.as_nanos().max(1)).saturating_add(1);
+        let total = samples.saturating_mul(bytes);
+        if total > TRACE_BUDGET {
+            let need = u128::from(base.duration.as_nanos()) * u128::from(bytes)
+                / u128::from(TRACE_BUDGET)
+                + 1;
+            let need = Dur::from_nanos(u64::try_from(need).unwrap_or(u64::MAX));
+            let zero = if key == "tor.queue_interval" {
+                " (or 0s: no queue samples)"
+            } else {
+                ""
+            };
+            return Err(e(
+                key,
+                format!(
+                    "{iv} with {what} over {} would keep about {} MB of samples in memory, \
+                     more than the {} MB allowed; use an interval of at least {need}{zero}, \
+                     or a shorter duration",
+                    base.duration,
+                    total / 1_000_000,
+                    TRACE_BUDGET / 1_000_000
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn numbered(n: &str, prefix: &str) -> bool {

@@ -558,3 +558,20 @@ fn generated_names_of_two_overlays_clash() {
     }
     assert!(s.build().is_err());
 }
+
+/// Series kept in memory are bounded like hopwise-sim's traces.
+#[test]
+fn sampling_intervals_fit_the_memory_budget() {
+    check(
+        &err(BASE, &["tor.goodput_interval=\"1ns\""]),
+        "tor.goodput_interval",
+        &["1 circuits", "MB of samples", "at least"],
+    );
+    check(
+        &err(BASE, &["tor.queue_interval=\"1ns\""]),
+        "tor.queue_interval",
+        &["3 relays and 1 circuits", "or 0s"],
+    );
+    // The suggested interval is accepted.
+    parse(BASE, "t.toml", &["tor.queue_interval=\"1ms\"".into()]).unwrap();
+}
