@@ -354,6 +354,16 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let bucket = match (r.bandwidth, r.burst) {
             (Some(b), burst) => {
                 let rate = b.0.bps() / 8;
+                if rate == 0 {
+                    return Err(e(
+                        format!("{key}.bandwidth"),
+                        format!(
+                            "{} is less than one byte per second (the token bucket's rate is \
+                             whole bytes); use at least 8bit",
+                            b.0
+                        ),
+                    ));
+                }
                 Some((rate, burst.map_or(rate, |s| s.0)))
             }
             (None, Some(_)) => {

@@ -575,3 +575,14 @@ fn sampling_intervals_fit_the_memory_budget() {
     // The suggested interval is accepted.
     parse(BASE, "t.toml", &["tor.queue_interval=\"1ms\"".into()]).unwrap();
 }
+
+/// A bandwidth under 8 bit/s is a rate of 0 B/s: blamed on `bandwidth`.
+#[test]
+fn a_relay_bandwidth_below_one_byte_per_second() {
+    check(
+        &err(BASE, &["relay.guard.bandwidth=\"7bit\""]),
+        r#"relay "guard".bandwidth"#,
+        &["less than one byte per second"],
+    );
+    parse(BASE, "t.toml", &["relay.guard.bandwidth=\"8bit\"".into()]).unwrap();
+}
