@@ -341,7 +341,11 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
         });
     }
     if paths.is_empty() {
-        return Ok(None);
+        return Err(e(
+            "otcp",
+            "an empty list of paths (`otcp = []`): nothing would run; add an [[otcp]] \
+             section (from, to, relays) or remove the key",
+        ));
     }
     Ok(Some(Section {
         paths,

@@ -273,3 +273,12 @@ fn other_mistakes_are_caught() {
     let e = error(&format!("{NET}\n[otcp]\nfrom = \"c\""));
     assert!(e.message.contains("[[otcp]]"), "{e}");
 }
+
+/// `otcp = []` alone would run nothing.
+#[test]
+fn an_empty_list_of_paths_is_an_error() {
+    // A top-level key, so before the tables.
+    let e = error(&format!("otcp = []\n{NET}"));
+    assert_eq!(e.key, "otcp", "{e}");
+    assert!(e.message.contains("nothing would run"), "{e}");
+}

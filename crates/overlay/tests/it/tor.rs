@@ -586,3 +586,14 @@ fn a_relay_bandwidth_below_one_byte_per_second() {
     );
     parse(BASE, "t.toml", &["relay.guard.bandwidth=\"8bit\"".into()]).unwrap();
 }
+
+/// `relay = []` or `circuit = []` alone would run nothing.
+#[test]
+fn empty_tor_lists_are_errors() {
+    let net = &BASE[..BASE.find("[tor]").unwrap()];
+    for empty in ["relay = []", "circuit = []"] {
+        let text = format!("{empty}\n{net}");
+        check(&err(&text, &[]), "circuit", &["no circuits"]);
+    }
+}
+
