@@ -160,7 +160,12 @@ pub fn text(o: &OverlaySummary) -> String {
             let _ = writeln!(
                 s,
                 "  {:<12} {} → {} via {}: {:.3} Mbit/s, {}",
-                r.path, r.from, r.to, via, r.goodput_mbps, done
+                r.path,
+                r.from,
+                r.to,
+                via,
+                r.goodput_bps / 1e6,
+                done
             );
         }
     }

@@ -470,8 +470,8 @@ impl Installed {
                     received_bytes: bytes,
                     first_byte_s: rx.and_then(|r| r.first).map(|t| t.as_secs_f64() - start),
                     completion_s: done,
-                    goodput_mbps: if secs > 0.0 {
-                        bytes as f64 * 8.0 / secs / 1e6
+                    goodput_bps: if secs > 0.0 {
+                        bytes as f64 * 8.0 / secs
                     } else {
                         f64::NAN
                     },
@@ -513,9 +513,9 @@ impl Installed {
                 let row = GoodputRow {
                     path: p.name.clone(),
                     time_s: (k as f64 + 0.5) * dt,
-                    goodput_mbps: b as f64 * 8.0 / dt / 1e6,
+                    goodput_bps: b as f64 * 8.0 / dt,
                 };
-                pts.push((row.time_s, row.goodput_mbps));
+                pts.push((row.time_s, row.goodput_bps / 1e6));
                 rows.push(row);
             }
             chart.push_series(Series::line(p.name.clone(), pts));
@@ -570,8 +570,8 @@ pub struct PathRow {
     pub first_byte_s: Option<f64>,
     pub completion_s: Option<f64>,
     /// Received bytes over the completion time (over the time from start to
-    /// the end of the run, if not complete).
-    pub goodput_mbps: f64,
+    /// the end of the run, if not complete), bit/s.
+    pub goodput_bps: f64,
     pub errors: String,
 }
 
@@ -580,5 +580,5 @@ pub struct PathRow {
 pub struct GoodputRow {
     pub path: String,
     pub time_s: f64,
-    pub goodput_mbps: f64,
+    pub goodput_bps: f64,
 }
