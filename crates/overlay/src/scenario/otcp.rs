@@ -27,18 +27,19 @@
 //! topology (propagation delays along its routes, what a probe on an idle
 //! network measures).
 
-use super::swarm::{list, write_csv};
+use super::short_list;
+use super::swarm::write_csv;
 use crate::otcp::agents::{Client, Node, PORT};
 use crate::otcp::route::Topology;
 use hopwise_config::{
-    self as cfg, did_you_mean, table, Duration, Name, Problem, Size, Strings, Tables, Text,
+    self as cfg, did_you_mean, table, Duration, Name, Problem, Size, Strings, Tables,
 };
 use hopwise_plot::{BarChart, Chart, Series};
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::otcp::select::{best_via, RttMatrix};
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
-use hopwise_sim::scenario::ScenarioError;
+use hopwise_sim::scenario::{cc_by_name, cc_value, ScenarioError};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::Sim;
 use serde::Serialize;
@@ -54,40 +55,25 @@ fn e(key: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
 
 /// Most `[[otcp]]` paths in one file (each has its own port).
 pub const MAX_PATHS: usize = 1000;
-/// Congestion-control aliases [`CcConfig::from_name`] accepts besides
-/// [`CcConfig::NAMES`] (for "did you mean").
-const CC_ALIASES: &[&str] = &[
-    "reno",
-    "ledbat-rfc6817",
-    "utp",
-    "ledbat-plus-plus",
-    "ledbatpp",
-    "tcp-lp",
-    "tcp-nice",
-];
-
-/// A congestion control by name, as `[[flow]]`'s `cc = "…"` reads it.
-pub(super) fn cc_by_name(name: &str, key: &str) -> R<CcConfig> {
-    let t = name.trim();
-    CcConfig::from_name(t)
-        .or_else(|_| CcConfig::from_name(&t.to_lowercase()))
-        .map_err(|_| {
-            let known: Vec<&str> = CcConfig::NAMES.iter().chain(CC_ALIASES).copied().collect();
-            e(
-                key,
-                format!(
-                    "unknown congestion control {name:?}{} (known: {})",
-                    did_you_mean(t, &known),
-                    CcConfig::NAMES.join(", ")
-                ),
-            )
-        })
+/// A `cc` value as `[[flow]]` reads it (a name, or a table such as
+/// `{ algo = "ledbat", target = "50ms" }`; NewReno without one), and the
+/// name the outputs show: the name as written, or the table's algorithm.
+pub(super) fn cc_of(v: Option<&toml::Value>, key: &str) -> R<(CcConfig, String)> {
+    match v {
+        None => Ok((CcConfig::NewReno, "newreno".into())),
+        Some(toml::Value::String(s)) => Ok((cc_by_name(s, key)?, s.clone())),
+        Some(v) => {
+            let cc = cc_value(v, key)?;
+            let name = cc.name().to_string();
+            Ok((cc, name))
+        }
+    }
 }
 
 table! {
     pub struct RawPath("a table (an [[otcp]] section)", section "otcp") {
         name: Name, from: Name, to: Name, relays: Strings, candidates: Strings,
-        size: Size, cc: Text, start: Duration, splice: Size,
+        size: Size, cc: Value, start: Duration, splice: Size,
     }
 }
 
@@ -174,7 +160,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     format!(
                         "unknown node `{n}`{} (known: {})",
                         did_you_mean(n, &nodes),
-                        list(&nodes)
+                        short_list(&nodes)
                     ),
                 )
             })
@@ -204,8 +190,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
         let direct_rtt = topo
             .rtt(from, to)
             .expect("a route both ways (links are full duplex)");
-        let cc_name = r.cc.as_ref().map_or("newreno".to_string(), |t| t.0.clone());
-        let cc = cc_by_name(&cc_name, &at("cc"))?;
+        let (cc, cc_name) = cc_of(r.cc.as_ref(), &at("cc"))?;
         if let Some(s) = &r.size {
             if s.0 == 0 {
                 return Err(e(

@@ -23,7 +23,8 @@
 //! ledbat-swarm reproduction ([`crate::swarm::driver`]); a peer that leaves
 //! is not replaced.
 
-use super::otcp::cc_by_name;
+use super::otcp::cc_of;
+use super::short_list;
 use crate::swarm::driver::{Class, Host, PeerRecord, Population, Settings, Swarm, STEP};
 use crate::swarm::peer::{PeerStats, Stay};
 use hopwise_config::{
@@ -67,7 +68,7 @@ table! {
 }
 table! {
     pub struct RawClass("a table (a [[swarm.class]] section)", section "swarm.class") {
-        name: Name, cc: Text, seeds: Int<0, 100_000>, peers: Int<0, 100_000>,
+        name: Name, cc: Value, seeds: Int<0, 100_000>, peers: Int<0, 100_000>,
         nodes: Strings, attach: Name, up: Rate, down: Rate, delay: Duration,
         buffer: QueueLimit,
     }
@@ -210,8 +211,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 format!("a second class named {name:?}; give each class its own name"),
             ));
         }
-        let cc_name = c.cc.as_ref().map_or("newreno".to_string(), |t| t.0.clone());
-        let cc = cc_by_name(&cc_name, &at("cc"))?;
+        let (cc, cc_name) = cc_of(c.cc.as_ref(), &at("cc"))?;
         let seeds = c.seeds.map_or(0, |n| n.0 as usize);
         let generated = [
             ("up", c.up.is_some()),
@@ -233,7 +233,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     format!(
                         "where do its peers run? add `nodes = [\"h1\", …]` ([[node]]s) or \
                          `attach = \"<node>\"` (generated hosts linked to that node; known nodes: {})",
-                        list(&nodes)
+                        short_list(&nodes)
                     ),
                 ))
             }
@@ -251,7 +251,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     if !nodes.contains(&n.as_str()) {
                         return Err(e(
                             format!("{}[{j}]", at("nodes")),
-                            format!("unknown node `{n}`{} (known: {})", did_you_mean(n, &nodes), list(&nodes)),
+                            format!("unknown node `{n}`{} (known: {})", did_you_mean(n, &nodes), short_list(&nodes)),
                         ));
                     }
                     if let Some((_, other)) = used.iter().find(|(u, _)| u == n) {
@@ -271,7 +271,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 if !nodes.contains(&a.0.as_str()) {
                     return Err(e(
                         at("attach"),
-                        format!("unknown node `{}`{} (known: {})", a.0, did_you_mean(&a.0, &nodes), list(&nodes)),
+                        format!("unknown node `{}`{} (known: {})", a.0, did_you_mean(&a.0, &nodes), short_list(&nodes)),
                     ));
                 }
                 Placement::Generated {
@@ -371,16 +371,6 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
         min_peers: raw.min_peers.map_or(20, |n| n.0 as usize),
         classes,
     }))
-}
-
-/// A list for messages, shortened if long.
-pub(super) fn list(items: &[&str]) -> String {
-    const MAX: usize = 16;
-    if items.len() > MAX {
-        format!("{}, … ({} in all)", items[..MAX].join(", "), items.len())
-    } else {
-        items.join(", ")
-    }
 }
 
 impl Section {

@@ -9,6 +9,7 @@
 //! `tor_config`, outputs are in `tor_out`. The keys are documented in
 //! `docs/scenario-format.md` §12.
 
+use super::short_list;
 use super::tor_build::Uplinks;
 use super::tor_config::{access, generators, traffic, transport, Work};
 use hopwise_config::{
@@ -828,15 +829,4 @@ fn generated_name(n: &str) -> bool {
 
 fn generated_circuit(n: &str) -> bool {
     numbered(n, "c")
-}
-
-fn short_list(items: &[&str]) -> String {
-    const MAX: usize = 12;
-    if items.is_empty() {
-        "none".into()
-    } else if items.len() > MAX {
-        format!("{}, … ({} in all)", items[..MAX].join(", "), items.len())
-    } else {
-        items.join(", ")
-    }
 }
