@@ -131,10 +131,12 @@ pub fn text(o: &OverlaySummary) -> String {
         for c in &w.classes {
             let _ = writeln!(
                 s,
-                "  {:<12} {} of {} leechers done, download median {} (p95 {}), {} MB up",
+                "  {:<12} {} of {} leechers done ({} arrived), download median {} (p95 {}), \
+                 {} MB up",
                 c.class,
                 c.completed,
                 c.leechers,
+                c.arrived,
                 secs(c.download_median_s),
                 secs(c.download_p95_s),
                 c.uploaded_bytes / 1_000_000
@@ -158,7 +160,12 @@ pub fn text(o: &OverlaySummary) -> String {
             let _ = writeln!(
                 s,
                 "  {:<12} {} → {} via {}: {:.3} Mbit/s, {}",
-                r.path, r.from, r.to, via, r.goodput_mbps, done
+                r.path,
+                r.from,
+                r.to,
+                via,
+                r.goodput_bps / 1e6,
+                done
             );
         }
     }

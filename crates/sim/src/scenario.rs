@@ -439,7 +439,9 @@ fn tcp_check(c: &TcpConfig, path: &str) -> R<()> {
     }
 }
 
-fn cc_by_name(name: &str, p: &str) -> R<CcConfig> {
+/// A congestion control by name (`"cubic"`, an alias such as `"reno"`,
+/// any case), or an error at key path `p` with a "did you mean".
+pub fn cc_by_name(name: &str, p: &str) -> R<CcConfig> {
     let trimmed = name.trim();
     CcConfig::from_name(trimmed)
         .or_else(|_| CcConfig::from_name(&trimmed.to_lowercase()))
@@ -456,9 +458,10 @@ fn cc_by_name(name: &str, p: &str) -> R<CcConfig> {
         })
 }
 
-/// `cc = "cubic"` or `cc = { algo = "ledbat", target = "100ms" }`. Read by
-/// hand rather than by serde: the parameters depend on the algorithm.
-fn cc(v: &Value, p: &str) -> R<CcConfig> {
+/// A `cc` value: `cc = "cubic"` or `cc = { algo = "ledbat", target =
+/// "100ms" }` (errors at key path `p`). Read by hand rather than by serde:
+/// the parameters depend on the algorithm.
+pub fn cc_value(v: &Value, p: &str) -> R<CcConfig> {
     let t = match v {
         Value::String(s) => return cc_by_name(s, p),
         Value::Table(t) => t,
@@ -716,7 +719,7 @@ fn flow_specs(i: usize, f: RawFlow, duration: Dur, tcp_default: &TcpConfig) -> R
         "the congestion control, e.g. cc = \"cubic\"; known: {}",
         CcConfig::NAMES.join(", ")
     );
-    let cc = cc(&req(f.cc, &p, "cc", &why)?, &at(&p, "cc"))?;
+    let cc = cc_value(&req(f.cc, &p, "cc", &why)?, &at(&p, "cc"))?;
     let start = f.start.map_or(Dur::ZERO, |d| d.value);
     let stop = f.stop.map(|d| d.value);
     let traffic = match f.size {

@@ -49,7 +49,7 @@ pub fn run(sc: Scenario, origin: &str) -> Result<Vec<Sample>, String> {
         );
     }
     for p in summary.otcp.iter().flat_map(|o| &o.paths) {
-        push("otcp_goodput_bps", &p.path, p.goodput_mbps * 1e6);
+        push("otcp_goodput_bps", &p.path, p.goodput_bps);
         if let Some(c) = p.completion_s {
             push("otcp_completion_s", &p.path, c);
         }

@@ -98,12 +98,37 @@ impl OverlayScenario {
     /// with the nodes and links the overlays generate.
     pub fn scenario(&self) -> Result<Scenario, String> {
         let mut sc = self.base.clone();
+        // Which part of the file made each node and link.
+        let mut made = vec![("[[node]]", sc.nodes.len(), "[[link]]", sc.links.len())];
         if let Some(t) = &self.tor {
             t.net(sc.seed)?.net.extend(&mut sc)?;
+            made.push((
+                "[tor]/[[relay]]/[[circuit]] (generated hosts)",
+                sc.nodes.len(),
+                "[tor]/[[relay]]/[[circuit]] (generated access links)",
+                sc.links.len(),
+            ));
         }
         if let Some(s) = &self.swarm {
             s.extend(&mut sc);
+            made.push((
+                "[swarm] (generated peer hosts)",
+                sc.nodes.len(),
+                "[swarm] (generated access links)",
+                sc.links.len(),
+            ));
         }
+        let by = |i: usize, node: bool| {
+            made.iter()
+                .find(|m| i < if node { m.1 } else { m.3 })
+                .map_or("?", |m| if node { m.0 } else { m.2 })
+        };
+        unique(sc.nodes.iter().map(|n| n.name.as_str()), "node", |i| {
+            by(i, true)
+        })?;
+        unique(sc.links.iter().map(|l| l.name.as_str()), "link", |i| {
+            by(i, false)
+        })?;
         Ok(sc)
     }
 
@@ -130,6 +155,44 @@ impl OverlayScenario {
             otcp,
         })
     }
+}
+
+/// A list of names for error messages: `none`, or the first 12 and how
+/// many there are in all.
+pub(crate) fn short_list(items: &[&str]) -> String {
+    const MAX: usize = 12;
+    if items.is_empty() {
+        "none".into()
+    } else if items.len() > MAX {
+        format!("{}, … ({} in all)", items[..MAX].join(", "), items.len())
+    } else {
+        items.join(", ")
+    }
+}
+
+/// Checks that `names` are distinct; an error names the duplicate and the
+/// sections that made both (`by(index)`).
+fn unique<'a>(
+    names: impl Iterator<Item = &'a str>,
+    what: &str,
+    by: impl Fn(usize) -> &'static str,
+) -> Result<(), String> {
+    let mut seen = std::collections::BTreeMap::new();
+    for (i, n) in names.enumerate() {
+        if let Some(j) = seen.insert(n, i) {
+            let (a, b) = (by(j), by(i));
+            let from = if a == b {
+                format!("twice by {a}")
+            } else {
+                format!("by {a} and by {b}")
+            };
+            return Err(format!(
+                "two {what}s are named `{n}`, made {from}; rename one (each {what} needs its \
+                 own name)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A simulation with its overlays installed.

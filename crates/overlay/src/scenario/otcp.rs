@@ -28,10 +28,11 @@
 //! topology (propagation delays along its routes, what a probe on an idle
 //! network measures).
 
-use super::swarm::{list, write_csv};
+use super::short_list;
+use super::swarm::write_csv;
 use crate::otcp::agents::{Client, Node, PORT};
 use hopwise_config::{
-    self as cfg, did_you_mean, table, Duration, Name, Problem, Size, Strings, Tables, Text,
+    self as cfg, did_you_mean, table, Duration, Name, Problem, Size, Strings, Tables,
 };
 use hopwise_plot::{BarChart, Chart, Series};
 use hopwise_proto::cc::CcConfig;
@@ -39,7 +40,7 @@ use hopwise_proto::otcp::select::{best_via, RttMatrix};
 use hopwise_proto::tcp::TcpConfig;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_sim::routing::Routing;
-use hopwise_sim::scenario::ScenarioError;
+use hopwise_sim::scenario::{cc_by_name, cc_value, ScenarioError};
 use hopwise_sim::spec::Scenario;
 use hopwise_sim::{NodeId, Sim};
 use serde::Serialize;
@@ -55,40 +56,25 @@ fn e(key: impl Into<String>, msg: impl Into<String>) -> ScenarioError {
 
 /// Most `[[otcp]]` paths in one file (each has its own port).
 pub const MAX_PATHS: usize = 1000;
-/// Congestion-control aliases [`CcConfig::from_name`] accepts besides
-/// [`CcConfig::NAMES`] (for "did you mean").
-const CC_ALIASES: &[&str] = &[
-    "reno",
-    "ledbat-rfc6817",
-    "utp",
-    "ledbat-plus-plus",
-    "ledbatpp",
-    "tcp-lp",
-    "tcp-nice",
-];
-
-/// A congestion control by name, as `[[flow]]`'s `cc = "…"` reads it.
-pub(super) fn cc_by_name(name: &str, key: &str) -> R<CcConfig> {
-    let t = name.trim();
-    CcConfig::from_name(t)
-        .or_else(|_| CcConfig::from_name(&t.to_lowercase()))
-        .map_err(|_| {
-            let known: Vec<&str> = CcConfig::NAMES.iter().chain(CC_ALIASES).copied().collect();
-            e(
-                key,
-                format!(
-                    "unknown congestion control {name:?}{} (known: {})",
-                    did_you_mean(t, &known),
-                    CcConfig::NAMES.join(", ")
-                ),
-            )
-        })
+/// A `cc` value as `[[flow]]` reads it (a name, or a table such as
+/// `{ algo = "ledbat", target = "50ms" }`; NewReno without one), and the
+/// name the outputs show: the name as written, or the table's algorithm.
+pub(super) fn cc_of(v: Option<&toml::Value>, key: &str) -> R<(CcConfig, String)> {
+    match v {
+        None => Ok((CcConfig::NewReno, "newreno".into())),
+        Some(toml::Value::String(s)) => Ok((cc_by_name(s, key)?, s.clone())),
+        Some(v) => {
+            let cc = cc_value(v, key)?;
+            let name = cc.name().to_string();
+            Ok((cc, name))
+        }
+    }
 }
 
 table! {
     pub struct RawPath("a table (an [[otcp]] section)", section "otcp") {
         name: Name, from: Name, to: Name, relays: Strings, candidates: Strings,
-        size: Size, cc: Text, start: Duration, splice: Size,
+        size: Size, cc: Value, start: Duration, splice: Size,
     }
 }
 
@@ -177,7 +163,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     format!(
                         "unknown node `{n}`{} (known: {})",
                         did_you_mean(n, &nodes),
-                        list(&nodes)
+                        short_list(&nodes)
                     ),
                 )
             })
@@ -207,8 +193,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
         let direct_rtt = routes
             .rtt(from, to)
             .expect("a route both ways (links are full duplex)");
-        let cc_name = r.cc.as_ref().map_or("newreno".to_string(), |t| t.0.clone());
-        let cc = cc_by_name(&cc_name, &at("cc"))?;
+        let (cc, cc_name) = cc_of(r.cc.as_ref(), &at("cc"))?;
         if let Some(s) = &r.size {
             if s.0 == 0 {
                 return Err(e(
@@ -344,7 +329,11 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
         });
     }
     if paths.is_empty() {
-        return Ok(None);
+        return Err(e(
+            "otcp",
+            "an empty list of paths (`otcp = []`): nothing would run; add an [[otcp]] \
+             section (from, to, relays) or remove the key",
+        ));
     }
     Ok(Some(Section {
         paths,
@@ -469,8 +458,8 @@ impl Installed {
                     received_bytes: bytes,
                     first_byte_s: rx.and_then(|r| r.first).map(|t| t.as_secs_f64() - start),
                     completion_s: done,
-                    goodput_mbps: if secs > 0.0 {
-                        bytes as f64 * 8.0 / secs / 1e6
+                    goodput_bps: if secs > 0.0 {
+                        bytes as f64 * 8.0 / secs
                     } else {
                         f64::NAN
                     },
@@ -512,9 +501,9 @@ impl Installed {
                 let row = GoodputRow {
                     path: p.name.clone(),
                     time_s: (k as f64 + 0.5) * dt,
-                    goodput_mbps: b as f64 * 8.0 / dt / 1e6,
+                    goodput_bps: b as f64 * 8.0 / dt,
                 };
-                pts.push((row.time_s, row.goodput_mbps));
+                pts.push((row.time_s, row.goodput_bps / 1e6));
                 rows.push(row);
             }
             chart.push_series(Series::line(p.name.clone(), pts));
@@ -569,8 +558,8 @@ pub struct PathRow {
     pub first_byte_s: Option<f64>,
     pub completion_s: Option<f64>,
     /// Received bytes over the completion time (over the time from start to
-    /// the end of the run, if not complete).
-    pub goodput_mbps: f64,
+    /// the end of the run, if not complete), bit/s.
+    pub goodput_bps: f64,
     pub errors: String,
 }
 
@@ -579,5 +568,5 @@ pub struct PathRow {
 pub struct GoodputRow {
     pub path: String,
     pub time_s: f64,
-    pub goodput_mbps: f64,
+    pub goodput_bps: f64,
 }

@@ -23,7 +23,8 @@
 //! ledbat-swarm reproduction ([`crate::swarm::driver`]); a peer that leaves
 //! is not replaced.
 
-use super::otcp::cc_by_name;
+use super::otcp::cc_of;
+use super::short_list;
 use crate::swarm::driver::{Class, Host, PeerRecord, Population, Settings, Swarm, STEP};
 use crate::swarm::peer::{PeerStats, Stay};
 use hopwise_config::{
@@ -67,7 +68,7 @@ table! {
 }
 table! {
     pub struct RawClass("a table (a [[swarm.class]] section)", section "swarm.class") {
-        name: Name, cc: Text, seeds: Int<0, 100_000>, peers: Int<0, 100_000>,
+        name: Name, cc: Value, seeds: Int<0, 100_000>, peers: Int<0, 100_000>,
         nodes: Strings, attach: Name, up: Rate, down: Rate, delay: Duration,
         buffer: QueueLimit,
     }
@@ -156,8 +157,8 @@ fn pieces_of(size: u64, piece: u64) -> Result<u32, String> {
     }
     if !size.is_multiple_of(piece) {
         let lo = size / piece * piece;
-        let hi = lo + piece;
-        let near = if lo == 0 { hi } else { lo };
+        // The whole pieces below `size`, or one piece if that is none.
+        let near = if lo == 0 { piece } else { lo };
         return Err(format!(
             "{size} B is not a whole number of {piece} B pieces; did you mean {near} B \
              ({} pieces)? (the peers' last piece is a full one)",
@@ -210,8 +211,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 format!("a second class named {name:?}; give each class its own name"),
             ));
         }
-        let cc_name = c.cc.as_ref().map_or("newreno".to_string(), |t| t.0.clone());
-        let cc = cc_by_name(&cc_name, &at("cc"))?;
+        let (cc, cc_name) = cc_of(c.cc.as_ref(), &at("cc"))?;
         let seeds = c.seeds.map_or(0, |n| n.0 as usize);
         let generated = [
             ("up", c.up.is_some()),
@@ -233,7 +233,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     format!(
                         "where do its peers run? add `nodes = [\"h1\", …]` ([[node]]s) or \
                          `attach = \"<node>\"` (generated hosts linked to that node; known nodes: {})",
-                        list(&nodes)
+                        short_list(&nodes)
                     ),
                 ))
             }
@@ -251,7 +251,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                     if !nodes.contains(&n.as_str()) {
                         return Err(e(
                             format!("{}[{j}]", at("nodes")),
-                            format!("unknown node `{n}`{} (known: {})", did_you_mean(n, &nodes), list(&nodes)),
+                            format!("unknown node `{n}`{} (known: {})", did_you_mean(n, &nodes), short_list(&nodes)),
                         ));
                     }
                     if let Some((_, other)) = used.iter().find(|(u, _)| u == n) {
@@ -271,7 +271,7 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
                 if !nodes.contains(&a.0.as_str()) {
                     return Err(e(
                         at("attach"),
-                        format!("unknown node `{}`{} (known: {})", a.0, did_you_mean(&a.0, &nodes), list(&nodes)),
+                        format!("unknown node `{}`{} (known: {})", a.0, did_you_mean(&a.0, &nodes), short_list(&nodes)),
                     ));
                 }
                 Placement::Generated {
@@ -373,16 +373,6 @@ pub fn parse(base: &Scenario) -> R<Option<Section>> {
     }))
 }
 
-/// A list for messages, shortened if long.
-pub(super) fn list(items: &[&str]) -> String {
-    const MAX: usize = 16;
-    if items.len() > MAX {
-        format!("{}, … ({} in all)", items[..MAX].join(", "), items.len())
-    } else {
-        items.join(", ")
-    }
-}
-
 impl Section {
     /// Adds the generated hosts and their access links.
     pub fn extend(&self, sc: &mut Scenario) {
@@ -476,6 +466,7 @@ impl Section {
             swarm,
             next: Time::ZERO + STEP,
             classes: self.classes.iter().map(|c| c.name.clone()).collect(),
+            leechers: self.classes.iter().map(|c| c.peers).collect(),
         })
     }
 }
@@ -497,6 +488,8 @@ pub struct Installed {
     /// When the driver looks next.
     next: Time,
     classes: Vec<String>,
+    /// Leechers per class, as configured (arrived or not).
+    leechers: Vec<usize>,
 }
 
 impl Installed {
@@ -525,11 +518,12 @@ impl Installed {
                     .filter(|r| !r.seed)
                     .filter_map(|r| r.download_s())
                     .collect();
-                let leechers = mine.iter().filter(|r| !r.seed).count();
+                let arrived = mine.iter().filter(|r| !r.seed).count();
                 ClassSummary {
                     class: name.clone(),
-                    seeds: mine.len() - leechers,
-                    leechers,
+                    seeds: mine.len() - arrived,
+                    leechers: self.leechers[k],
+                    arrived,
                     completed: times.len(),
                     download_mean_s: mean(&times),
                     download_median_s: quantile(&times, 0.5),
@@ -560,7 +554,7 @@ impl Installed {
         let mut chart = Chart::new("Swarm: download times")
             .x_label("download time (s)")
             .y_label("fraction of leechers");
-        for c in &self.classes {
+        for (c, &n) in self.classes.iter().zip(&self.leechers) {
             let mut t: Vec<f64> = s
                 .peers
                 .iter()
@@ -568,9 +562,8 @@ impl Installed {
                 .filter_map(|p| p.download_s)
                 .collect();
             t.sort_by(f64::total_cmp);
-            // Over every leecher of the class: one that never finished
-            // keeps the curve below 1.
-            let n = s.peers.iter().filter(|p| &p.class == c && !p.seed).count();
+            // Over every leecher of the class, arrived or not: one that
+            // never finished keeps the curve below 1.
             let mut pts = vec![(0.0, 0.0)];
             for (i, x) in t.iter().enumerate() {
                 let row = CdfRow {
@@ -605,7 +598,10 @@ pub struct Summary {
 pub struct ClassSummary {
     pub class: String,
     pub seeds: usize,
+    /// Leechers of the class, as configured (`peers` or its nodes).
     pub leechers: usize,
+    /// Leechers that arrived before the end of the run.
+    pub arrived: usize,
     /// Leechers that got the whole file.
     pub completed: usize,
     pub download_mean_s: f64,

@@ -9,6 +9,7 @@
 //! `tor_config`, outputs are in `tor_out`. The keys are documented in
 //! `docs/scenario-format.md` §12.
 
+use super::short_list;
 use super::tor_build::Uplinks;
 use super::tor_config::{access, generators, traffic, transport, Work};
 use hopwise_config::{
@@ -17,7 +18,7 @@ use hopwise_config::{
 };
 use hopwise_proto::bucket::Refill;
 use hopwise_proto::time::Dur;
-use hopwise_sim::scenario::ScenarioError;
+use hopwise_sim::scenario::{ScenarioError, TRACE_BUDGET};
 use hopwise_sim::spec::{Limit, NodeKind, Scenario};
 use hopwise_tor::{TorConfig, Traffic};
 use toml::Value;
@@ -158,6 +159,8 @@ pub struct CircuitDef {
     pub server: Option<String>,
     pub traffic: Traffic,
     pub start: Dur,
+    /// The `[[circuit]]` entry's key path (`circuit "web"`), for errors.
+    pub entry: String,
 }
 
 /// Circuits drawn from a TorPS path file (`[tor.torps]`).
@@ -352,6 +355,16 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let bucket = match (r.bandwidth, r.burst) {
             (Some(b), burst) => {
                 let rate = b.0.bps() / 8;
+                if rate == 0 {
+                    return Err(e(
+                        format!("{key}.bandwidth"),
+                        format!(
+                            "{} is less than one byte per second (the token bucket's rate is \
+                             whole bytes); use at least 8bit",
+                            b.0
+                        ),
+                    ));
+                }
                 Some((rate, burst.map_or(rate, |s| s.0)))
             }
             (None, Some(_)) => {
@@ -545,11 +558,56 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let count = c.count.map(|n| n.0 as usize);
         let start = c.start.as_ref().map_or(Dur::ZERO, |d| d.value);
         let step = c.start_step.as_ref().map_or(Dur::ZERO, |d| d.value);
+        let start_of = |k: usize| {
+            Dur::from_nanos(
+                start
+                    .as_nanos()
+                    .saturating_add(step.as_nanos().saturating_mul(k as u64)),
+            )
+        };
+        let last = start_of(count.unwrap_or(1) - 1);
+        if last >= base.duration {
+            let (at, what) = match count {
+                Some(n) if n > 1 => (
+                    "start_step",
+                    format!(
+                        "circuit {} would start at {last} (start + {} × start_step)",
+                        n - 1,
+                        n - 1
+                    ),
+                ),
+                _ => ("start", format!("the circuit would start at {last}")),
+            };
+            return Err(e(
+                format!("{key}.{at}"),
+                format!(
+                    "{what}, at or after the end of the simulation (duration = {})",
+                    base.duration
+                ),
+            ));
+        }
         for k in 0..count.unwrap_or(1) {
             let cname = match count {
                 None => name.clone(),
                 Some(_) => format!("{name}-{k}"),
             };
+            if let Some(other) = circuits.iter().find(|d| d.name == cname) {
+                let (at, what) = match count {
+                    Some(_) => (
+                        "count",
+                        format!("`count` names this circuit's copies `{name}-0`, `{name}-1`, …: "),
+                    ),
+                    None => ("name", String::new()),
+                };
+                return Err(e(
+                    format!("{key}.{at}"),
+                    format!(
+                        "{what}`{cname}` is also the name of a circuit defined above ({}); \
+                         rename one of them",
+                        other.entry
+                    ),
+                ));
+            }
             let (place, client_name) = match &client {
                 Some(n) => (Place::Node(n.clone()), n.clone()),
                 None => (Place::Generated(acc), format!("op-{cname}")),
@@ -557,6 +615,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
             if let Place::Generated(_) = place {
                 if node_names.contains(&client_name.as_str())
                     || relays.iter().any(|r| r.name == client_name)
+                    || circuits.iter().any(|d| d.client_name == client_name)
                 {
                     return Err(e(
                         format!("{key}.client"),
@@ -574,7 +633,8 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
                 path: path.clone(),
                 server: server.clone(),
                 traffic,
-                start: start + Dur::from_nanos(step.as_nanos() * k as u64),
+                start: start_of(k),
+                entry: key.clone(),
             });
         }
     }
@@ -672,6 +732,7 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         }
     }
     let uplinks = Uplinks::of(base, &relays, &circuits)?;
+    budget(base, &config, &relays, &circuits, torps.as_ref(), generate)?;
     Ok(TorSection {
         config,
         refill: refill_v,
@@ -685,6 +746,78 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
     })
 }
 
+/// Checks that the series a Tor run keeps in memory fit in hopwise-sim's
+/// [`TRACE_BUDGET`]: every `tor.goodput_interval` R(t) and W(t) per
+/// circuit (16 B); every `tor.queue_interval` a sample per relay and one
+/// per node of each circuit's path.
+fn budget(
+    base: &Scenario,
+    config: &TorConfig,
+    relays: &[RelaySpec],
+    circuits: &[CircuitDef],
+    torps: Option<&TorpsSpec>,
+    generate: Option<GenerateSpec>,
+) -> R<()> {
+    use hopwise_tor::results::{HopSample, NodeSample};
+    use std::mem::size_of;
+    let torps_circuits = torps.map_or(0, |t| t.circuits) as u64;
+    let n_circuits = circuits.len() as u64 + torps_circuits;
+    let n_relays = relays.len() as u64
+        + generate.map_or(0, |g| g.relays) as u64
+        + torps.map_or(0, |t| u64::from(t.file));
+    // Client and relays of each path; TorPS paths have three relays.
+    let path_nodes: u64 = circuits
+        .iter()
+        .map(|c| match &c.path {
+            PathSpec::Relays(r) => r.len() as u64 + 1,
+            PathSpec::ByBandwidth(hops) => *hops as u64 + 1,
+        })
+        .sum::<u64>()
+        .saturating_add(4 * torps_circuits);
+    let mut series = vec![(
+        "tor.goodput_interval",
+        config.rw_interval,
+        n_circuits.saturating_mul(16),
+        format!("{n_circuits} circuits"),
+    )];
+    if let Some(q) = config.queue_interval {
+        series.push((
+            "tor.queue_interval",
+            q,
+            (n_relays.saturating_mul(size_of::<NodeSample>() as u64))
+                .saturating_add(path_nodes.saturating_mul(size_of::<HopSample>() as u64)),
+            format!("{n_relays} relays and {n_circuits} circuits"),
+        ));
+    }
+    for (key, iv, bytes, what) in series {
+        let samples = (base.duration.as_nanos() / iv.as_nanos().max(1)).saturating_add(1);
+        let total = samples.saturating_mul(bytes);
+        if total > TRACE_BUDGET {
+            let need = u128::from(base.duration.as_nanos()) * u128::from(bytes)
+                / u128::from(TRACE_BUDGET)
+                + 1;
+            let need = Dur::from_nanos(u64::try_from(need).unwrap_or(u64::MAX));
+            let zero = if key == "tor.queue_interval" {
+                " (or 0s: no queue samples)"
+            } else {
+                ""
+            };
+            return Err(e(
+                key,
+                format!(
+                    "{iv} with {what} over {} would keep about {} MB of samples in memory, \
+                     more than the {} MB allowed; use an interval of at least {need}{zero}, \
+                     or a shorter duration",
+                    base.duration,
+                    total / 1_000_000,
+                    TRACE_BUDGET / 1_000_000
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn numbered(n: &str, prefix: &str) -> bool {
     n.strip_prefix(prefix)
         .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
@@ -696,15 +829,4 @@ fn generated_name(n: &str) -> bool {
 
 fn generated_circuit(n: &str) -> bool {
     numbered(n, "c")
-}
-
-fn short_list(items: &[&str]) -> String {
-    const MAX: usize = 12;
-    if items.is_empty() {
-        "none".into()
-    } else if items.len() > MAX {
-        format!("{}, … ({} in all)", items[..MAX].join(", "), items.len())
-    } else {
-        items.join(", ")
-    }
 }

@@ -111,7 +111,9 @@ fn weighted(w: &[u64], k: usize, rng: &mut Rng) -> Vec<usize> {
     let mut left: Vec<usize> = (0..w.len()).collect();
     let mut out = Vec::with_capacity(k);
     for _ in 0..k {
-        let total: u64 = left.iter().map(|&i| w[i].max(1)).sum();
+        let total = left
+            .iter()
+            .fold(0u64, |t, &i| t.saturating_add(w[i].max(1)));
         let mut x = rng.below(total);
         let mut pick = 0;
         for (j, &i) in left.iter().enumerate() {

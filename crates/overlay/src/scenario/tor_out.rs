@@ -105,7 +105,8 @@ pub struct CircuitSummary {
 pub struct RelaySummary {
     pub name: String,
     pub host: String,
-    /// Cells in circuit queues, mean over the queue samples.
+    /// Cells in circuit queues, mean over the queue samples taken at or
+    /// after the warm-up.
     pub mean_queued_cells: f64,
     /// Cells the relay held at once, at most.
     pub peak_cells: u64,
@@ -125,10 +126,12 @@ pub struct TorSummary {
     pub jain: Option<f64>,
     pub requests: usize,
     pub completed: usize,
-    /// Over every completed request of every circuit (seconds).
+    /// Over every completed request of every circuit issued at or after
+    /// the warm-up (seconds).
     pub ttfb_s: Dist,
     pub ttlb_s: Dist,
-    /// Round-trip and queueing delay samples of every request (ms).
+    /// Round-trip and queueing delay samples of every request issued at or
+    /// after the warm-up (ms).
     pub rtt_ms: Dist,
     pub queueing_ms: Dist,
     pub circuits: Vec<CircuitSummary>,
@@ -219,6 +222,57 @@ impl TorInstalled {
             .collect()
     }
 
+    /// Whether a request counts in the latency statistics: issued at or
+    /// after the warm-up.
+    fn measured(&self, r: &hopwise_tor::RequestRecord) -> bool {
+        r.issued.as_nanos() >= self.warmup.as_nanos()
+    }
+
+    /// Circuit `ci`'s samples of the requests issued at or after the
+    /// warm-up: TTFB and TTLB (s), round-trip and queueing delay (ms).
+    fn samples(&self, res: &TorResults, ci: usize) -> [Vec<f64>; 4] {
+        let mut out = [Vec::new(), Vec::new(), Vec::new(), Vec::new()];
+        for (r, l) in res.circuits[ci].requests.iter().zip(self.latency(res, ci)) {
+            if !self.measured(r) {
+                continue;
+            }
+            let xs = [
+                r.ttfb.map_or(f64::NAN, |t| t.as_secs_f64()),
+                r.ttlb.map_or(f64::NAN, |t| t.as_secs_f64()),
+                l.rtt * 1e3,
+                l.queueing * 1e3,
+            ];
+            for (v, x) in out.iter_mut().zip(xs) {
+                if x.is_finite() {
+                    v.push(x);
+                }
+            }
+        }
+        out
+    }
+
+    /// A relay's mean number of queued cells over the queue samples taken
+    /// at or after the warm-up (NaN without such samples).
+    fn mean_queued(&self, res: &TorResults, n: &hopwise_tor::NodeResult) -> f64 {
+        let Some(qi) = res.queue_interval else {
+            return f64::NAN;
+        };
+        let q: Vec<f64> = n
+            .samples
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| {
+                (i as u128) * u128::from(qi.as_nanos()) >= u128::from(self.warmup.as_nanos())
+            })
+            .map(|(_, s)| s.queued_cells as f64)
+            .collect();
+        if q.is_empty() {
+            f64::NAN
+        } else {
+            stats::mean(&q)
+        }
+    }
+
     pub fn summary(&self, sim: &Sim) -> TorSummary {
         let res = self.inst.results(sim);
         let goodput = self.goodput(&res);
@@ -226,27 +280,7 @@ impl TorInstalled {
         let mut circuits = Vec::new();
         for (ci, c) in res.circuits.iter().enumerate() {
             let info = &self.circuits[ci];
-            let lat = self.latency(&res, ci);
-            let ttfb: Vec<f64> = c
-                .requests
-                .iter()
-                .filter_map(|r| r.ttfb.map(|t| t.as_secs_f64()))
-                .collect();
-            let ttlb: Vec<f64> = c
-                .requests
-                .iter()
-                .filter_map(|r| r.ttlb.map(|t| t.as_secs_f64()))
-                .collect();
-            let rtt: Vec<f64> = lat
-                .iter()
-                .map(|l| l.rtt * 1e3)
-                .filter(|x| x.is_finite())
-                .collect();
-            let q: Vec<f64> = lat
-                .iter()
-                .map(|l| l.queueing * 1e3)
-                .filter(|x| x.is_finite())
-                .collect();
+            let [ttfb, ttlb, rtt, q] = self.samples(&res, ci);
             let (r, qd) = (Dist::of(&rtt), Dist::of(&q));
             circuits.push(CircuitSummary {
                 name: c.name.clone(),
@@ -278,15 +312,10 @@ impl TorInstalled {
             .iter()
             .filter_map(|n| {
                 let name = self.relay_of_host.get(&n.name)?;
-                let q: Vec<f64> = n.samples.iter().map(|s| s.queued_cells as f64).collect();
                 Some(RelaySummary {
                     name: name.clone(),
                     host: n.name.clone(),
-                    mean_queued_cells: if q.is_empty() {
-                        f64::NAN
-                    } else {
-                        stats::mean(&q)
-                    },
+                    mean_queued_cells: self.mean_queued(&res, n),
                     peak_cells: n.peak_cells,
                     cells_out: n.transport.cells_out,
                     bucket_read_bytes: n.bucket_used[0],
@@ -432,19 +461,8 @@ impl TorInstalled {
             .iter()
             .enumerate()
             .map(|(ci, c)| {
-                let f = |g: &dyn Fn(&hopwise_tor::RequestRecord) -> Option<Dur>| -> Vec<f64> {
-                    c.requests
-                        .iter()
-                        .filter_map(|r| g(r).map(|t| t.as_secs_f64()))
-                        .collect()
-                };
-                let q = self
-                    .latency(&res, ci)
-                    .iter()
-                    .map(|l| l.queueing * 1e3)
-                    .filter(|x| x.is_finite())
-                    .collect();
-                (c.name.clone(), [f(&|r| r.ttfb), f(&|r| r.ttlb), q])
+                let [ttfb, ttlb, _, q] = self.samples(&res, ci);
+                (c.name.clone(), [ttfb, ttlb, q])
             })
             .collect();
         for (k, (title, unit)) in [
@@ -480,15 +498,11 @@ impl TorInstalled {
 
         // Relay queues over time: the relays with the largest mean queue.
         let mut order: Vec<usize> = (0..relays.len()).collect();
-        let mean = |n: &hopwise_tor::NodeResult| {
-            n.samples.iter().map(|s| s.queued_cells as f64).sum::<f64>()
-                / n.samples.len().max(1) as f64
-        };
-        order.sort_by(|&a, &b| {
-            mean(relays[b].1)
-                .total_cmp(&mean(relays[a].1))
-                .then(a.cmp(&b))
-        });
+        let mean: Vec<f64> = relays
+            .iter()
+            .map(|(_, n)| self.mean_queued(&res, n))
+            .collect();
+        order.sort_by(|&a, &b| mean[b].total_cmp(&mean[a]).then(a.cmp(&b)));
         let nr = relays.len();
         let mut q = Chart::new(format!(
             "Cells in circuit queues per relay{}",

@@ -36,7 +36,7 @@ fn the_split_path_example_runs() {
     let flows = hopwise_sim::report::Summary::of(&r.sim, "otcp-split", 0.0).flows;
     let direct = flows.iter().find(|f| f.name == "direct").expect("the flow");
     assert!(direct.bytes_delivered > 0);
-    assert!(split.goodput_mbps > 2.0 * direct.goodput_bps / 1e6);
+    assert!(split.goodput_bps > 2.0 * direct.goodput_bps);
     let dir = out_dir("otcp-example");
     let files = r.write_outputs(&dir, &s).unwrap();
     assert_eq!(
@@ -54,7 +54,7 @@ fn the_split_path_example_runs() {
         .lines()
         .skip(1)
         .filter(|l| l.starts_with("split,"))
-        .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap() * 1e6 / 8.0)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap() / 8.0)
         .sum();
     assert!((bytes - split.received_bytes as f64).abs() < 1.0, "{bytes}");
     std::fs::remove_dir_all(&dir).ok();
@@ -104,10 +104,10 @@ fn a_split_path_beats_the_direct_one_over_lossy_links() {
     assert_eq!(direct.hops, 1);
     assert!(split.errors.is_empty() && direct.errors.is_empty());
     assert!(
-        split.goodput_mbps > 2.0 * direct.goodput_mbps,
+        split.goodput_bps > 2.0 * direct.goodput_bps,
         "split {} direct {}",
-        split.goodput_mbps,
-        direct.goodput_mbps
+        split.goodput_bps,
+        direct.goodput_bps
     );
 }
 
@@ -272,4 +272,13 @@ fn other_mistakes_are_caught() {
     assert!(e.message.contains("did you mean `relays`?"), "{e}");
     let e = error(&format!("{NET}\n[otcp]\nfrom = \"c\""));
     assert!(e.message.contains("[[otcp]]"), "{e}");
+}
+
+/// `otcp = []` alone would run nothing.
+#[test]
+fn an_empty_list_of_paths_is_an_error() {
+    // A top-level key, so before the tables.
+    let e = error(&format!("otcp = []\n{NET}"));
+    assert_eq!(e.key, "otcp", "{e}");
+    assert!(e.message.contains("nothing would run"), "{e}");
 }

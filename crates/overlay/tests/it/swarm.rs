@@ -230,3 +230,31 @@ fn other_mistakes_are_caught() {
     assert_eq!(e.key, "swarm.class[0] \"a\"");
     assert!(e.message.contains("attach"), "{e}");
 }
+
+/// A run shorter than the arrivals: each class reports its configured
+/// leechers beside those that arrived.
+#[test]
+fn leecher_counts_include_those_not_yet_arrived() {
+    let sets = [
+        "duration=\"30s\"",
+        "swarm.arrival_mean=\"20s\"",
+        "flow.download.stop=\"25s\"",
+    ];
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let sc = scenario::load(&example("swarm-small.toml"), &sets).unwrap();
+    let s = run(&sc).summary();
+    let sw = s.swarm.as_ref().unwrap();
+    let counts: Vec<(&str, usize)> = sw
+        .classes
+        .iter()
+        .map(|c| (c.class.as_str(), c.leechers))
+        .collect();
+    assert_eq!(counts, [("newreno", 4), ("ledbat", 3), ("home", 1)]);
+    let arrived: usize = sw.classes.iter().map(|c| c.arrived).sum();
+    let joined = sw.peers.iter().filter(|p| !p.seed).count();
+    assert_eq!(arrived, joined);
+    assert!(arrived < 8, "all 8 leechers arrived within 30 s");
+    for c in &sw.classes {
+        assert!(c.completed <= c.arrived && c.arrived <= c.leechers, "{c:?}");
+    }
+}
