@@ -1,8 +1,8 @@
 //! `hopwise sweep` end to end: the grid, the seeds, the files, agreement
 //! with `hopwise sim` at the same point, and the errors users meet.
 
+use super::common::{hopwise, json};
 use std::path::Path;
-use std::process::{Command, Output};
 
 /// The example scenario the sweeps below run (no randomness of its own).
 const NEWRENO_VS_LEDBAT: &str = concat!(
@@ -10,21 +10,8 @@ const NEWRENO_VS_LEDBAT: &str = concat!(
     "/../../scenarios/newreno-vs-ledbat.toml"
 );
 
-fn hopwise(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hopwise"))
-        .args(args)
-        .output()
-        .expect("hopwise runs")
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 fn scratch(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("hopwise-sweep-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
+    super::common::scratch("sweep", tag)
 }
 
 #[test]

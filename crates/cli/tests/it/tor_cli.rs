@@ -2,28 +2,14 @@
 //! summary in summary.json, its files in the report, and a transport
 //! comparison over seeds with intervals.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use super::common::{hopwise, json};
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    super::common::scratch("tor", tag)
+}
 
 fn scenario(name: &str) -> String {
     format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn hopwise(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hopwise"))
-        .args(args)
-        .output()
-        .expect("hopwise runs")
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn scratch(tag: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("hopwise-tor-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    d
 }
 
 #[test]

@@ -33,3 +33,24 @@ pub fn assert_no_namespaces(own: &str) {
     let left = String::from_utf8_lossy(&left.stdout);
     assert!(!left.contains(own), "namespaces left behind: {left}");
 }
+
+/// Runs the `hopwise` binary with `args` and waits for it.
+pub fn hopwise(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"))
+        .args(args)
+        .output()
+        .expect("hopwise runs")
+}
+
+/// A JSON file, parsed.
+pub fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A fresh scratch directory path for one test (`hopwise-<area>-<tag>-<pid>`
+/// under the temp dir; removed if an earlier run left it, not created).
+pub fn scratch(area: &str, tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("hopwise-{area}-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
