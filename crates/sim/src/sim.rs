@@ -142,6 +142,40 @@ pub struct Endpoint {
     pub(crate) queue_delay: LogHistogram,
 }
 
+impl Endpoint {
+    /// An end at `node` whose peer is endpoint `peer` at `peer_node`, with
+    /// no connection yet and nothing sent, received or measured; the caller
+    /// sets who owns it (`flow`, `agent`, `accept`) and whether it `sends`.
+    fn idle(node: NodeId, peer_node: NodeId, peer: u32, initiator: bool, goodput: Dur) -> Self {
+        Endpoint {
+            conn: None,
+            node,
+            peer_node,
+            peer,
+            flow: u32::MAX,
+            agent: None,
+            accept: None,
+            accepted: false,
+            initiator,
+            sender: false,
+            timer_at: None,
+            written: 0,
+            stopped: false,
+            received: 0,
+            corrupt: 0,
+            received_after_warmup: 0,
+            last_delivery: None,
+            goodput: Binned::new(goodput),
+            completed_at: None,
+            reset: false,
+            timed_out: false,
+            trace: Vec::new(),
+            rtt: LogHistogram::new(),
+            queue_delay: LogHistogram::new(),
+        }
+    }
+}
+
 /// Runtime state of a flow (its accessors are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Flow {
@@ -323,30 +357,15 @@ impl Sim {
             let e0 = endpoints.len() as u32;
             for (initiator, node, peer_node) in [(true, from, to), (false, to, from)] {
                 endpoints.push(Endpoint {
-                    conn: None,
-                    node,
-                    peer_node,
-                    peer: if initiator { e0 + 1 } else { e0 },
                     flow: fi as u32,
-                    agent: None,
-                    accept: None,
-                    accepted: false,
-                    initiator,
                     sender: initiator || f.bidir,
-                    timer_at: None,
-                    written: 0,
-                    stopped: false,
-                    received: 0,
-                    corrupt: 0,
-                    received_after_warmup: 0,
-                    last_delivery: None,
-                    goodput: Binned::new(sc.measure.goodput_interval),
-                    completed_at: None,
-                    reset: false,
-                    timed_out: false,
-                    trace: Vec::new(),
-                    rtt: LogHistogram::new(),
-                    queue_delay: LogHistogram::new(),
+                    ..Endpoint::idle(
+                        node,
+                        peer_node,
+                        if initiator { e0 + 1 } else { e0 },
+                        initiator,
+                        sc.measure.goodput_interval,
+                    )
                 });
             }
             flows.push(Flow {

@@ -106,6 +106,23 @@ pub(super) fn label(axes: &[Axis], p: &Point) -> String {
         .join(", ")
 }
 
+/// The tables' first column: its heading (the one axis's key, else
+/// "point") and its width (the widest of the heading and the labels).
+pub(super) fn label_column<'a>(axes: &'a [Axis], points: &[Point]) -> (&'a str, usize) {
+    let head = if axes.len() == 1 {
+        axes[0].key.as_str()
+    } else {
+        "point"
+    };
+    let w = points
+        .iter()
+        .map(|p| label(axes, p).chars().count())
+        .chain([head.chars().count()])
+        .max()
+        .unwrap_or(5);
+    (head, w)
+}
+
 /// The length of the number at the start of `v`: an optional sign, digits
 /// and a decimal point, and an exponent (`e`, an optional sign, digits) only
 /// when digits follow it, so "2e" is 2 with the unit "e" and "1e-3" is 0.001.

@@ -5,8 +5,8 @@
 //! show each point's TTLB, fairness and queueing delay with their
 //! intervals.
 
-use super::axes::{label, numeric, Axis, Point};
-use super::plots::series_of;
+use super::axes::{label, label_column, numeric, Axis, Point};
+use super::plots::{bar, error_bar, series_of};
 use super::samples::{samples, Sample};
 use super::SweepSummary;
 use anyhow::{Context, Result};
@@ -149,10 +149,7 @@ pub fn plot(
                 if cis {
                     ser = ser.with_error_bars(
                         pts.iter()
-                            .map(|&(_, m, h)| {
-                                let h = h.unwrap_or(0.0);
-                                ((m - h).max(0.0) * scale, (m + h) * scale)
-                            })
+                            .map(|&(_, m, h)| error_bar(m, h, scale))
                             .collect(),
                     );
                 }
@@ -167,15 +164,7 @@ pub fn plot(
                 let bars: Vec<(String, f64, (f64, f64))> = points
                     .iter()
                     .zip(&v)
-                    .map(|(p, &(m, h))| {
-                        let cat = if p.is_empty() {
-                            label(axes, p)
-                        } else {
-                            p.join(", ")
-                        };
-                        let e = h.map_or((f64::NAN, f64::NAN), |h| ((m - h).max(0.0), m + h));
-                        (cat, m * scale, (e.0 * scale, e.1 * scale))
-                    })
+                    .map(|(p, &(m, h))| bar(axes, p, m, h, scale))
                     .collect();
                 let b = BarChart::new(title).x_label(x_label.clone()).y_label(y);
                 fig.push_panel(if cis {
@@ -211,17 +200,7 @@ pub fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String {
         Some(h) if h.is_finite() => format!("{:.3}±{:.3}", m * scale, h * scale),
         _ => format!("{:.3}", m * scale),
     };
-    let head = if axes.len() == 1 {
-        axes[0].key.as_str()
-    } else {
-        "point"
-    };
-    let w = points
-        .iter()
-        .map(|p| label(axes, p).chars().count())
-        .chain([head.chars().count()])
-        .max()
-        .unwrap_or(5);
+    let (head, w) = label_column(axes, points);
     let mut o = String::new();
     let _ = writeln!(
         o,

@@ -11,6 +11,31 @@ use hopwise_plot::{BarChart, Chart, Figure, Series};
 use std::collections::HashSet;
 use std::path::Path;
 
+/// An error bar from mean `m` ± `h` (none: 0), scaled; every metric the
+/// figures show is non-negative, so it stops at 0.
+pub(super) fn error_bar(m: f64, h: Option<f64>, scale: f64) -> (f64, f64) {
+    let h = h.unwrap_or(0.0);
+    ((m - h).max(0.0) * scale, (m + h) * scale)
+}
+
+/// A bar of point `p`: its category (the point's values), the scaled mean
+/// and its error bar (NaN without an interval).
+pub(super) fn bar(
+    axes: &[Axis],
+    p: &Point,
+    m: f64,
+    h: Option<f64>,
+    scale: f64,
+) -> (String, f64, (f64, f64)) {
+    let cat = if p.is_empty() {
+        label(axes, p)
+    } else {
+        p.join(", ")
+    };
+    let e = h.map_or((f64::NAN, f64::NAN), |h| error_bar(m, Some(h), scale));
+    (cat, m * scale, e)
+}
+
 /// The mean (± CI) of `metric` for `subject` at each point.
 pub(super) fn series_of(s: &SweepSummary, metric: &str, subject: &str) -> Vec<(f64, Option<f64>)> {
     s.points
@@ -173,13 +198,7 @@ pub(super) fn plots(
                     let mut ser = Series::line_points(subj.clone(), pts);
                     if s.seeds.len() > 1 {
                         ser = ser.with_error_bars(
-                            v.iter()
-                                .map(|&(_, m, h)| {
-                                    // Every metric here is non-negative.
-                                    let h = h.unwrap_or(0.0);
-                                    ((m - h).max(0.0) * scale, (m + h) * scale)
-                                })
-                                .collect(),
+                            v.iter().map(|&(_, m, h)| error_bar(m, h, scale)).collect(),
                         );
                     }
                     c.push_series(ser);
@@ -198,16 +217,7 @@ pub(super) fn plots(
                         .iter()
                         .zip(&v)
                         .take(MAX_CLUSTERS)
-                        .map(|(p, &(m, h))| {
-                            let cat = if p.is_empty() {
-                                label(axes, p)
-                            } else {
-                                p.join(", ")
-                            };
-                            // Every metric here is non-negative.
-                            let e = h.map_or((f64::NAN, f64::NAN), |h| ((m - h).max(0.0), m + h));
-                            (cat, m * scale, (e.0 * scale, e.1 * scale))
-                        })
+                        .map(|(p, &(m, h))| bar(axes, p, m, h, scale))
                         .collect();
                     b = if s.seeds.len() > 1 {
                         b.group_with_errors(subj.clone(), bars)

@@ -2,7 +2,7 @@
 //! all flows delivered, Jain's index and each flow's goodput, then each
 //! flow's median RTT and 95th-percentile queueing delay.
 
-use super::axes::{label, Axis, Point};
+use super::axes::{label, label_column, Axis, Point};
 use super::plots::{series_of, shown_flows, subjects};
 use super::SweepSummary;
 
@@ -13,17 +13,7 @@ pub(super) fn table(axes: &[Axis], points: &[Point], s: &SweepSummary) -> String
     const MAX_ROWS: usize = 200;
     let flows = shown_flows(s);
     let shown = flows.len().min(6);
-    let head = if axes.len() == 1 {
-        axes[0].key.as_str()
-    } else {
-        "point"
-    };
-    let w = points
-        .iter()
-        .map(|p| label(axes, p).chars().count())
-        .chain([head.chars().count()])
-        .max()
-        .unwrap_or(5);
+    let (head, w) = label_column(axes, points);
     let num = |x: f64, scale: f64| {
         if x.is_finite() {
             format!("{:.3}", x * scale)

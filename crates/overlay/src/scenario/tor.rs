@@ -274,15 +274,24 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
 
     // Relays.
     let node_names: Vec<&str> = base.nodes.iter().map(|n| n.name.as_str()).collect();
-    let unknown_node = |key: String, n: &str, what: &str| {
-        e(
-            key,
-            format!(
-                "unknown node `{n}`{} ({what}; the file's nodes: {})",
-                did_you_mean(n, &node_names),
-                short_list(&node_names)
-            ),
-        )
+    // `n`, set at `key`, is a host of the file that a `role` can run on
+    // (`hint`: where it may run instead).
+    let host = |key: String, n: &str, role: &str, hint: &str| -> R<()> {
+        match base.nodes.iter().find(|x| x.name == n) {
+            None => Err(e(
+                key,
+                format!(
+                    "unknown node `{n}`{} ({hint}; the file's nodes: {})",
+                    did_you_mean(n, &node_names),
+                    short_list(&node_names)
+                ),
+            )),
+            Some(x) if x.kind == NodeKind::Switch => Err(e(
+                key,
+                format!("`{n}` is a switch; a {role} runs on a host"),
+            )),
+            Some(_) => Ok(()),
+        }
     };
     let mut relays: Vec<RelaySpec> = Vec::new();
     for (i, r) in raw
@@ -303,23 +312,13 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let place = match &r.node {
             Some(n) => {
                 let n = &n.0;
-                match base.nodes.iter().find(|x| &x.name == n) {
-                    None => {
-                        return Err(unknown_node(
-                            format!("{key}.node"),
-                            n,
-                            "a relay runs on a [[node]] of the file; leave `node` out to \
-                             generate a host for it",
-                        ))
-                    }
-                    Some(x) if x.kind == NodeKind::Switch => {
-                        return Err(e(
-                            format!("{key}.node"),
-                            format!("`{n}` is a switch; a relay runs on a host"),
-                        ))
-                    }
-                    Some(_) => {}
-                }
+                host(
+                    format!("{key}.node"),
+                    n,
+                    "relay",
+                    "a relay runs on a [[node]] of the file; leave `node` out to \
+                     generate a host for it",
+                )?;
                 if r.access.is_some() {
                     return Err(e(
                         format!("{key}.access"),
@@ -497,23 +496,13 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         let client = match &c.client {
             Some(n) => {
                 let n = &n.0;
-                match base.nodes.iter().find(|x| &x.name == n) {
-                    None => {
-                        return Err(unknown_node(
-                            format!("{key}.client"),
-                            n,
-                            "a client runs on a [[node]] of the file; leave `client` out to \
-                             generate a host for it",
-                        ))
-                    }
-                    Some(x) if x.kind == NodeKind::Switch => {
-                        return Err(e(
-                            format!("{key}.client"),
-                            format!("`{n}` is a switch; a client runs on a host"),
-                        ))
-                    }
-                    Some(_) => {}
-                }
+                host(
+                    format!("{key}.client"),
+                    n,
+                    "client",
+                    "a client runs on a [[node]] of the file; leave `client` out to \
+                     generate a host for it",
+                )?;
                 if c.access.is_some() {
                     return Err(e(
                         format!("{key}.access"),
@@ -527,22 +516,15 @@ fn build(raw: RawTorDoc, base: &Scenario) -> R<TorSection> {
         };
         let server = match c.server.as_ref().map(|s| s.0.as_str()) {
             None | Some("exit") => None,
-            Some(n) => match base.nodes.iter().find(|x| x.name == n) {
-                None => {
-                    return Err(unknown_node(
-                        format!("{key}.server"),
-                        n,
-                        "the server is \"exit\" (the exit serves the requests) or a [[node]]",
-                    ))
-                }
-                Some(x) if x.kind == NodeKind::Switch => {
-                    return Err(e(
-                        format!("{key}.server"),
-                        format!("`{n}` is a switch; a server runs on a host"),
-                    ))
-                }
-                Some(_) => Some(n.to_string()),
-            },
+            Some(n) => {
+                host(
+                    format!("{key}.server"),
+                    n,
+                    "server",
+                    "the server is \"exit\" (the exit serves the requests) or a [[node]]",
+                )?;
+                Some(n.to_string())
+            }
         };
         let traffic = traffic(
             Work {

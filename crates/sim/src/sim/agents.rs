@@ -174,30 +174,15 @@ impl Sim {
             ),
         ] {
             self.endpoints.push(Endpoint {
-                conn: None,
-                node: n,
-                peer_node,
-                peer: if initiator { e0 + 1 } else { e0 },
-                flow: u32::MAX,
                 agent: Some(owner),
                 accept,
-                accepted: false,
-                initiator,
-                sender: false,
-                timer_at: None,
-                written: 0,
-                stopped: false,
-                received: 0,
-                corrupt: 0,
-                received_after_warmup: 0,
-                last_delivery: None,
-                goodput: Binned::new(interval),
-                completed_at: None,
-                reset: false,
-                timed_out: false,
-                trace: Vec::new(),
-                rtt: LogHistogram::new(),
-                queue_delay: LogHistogram::new(),
+                ..Endpoint::idle(
+                    n,
+                    peer_node,
+                    if initiator { e0 + 1 } else { e0 },
+                    initiator,
+                    interval,
+                )
             });
         }
         let iss = self.agents[a as usize].rng.next_u64() as u32;
