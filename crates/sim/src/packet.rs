@@ -1,7 +1,7 @@
 //! Packets as the simulated network carries them.
 
 use bytes::Bytes;
-use hopwise_proto::tcp::Segment;
+use hopwise_proto::tcp::{Ecn, Segment};
 
 /// A node of the simulation (`[[node]]`, in scenario order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,6 +88,29 @@ impl Packet {
             pure_ack: seg.is_pure_ack(),
             body: Body::Tcp(seg),
             queued_ns: 0,
+        }
+    }
+
+    /// The ECN codepoint of the packet's IP header: a TCP segment's own
+    /// (`Segment::ecn`); a UDP datagram is not ECN-capable.
+    pub fn ecn(&self) -> Ecn {
+        match &self.body {
+            Body::Tcp(s) => s.ecn,
+            Body::Udp { .. } => Ecn::NotEct,
+        }
+    }
+
+    /// Marks the packet Congestion Experienced, as an AQM does instead of
+    /// dropping it (RFC 3168 §5): only an ECN-capable packet can be
+    /// marked. Returns whether it was (a packet already CE stays CE and
+    /// counts as marked).
+    pub fn mark_ce(&mut self) -> bool {
+        match &mut self.body {
+            Body::Tcp(s) if s.ecn.capable() => {
+                s.ecn = Ecn::Ce;
+                true
+            }
+            _ => false,
         }
     }
 }

@@ -45,7 +45,7 @@ mod segment;
 pub use buffers::{Reassembly, SendBuffer};
 pub use output::reset_for;
 pub use scoreboard::Scoreboard;
-pub use segment::{Flags, SackBlocks, Segment, IPV4_HEADER, TCP_HEADER, TS_OPTION};
+pub use segment::{Ecn, Flags, SackBlocks, Segment, IPV4_HEADER, TCP_HEADER, TS_OPTION};
 
 use crate::cc::{AckSample, CcInit, CongestionControl, Controller, LossEvent};
 use crate::rtt::RttEstimator;

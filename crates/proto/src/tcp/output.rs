@@ -1,6 +1,6 @@
 //! Segment departure: what to send next, and building segments.
 
-use super::{Connection, Flags, SackBlocks, Segment, State};
+use super::{Connection, Ecn, Flags, SackBlocks, Segment, State};
 use crate::cc::CongestionControl;
 use crate::time::{Dur, Time};
 use bytes::Bytes;
@@ -68,6 +68,7 @@ impl Connection {
             ts: offer_ts.then(|| (self.ts_now(now), if is_ack { self.ts_recent } else { 0 })),
             sack: SackBlocks::new(),
             ack_delay: None,
+            ecn: Ecn::NotEct,
             payload: Bytes::new(),
         };
         if is_ack && !offer_ws {
@@ -152,6 +153,7 @@ impl Connection {
                 self.ts_now(now)
                     .wrapping_sub(self.ts_now(self.ts_recent_at))
             }),
+            ecn: Ecn::NotEct,
             payload: Bytes::new(),
         }
     }

@@ -26,6 +26,10 @@ impl Flags {
     pub const RST: Flags = Flags(0x04);
     pub const PSH: Flags = Flags(0x08);
     pub const ACK: Flags = Flags(0x10);
+    /// ECN-Echo (RFC 3168 §6.1): the receiver saw a CE mark.
+    pub const ECE: Flags = Flags(0x40);
+    /// Congestion Window Reduced (RFC 3168 §6.1): the sender reacted.
+    pub const CWR: Flags = Flags(0x80);
 
     pub const fn empty() -> Flags {
         Flags(0)
@@ -56,6 +60,8 @@ impl std::fmt::Debug for Flags {
             (0x01, 'F'),
             (0x04, 'R'),
             (0x08, 'P'),
+            (0x40, 'E'),
+            (0x80, 'W'),
         ];
         for (bit, c) in names {
             if self.0 & bit != 0 {
@@ -97,6 +103,40 @@ impl SackBlocks {
     }
 }
 
+/// The ECN field of the IP header that carries a segment (RFC 3168 §5).
+/// It is not part of TCP: a sender sets it on what it sends, a queue on
+/// the path may turn an ECN-capable codepoint into `Ce`, and the receiver
+/// reads it on arrival. A real stack passes it through `IP_TOS` and
+/// ancillary data; the simulator carries it with the segment.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default, Hash)]
+pub enum Ecn {
+    /// Not ECN-capable (00).
+    #[default]
+    NotEct,
+    /// ECN-capable transport, ECT(1) (01).
+    Ect1,
+    /// ECN-capable transport, ECT(0) (10).
+    Ect0,
+    /// Congestion experienced (11).
+    Ce,
+}
+
+impl Ecn {
+    /// The two-bit codepoint as in the IP header's TOS byte.
+    pub const fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0b00,
+            Ecn::Ect1 => 0b01,
+            Ecn::Ect0 => 0b10,
+            Ecn::Ce => 0b11,
+        }
+    }
+    /// ECT(0), ECT(1) or CE: a queue may mark instead of dropping.
+    pub const fn capable(self) -> bool {
+        !matches!(self, Ecn::NotEct)
+    }
+}
+
 /// One TCP segment. Sequence and acknowledgement numbers are the 32-bit wire
 /// values; the window field is the scaled 16-bit value.
 #[derive(Clone, PartialEq, Eq, Debug, Default)]
@@ -124,6 +164,9 @@ pub struct Segment {
     /// It lets one-way-delay samples exclude delayed-ACK waits; it occupies
     /// no bytes in [`Segment::wire_len`]. See [`crate::tcp::TcpConfig::report_ack_delay`].
     pub ack_delay: Option<u32>,
+    /// The IP header's ECN codepoint (see [`Ecn`]); no bytes of the
+    /// segment.
+    pub ecn: Ecn,
     pub payload: Bytes,
 }
 
