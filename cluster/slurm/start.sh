@@ -97,11 +97,12 @@ launch() {
 
 show_logs() {
   local f
-  for f in "$dir/log/munged.out" "$dir/log/slurmctld.log" "$dir/log/slurmctld.out" \
-           "$dir/log/slurmd.log" "$dir/log/slurmd.out"; do
-    [ -s "$f" ] || continue
-    echo "---- $f (last 40 lines)" >&2
-    tail -n 40 "$f" >&2
+  # The daemons run in the foreground, so their *.out (stderr) repeats
+  # their log file; it also holds what they print before opening the log.
+  for f in munged.out:30 slurmctld.log:40 slurmctld.out:10 slurmd.log:40 slurmd.out:10; do
+    [ -s "$dir/log/${f%:*}" ] || continue
+    echo "---- $dir/log/${f%:*} (last ${f#*:} lines)" >&2
+    tail -n "${f#*:}" "$dir/log/${f%:*}" >&2
   done
   echo "---- stop what was started with $(dirname "$0")/stop.sh" >&2
 }
@@ -219,6 +220,7 @@ for d in slurmctld slurmd; do
   if [ "$d" = slurmctld ]; then
     launch slurmctld slurmctld -D
   else
+    slurmd_launched=$(date +%Y-%m-%dT%H:%M:%S)
     launch slurmd slurmd -D -N "$node"
   fi
 done
@@ -226,10 +228,16 @@ done
 # ---- wait until the node is idle ------------------------------------------
 deadline=$(( $(date +%s) + timeout ))
 state=
+# A slurmd started just now must have registered (slurmctld may still show
+# the node idle from before, with a slurmd that then failed to start).
 while :; do
-  state=$(sinfo -h -N -n "$node" -o %t 2>/dev/null | head -n 1 || true)
-  [ "$state" = idle ] && break
   for d in slurmctld slurmd; do alive "$d" || fail "$d exited"; done
+  state=$(sinfo -h -N -n "$node" -o %t 2>/dev/null | head -n 1 || true)
+  if [ "$state" = idle ]; then
+    [ -z "${slurmd_launched:-}" ] && break
+    registered=$(scontrol show node "$node" 2>/dev/null | sed -n 's/.*SlurmdStartTime=\([^ ]*\).*/\1/p')
+    [[ "$registered" > "$slurmd_launched" || "$registered" == "$slurmd_launched" ]] && break
+  fi
   [ "$(date +%s)" -lt "$deadline" ] || fail "node $node not idle after ${timeout}s (sinfo state: '${state:-none}')"
   sleep 0.5
 done
