@@ -182,6 +182,10 @@ MailProg=/bin/true
 SchedulerType=sched/backfill
 # Start queued array tasks as soon as CPUs free up (the defaults wait ~2 s).
 SchedulerParameters=sched_min_interval=0,batch_sched_delay=0
+# sbatch --wait polls after 2 s, then 8 s, then every 32 s, unless
+# MinJobAge/2 is at most 2 s: then every 2 s. Finished jobs' records are
+# dropped after MinJobAge (plus up to a minute), not 300 s.
+MinJobAge=5
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 SlurmdParameters=config_overrides
