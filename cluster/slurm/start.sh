@@ -59,10 +59,15 @@ t_start=$(date +%s.%N)
 mkdir -p "$dir/pids" "$dir/log" "$dir/slurmctld" "$dir/slurmd"
 chmod 755 "$dir" "$dir/log"
 
-# runs PID NAME: process PID runs the program NAME and is not a zombie.
+# runs PID NAME: process PID runs the program NAME and is not a zombie
+# (where PID 1 does not reap orphans, a stopped daemon stays a zombie).
+# Shell built-ins only: other_proc calls it for every process.
 runs() {
-  [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ] &&
-    [ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
+  local comm stat
+  read -r comm <"/proc/$1/comm" 2>/dev/null && [ "$comm" = "$2" ] || return 1
+  read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
 }
 
 # alive NAME: true when the PID recorded for NAME runs the program NAME.

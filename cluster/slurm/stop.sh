@@ -16,8 +16,14 @@ if [ "${1:-}" = --only ]; then
   daemons=("$2")
 fi
 
-# running PID: the process exists and is not a zombie waiting to be reaped.
-running() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+# running PID: the process exists and is not a zombie waiting to be reaped
+# (where PID 1 does not reap orphans, a stopped daemon stays a zombie).
+running() {
+  local stat
+  read -r stat <"/proc/$1/stat" 2>/dev/null || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
 
 # pid_of NAME: the recorded PID if that process still runs the program NAME
 # (a recycled PID is not ours).
