@@ -22,6 +22,9 @@ t0=$(date +%s.%N)
 die() { echo "start.sh: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "needs root (it installs packages and starts munged, slurmctld and slurmd)"
+if [ -e "$conf" ] && ! grep -qF "$marker" "$conf"; then
+  die "$conf exists and was not written by this script: this machine has a Slurm of its own; use that, or move $conf away"
+fi
 
 # ---- packages -------------------------------------------------------------
 missing=()
@@ -44,9 +47,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   }
   if ! install_pkgs; then
     apt-get update -q >/tmp/hopwise-slurm-apt-update.log 2>&1 || { cat /tmp/hopwise-slurm-apt-update.log >&2; die "apt-get update failed"; }
-    install_pkgs || { tail -n 40 /tmp/hopwise-slurm-apt.log >&2; [ -n "$own_policy" ] && rm -f /usr/sbin/policy-rc.d; die "apt-get install slurm-wlm munge failed (log above)"; }
+    install_pkgs || { tail -n 40 /tmp/hopwise-slurm-apt.log >&2; if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi; die "apt-get install slurm-wlm munge failed (log above)"; }
   fi
-  [ -n "$own_policy" ] && rm -f /usr/sbin/policy-rc.d
+  if [ -n "$own_policy" ]; then rm -f /usr/sbin/policy-rc.d; fi
   t_inst=$(date +%s.%N)
   echo "installed in $(awk "BEGIN {printf \"%.1f\", $t_inst - $t0}") s"
 fi
@@ -90,13 +93,15 @@ other_proc() {
 # stderr detached, records its PID (the shell execs CMD, so the PID is the
 # daemon's, whatever setsid does).
 launch() {
-  local name=$1 pidf="$dir/pids/$1.pid" i
+  local name=$1 pidf="$dir/pids/$1.pid"
   shift
   rm -f "$pidf"
+  # shellcheck disable=SC2016  # $$ and $@ are the inner shell's
   setsid sh -c 'echo $$ >"$0.tmp" && mv "$0.tmp" "$0" && exec "$@"' "$pidf" "$@" \
     </dev/null >>"$dir/log/$name.out" 2>&1 &
-  for i in $(seq 50); do [ -s "$pidf" ] && break; sleep 0.1; done
-  [ -s "$pidf" ] || die "$name did not start (no PID recorded)"
+  # Until the exec (via setpriv for munged), the process is not yet NAME.
+  for _ in $(seq 50); do alive "$name" && break; sleep 0.1; done
+  alive "$name" || fail "$name did not start"
   echo "started $name (PID $(cat "$pidf"))"
 }
 
@@ -134,7 +139,7 @@ else
   # --force: start even if a stale socket of a dead munged is left over.
   launch munged setpriv --reuid=munge --regid=munge --init-groups \
     munged --foreground --force
-  for i in $(seq 50); do munge_works && break; sleep 0.1; done
+  for _ in $(seq 50); do munge_works && break; sleep 0.1; done
   munge_works || fail "munged does not answer (munge -n | unmunge fails)"
 fi
 
@@ -200,9 +205,6 @@ NodeName=$node NodeAddr=127.0.0.1 NodeHostname=$node $hw State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 EOF
 )
-if [ -e "$conf" ] && ! grep -qF "$marker" "$conf"; then
-  die "$conf exists and was not written by this script; move it away (this script writes its own) or use that cluster"
-fi
 mkdir -p /etc/slurm
 conf_changed=
 if [ ! -e "$conf" ] || [ "$(cat "$conf")" != "$new_conf" ]; then

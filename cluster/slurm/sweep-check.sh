@@ -42,6 +42,7 @@ plan=$work/plan
 one=$work/one
 
 # The README's sweep example.
+# shellcheck disable=SC2054  # the commas are in the --vary value
 sweep=(sweep --vary link.bottleneck.queue=20pkt,50pkt,100pkt,150pkt --seeds 5)
 shards=4
 
