@@ -86,7 +86,7 @@ echo "   ($(since "$t") s)"
 step "every shard done"
 for ((i = 0; i < shards; i++)); do
   test -s "$plan/shards/$i-of-$shards.done.json" || { echo "no done record for shard $i of $shards" >&2; false; }
-  ls "$plan"/slurm/logs/*_"$i".out >/dev/null 2>&1 || { echo "no Slurm log for array task $i in $plan/slurm/logs" >&2; false; }
+  ls "$plan"/slurm/logs/[0-9]*_"$i".out >/dev/null 2>&1 || { echo "no Slurm log for array task $i in $plan/slurm/logs" >&2; false; }
 done
 "$hw" sweep status "$plan"
 
