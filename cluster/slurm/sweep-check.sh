@@ -7,8 +7,10 @@
 #   sweep-check.sh [HOPWISE]
 # HOPWISE is the hopwise binary: this argument, else $HOPWISE_BIN, else
 # target/release/hopwise under the repository (or $CARGO_TARGET_DIR/release).
-# Environment: HOPWISE_SWEEP_CHECK_DIR  work directory (default a new
-# temporary one, removed when the check passes; a given one is kept).
+# Environment:
+#   HOPWISE_SWEEP_CHECK_DIR      work directory (default a new temporary one,
+#                                removed when the check passes; a given one is kept)
+#   HOPWISE_SWEEP_CHECK_TIMEOUT  seconds to wait for the jobs (default 300)
 set -Eeuo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,6 +29,11 @@ hw=$(cd "$(dirname "$hw")" && pwd)/$(basename "$hw")
 command -v sbatch >/dev/null 2>&1 || die "no sbatch: start a cluster with cluster/slurm/start.sh"
 state=$(sinfo -h -o %t 2>/dev/null | head -n 1) || die "sinfo cannot reach slurmctld: start the cluster with cluster/slurm/start.sh"
 [ -n "$state" ] || die "sinfo lists no nodes: start the cluster with cluster/slurm/start.sh"
+case $state in
+  idle | mix | alloc | comp) ;;
+  *) sinfo -N -l >&2 || true; die "the node is '$state', not ready to run jobs (see its Reason above; the daemons' logs are in ${HOPWISE_SLURM_DIR:-/var/lib/hopwise-slurm}/log)" ;;
+esac
+timeout_s=${HOPWISE_SWEEP_CHECK_TIMEOUT:-300}
 
 if [ -n "${HOPWISE_SWEEP_CHECK_DIR:-}" ]; then
   work=$HOPWISE_SWEEP_CHECK_DIR
@@ -80,7 +87,16 @@ echo "   ($(since "$t") s)"
 
 step "submit: $plan/slurm/submit.sh --wait"
 t=$(now)
-(cd "$work" && "$plan/slurm/submit.sh" --wait)
+# timeout: a job that never starts would otherwise keep sbatch --wait
+# waiting for ever.
+rc=0
+(cd "$work" && timeout "$timeout_s" "$plan/slurm/submit.sh" --wait) || rc=$?
+if [ "$rc" = 124 ]; then
+  echo "the jobs did not finish within ${timeout_s}s (HOPWISE_SWEEP_CHECK_TIMEOUT); the queue:" >&2
+  squeue -o '%.12i %.16j %.10T %.20r' >&2 || true
+  false
+fi
+[ "$rc" = 0 ] || { echo "$plan/slurm/submit.sh --wait exited with status $rc" >&2; false; }
 echo "   ($(since "$t") s)"
 
 step "every shard done"
