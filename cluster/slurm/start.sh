@@ -21,6 +21,11 @@ t0=$(date +%s.%N)
 
 die() { echo "start.sh: $*" >&2; exit 1; }
 
+case $dir in
+  /*[[:space:]]* | *[[:space:]]*) die "HOPWISE_SLURM_DIR '$dir': slurm.conf cannot take a path with spaces; pick another" ;;
+  /*) ;;
+  *) die "HOPWISE_SLURM_DIR '$dir': must be an absolute path" ;;
+esac
 [ "$(id -u)" = 0 ] || die "needs root (it installs packages and starts munged, slurmctld and slurmd)"
 if [ -e "$conf" ] && ! grep -qF "$marker" "$conf"; then
   die "$conf exists and was not written by this script: this machine has a Slurm of its own; use that, or move $conf away"
