@@ -139,16 +139,17 @@ pub fn slurm(dir: &Path, o: &SlurmOpts) -> Result<()> {
              set -euo pipefail\n\
              both=()\n\
              wait=()\n\
+             waiting=\"\"\n\
              for a in \"$@\"; do\n\
              \x20 case \"$a\" in\n\
-             \x20   --wait|-W) wait=(--wait) ;;\n\
+             \x20   --wait|-W) wait=(--wait); waiting=\" (waiting for it)\" ;;\n\
              \x20   *) both+=(\"$a\") ;;\n\
              \x20 esac\n\
              done\n\
              array=$(sbatch --parsable ${{both[@]+\"${{both[@]}}\"}} {array})\n\
              array=${{array%%;*}}\n\
              echo \"job array $array: {n} shards of {dir_}; progress: {bin} sweep status {dir}\"\n\
-             echo \"merge job: after the array succeeds${{wait[@]+ (waiting for it)}}\"\n\
+             echo \"merge job: after the array succeeds$waiting\"\n\
              sbatch --parsable ${{wait[@]+\"${{wait[@]}}\"}} --dependency=afterok:\"$array\" \\\n\
              \x20 --kill-on-invalid-dep=yes ${{both[@]+\"${{both[@]}}\"}} {array_dep}\n",
             array = q(&array),

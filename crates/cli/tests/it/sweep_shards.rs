@@ -336,6 +336,7 @@ fn shards_refuse_another_binary_and_a_changed_plan() {
 /// more shards than the array may have tasks.
 #[test]
 fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
+    use std::os::unix::fs::PermissionsExt as _;
     let d = scratch("slurm");
     let dir = d.join("p");
     plan(&dir, QUEUES);
@@ -376,12 +377,47 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
         text.contains("--dependency=afterok:\"$array\"") && text.contains("--wait"),
         "{text}"
     );
-    use std::os::unix::fs::PermissionsExt as _;
     assert_ne!(
         std::fs::metadata(&submit).unwrap().permissions().mode() & 0o111,
         0
     );
     assert!(dir.join("slurm/logs").is_dir());
+    // submit.sh with a stand-in sbatch that logs its arguments: the array,
+    // then the merge after it; --wait goes to the merge only, other
+    // arguments to both.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = d.join("sbatch.log");
+    let fake = bin.join("sbatch");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$*\" >> {}\necho 4242\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = std::process::Command::new(&submit)
+        .args(["--wait", "--qos=low"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let printed = ok(o);
+    assert!(printed.contains("job array 4242"), "{printed}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[0],
+        format!("--parsable --qos=low {}/slurm/array.sbatch", sd.display())
+    );
+    assert_eq!(
+        calls[1],
+        format!(
+            "--parsable --wait --dependency=afterok:4242 --kill-on-invalid-dep=yes \
+             --qos=low {}/slurm/merge.sbatch",
+            sd.display()
+        )
+    );
     // status takes N from the array.
     let st = ok(run(&["sweep", "status", s(&dir)]));
     assert!(
