@@ -416,7 +416,7 @@ mod tests {
             f64::MAX,
             f64::MIN_POSITIVE,
             1e22,
-            123456789.123456789,
+            123_456_789.123_456_79,
             2.0f64.sqrt(),
             f64::INFINITY,
             f64::NEG_INFINITY,
