@@ -97,7 +97,7 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
         /// Refuse grids of more runs (points × seeds) than this (at most 1000000; grids over 100 000 points are refused whatever this says, since each point's means stay in memory).
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        #[arg(long, default_value_t = sweep::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         max_runs: u64,
         /// Check the sweep and write DIR/plan.json for shards to run (`hopwise sweep shard`,
         /// `hopwise sweep slurm`); runs nothing.

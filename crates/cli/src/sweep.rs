@@ -109,6 +109,9 @@ impl Grid {
 /// written out and dropped as soon as its batch has finished.
 const MAX_POINTS: u128 = 100_000;
 
+/// The largest grid a sweep takes without `--max-runs`, in runs.
+pub const DEFAULT_MAX_RUNS: u64 = 2000;
+
 /// How a sweep runs: worker threads, output, and the largest grid accepted.
 pub struct RunOpts {
     pub jobs: Option<usize>,
@@ -136,7 +139,8 @@ impl Checked {
     }
 
     /// The sweep as a command that runs it on one machine (without the
-    /// output directory and the threads, which do not change the results):
+    /// output directory and the threads, which do not change the results;
+    /// `--max-runs` only when the runs are more than it allows by default):
     /// the `command` of summary.json and of the plan.
     fn command(&self) -> String {
         let mut v = vec!["hopwise".to_string(), "sweep".to_string()];
@@ -152,6 +156,10 @@ impl Checked {
         for s in &self.grid.sets {
             v.push("--set".into());
             v.push(s.clone());
+        }
+        if self.runs() as u64 > DEFAULT_MAX_RUNS {
+            v.push("--max-runs".into());
+            v.push(self.runs().to_string());
         }
         v.iter()
             .map(|a| crate::run::shell_word(a))

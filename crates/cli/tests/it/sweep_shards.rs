@@ -444,11 +444,32 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
-/// `hopwise sweep --help` shows the subcommands.
+/// `hopwise sweep --help` shows the subcommands; a plan's command runs
+/// the sweep as it is, `--max-runs` included when the default is too small.
 #[test]
 fn sweep_help_lists_the_subcommands() {
     let h = ok(run(&["sweep", "--help"]));
     for c in ["shard", "merge", "status", "slurm", "--plan"] {
         assert!(h.contains(c), "{c} not in\n{h}");
     }
+    let d = scratch("maxruns");
+    let p = |seeds: &str| {
+        let dir = d.join(seeds);
+        ok(run(&[
+            "sweep",
+            "--seeds",
+            seeds,
+            "--max-runs",
+            "5000",
+            "--plan",
+            s(&dir),
+        ]));
+        json(&dir.join("plan.json"))["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(p("2000"), "hopwise sweep --seeds 2000");
+    assert_eq!(p("2001"), "hopwise sweep --seeds 2001 --max-runs 2001");
+    let _ = std::fs::remove_dir_all(&d);
 }
