@@ -68,8 +68,12 @@ enum Cmd {
         capture: Vec<String>,
     },
     /// Run a scenario (or the demo) over a grid of parameter values and seeds; write
-    /// means with 90 % confidence intervals, CSVs, plots and report.html.
+    /// means with 90 % confidence intervals, CSVs, plots and report.html. On many machines:
+    /// `--plan DIR`, then `sweep shard` (or `sweep slurm`), `sweep merge`.
+    #[command(args_conflicts_with_subcommands = true)]
     Sweep {
+        #[command(subcommand)]
+        cmd: Option<sweep::SweepCmd>,
         /// Scenario file (TOML). Without it, sweeps the built-in demo scenario.
         file: Option<PathBuf>,
         /// A scenario key and the values to try, e.g. `--vary link.bottleneck.queue=20pkt,50pkt,100pkt`.
@@ -93,8 +97,12 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
         /// Refuse grids of more runs (points × seeds) than this (at most 1000000; grids over 100 000 points are refused whatever this says, since each point's means stay in memory).
-        #[arg(long, default_value_t = 2000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+        #[arg(long, default_value_t = sweep::DEFAULT_MAX_RUNS, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
         max_runs: u64,
+        /// Check the sweep and write DIR/plan.json for shards to run (`hopwise sweep shard`,
+        /// `hopwise sweep slurm`); runs nothing.
+        #[arg(long, value_name = "DIR", conflicts_with = "out")]
+        plan: Option<PathBuf>,
     },
     /// Reproduce a seed paper's experiments with built-in scenarios (`--list` shows them).
     Reproduce {
@@ -346,7 +354,9 @@ fn main() -> ExitCode {
         Cmd::Bt { bt } => bt::run(bt),
         Cmd::Model { model } => model::run(model),
         Cmd::Lab { lab } => lab::run(lab),
+        Cmd::Sweep { cmd: Some(cmd), .. } => sweep::run_cmd(cmd),
         Cmd::Sweep {
+            cmd: None,
             file,
             vary,
             seeds,
@@ -355,12 +365,14 @@ fn main() -> ExitCode {
             jobs,
             quiet,
             max_runs,
+            plan,
         } => sweep::sweep(
             file.as_deref(),
             &vary,
             seeds,
             &sets,
             &out,
+            plan.as_deref(),
             sweep::RunOpts {
                 jobs,
                 quiet,
@@ -398,7 +410,7 @@ fn main() -> ExitCode {
 }
 
 /// A count of at least one (`--jobs`).
-fn at_least_one(s: &str) -> Result<usize, String> {
+pub(crate) fn at_least_one(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),

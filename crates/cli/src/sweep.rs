@@ -3,89 +3,56 @@
 //!
 //! This file holds the command itself: its checks of the grid, building and
 //! checking each point's scenario (and blaming an error on the scenario, a
-//! `--set` or a `--vary` value), running the points in batches, folding
-//! each point's runs into means (runs.csv, points.csv) and writing
-//! summary.json and the report. The axes and their points are in `axes`,
-//! what a run measured in `samples`, the figure in `plots`, the terminal
-//! table in `table`, and overlays (Tor circuits) in `overlay`.
+//! `--set` or a `--vary` value), and running a range of runs in batches.
+//! Folding each point's runs into means and writing runs.csv, points.csv,
+//! summary.json, the figures and the report is `output`, which the sweep
+//! on one machine and `merge` share. The axes and their points are in
+//! `axes`, what a run measured in `samples`, the figure in `plots`, the
+//! terminal table in `table`, and overlays (Tor circuits) in `overlay`.
+//!
+//! A sweep can also run on many machines: `plan` writes what it would run
+//! (`--plan DIR`), `shard` runs a slice of its runs, `merge` writes what
+//! the sweep on one machine would have from the shards' runs, `status`
+//! says which shards are done, and `slurm` writes a Slurm job array for it.
 
 use anyhow::{bail, Context, Result};
 use axes::{grid, label, Point};
-use hopwise_experiment::stats::mean_ci90;
-use hopwise_experiment::{csv, par_map, Progress, Silent};
+use hopwise_experiment::{par_map, Progress, Silent};
 use hopwise_sim::scenario::{self, ScenarioError};
 use hopwise_sim::spec::Scenario;
-use plots::{plots, subjects};
-use samples::{fingerprint, same, sameness, Sample};
-use serde::Serialize;
-use std::collections::{HashMap, HashSet};
-use std::io::Write as _;
-use std::path::Path;
+use samples::Sample;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
-use table::table;
 
 mod axes;
+mod merge;
+mod output;
 mod overlay;
+mod plan;
 mod plots;
 mod samples;
+mod shard;
+mod slurm;
 mod table;
 
 pub use axes::{parse_vary, Axis};
-
-#[derive(Serialize)]
-struct MetricOut {
-    metric: &'static str,
-    subject: String,
-    mean: f64,
-    /// Half-width of the 90 % confidence interval (Student t over seeds);
-    /// absent with one seed.
-    ci90: Option<f64>,
-    runs: usize,
-}
-
-#[derive(Serialize)]
-struct PointOut {
-    params: Vec<(String, String)>,
-    metrics: Vec<MetricOut>,
-}
-
-#[derive(Serialize)]
-struct AxisOut<'a> {
-    key: &'a str,
-    values: &'a [String],
-}
-
-#[derive(Serialize)]
-struct SweepSummary<'a> {
-    scenario: String,
-    origin: String,
-    /// The command line, and the `--set` overrides every run had.
-    command: String,
-    sets: &'a [String],
-    vary: Vec<AxisOut<'a>>,
-    seeds: Vec<u64>,
-    /// What the sweep noticed about its own results (also printed).
-    warnings: Vec<String>,
-    runs: usize,
-    wall_s: f64,
-    points: Vec<PointOut>,
-    /// Flows that `count` expanded (`<name>-0` …, and their `/rev`), each
-    /// with its sum (`<name>-*`, `<name>-*/rev`), which the plot and the
-    /// table show in its place. Only looked up, never iterated.
-    #[serde(skip)]
-    replicas: HashMap<String, String>,
-}
+pub use merge::{merge, status};
+pub use shard::shard;
+pub use slurm::{slurm, SlurmOpts};
 
 /// The scenario text and what a sweep sets in it: builds each point's
 /// scenario, and says whose fault an error is.
-struct Grid<'a> {
+struct Grid {
     text: String,
+    /// Where the text came from, as given (a path, or `<built-in demo>`).
     origin: String,
-    sets: &'a [String],
-    axes: &'a [Axis],
+    sets: Vec<String>,
+    axes: Vec<Axis>,
 }
 
-impl Grid<'_> {
+impl Grid {
     /// The scenario at point `p` (`&[]`: with the --set values alone).
     fn build(&self, p: &[String]) -> Result<Scenario, ScenarioError> {
         let mut s = self.sets.to_vec();
@@ -136,114 +103,14 @@ impl Grid<'_> {
     }
 }
 
-/// A point's parameters, as the leading columns of runs.csv and
-/// points.csv (one per `--vary` axis, named by its key).
-struct Params<'a>(&'a [Axis], &'a [String]);
-
-impl Serialize for Params<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (a, v) in self.0.iter().zip(self.1) {
-            m.serialize_entry(&a.key, v)?;
-        }
-        m.end()
-    }
-}
-
-/// A row of runs.csv: one metric of one run.
-#[derive(Serialize)]
-struct RunRow<'a> {
-    #[serde(flatten)]
-    point: Params<'a>,
-    seed: u64,
-    metric: &'a str,
-    subject: &'a str,
-    value: f64,
-}
-
-/// A row of points.csv: one metric's mean over a point's runs.
-#[derive(Serialize)]
-struct PointRow<'a> {
-    #[serde(flatten)]
-    point: Params<'a>,
-    metric: &'a str,
-    subject: &'a str,
-    mean: f64,
-    ci90_low: f64,
-    ci90_high: f64,
-    runs: usize,
-}
-
-/// Mean and CI per metric and subject of one point's runs (one per seed):
-/// a row each in points.csv, and the point for summary.json.
-fn fold_point(
-    axes: &[Axis],
-    p: &Point,
-    mine: &[Vec<Sample>],
-    csv: &mut csv::Writer,
-) -> Result<PointOut> {
-    // (metric, subject) in the order the first run reported them, then any
-    // that only later runs have. Indexed, for scenarios with many flows;
-    // the order comes from the runs, never from a map.
-    let mut keys: Vec<(&'static str, &str)> = Vec::new();
-    let mut seen: HashSet<(&str, &str)> = HashSet::new();
-    let index: Vec<HashMap<(&str, &str), f64>> = mine
-        .iter()
-        .map(|r| {
-            r.iter()
-                .rev()
-                .map(|s| ((s.metric, s.subject.as_str()), s.value))
-                .collect()
-        })
-        .collect();
-    for r in mine {
-        for s in r.iter() {
-            if seen.insert((s.metric, s.subject.as_str())) {
-                keys.push((s.metric, s.subject.as_str()));
-            }
-        }
-    }
-    let mut metrics = Vec::with_capacity(keys.len());
-    for (metric, subject) in keys {
-        let xs: Vec<f64> = index
-            .iter()
-            .filter_map(|r| r.get(&(metric, subject)).copied())
-            .filter(|x| x.is_finite())
-            .collect();
-        let (m, h) = mean_ci90(&xs);
-        csv.row(&PointRow {
-            point: Params(axes, p),
-            metric,
-            subject,
-            mean: m,
-            ci90_low: m - h,
-            ci90_high: m + h,
-            runs: xs.len(),
-        })?;
-        metrics.push(MetricOut {
-            metric,
-            subject: subject.to_string(),
-            mean: m,
-            ci90: h.is_finite().then_some(h),
-            runs: xs.len(),
-        });
-    }
-    Ok(PointOut {
-        params: axes
-            .iter()
-            .map(|a| a.key.clone())
-            .zip(p.iter().cloned())
-            .collect(),
-        metrics,
-    })
-}
-
 /// Most grid points a sweep takes, whatever --max-runs says: a point's
 /// means stay in memory until the end (for the plot, the table and
 /// summary.json), about 12 KB for the demo's 100 metrics, where a run is
 /// written out and dropped as soon as its batch has finished.
 const MAX_POINTS: u128 = 100_000;
+
+/// The largest grid a sweep takes without `--max-runs`, in runs.
+pub const DEFAULT_MAX_RUNS: u64 = 2000;
 
 /// How a sweep runs: worker threads, output, and the largest grid accepted.
 pub struct RunOpts {
@@ -252,25 +119,79 @@ pub struct RunOpts {
     pub max_runs: u64,
 }
 
-pub fn sweep(
-    file: Option<&Path>,
+/// A sweep whose every point's scenario builds: its grid, points and
+/// seeds, and what the outputs need to know about the scenario.
+struct Checked {
+    grid: Grid,
+    points: Vec<Point>,
+    seeds: Vec<u64>,
+    /// The scenario's name (the first point's).
+    name: String,
+    /// Flows that `count` expanded, each with its sum's subject (see
+    /// `output::SweepSummary`).
+    replicas: HashMap<String, String>,
+}
+
+impl Checked {
+    /// Runs in the sweep: points × seeds.
+    fn runs(&self) -> usize {
+        self.points.len() * self.seeds.len()
+    }
+
+    /// The sweep as a command that runs it on one machine (without the
+    /// output directory and the threads, which do not change the results;
+    /// `--max-runs` only when the runs are more than it allows by default):
+    /// the `command` of summary.json and of the plan.
+    fn command(&self) -> String {
+        let mut v = vec!["hopwise".to_string(), "sweep".to_string()];
+        if self.grid.origin != DEMO_ORIGIN {
+            v.push(self.grid.origin.clone());
+        }
+        for a in &self.grid.axes {
+            v.push("--vary".into());
+            v.push(format!("{}={}", a.key, a.values.join(",")));
+        }
+        v.push("--seeds".into());
+        v.push(self.seeds.len().to_string());
+        for s in &self.grid.sets {
+            v.push("--set".into());
+            v.push(s.clone());
+        }
+        if self.runs() as u64 > DEFAULT_MAX_RUNS {
+            v.push("--max-runs".into());
+            v.push(self.runs().to_string());
+        }
+        v.iter()
+            .map(|a| crate::run::shell_word(a))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+/// The origin of the built-in demo scenario.
+const DEMO_ORIGIN: &str = "<built-in demo>";
+
+/// The scenario's text, read once (every run parses it), and its origin:
+/// the file as given, or the built-in demo.
+fn read_scenario(file: Option<&Path>) -> Result<(String, String)> {
+    Ok(match file {
+        Some(f) => (scenario::read(f)?, f.display().to_string()),
+        None => (crate::run::DEMO.to_string(), DEMO_ORIGIN.to_string()),
+    })
+}
+
+/// Checks a sweep of the scenario `text` from `origin`: the axes, its
+/// size, and that every point's scenario builds (`jobs` threads; a
+/// progress bar for large grids unless `quiet`).
+fn check(
+    (text, origin): (String, String),
     axes: &[Axis],
     seeds: u32,
     sets: &[String],
-    out: &Path,
-    run: RunOpts,
-) -> Result<()> {
-    let RunOpts {
-        jobs,
-        quiet,
-        max_runs,
-    } = run;
-    // A file that cannot be read is the first thing to report, before how
-    // the sweep is asked for. It is read once; every run parses this text.
-    let (text, origin) = match file {
-        Some(f) => (scenario::read(f)?, f.display().to_string()),
-        None => (crate::run::DEMO.to_string(), "<built-in demo>".to_string()),
-    };
+    jobs: usize,
+    quiet: bool,
+    max_runs: u64,
+) -> Result<Checked> {
     if axes.is_empty() && seeds < 2 {
         bail!(
             "--vary: give at least one KEY=V1,V2,... to sweep over, or --seeds N (N ≥ 2) \
@@ -323,12 +244,11 @@ pub fn sweep(
         );
     }
     let points = grid(axes);
-    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let sweep = Grid {
         text,
         origin,
-        sets,
-        axes,
+        sets: sets.to_vec(),
+        axes: axes.to_vec(),
     };
     // An error that the scenario with --set alone gives too is not the
     // point's fault.
@@ -339,18 +259,7 @@ pub fn sweep(
         Ok(sc) => (sc.name, sc.seed),
         Err(e) => return Err(sweep.blame(e, &points[0], base_err.as_ref())),
     };
-    let origin = sweep.origin.clone();
     let seed_list: Vec<u64> = (0..seeds as u64).map(|k| seed0.wrapping_add(k)).collect();
-    let n_runs = points.len() * seed_list.len();
-    if !quiet {
-        eprintln!(
-            "sweeping `{name}` ({origin}): {} × {} = {} on {jobs} thread{}",
-            hopwise_experiment::plural(points.len(), "point"),
-            hopwise_experiment::plural(seed_list.len(), "seed"),
-            hopwise_experiment::plural(n_runs, "run"),
-            if jobs == 1 { "" } else { "s" }
-        );
-    }
 
     // Every point's scenario is checked before anything runs (and built
     // again when it runs: kept, a large grid's scenarios would take
@@ -383,169 +292,223 @@ pub fn sweep(
             Err(e) => return Err(sweep.blame(e, &points[i], base_err.as_ref())),
         }
     }
-    crate::run::prepare_out(out)?;
+    Ok(Checked {
+        grid: sweep,
+        points,
+        seeds: seed_list,
+        name,
+        replicas,
+    })
+}
 
-    // The runs go in batches of points; each batch's results are written to
-    // runs.csv and folded into its points' means before the next batch
-    // runs, so that memory grows with the points, not with the runs.
-    let t0 = Instant::now();
-    let bars = crate::reproduce::Bars::new();
-    let progress: &dyn Progress = if quiet { &Silent } else { &bars };
+/// Threads to run on: `jobs`, else every core.
+fn threads(jobs: Option<usize>) -> usize {
+    jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Runs the runs in `range` on `jobs` threads and hands each run's samples
+/// to `each`, in run order. Run `r` is point `r / seeds` with seed
+/// `seeds[r % seeds]`: the order of runs.csv. The runs go in batches of
+/// whole points' worth of runs, each handed on before the next batch runs,
+/// so that memory grows with the batch, not with the range.
+fn execute(
+    grid: &Grid,
+    points: &[Point],
+    seeds: &[u64],
+    range: Range<usize>,
+    jobs: usize,
+    progress: &dyn Progress,
+    mut each: impl FnMut(usize, Vec<Sample>) -> Result<()>,
+) -> Result<()> {
+    let n = seeds.len();
+    let per_batch = jobs.saturating_mul(64).div_ceil(n).max(1) * n;
+    let mut start = range.start;
+    while start < range.end {
+        let end = range.end.min(start.saturating_add(per_batch));
+        let results = par_map((start..end).collect(), jobs, progress, |r: usize| {
+            let mut sc = grid.build(&points[r / n]).map_err(|e| e.to_string())?;
+            sc.seed = seeds[r % n];
+            overlay::run(sc, &grid.origin)
+        });
+        for (r, res) in (start..end).zip(results) {
+            let samples = res.map_err(anyhow::Error::msg).with_context(|| {
+                format!(
+                    "point {} with seed {}",
+                    label(&grid.axes, &points[r / n]),
+                    seeds[r % n]
+                )
+            })?;
+            each(r, samples)?;
+        }
+        start = end;
+    }
+    Ok(())
+}
+
+pub fn sweep(
+    file: Option<&Path>,
+    axes: &[Axis],
+    seeds: u32,
+    sets: &[String],
+    out: &Path,
+    plan: Option<&Path>,
+    run: RunOpts,
+) -> Result<()> {
+    let RunOpts {
+        jobs,
+        quiet,
+        max_runs,
+    } = run;
+    // A file that cannot be read is the first thing to report, before how
+    // the sweep is asked for.
+    let scenario = read_scenario(file)?;
+    let jobs = threads(jobs);
+    let c = check(scenario, axes, seeds, sets, jobs, quiet, max_runs)?;
+    if let Some(dir) = plan {
+        return plan::write(dir, &c);
+    }
+    let n_runs = c.runs();
+    if !quiet {
+        eprintln!(
+            "sweeping `{}` ({}): {} × {} = {} on {jobs} thread{}",
+            c.name,
+            c.grid.origin,
+            hopwise_experiment::plural(c.points.len(), "point"),
+            hopwise_experiment::plural(c.seeds.len(), "seed"),
+            hopwise_experiment::plural(n_runs, "run"),
+            if jobs == 1 { "" } else { "s" }
+        );
+    }
     // The tables are written under temporary names and put in place only
     // once complete (csv::Writer), so a sweep that fails leaves the
     // previous results alone.
-    let mut runs_csv = csv::Writer::create(&out.join("runs.csv"))?;
-    let mut points_csv = csv::Writer::create(&out.join("points.csv"))?;
-    runs_csv.header_of(&RunRow {
-        point: Params(axes, &points[0]),
-        seed: 0,
-        metric: "",
-        subject: "",
-        value: 0.0,
-    })?;
-    points_csv.header_of(&PointRow {
-        point: Params(axes, &points[0]),
-        metric: "",
-        subject: "",
-        mean: 0.0,
-        ci90_low: 0.0,
-        ci90_high: 0.0,
-        runs: 0,
-    })?;
-    let mut point_out = Vec::with_capacity(points.len());
-    let mut first_runs = Vec::with_capacity(points.len());
-    let mut flat = 0;
-    let per_batch = jobs.saturating_mul(64).div_ceil(seed_list.len()).max(1);
+    let mut o = output::Output::create(out, &c)?;
+    let t0 = Instant::now();
+    let bars = crate::reproduce::Bars::new();
+    let progress: &dyn Progress = if quiet { &Silent } else { &bars };
     progress.start("sweep", n_runs as u64);
-    let ran: Result<()> = (|| {
-        for b in (0..points.len()).step_by(per_batch) {
-            let batch = b..(b + per_batch).min(points.len());
-            let items: Vec<(usize, u64)> = batch
-                .clone()
-                .flat_map(|i| seed_list.iter().map(move |&s| (i, s)))
-                .collect();
-            let mut results = par_map(items, jobs, progress, |(i, seed)| {
-                let mut sc = sweep.build(&points[i]).map_err(|e| e.to_string())?;
-                sc.seed = seed;
-                overlay::run(sc, &sweep.origin)
-            })
-            .into_iter();
-            for i in batch {
-                let mut mine = Vec::with_capacity(seed_list.len());
-                for &seed in &seed_list {
-                    let r = results
-                        .next()
-                        .expect("a result per run")
-                        .map_err(anyhow::Error::msg)
-                        .with_context(|| {
-                            format!("point {} with seed {seed}", label(axes, &points[i]))
-                        })?;
-                    for x in &r {
-                        runs_csv.row(&RunRow {
-                            point: Params(axes, &points[i]),
-                            seed,
-                            metric: x.metric,
-                            subject: &x.subject,
-                            value: x.value,
-                        })?;
-                    }
-                    mine.push(r);
-                }
-                if mine.iter().all(|x| same(x, &mine[0])) {
-                    flat += 1;
-                }
-                let p = fold_point(axes, &points[i], &mine, &mut points_csv)?;
-                point_out.push(p);
-                first_runs.push(fingerprint(&mine[0]));
-            }
-        }
-        runs_csv.finish()?;
-        points_csv.finish()
-    })();
+    let ran = execute(
+        &c.grid,
+        &c.points,
+        &c.seeds,
+        0..n_runs,
+        jobs,
+        progress,
+        |r, s| o.run(r, s),
+    );
     progress.finish();
     ran?;
-    let wall = t0.elapsed().as_secs_f64();
-    let warnings = sameness(axes, &points, seed_list.len(), flat, &first_runs);
-    for w in &warnings {
-        eprintln!("warning: {w}");
-    }
+    o.finish(t0.elapsed().as_secs_f64(), quiet, &[])
+}
 
-    let command = crate::run::command_line();
-    let summary = SweepSummary {
-        scenario: name.clone(),
-        origin: origin.clone(),
-        command: command.clone(),
-        sets,
-        warnings: warnings.clone(),
-        vary: axes
-            .iter()
-            .map(|a| AxisOut {
-                key: &a.key,
-                values: &a.values,
-            })
-            .collect(),
-        seeds: seed_list.clone(),
-        runs: n_runs,
-        wall_s: wall,
-        points: point_out,
-        replicas,
-    };
-    // Written as it is serialised: a large grid's summary.json would
-    // otherwise be held whole in memory first.
-    let path = out.join("summary.json");
-    let mut w = std::io::BufWriter::new(
-        std::fs::File::create(&path).with_context(|| format!("writing {}", path.display()))?,
-    );
-    serde_json::to_writer_pretty(&mut w, &summary)?;
-    w.write_all(b"\n")?;
-    w.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
+/// The subcommands of `hopwise sweep`: a sweep on many machines.
+#[derive(clap::Subcommand)]
+pub enum SweepCmd {
+    /// Run shard I of N of the sweep planned in DIR (`--plan DIR`): a contiguous slice of its
+    /// runs, written to DIR/shards/. A shard already done is skipped.
+    Shard {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// I/N (shard I of N, from 0), or `slurm`: I from SLURM_ARRAY_TASK_ID, N from --shards
+        /// or else SLURM_ARRAY_TASK_COUNT, and --jobs from SLURM_CPUS_PER_TASK.
+        #[arg(long, value_name = "I/N|slurm")]
+        shard: String,
+        /// The number of shards, with `--shard slurm` (resubmitting some tasks keeps N).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+        /// Worker threads (default: all cores; with `--shard slurm`, the task's CPUs).
+        #[arg(long, value_parser = crate::at_least_one)]
+        jobs: Option<usize>,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Merge the shards in DIR into runs.csv, points.csv, summary.json, the plots and
+    /// report.html: what `hopwise sweep` writes on one machine. Refuses missing, overlapping
+    /// and foreign shards.
+    Merge {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// Output directory (default: DIR).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Worker threads to check the points (default: all cores).
+        #[arg(long, value_parser = crate::at_least_one)]
+        jobs: Option<usize>,
+        /// Print only the results path (no table).
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the done, started and missing shards of DIR, and the sbatch line that resubmits
+    /// the missing ones.
+    Status {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// The number of shards (default: from DIR/slurm, or the shards that ran).
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
+    },
+    /// Write a Slurm job array for the sweep planned in DIR: DIR/slurm/array.sbatch (one shard
+    /// per task), merge.sbatch and submit.sh (the array, then the merge after it succeeds).
+    Slurm {
+        /// The plan's directory.
+        dir: PathBuf,
+        /// Shards, one per array task: size them to minutes of runs each, not single runs.
+        #[arg(long, value_name = "N")]
+        shards: usize,
+        /// CPUs per task (the shard's threads).
+        #[arg(long, default_value_t = 1, value_parser = crate::at_least_one)]
+        cpus_per_task: usize,
+        /// The tasks' time limit (sbatch --time), e.g. 30:00.
+        #[arg(long)]
+        time: Option<String>,
+        /// Partition (sbatch --partition).
+        #[arg(long)]
+        partition: Option<String>,
+        /// Account (sbatch --account).
+        #[arg(long)]
+        account: Option<String>,
+        /// The cluster's MaxArraySize: task IDs must be below it, so N is at most this.
+        #[arg(long, default_value_t = 1001, value_parser = crate::at_least_one)]
+        max_array_size: usize,
+    },
+}
 
-    let mut figs = plots(out, axes, &points, &summary)?;
-    figs.extend(overlay::plot(out, axes, &points, &summary)?);
-    // A scenario of overlays alone has no flow columns to show.
-    let flows_table = if subjects(&summary, "goodput_bps").is_empty() {
-        String::new()
-    } else {
-        table(axes, &points, &summary)
-    };
-    let table = [flows_table, overlay::table(axes, &points, &summary)]
-        .into_iter()
-        .filter(|t| !t.is_empty())
-        .collect::<Vec<_>>()
-        .join("\n");
-    if !quiet {
-        print!("{table}");
-    }
-    let mut files = figs;
-    files.extend(["summary.json", "points.csv", "runs.csv"].map(String::from));
-    let mut facts = vec![
-        format!("command: {command}"),
-        format!("scenario: {name} ({origin})"),
-        format!(
-            "{} × {} = {}, {wall:.1} s wall, hopwise {}",
-            hopwise_experiment::plural(points.len(), "point"),
-            hopwise_experiment::plural(seed_list.len(), "seed"),
-            hopwise_experiment::plural(n_runs, "run"),
-            env!("CARGO_PKG_VERSION")
+/// Runs a subcommand of `hopwise sweep`.
+pub fn run_cmd(cmd: SweepCmd) -> Result<()> {
+    match cmd {
+        SweepCmd::Shard {
+            dir,
+            shard: spec,
+            shards,
+            jobs,
+            quiet,
+        } => shard(&dir, &spec, shards, jobs, quiet),
+        SweepCmd::Merge {
+            dir,
+            out,
+            jobs,
+            quiet,
+        } => merge(&dir, out.as_deref(), jobs, quiet),
+        SweepCmd::Status { dir, shards } => status(&dir, shards),
+        SweepCmd::Slurm {
+            dir,
+            shards,
+            cpus_per_task,
+            time,
+            partition,
+            account,
+            max_array_size,
+        } => slurm(
+            &dir,
+            &SlurmOpts {
+                shards,
+                cpus_per_task,
+                time,
+                partition,
+                account,
+                max_array_size,
+            },
         ),
-    ];
-    facts.extend(warnings.iter().map(|w| format!("warning: {w}")));
-    crate::run::text_report(
-        out,
-        &format!("hopwise sweep: {name}"),
-        &facts,
-        &table,
-        &[("sweep.svg", "points.csv"), ("sweep_tor.svg", "points.csv")],
-        &files,
-    )?;
-    println!(
-        "results: {} (open {})",
-        out.join("summary.json").display(),
-        out.join("report.html").display()
-    );
-    if let Some(note) = crate::run::leftovers(out, &files) {
-        eprintln!("{note}");
     }
-    Ok(())
 }

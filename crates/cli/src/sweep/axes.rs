@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 
 /// One `--vary KEY=V1,V2,...`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Axis {
     pub key: String,
     pub values: Vec<String>,

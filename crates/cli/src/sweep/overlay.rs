@@ -6,9 +6,9 @@
 //! intervals.
 
 use super::axes::{label, label_column, numeric, Axis, Point};
+use super::output::SweepSummary;
 use super::plots::{bar, error_bar, series_of};
 use super::samples::{samples, Sample};
-use super::SweepSummary;
 use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_sim::report::Summary;

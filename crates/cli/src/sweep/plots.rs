@@ -5,7 +5,7 @@
 //! overlays' figure share.
 
 use super::axes::{label, numeric, Axis, Point};
-use super::SweepSummary;
+use super::output::SweepSummary;
 use anyhow::{Context, Result};
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use std::collections::HashSet;

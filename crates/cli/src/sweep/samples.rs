@@ -135,6 +135,20 @@ fn latency(f: &hopwise_sim::report::FlowSummary) -> [Option<f64>; 8] {
     ]
 }
 
+/// The metric named `name`, as the `&'static str` a [`Sample`] holds: for
+/// samples read back from a shard's file. Each name is allocated once, and
+/// kept: there are a few dozen.
+pub(super) fn metric_name(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(n);
+    n
+}
+
 /// Whether two runs measured exactly the same values.
 pub(super) fn same(a: &[Sample], b: &[Sample]) -> bool {
     a.len() == b.len()

@@ -3,8 +3,8 @@
 //! flow's median RTT and 95th-percentile queueing delay.
 
 use super::axes::{label, label_column, Axis, Point};
+use super::output::SweepSummary;
 use super::plots::{series_of, shown_flows, subjects};
-use super::SweepSummary;
 
 /// The terminal table: per point, the bytes all flows delivered, Jain's
 /// index and each flow's goodput (means over seeds).

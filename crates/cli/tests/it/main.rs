@@ -17,5 +17,6 @@ mod ops_cli;
 mod report_html;
 mod sim_capture;
 mod sweep_cli;
+mod sweep_shards;
 mod tor_cli;
 mod utp_cli;

@@ -1,0 +1,475 @@
+//! A sweep on many machines, without a cluster: `--plan`, shards run one
+//! after the other, `merge` (the same bytes as `hopwise sweep` on one
+//! machine, apart from the wall time), and what `merge`, `shard`, `status`
+//! and `slurm` refuse.
+
+use super::common::{hopwise, json};
+use std::path::Path;
+use std::process::Output;
+
+const NEWRENO_VS_LEDBAT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../scenarios/newreno-vs-ledbat.toml"
+);
+
+fn scratch(tag: &str) -> std::path::PathBuf {
+    super::common::scratch("shards", tag)
+}
+
+/// The sweep of these tests: 3 points × 3 seeds = 9 short runs, with
+/// random loss so that seeds differ.
+fn sweep_args(queues: &str) -> Vec<String> {
+    [
+        "sweep",
+        NEWRENO_VS_LEDBAT,
+        "--vary",
+        &format!("link.bottleneck.queue={queues}"),
+        "--seeds",
+        "3",
+        "--set",
+        "duration=2s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "link.bottleneck.loss=0.01",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+const QUEUES: &str = "20pkt,50pkt,100pkt";
+
+fn run(args: &[&str]) -> Output {
+    hopwise(args)
+}
+
+fn ok(o: Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The error message of a command that must fail.
+fn fails(o: Output) -> String {
+    assert!(
+        !o.status.success(),
+        "succeeded: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Plans the sweep over `queues` into `dir`.
+fn plan(dir: &Path, queues: &str) -> String {
+    let mut a = sweep_args(queues);
+    a.extend(["--plan".into(), s(dir).into()]);
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+/// Runs shard `i` of `n` of the plan in `dir`.
+fn shard(dir: &Path, i: usize, n: usize) -> Output {
+    run(&[
+        "sweep",
+        "shard",
+        s(dir),
+        "--shard",
+        &format!("{i}/{n}"),
+        "--jobs",
+        "1",
+        "--quiet",
+    ])
+}
+
+/// A file's text with the wall time taken out: summary.json's `wall_s`
+/// line, report.html's "N s wall".
+fn unwall(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("\"wall_s\":") {
+            continue;
+        }
+        let mut l = line.to_string();
+        if let Some(at) = l.find(" s wall") {
+            let start = l[..at]
+                .rfind(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .map_or(0, |k| k + 1);
+            l.replace_range(start..at, "T");
+        }
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}
+
+/// What the sweep wrote in `dir`, wall time taken out.
+fn outputs(dir: &Path) -> Vec<(String, String)> {
+    let mut v = Vec::new();
+    for f in [
+        "runs.csv",
+        "points.csv",
+        "summary.json",
+        "sweep.svg",
+        "report.html",
+    ] {
+        let t = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        v.push((f.to_string(), unwall(&t)));
+    }
+    v
+}
+
+/// Shards run in sequence and merged write what the sweep writes on one
+/// machine, for one shard, a shard per point, shards that split points'
+/// seeds, and more shards than runs (some empty).
+#[test]
+fn merged_shards_equal_the_sweep_on_one_machine() {
+    let d = scratch("equal");
+    let one = d.join("one");
+    let mut a = sweep_args(QUEUES);
+    a.extend(["--quiet", "--jobs", "2", "--out", s(&one)].map(String::from));
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    let want = outputs(&one);
+    // The seeds matter, so a shard that splits a point's seeds must keep
+    // them apart.
+    let runs = &want[0].1;
+    let seeds: Vec<&str> = runs
+        .lines()
+        .filter(|l| l.starts_with("20pkt,") && l.contains(",goodput_bps,newreno,"))
+        .map(|l| l.rsplit(',').next().unwrap())
+        .collect();
+    assert_eq!(seeds.len(), 3, "{runs}");
+    assert!(seeds[0] != seeds[1] || seeds[1] != seeds[2], "{seeds:?}");
+    let summary = json(&one.join("summary.json"));
+
+    // N = 1, N = the points, N = 4 (9 runs: 2, 2, 2, 3, splitting points'
+    // seeds), N = 12 > 9 runs (three empty shards).
+    for n in [1, 3, 4, 12] {
+        let dir = d.join(format!("plan{n}"));
+        let printed = plan(&dir, QUEUES);
+        assert!(printed.contains("--shard 0/1"), "{printed}");
+        let p = json(&dir.join("plan.json"));
+        assert_eq!(p["runs"], 9);
+        assert_eq!(p["command"], summary["command"], "the canonical command");
+        for i in 0..n {
+            ok(shard(&dir, i, n));
+        }
+        let done = json(&dir.join(format!("shards/{}-of-{n}.done.json", n - 1)));
+        assert_eq!(done["plan_sha256"], p["plan_sha256"]);
+        ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+        for ((f, w), (_, got)) in want.iter().zip(outputs(&dir)) {
+            assert!(
+                *w == got,
+                "{n} shards: {f} differs from the one-machine sweep's"
+            );
+        }
+        // The wall time is there, only different.
+        assert!(json(&dir.join("summary.json"))["wall_s"].as_f64().unwrap() > 0.0);
+    }
+    let cmd = summary["command"].as_str().unwrap();
+    assert!(
+        cmd.starts_with("hopwise sweep ")
+            && cmd.contains("--vary link.bottleneck.queue=20pkt,50pkt,100pkt --seeds 3 --set")
+            && !cmd.contains("--out")
+            && !cmd.contains("--jobs"),
+        "{cmd}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Missing, overlapping and foreign shards are refused, each named; a done
+/// shard is skipped; status lists the shards and the sbatch line.
+#[test]
+fn merge_refuses_missing_overlapping_and_foreign_shards() {
+    let d = scratch("refuse");
+    let dir = d.join("p");
+    plan(&dir, QUEUES);
+    ok(shard(&dir, 0, 3));
+    ok(shard(&dir, 2, 3));
+    // A shard that died: its runs under the .partial name only.
+    std::fs::write(dir.join("shards/1-of-3.runs.jsonl.partial"), "").unwrap();
+
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("runs 3-5") && e.contains("1-of-3 (started, not finished)"),
+        "{e}"
+    );
+    let st = ok(run(&["sweep", "status", s(&dir)]));
+    assert!(
+        st.contains("2 done, 1 started, 0 missing; 6 of 9 runs done")
+            && st.contains("started: 1 (running now, or died")
+            && st.contains("sbatch --array=1 "),
+        "{st}"
+    );
+    let st = ok(run(&["sweep", "status", s(&dir), "--shards", "6"]));
+    assert!(
+        st.contains("missing: 0-5") && st.contains("sbatch --array=0-5 "),
+        "{st}"
+    );
+
+    // Resuming: a done shard is skipped and keeps its files.
+    let runs0 = dir.join("shards/0-of-3.runs.jsonl");
+    let before = std::fs::read(&runs0).unwrap();
+    let o = ok(shard(&dir, 0, 3));
+    assert!(o.contains("done already") && o.contains("skipped"), "{o}");
+    assert_eq!(std::fs::read(&runs0).unwrap(), before);
+
+    // The missing shard, then a shard of another N over the same runs.
+    ok(shard(&dir, 1, 3));
+    let st = ok(run(&["sweep", "status", s(&dir)]));
+    assert!(st.contains("all done: hopwise sweep merge"), "{st}");
+    ok(shard(&dir, 0, 2));
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("overlap") && e.contains("0-of-2 (runs 0-3)") && e.contains("0-of-3 (runs 0-2)"),
+        "{e}"
+    );
+    for ext in ["done.json", "runs.jsonl"] {
+        std::fs::remove_file(dir.join(format!("shards/0-of-2.{ext}"))).unwrap();
+    }
+    ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+
+    // A shard of another plan, put in place of 1-of-3.
+    let other = d.join("other");
+    plan(&other, "30pkt,50pkt,100pkt");
+    ok(shard(&other, 1, 3));
+    for ext in ["done.json", "runs.jsonl"] {
+        std::fs::copy(
+            other.join(format!("shards/1-of-3.{ext}")),
+            dir.join(format!("shards/1-of-3.{ext}")),
+        )
+        .unwrap();
+    }
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("1-of-3.done.json (runs 3-5): of another plan"),
+        "{e}"
+    );
+    // Running that shard again in this plan refuses the other plan's record.
+    let e = fails(shard(&dir, 1, 3));
+    assert!(
+        e.contains("1-of-3.done.json: a done record of another plan"),
+        "{e}"
+    );
+    // Planning another sweep into a directory with shards is refused;
+    // planning the same one again is fine.
+    let mut a = sweep_args("30pkt,50pkt,100pkt");
+    a.extend(["--plan".into(), s(&dir).into()]);
+    let e = fails(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    assert!(
+        e.contains("shards of another plan") && e.contains("another directory"),
+        "{e}"
+    );
+    plan(&dir, QUEUES);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A shard refuses another binary than the plan's, and a plan changed
+/// after it was written; `--shard slurm` reads the array's variables.
+#[test]
+fn shards_refuse_another_binary_and_a_changed_plan() {
+    let d = scratch("binary");
+    let dir = d.join("p");
+    plan(&dir, QUEUES);
+    let path = dir.join("plan.json");
+    let good = std::fs::read_to_string(&path).unwrap();
+    let p: serde_json::Value = serde_json::from_str(&good).unwrap();
+    let mine = p["binary_sha256"].as_str().unwrap();
+    let zeros = "0".repeat(64);
+    std::fs::write(&path, good.replace(mine, &zeros)).unwrap();
+    let e = fails(shard(&dir, 0, 2));
+    assert!(
+        e.contains(&format!("SHA-256 {mine}"))
+            && e.contains(&format!("SHA-256 {zeros}"))
+            && e.contains(p["binary_path"].as_str().unwrap()),
+        "{e}"
+    );
+    assert!(!dir.join("shards").exists());
+    // The slurm scripts are refused for the same reason.
+    let e = fails(run(&["sweep", "slurm", s(&dir), "--shards", "2"]));
+    assert!(e.contains("not the binary that wrote"), "{e}");
+
+    std::fs::write(&path, good.replace("duration=2s", "duration=3s")).unwrap();
+    let e = fails(shard(&dir, 0, 2));
+    assert!(e.contains("plan.json: the plan was changed"), "{e}");
+    std::fs::write(&path, &good).unwrap();
+
+    // --shard slurm: I and N from the array's variables, N from --shards first.
+    let slurm = |vars: &[(&str, &str)], extra: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_hopwise"));
+        c.args(["sweep", "shard", s(&dir), "--shard", "slurm", "--quiet"])
+            .args(extra)
+            .env_remove("SLURM_ARRAY_TASK_ID")
+            .env_remove("SLURM_ARRAY_TASK_COUNT")
+            .env_remove("SLURM_CPUS_PER_TASK");
+        for (k, v) in vars {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let e = fails(slurm(&[], &[]));
+    assert!(e.contains("SLURM_ARRAY_TASK_ID is not set"), "{e}");
+    let e = fails(slurm(&[("SLURM_ARRAY_TASK_ID", "1")], &[]));
+    assert!(e.contains("SLURM_ARRAY_TASK_COUNT is not set"), "{e}");
+    let e = fails(slurm(&[("SLURM_ARRAY_TASK_ID", "4")], &["--shards", "4"]));
+    assert!(e.contains("shard 4 of 4 does not exist"), "{e}");
+    ok(slurm(
+        &[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "1"),
+            ("SLURM_CPUS_PER_TASK", "1"),
+        ],
+        &["--shards", "4"],
+    ));
+    let done = json(&dir.join("shards/2-of-4.done.json"));
+    assert_eq!(done["run_range"], serde_json::json!([4, 6]));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `sweep slurm` writes the array, the merge job and submit.sh, and refuses
+/// more shards than the array may have tasks.
+#[test]
+fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = scratch("slurm");
+    let dir = d.join("p");
+    plan(&dir, QUEUES);
+    let o = ok(run(&[
+        "sweep",
+        "slurm",
+        s(&dir),
+        "--shards",
+        "4",
+        "--cpus-per-task",
+        "2",
+        "--time",
+        "10:00",
+        "--partition",
+        "short",
+    ]));
+    assert!(o.contains("submit.sh"), "{o}");
+    let sd = std::path::absolute(&dir).unwrap();
+    let array = std::fs::read_to_string(dir.join("slurm/array.sbatch")).unwrap();
+    for want in [
+        "#SBATCH --array=0-3\n",
+        "#SBATCH --cpus-per-task=2\n",
+        "#SBATCH --time=10:00\n",
+        "#SBATCH --partition=short\n",
+        &format!("#SBATCH --output={}/slurm/logs/%A_%a.out\n", sd.display()),
+        &format!(" sweep shard {} --shard slurm --shards 4\n", sd.display()),
+    ] {
+        assert!(array.contains(want), "{want} not in\n{array}");
+    }
+    let merge = std::fs::read_to_string(dir.join("slurm/merge.sbatch")).unwrap();
+    assert!(
+        merge.contains(&format!(" sweep merge {}\n", sd.display())),
+        "{merge}"
+    );
+    let submit = dir.join("slurm/submit.sh");
+    let text = std::fs::read_to_string(&submit).unwrap();
+    assert!(
+        text.contains("--dependency=afterok:\"$array\"") && text.contains("--wait"),
+        "{text}"
+    );
+    assert_ne!(
+        std::fs::metadata(&submit).unwrap().permissions().mode() & 0o111,
+        0
+    );
+    assert!(dir.join("slurm/logs").is_dir());
+    // submit.sh with a stand-in sbatch that logs its arguments: the array,
+    // then the merge after it; --wait goes to the merge only, other
+    // arguments to both.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = d.join("sbatch.log");
+    let fake = bin.join("sbatch");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$*\" >> {}\necho 4242\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = std::process::Command::new(&submit)
+        .args(["--wait", "--qos=low"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let printed = ok(o);
+    assert!(printed.contains("job array 4242"), "{printed}");
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[0],
+        format!("--parsable --qos=low {}/slurm/array.sbatch", sd.display())
+    );
+    assert_eq!(
+        calls[1],
+        format!(
+            "--parsable --wait --dependency=afterok:4242 --kill-on-invalid-dep=yes \
+             --qos=low {}/slurm/merge.sbatch",
+            sd.display()
+        )
+    );
+    // status takes N from the array.
+    let st = ok(run(&["sweep", "status", s(&dir)]));
+    assert!(
+        st.contains("4 shards: 0 done") && st.contains("sbatch --array=0-3 "),
+        "{st}"
+    );
+
+    let e = fails(run(&["sweep", "slurm", s(&dir), "--shards", "1002"]));
+    assert!(
+        e.contains("--shards 1002") && e.contains("--max-array-size"),
+        "{e}"
+    );
+    ok(run(&["sweep", "slurm", s(&dir), "--shards", "1001"]));
+    let e = fails(run(&[
+        "sweep",
+        "slurm",
+        s(&dir),
+        "--shards",
+        "5",
+        "--max-array-size",
+        "4",
+    ]));
+    assert!(e.contains("fewer shards"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// `hopwise sweep --help` shows the subcommands; a plan's command runs
+/// the sweep as it is, `--max-runs` included when the default is too small.
+#[test]
+fn sweep_help_lists_the_subcommands() {
+    let h = ok(run(&["sweep", "--help"]));
+    for c in ["shard", "merge", "status", "slurm", "--plan"] {
+        assert!(h.contains(c), "{c} not in\n{h}");
+    }
+    let d = scratch("maxruns");
+    let p = |seeds: &str| {
+        let dir = d.join(seeds);
+        ok(run(&[
+            "sweep",
+            "--seeds",
+            seeds,
+            "--max-runs",
+            "5000",
+            "--plan",
+            s(&dir),
+        ]));
+        json(&dir.join("plan.json"))["command"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(p("2000"), "hopwise sweep --seeds 2000");
+    assert_eq!(p("2001"), "hopwise sweep --seeds 2001 --max-runs 2001");
+    let _ = std::fs::remove_dir_all(&d);
+}
