@@ -146,12 +146,24 @@ pub fn slurm(dir: &Path, o: &SlurmOpts) -> Result<()> {
              \x20   *) both+=(\"$a\") ;;\n\
              \x20 esac\n\
              done\n\
+             # A merge that Slurm cancels (a task failed) still lets `sbatch --wait`\n\
+             # return 0, so with --wait the merged summary.json is checked instead.\n\
+             mark={mark}\n\
+             touch \"$mark\"\n\
              array=$(sbatch --parsable ${{both[@]+\"${{both[@]}}\"}} {array})\n\
              array=${{array%%;*}}\n\
              echo \"job array $array: {n} shards of {dir_}; progress: {bin} sweep status {dir}\"\n\
              echo \"merge job: after the array succeeds$waiting\"\n\
              sbatch --parsable ${{wait[@]+\"${{wait[@]}}\"}} --dependency=afterok:\"$array\" \\\n\
-             \x20 --kill-on-invalid-dep=yes ${{both[@]+\"${{both[@]}}\"}} {array_dep}\n",
+             \x20 --kill-on-invalid-dep=yes ${{both[@]+\"${{both[@]}}\"}} {array_dep}\n\
+             if [ -n \"$waiting\" ] && ! [ {summary} -nt \"$mark\" ]; then\n\
+             \x20 echo \"the merge did not run: a shard failed (its log is in {logs}); what is missing:\" >&2\n\
+             \x20 {bin} sweep status {dir} >&2 || true\n\
+             \x20 exit 1\n\
+             fi\n",
+            mark = q(&sdir.join("submitted")),
+            summary = q(&abs.join("summary.json")),
+            logs = logs.display(),
             array = q(&array),
             array_dep = q(&merge),
             dir_ = abs.display(),

@@ -396,28 +396,35 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
-    let o = std::process::Command::new(&submit)
-        .args(["--wait", "--qos=low"])
-        .env("PATH", path)
-        .output()
-        .unwrap();
-    let printed = ok(o);
+    let submit_with = |args: &[&str]| {
+        std::process::Command::new(&submit)
+            .args(args)
+            .env("PATH", &path)
+            .output()
+            .unwrap()
+    };
+    let printed = ok(submit_with(&["--qos=low"]));
     assert!(printed.contains("job array 4242"), "{printed}");
+    // With --wait, a merge that did not write summary.json (Slurm cancels
+    // it when a task fails, and `sbatch --wait` still returns 0; here the
+    // stand-in runs nothing) makes submit.sh fail and say what is missing.
+    let e = fails(submit_with(&["--wait", "--qos=low"]));
+    assert!(
+        e.contains("the merge did not run") && e.contains("missing: 0-3"),
+        "{e}"
+    );
     let calls = std::fs::read_to_string(&log).unwrap();
     let calls: Vec<&str> = calls.lines().collect();
-    assert_eq!(calls.len(), 2, "{calls:?}");
-    assert_eq!(
-        calls[0],
-        format!("--parsable --qos=low {}/slurm/array.sbatch", sd.display())
-    );
-    assert_eq!(
-        calls[1],
+    assert_eq!(calls.len(), 4, "{calls:?}");
+    let array = format!("--parsable --qos=low {}/slurm/array.sbatch", sd.display());
+    let merge = |wait: &str| {
         format!(
-            "--parsable --wait --dependency=afterok:4242 --kill-on-invalid-dep=yes \
+            "--parsable {wait}--dependency=afterok:4242 --kill-on-invalid-dep=yes \
              --qos=low {}/slurm/merge.sbatch",
             sd.display()
         )
-    );
+    };
+    assert_eq!(calls, [&array, &merge(""), &array, &merge("--wait ")]);
     // status takes N from the array.
     let st = ok(run(&["sweep", "status", s(&dir)]));
     assert!(
