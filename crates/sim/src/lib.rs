@@ -6,6 +6,7 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod aqm;
 pub mod measure;
 pub mod packet;
 pub mod pcap;

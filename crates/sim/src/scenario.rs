@@ -282,11 +282,19 @@ fn queue(v: &Value, p: &str) -> R<QueueSpec> {
         DropTail,
         AckFirst,
         Tbf,
+        Codel,
+        FqCodel,
+        Pie,
+        Red,
     }
     let kinds = [
         ("droptail", Kind::DropTail),
         ("ackfirst", Kind::AckFirst),
         ("tbf", Kind::Tbf),
+        ("codel", Kind::Codel),
+        ("fq_codel", Kind::FqCodel),
+        ("pie", Kind::Pie),
+        ("red", Kind::Red),
     ];
     let names: Vec<&str> = kinds.iter().map(|k| k.0).collect();
     let why = format!("the discipline: one of {}", names.join(", "));
@@ -335,6 +343,63 @@ fn queue(v: &Value, p: &str) -> R<QueueSpec> {
                 rate,
                 burst,
                 limit: q.limit.unwrap_or_default(),
+            }
+        }
+        // Defaults: Linux's (tc-codel(8), tc-fq_codel(8), tc-pie(8)); RED's
+        // from Floyd and Jacobson's paper and the gentle_ recommendation.
+        Kind::Codel => {
+            let q: raw::RawCodel = sub(v, p)?;
+            QueueSpec::Codel {
+                target: q.target.map_or(Dur::from_millis(5), |d| d.value),
+                interval: q.interval.map_or(Dur::from_millis(100), |d| d.value),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
+            }
+        }
+        Kind::FqCodel => {
+            let q: raw::RawFqCodel = sub(v, p)?;
+            QueueSpec::FqCodel {
+                target: q.target.map_or(Dur::from_millis(5), |d| d.value),
+                interval: q.interval.map_or(Dur::from_millis(100), |d| d.value),
+                limit: q.limit.unwrap_or(QueueLimit::Packets(10_240)),
+                flows: q.flows.map_or(1024, |n| n.0 as u32),
+                quantum: match q.quantum {
+                    None => 1514,
+                    Some(s) => u32::try_from(s.0)
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| e(at(p, "quantum"), "must be between 1 B and 4 GB"))?,
+                },
+                ecn: q.ecn.is_none_or(|f| f.0),
+            }
+        }
+        Kind::Pie => {
+            let q: raw::RawPie = sub(v, p)?;
+            QueueSpec::Pie {
+                target: q.target.map_or(Dur::from_millis(15), |d| d.value),
+                tupdate: q.tupdate.map_or(Dur::from_millis(15), |d| d.value),
+                alpha: q.alpha.map_or(0.125, |n| n.0),
+                beta: q.beta.map_or(1.25, |n| n.0),
+                max_burst: q.max_burst.map_or(Dur::from_millis(150), |d| d.value),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
+            }
+        }
+        Kind::Red => {
+            let q: raw::RawRed = sub(v, p)?;
+            let min_th = q.min_th.unwrap_or(QueueLimit::Packets(5));
+            let max_th = q.max_th.unwrap_or(match min_th {
+                QueueLimit::Packets(n) => QueueLimit::Packets(3 * n),
+                QueueLimit::Bytes(b) => QueueLimit::Bytes(3 * b),
+            });
+            QueueSpec::Red {
+                min_th,
+                max_th,
+                max_p: q.max_p.map_or(0.1, |n| n.0),
+                weight: q.weight.map_or(0.002, |n| n.0),
+                gentle: q.gentle.is_none_or(|f| f.0),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
             }
         }
     })

@@ -78,7 +78,7 @@ pub struct Iface {
     pub(crate) rate: Rate,
     pub(crate) delay: Dur,
     pub(crate) loss: f64,
-    qdisc: Qdisc,
+    pub(crate) qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
     /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
@@ -304,6 +304,7 @@ impl Sim {
             let b = node_id(&l.b)?;
             for (from, to, d, dir) in [(a, b, &l.ab, "ab"), (b, a, &l.ba, "ba")] {
                 let name = format!("{}:{}", l.name, dir);
+                let qdisc_rng = Rng::for_component(sc.seed, &format!("qdisc/{name}"));
                 ifaces.push(Iface {
                     rng: Rng::for_component(sc.seed, &format!("iface/{name}")),
                     name,
@@ -313,7 +314,7 @@ impl Sim {
                     rate: d.rate,
                     delay: d.delay,
                     loss: d.loss,
-                    qdisc: Qdisc::from_spec(&d.queue, d.rate),
+                    qdisc: Qdisc::from_spec(&d.queue, d.rate, qdisc_rng),
                     busy: false,
                     wake_pending: false,
                     pipeline: VecDeque::new(),
@@ -674,7 +675,7 @@ impl Sim {
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
-        if f.qdisc.enqueue(p) {
+        if f.qdisc.enqueue(now, p) {
             f.stats.enqueued += 1;
         } else {
             f.stats.drops += 1;
@@ -716,7 +717,13 @@ impl Sim {
                     self.schedule(t.max(now), Ev::Wake(i));
                 }
             }
-            Dequeue::Empty => {}
+            Dequeue::Empty => {
+                // An AQM may have dropped what was left at dequeue.
+                if f.stats.current().packets != 0 {
+                    f.stats.advance(now, warmup);
+                    f.stats.set(0, 0);
+                }
+            }
         }
     }
 

@@ -81,6 +81,29 @@ table! {
 table! {
     pub struct RawTbf("a table") { r#type: Value, rate: Rate, burst: Size, limit: QueueLimit }
 }
+table! {
+    pub struct RawCodel("a table") {
+        r#type: Value, target: Duration, interval: Duration, limit: QueueLimit, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawFqCodel("a table") {
+        r#type: Value, target: Duration, interval: Duration, limit: QueueLimit,
+        flows: Int<1, 65_536>, quantum: Size, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawPie("a table") {
+        r#type: Value, target: Duration, tupdate: Duration, alpha: Number, beta: Number,
+        max_burst: Duration, limit: QueueLimit, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawRed("a table") {
+        r#type: Value, min_th: QueueLimit, max_th: QueueLimit, max_p: Number, weight: Number,
+        gentle: Flag, limit: QueueLimit, ecn: Flag,
+    }
+}
 
 impl RawLink {
     /// The properties set for both directions.
