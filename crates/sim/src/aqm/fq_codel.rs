@@ -100,6 +100,11 @@ impl FqCodel {
         ((h as u128 * self.flows.len() as u128) >> 64) as usize
     }
 
+    #[cfg(test)]
+    pub(super) fn classify_for_test(&self, p: &Packet) -> usize {
+        self.classify(p)
+    }
+
     fn over_limit(&self) -> bool {
         match self.limit {
             Limit::Bytes(b) => self.bytes > b,

@@ -47,3 +47,6 @@ struct Stamped {
     at_ns: u64,
     p: Packet,
 }
+
+#[cfg(test)]
+mod tests;

@@ -74,6 +74,14 @@ impl Red {
         }
     }
 
+    /// Queues `p` bypassing RED (to set up a queue length in tests).
+    #[cfg(test)]
+    pub(super) fn push_for_test(&mut self, p: Packet) {
+        self.bytes += p.size as u64;
+        self.q.push_back(Stamped { at_ns: 0, p });
+        self.idle_since_ns = None;
+    }
+
     /// The average queue length (in the thresholds' unit).
     pub fn average(&self) -> f64 {
         self.avg
