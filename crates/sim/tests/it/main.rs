@@ -2,6 +2,7 @@
 //! instead of one per file): a module per area.
 
 mod ack_bursts;
+mod aqm_scenarios;
 mod agents;
 mod capture;
 mod common;
