@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod aqm;
+pub mod link;
 pub mod measure;
 pub mod packet;
 pub mod pcap;

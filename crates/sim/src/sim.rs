@@ -10,6 +10,7 @@
 //! same hash, and tests check it.
 
 use crate::agent::{Agent, Cx, SockEvent};
+use crate::link::LinkState;
 use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
@@ -78,6 +79,8 @@ pub struct Iface {
     pub(crate) rate: Rate,
     pub(crate) delay: Dur,
     pub(crate) loss: f64,
+    /// A delivery trace, bursty loss or jitter (`None` without any).
+    model: Option<Box<LinkState>>,
     pub(crate) qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
@@ -311,9 +314,11 @@ impl Sim {
                     link: l.name.clone(),
                     from,
                     to,
-                    rate: d.rate,
+                    // A trace sets the rate: its mean, for utilisation.
+                    rate: d.model.trace.as_ref().map_or(d.rate, |t| t.mean_rate()),
                     delay: d.delay,
                     loss: d.loss,
+                    model: LinkState::of(&d.model),
                     qdisc: Qdisc::from_spec(&d.queue, d.rate, qdisc_rng),
                     busy: false,
                     wake_pending: false,
@@ -700,13 +705,24 @@ impl Sim {
                     c.record(now, &p);
                 }
                 f.busy = true;
-                let done = now + f.rate.tx_time(p.size as u64);
-                let lost = f.rng.chance(f.loss);
+                let (done, lost, at) = match f.model.as_deref_mut() {
+                    None => {
+                        let done = now + f.rate.tx_time(p.size as u64);
+                        (done, f.rng.chance(f.loss), done + f.delay)
+                    }
+                    Some(m) => m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng),
+                };
                 if lost {
                     f.stats.wire_losses += 1;
                 } else {
-                    let at = done + f.delay;
-                    f.pipeline.push_back((at, p));
+                    if f.model.as_ref().is_some_and(|m| m.reorders()) {
+                        // Keep the pipeline sorted by arrival time, ties in
+                        // sending order: `Arrive` takes the earliest.
+                        let k = f.pipeline.partition_point(|(t, _)| *t <= at);
+                        f.pipeline.insert(k, (at, p));
+                    } else {
+                        f.pipeline.push_back((at, p));
+                    }
                     self.schedule(at, Ev::Arrive(i));
                 }
                 self.schedule(done, Ev::TxDone(i));

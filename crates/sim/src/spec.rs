@@ -2,6 +2,7 @@
 //! flows and measurement options. Scenario files (TOML, see
 //! [`crate::scenario`]) parse into this; reproductions build it in code.
 
+pub use crate::link::{DeliveryTrace, GilbertElliott, Jitter, LinkModel};
 use crate::packet::NodeId;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
@@ -64,6 +65,9 @@ pub struct DirSpec {
     pub queue: QueueSpec,
     /// Probability that a packet is lost on this direction (after the queue), seeded.
     pub loss: f64,
+    /// A delivery trace (which then sets the rate), bursty loss and delay
+    /// jitter; none by default.
+    pub model: LinkModel,
 }
 
 /// How a queue limit is counted (packets or bytes; 1000 packets by default,

@@ -9,5 +9,6 @@ mod common;
 mod determinism;
 mod examples;
 mod latency;
+mod links;
 mod routing;
 mod scenario_errors;
