@@ -55,9 +55,11 @@ impl DeliveryTrace {
         }
         match ops.last() {
             None => Err("no delivery opportunities: the trace is empty".into()),
-            Some(0) => Err("the last time is 0 ms: the trace repeats with a period of its last \
+            Some(0) => Err(
+                "the last time is 0 ms: the trace repeats with a period of its last \
                             time, which must be positive"
-                .into()),
+                    .into(),
+            ),
             Some(_) => Ok(DeliveryTrace {
                 name: name.to_string(),
                 ops_ms: ops,
@@ -238,7 +240,11 @@ impl LinkState {
         };
         let mut lost = rng.chance(loss);
         if let Some((g, bad)) = &mut self.ge {
-            *bad = if *bad { !rng.chance(g.r) } else { rng.chance(g.p) };
+            *bad = if *bad {
+                !rng.chance(g.r)
+            } else {
+                rng.chance(g.p)
+            };
             let p = if *bad { g.loss_bad } else { g.loss_good };
             lost |= rng.chance(p);
         }
@@ -299,7 +305,9 @@ mod tests {
         assert!(e.contains("line 3"), "{e}");
         let e = DeliveryTrace::parse("t", "5\n3\n").unwrap_err();
         assert!(e.contains("line 2") && e.contains("decrease"), "{e}");
-        assert!(DeliveryTrace::parse("t", "\n").unwrap_err().contains("empty"));
+        assert!(DeliveryTrace::parse("t", "\n")
+            .unwrap_err()
+            .contains("empty"));
         assert!(DeliveryTrace::parse("t", "0\n0\n").is_err());
         let t = DeliveryTrace::parse("t", "1\n2\n3\n4\n").unwrap();
         assert_eq!(t.mean_rate(), Rate::from_mbps(12));

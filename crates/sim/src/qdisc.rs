@@ -295,10 +295,18 @@ impl Qdisc {
     pub fn dequeue(&mut self, now: Time) -> Dequeue {
         match self {
             Qdisc::DropTail(q) => q.pop().map_or(Dequeue::Empty, Dequeue::Packet),
-            Qdisc::Codel(q) => q.dequeue(now.as_nanos()).map_or(Dequeue::Empty, Dequeue::Packet),
-            Qdisc::FqCodel(q) => q.dequeue(now.as_nanos()).map_or(Dequeue::Empty, Dequeue::Packet),
-            Qdisc::Pie(q) => q.dequeue(now.as_nanos()).map_or(Dequeue::Empty, Dequeue::Packet),
-            Qdisc::Red(q) => q.dequeue(now.as_nanos()).map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Codel(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::FqCodel(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Pie(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Red(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
             Qdisc::TokenBucket { q, bucket } => match q.front_size() {
                 None => Dequeue::Empty,
                 Some(s) if bucket.conforms(now, s) => {

@@ -435,7 +435,10 @@ fn dir_fields(d: &RawDir, p: &str, base: &Path) -> R<DirFields> {
             let path = base.join(&t.0);
             let key = at(p, "trace");
             let text = std::fs::read_to_string(&path).map_err(|x| {
-                e(&key, format!("cannot read the trace `{}`: {x}", path.display()))
+                e(
+                    &key,
+                    format!("cannot read the trace `{}`: {x}", path.display()),
+                )
             })?;
             let tr = DeliveryTrace::parse(&t.0, &text)
                 .map_err(|m| e(&key, format!("the trace `{}`: {m}", path.display())))?;

@@ -52,7 +52,10 @@ fn codel_drops_only_after_an_interval_above_target() {
         }
     }
     let d = first_drop.expect("CoDel dropped");
-    assert!((106 * MS..106 * MS + TICK).contains(&d), "first drop at {d} ns");
+    assert!(
+        (106 * MS..106 * MS + TICK).contains(&d),
+        "first drop at {d} ns"
+    );
     assert_eq!(q.counts.queued_drops, q.counts.aqm_drops);
     assert_eq!(q.counts.marks, 0);
 }
@@ -249,7 +252,11 @@ fn pie_probability_follows_the_delay() {
             drops_by_150ms = Some(q.counts.aqm_drops);
         }
     }
-    assert_eq!(drops_by_150ms, Some(0), "no drop within the burst allowance");
+    assert_eq!(
+        drops_by_150ms,
+        Some(0),
+        "no drop within the burst allowance"
+    );
     let p = q.probability();
     assert!(p > 0.2, "probability {p}");
     assert!(q.counts.aqm_drops > 100);
@@ -259,7 +266,10 @@ fn pie_probability_follows_the_delay() {
     let p_drained = q.probability();
     t += 2_000 * MS;
     assert!(q.enqueue(t, pkt(1, Ecn::NotEct)));
-    assert!(q.probability() < p_drained / 2.0, "decayed from {p_drained}");
+    assert!(
+        q.probability() < p_drained / 2.0,
+        "decayed from {p_drained}"
+    );
 }
 
 /// With ECN PIE marks ECN-capable packets while its probability is at most
@@ -330,9 +340,20 @@ fn red_regions_original_and_gentle() {
     // gap uniform in 1..25 packets, about one drop in 13.
     let mid = accepted_at(&mut q, 7, 1000);
     assert!((880..980).contains(&mid), "{mid} of 1000 at 7 packets");
-    assert_eq!(accepted_at(&mut red(false), 11, 100), 0, "forced above max_th");
+    assert_eq!(
+        accepted_at(&mut red(false), 11, 100),
+        0,
+        "forced above max_th"
+    );
     // Gentle at 11: p_b = 0.1 + 0.9 × 1/10 = 0.19, gaps uniform in 1..5.
     let gentle = accepted_at(&mut red(true), 11, 1000);
-    assert!((400..800).contains(&gentle), "{gentle} of 1000 at 11 packets");
-    assert_eq!(accepted_at(&mut red(true), 20, 100), 0, "forced at 2·max_th");
+    assert!(
+        (400..800).contains(&gentle),
+        "{gentle} of 1000 at 11 packets"
+    );
+    assert_eq!(
+        accepted_at(&mut red(true), 20, 100),
+        0,
+        "forced at 2·max_th"
+    );
 }

@@ -151,18 +151,34 @@ fn aqm_keys_are_read() {
 fn aqm_errors_name_the_key() {
     fails(r#"{ type = "codell" }"#, "queue.type", "codel");
     fails(r#"{ type = "codel", tagret = "5ms" }"#, "tagret", "target");
-    fails(r#"{ type = "codel", target = "0ms" }"#, "queue.target", "positive");
+    fails(
+        r#"{ type = "codel", target = "0ms" }"#,
+        "queue.target",
+        "positive",
+    );
     fails(
         r#"{ type = "codel", target = "100ms", interval = "100ms" }"#,
         "queue.target",
         "below the interval",
     );
-    fails(r#"{ type = "codel", ecn = "yes" }"#, "queue.ecn", "true or false");
+    fails(
+        r#"{ type = "codel", ecn = "yes" }"#,
+        "queue.ecn",
+        "true or false",
+    );
     fails(r#"{ type = "fq_codel", flows = 0 }"#, "queue.flows", "");
     fails(r#"{ type = "fq_codel", quantum = 0 }"#, "queue.quantum", "");
-    fails(r#"{ type = "fq_codel", limit = "0pkt" }"#, "queue.limit", "0");
+    fails(
+        r#"{ type = "fq_codel", limit = "0pkt" }"#,
+        "queue.limit",
+        "0",
+    );
     fails(r#"{ type = "pie", alpha = -1 }"#, "queue.alpha", "gain");
-    fails(r#"{ type = "pie", tupdate = "0s" }"#, "queue.tupdate", "positive");
+    fails(
+        r#"{ type = "pie", tupdate = "0s" }"#,
+        "queue.tupdate",
+        "positive",
+    );
     fails(
         r#"{ type = "red", min_th = "5pkt", max_th = "15000B" }"#,
         "queue.max_th",
@@ -173,6 +189,10 @@ fn aqm_errors_name_the_key() {
         "queue.max_th",
         "above min_th",
     );
-    fails(r#"{ type = "red", max_p = 0 }"#, "queue.max_p", "probability");
+    fails(
+        r#"{ type = "red", max_p = 0 }"#,
+        "queue.max_p",
+        "probability",
+    );
     fails(r#"{ type = "red", weight = 2 }"#, "queue.weight", "0.002");
 }

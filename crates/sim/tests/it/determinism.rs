@@ -185,7 +185,11 @@ fn aqm_runs_are_deterministic() {
         let go = |seed| {
             let mut sc = scenario(seed);
             sc.duration = Dur::from_secs(8);
-            let l = sc.links.iter_mut().find(|l| l.name == "bottleneck").unwrap();
+            let l = sc
+                .links
+                .iter_mut()
+                .find(|l| l.name == "bottleneck")
+                .unwrap();
             l.ab.queue = q.clone();
             l.ba.queue = q.clone();
             let mut sim = Sim::new(&sc).unwrap();

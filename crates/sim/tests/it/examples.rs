@@ -147,7 +147,10 @@ fn codel_holds_cubic_near_its_target_delay() {
     let t = run("codel-cubic.toml", &["link.bottleneck.queue=1000pkt"]);
     let tb = t.link("bottleneck:ab").unwrap();
     let fifo = mean_delay_ms(&t, "bottleneck:ab");
-    assert!(fifo >= 50.0 * delay.max(1.0), "FIFO {fifo:.1} ms, CoDel {delay:.2} ms");
+    assert!(
+        fifo >= 50.0 * delay.max(1.0),
+        "FIFO {fifo:.1} ms, CoDel {delay:.2} ms"
+    );
     assert!(tb.drops > 0 && tb.aqm_drops == 0);
 }
 
@@ -161,12 +164,30 @@ fn fq_codel_evens_out_rtts_where_drop_tail_does_not() {
     assert!(b.utilization >= 0.85, "utilisation {:.4}", b.utilization);
     assert!(mean_delay_ms(&s, "bottleneck:ab") <= 10.0);
     // Behind Linux's default 1000-packet FIFO the 20 ms flow takes more.
-    let t = run("fq-codel-rtt-fairness.toml", &["link.bottleneck.queue=1000pkt"]);
+    let t = run(
+        "fq-codel-rtt-fairness.toml",
+        &["link.bottleneck.queue=1000pkt"],
+    );
     let jt = t.jain.unwrap();
     assert!(jt < 0.9, "drop-tail: Jain {jt:.4}");
-    let short = |s: &Summary| s.flows.iter().find(|f| f.name == "short").unwrap().goodput_bps;
-    let long = |s: &Summary| s.flows.iter().find(|f| f.name == "long").unwrap().goodput_bps;
-    assert!(short(&t) > 2.0 * long(&t), "drop-tail favours the short RTT");
+    let short = |s: &Summary| {
+        s.flows
+            .iter()
+            .find(|f| f.name == "short")
+            .unwrap()
+            .goodput_bps
+    };
+    let long = |s: &Summary| {
+        s.flows
+            .iter()
+            .find(|f| f.name == "long")
+            .unwrap()
+            .goodput_bps
+    };
+    assert!(
+        short(&t) > 2.0 * long(&t),
+        "drop-tail favours the short RTT"
+    );
 }
 
 /// LEDBAT's share of the goodput.

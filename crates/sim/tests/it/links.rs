@@ -67,9 +67,15 @@ fn utilisation_follows_the_trace() {
 #[test]
 fn bursty_loss_and_jitter_are_deterministic() {
     for sets in [
-        vec!["link.bottleneck.ab.gilbert_elliott.p=0.002", "link.bottleneck.ab.gilbert_elliott.r=0.3"],
+        vec![
+            "link.bottleneck.ab.gilbert_elliott.p=0.002",
+            "link.bottleneck.ab.gilbert_elliott.r=0.3",
+        ],
         vec!["link.bottleneck.ab.jitter=5ms"],
-        vec!["link.bottleneck.ab.jitter=5ms", "link.bottleneck.ab.reorder=true"],
+        vec![
+            "link.bottleneck.ab.jitter=5ms",
+            "link.bottleneck.ab.reorder=true",
+        ],
     ] {
         let mut sets = sets.clone();
         sets.push("duration=16s");
@@ -78,7 +84,11 @@ fn bursty_loss_and_jitter_are_deterministic() {
         assert_eq!(a.event_hash(), b.event_hash(), "{sets:?}");
         assert_eq!(sa, sb);
         let plain = sim(&["duration=16s"]).0;
-        assert_ne!(a.event_hash(), plain.event_hash(), "{sets:?} changes the run");
+        assert_ne!(
+            a.event_hash(),
+            plain.event_hash(),
+            "{sets:?} changes the run"
+        );
         let l = sa.link("bottleneck:ab").unwrap();
         if sets[0].contains("gilbert") {
             assert!(l.wire_losses > 0, "{l:?}");

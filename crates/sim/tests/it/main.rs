@@ -2,8 +2,8 @@
 //! instead of one per file): a module per area.
 
 mod ack_bursts;
-mod aqm_scenarios;
 mod agents;
+mod aqm_scenarios;
 mod capture;
 mod common;
 mod determinism;
