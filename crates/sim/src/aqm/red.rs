@@ -98,12 +98,17 @@ impl Red {
     /// (probabilistic) drop or mark, `Some(false)` a forced drop.
     fn decide(&mut self, now_ns: u64) -> Option<bool> {
         let w = self.par.weight;
-        match self.idle_since_ns.take() {
-            Some(t) if self.q.is_empty() => {
+        match self.idle_since_ns {
+            // The queue has been empty since `t`: decay the average as if
+            // packets of the typical size had kept arriving to it. The idle
+            // period goes on until a packet is queued (an arrival dropped
+            // here does not end it), so restart its clock.
+            Some(t) => {
                 let m = now_ns.saturating_sub(t) as f64 / self.typical_tx_ns as f64;
                 self.avg *= (1.0 - w).powf(m);
+                self.idle_since_ns = Some(now_ns);
             }
-            _ => self.avg = (1.0 - w) * self.avg + w * self.current(),
+            None => self.avg = (1.0 - w) * self.avg + w * self.current(),
         }
         let (min, max, max_p) = (
             value(self.par.min_th),
@@ -153,6 +158,7 @@ impl Red {
         }
         self.bytes += p.size as u64;
         self.q.push_back(Stamped { at_ns: now_ns, p });
+        self.idle_since_ns = None;
         true
     }
 

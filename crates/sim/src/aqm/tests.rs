@@ -357,3 +357,34 @@ fn red_regions_original_and_gentle() {
         "forced at 2·max_th"
     );
 }
+
+/// The average decays over the whole time the queue stays empty, also
+/// when an arrival in between was dropped (it did not end the idle
+/// period): a flow backing off after drops is not locked out.
+#[test]
+fn red_average_decays_while_empty_across_drops() {
+    let mut q = Red::new(
+        RedParams {
+            min_th: Limit::Packets(5),
+            max_th: Limit::Packets(10),
+            max_p: 0.1,
+            weight: 0.1,
+            gentle: true,
+            ecn: false,
+        },
+        Limit::Packets(1000),
+        TICK,
+        Rng::from_seed(4),
+    );
+    for _ in 0..200 {
+        q.push_for_test(pkt(1, Ecn::NotEct));
+        let _ = q.enqueue(0, pkt(1, Ecn::NotEct));
+    }
+    assert!(q.average() > 20.0, "average {}", q.average());
+    while q.dequeue(MS).is_some() {}
+    // Right after the queue emptied the average is still high: dropped.
+    assert!(!q.enqueue(MS + 1, pkt(1, Ecn::NotEct)));
+    // A second later, after a second of empty queue, it has decayed.
+    assert!(q.enqueue(1_000 * MS, pkt(1, Ecn::NotEct)));
+    assert!(q.average() < 1.0, "average {}", q.average());
+}
