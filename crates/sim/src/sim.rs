@@ -705,17 +705,21 @@ impl Sim {
                     c.record(now, &p);
                 }
                 f.busy = true;
-                let (done, lost, at) = match f.model.as_deref_mut() {
+                let (done, lost, at, reorders) = match f.model.as_deref_mut() {
                     None => {
                         let done = now + f.rate.tx_time(p.size as u64);
-                        (done, f.rng.chance(f.loss), done + f.delay)
+                        (done, f.rng.chance(f.loss), done + f.delay, false)
                     }
-                    Some(m) => m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng),
+                    Some(m) => {
+                        let (done, lost, at) =
+                            m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng);
+                        (done, lost, at, m.reorders())
+                    }
                 };
                 if lost {
                     f.stats.wire_losses += 1;
                 } else {
-                    if f.model.as_ref().is_some_and(|m| m.reorders()) {
+                    if reorders {
                         // Keep the pipeline sorted by arrival time, ties in
                         // sending order: `Arrive` takes the earliest.
                         let k = f.pipeline.partition_point(|(t, _)| *t <= at);
