@@ -6,6 +6,8 @@
 #![forbid(unsafe_code)]
 
 pub mod agent;
+pub mod aqm;
+pub mod link;
 pub mod measure;
 pub mod packet;
 pub mod pcap;

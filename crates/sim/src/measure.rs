@@ -116,7 +116,9 @@ pub struct QueueStats {
     pub max_bytes: u64,
     pub max_packets: u64,
     pub enqueued: u64,
-    /// Packets refused by the queue (buffer overflow).
+    /// Packets refused by the queue at enqueue (buffer overflow, or an
+    /// AQM's early drop); the packets an AQM dropped after queueing them
+    /// are in [`crate::sim::Iface::aqm_counts`].
     pub drops: u64,
     /// Packets lost on the wire by the random-loss process.
     pub wire_losses: u64,

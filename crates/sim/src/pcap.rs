@@ -333,7 +333,8 @@ pub fn encode_packet(p: &Packet, ip_id: u16, out: &mut Vec<u8>) {
         Body::Udp { .. } => 17,
     };
     out.push(0x45);
-    out.push(0);
+    // DSCP 0; the ECN field (RFC 3168 §5) in the low two bits.
+    out.push(p.ecn().bits());
     out.extend_from_slice(&(p.size.min(u16::MAX as u32) as u16).to_be_bytes());
     out.extend_from_slice(&ip_id.to_be_bytes());
     out.extend_from_slice(&0x4000u16.to_be_bytes()); // DF
@@ -431,7 +432,7 @@ pub fn encode_tcp_header(seg: &Segment, out: &mut Vec<u8>) {
 mod tests {
     use super::*;
     use bytes::Bytes;
-    use hopwise_proto::tcp::SackBlocks;
+    use hopwise_proto::tcp::{Ecn, SackBlocks};
 
     fn segs() -> Vec<Segment> {
         let mut sack = SackBlocks::new();
@@ -560,6 +561,24 @@ mod tests {
     }
 
     #[test]
+    fn the_tos_byte_carries_the_ecn_field() {
+        let mut seg = segs().remove(4);
+        for (ecn, bits) in [(Ecn::Ect0, 0b10), (Ecn::Ect1, 0b01)] {
+            seg.ecn = ecn;
+            let mut p = Packet::tcp(NodeId(2), NodeId(0), 0, seg.clone());
+            let mut v = Vec::new();
+            encode_packet(&p, 1, &mut v);
+            assert_eq!(v[1], bits);
+            assert_eq!(ip_checksum(&v[..20]), 0);
+            assert!(p.mark_ce());
+            v.clear();
+            encode_packet(&p, 1, &mut v);
+            assert_eq!(v[1], 0b11, "marked CE");
+            assert_eq!(ip_checksum(&v[..20]), 0);
+        }
+    }
+
+    #[test]
     fn records_carry_time_lengths_and_a_valid_ipv4_header() {
         let sink = MemorySink::new();
         let mut c = Capture::new(Box::new(sink.clone()), DEFAULT_SNAPLEN).unwrap();
@@ -589,6 +608,7 @@ mod tests {
         assert_eq!(*time, Time::from_nanos(3_000_000_123));
         assert_eq!((ip.len() as u32, *orig_len), (DEFAULT_SNAPLEN, 1500));
         assert_eq!(ip[0], 0x45);
+        assert_eq!(ip[1], 0, "not ECN-capable");
         assert_eq!(u16::from_be_bytes([ip[2], ip[3]]), 1500);
         assert_eq!(ip[9], 6);
         assert_eq!(&ip[12..16], &[10, 0, 0, 3]);

@@ -1,11 +1,14 @@
 //! Output queue disciplines: drop-tail FIFO, seed 000's "ACKs first"
-//! (an HTB-like two-class shaper), and a token-bucket shaper.
+//! (an HTB-like two-class shaper), a token-bucket shaper, and the AQMs of
+//! [`crate::aqm`] (CoDel, FQ-CoDel, PIE, RED).
 //!
 //! A discipline may be non-work-conserving: [`Qdisc::dequeue`] then answers
 //! [`Dequeue::WaitUntil`] and the port asks again at that time.
 
+use crate::aqm::{AqmCounts, Codel, CodelParams, FqCodel, Pie, PieParams, Red, RedParams};
 use crate::packet::Packet;
 use crate::spec::{AckClassifier, Limit, QueueSpec};
+use hopwise_proto::rng::Rng;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
 use std::collections::VecDeque;
@@ -163,11 +166,22 @@ pub enum Qdisc {
     DropTail(Fifo),
     AckFirst(Box<AckFirst>),
     TokenBucket { q: Fifo, bucket: Bucket },
+    Codel(Box<Codel>),
+    FqCodel(Box<FqCodel>),
+    Pie(Box<Pie>),
+    Red(Box<Red>),
 }
 
 impl Qdisc {
-    /// Builds the discipline for an output port of rate `link`.
-    pub fn from_spec(spec: &QueueSpec, link: Rate) -> Self {
+    /// Builds the discipline for an output port of rate `link`; the
+    /// disciplines that draw random numbers (PIE, RED) or key a hash
+    /// (FQ-CoDel) take them from `rng`.
+    pub fn from_spec(spec: &QueueSpec, link: Rate, rng: Rng) -> Self {
+        let codel = |target: Dur, interval: Dur, ecn| CodelParams {
+            target_ns: target.as_nanos(),
+            interval_ns: interval.as_nanos(),
+            ecn,
+        };
         match *spec {
             QueueSpec::DropTail { limit } => Qdisc::DropTail(Fifo::new(limit)),
             QueueSpec::AckFirst {
@@ -183,12 +197,87 @@ impl Qdisc {
                 q: Fifo::new(limit),
                 bucket: Bucket::new(rate, burst),
             },
+            QueueSpec::Codel {
+                target,
+                interval,
+                limit,
+                ecn,
+            } => Qdisc::Codel(Box::new(Codel::new(codel(target, interval, ecn), limit))),
+            QueueSpec::FqCodel {
+                target,
+                interval,
+                limit,
+                flows,
+                quantum,
+                ecn,
+            } => Qdisc::FqCodel(Box::new(FqCodel::new(
+                codel(target, interval, ecn),
+                limit,
+                flows,
+                quantum,
+                rng,
+            ))),
+            QueueSpec::Pie {
+                target,
+                tupdate,
+                alpha,
+                beta,
+                max_burst,
+                limit,
+                ecn,
+            } => Qdisc::Pie(Box::new(Pie::new(
+                PieParams {
+                    target_ns: target.as_nanos(),
+                    tupdate_ns: tupdate.as_nanos().max(1),
+                    alpha,
+                    beta,
+                    max_burst_ns: max_burst.as_nanos(),
+                    ecn,
+                    ecn_threshold: 0.1,
+                },
+                limit,
+                rng,
+            ))),
+            QueueSpec::Red {
+                min_th,
+                max_th,
+                max_p,
+                weight,
+                gentle,
+                limit,
+                ecn,
+            } => Qdisc::Red(Box::new(Red::new(
+                RedParams {
+                    min_th,
+                    max_th,
+                    max_p,
+                    weight,
+                    gentle,
+                    ecn,
+                },
+                limit,
+                link.tx_time(1500).as_nanos(),
+                rng,
+            ))),
         }
     }
 
-    /// Queues a packet; `false` if it was dropped.
+    /// What the AQM dropped and marked (zero for the other disciplines).
+    pub fn aqm_counts(&self) -> AqmCounts {
+        match self {
+            Qdisc::Codel(q) => q.counts,
+            Qdisc::FqCodel(q) => q.counts,
+            Qdisc::Pie(q) => q.counts,
+            Qdisc::Red(q) => q.counts,
+            Qdisc::DropTail(_) | Qdisc::AckFirst(_) | Qdisc::TokenBucket { .. } => {
+                AqmCounts::default()
+            }
+        }
+    }
+
+    /// Queues a packet arriving at `now`; `false` if it was dropped.
     #[must_use]
-    pub fn enqueue(&mut self, p: Packet) -> bool {
+    pub fn enqueue(&mut self, now: Time, p: Packet) -> bool {
         match self {
             Qdisc::DropTail(q) => q.push(p),
             Qdisc::AckFirst(a) => {
@@ -196,12 +285,28 @@ impl Qdisc {
                 a.classes[c].q.push(p)
             }
             Qdisc::TokenBucket { q, .. } => q.push(p),
+            Qdisc::Codel(q) => q.enqueue(now.as_nanos(), p),
+            Qdisc::FqCodel(q) => q.enqueue(now.as_nanos(), p),
+            Qdisc::Pie(q) => q.enqueue(now.as_nanos(), p),
+            Qdisc::Red(q) => q.enqueue(now.as_nanos(), p),
         }
     }
 
     pub fn dequeue(&mut self, now: Time) -> Dequeue {
         match self {
             Qdisc::DropTail(q) => q.pop().map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Codel(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::FqCodel(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Pie(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
+            Qdisc::Red(q) => q
+                .dequeue(now.as_nanos())
+                .map_or(Dequeue::Empty, Dequeue::Packet),
             Qdisc::TokenBucket { q, bucket } => match q.front_size() {
                 None => Dequeue::Empty,
                 Some(s) if bucket.conforms(now, s) => {
@@ -248,6 +353,10 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(q) | Qdisc::TokenBucket { q, .. } => q.bytes(),
             Qdisc::AckFirst(a) => a.classes.iter().map(|c| c.q.bytes()).sum(),
+            Qdisc::Codel(q) => q.bytes(),
+            Qdisc::FqCodel(q) => q.bytes(),
+            Qdisc::Pie(q) => q.bytes(),
+            Qdisc::Red(q) => q.bytes(),
         }
     }
 
@@ -256,6 +365,10 @@ impl Qdisc {
         match self {
             Qdisc::DropTail(q) | Qdisc::TokenBucket { q, .. } => q.packets(),
             Qdisc::AckFirst(a) => a.classes.iter().map(|c| c.q.packets()).sum(),
+            Qdisc::Codel(q) => q.packets(),
+            Qdisc::FqCodel(q) => q.packets(),
+            Qdisc::Pie(q) => q.packets(),
+            Qdisc::Red(q) => q.packets(),
         }
     }
 }
@@ -265,6 +378,8 @@ mod tests {
     use super::*;
     use crate::packet::NodeId;
     use hopwise_proto::tcp::{Flags, Segment};
+
+    const T0: Time = Time::ZERO;
 
     fn pkt(payload: usize, sack_blocks: usize) -> Packet {
         let mut seg = Segment {
@@ -286,18 +401,20 @@ mod tests {
                 limit: Limit::Bytes(3000),
             },
             Rate::from_mbps(1),
+            Rng::from_seed(0),
         );
-        assert!(q.enqueue(pkt(1448, 0)));
-        assert!(q.enqueue(pkt(1448, 0)));
-        assert!(!q.enqueue(pkt(0, 0)), "3000 B full even for a 52 B ACK");
+        assert!(q.enqueue(T0, pkt(1448, 0)));
+        assert!(q.enqueue(T0, pkt(1448, 0)));
+        assert!(!q.enqueue(T0, pkt(0, 0)), "3000 B full even for a 52 B ACK");
         let mut q = Qdisc::from_spec(
             &QueueSpec::DropTail {
                 limit: Limit::Packets(2),
             },
             Rate::from_mbps(1),
+            Rng::from_seed(0),
         );
-        assert!(q.enqueue(pkt(0, 0)) && q.enqueue(pkt(0, 0)));
-        assert!(!q.enqueue(pkt(0, 0)));
+        assert!(q.enqueue(T0, pkt(0, 0)) && q.enqueue(T0, pkt(0, 0)));
+        assert!(!q.enqueue(T0, pkt(0, 0)));
         assert_eq!(q.packets(), 2);
         assert_eq!(q.bytes(), 104);
     }
@@ -312,9 +429,10 @@ mod tests {
                 limit: Limit::Packets(100),
             },
             Rate::from_mbps(100),
+            Rng::from_seed(0),
         );
         for _ in 0..10 {
-            assert!(q.enqueue(pkt(1448, 0)));
+            assert!(q.enqueue(T0, pkt(1448, 0)));
         }
         let mut now = Time::ZERO;
         let mut sent = 0;
@@ -342,20 +460,20 @@ mod tests {
             ack_limit: Limit::Packets(100),
             data_limit: Limit::Packets(100),
         };
-        let mut q = Qdisc::from_spec(&spec(AckClassifier::NoPayload), link);
+        let mut q = Qdisc::from_spec(&spec(AckClassifier::NoPayload), link, Rng::from_seed(0));
         for _ in 0..5 {
-            assert!(q.enqueue(pkt(1448, 0)));
+            assert!(q.enqueue(T0, pkt(1448, 0)));
         }
-        assert!(q.enqueue(pkt(0, 2)));
+        assert!(q.enqueue(T0, pkt(0, 2)));
         match q.dequeue(Time::ZERO) {
             Dequeue::Packet(p) => assert_eq!(p.payload, 0, "the ACK jumps the data"),
             other => panic!("{other:?}"),
         }
         // With the paper's "< 64 B" classifier an ACK with one SACK block is data.
-        let mut q = Qdisc::from_spec(&spec(AckClassifier::Len64), link);
-        assert!(q.enqueue(pkt(1448, 0)));
-        assert!(q.enqueue(pkt(0, 1)));
-        assert!(q.enqueue(pkt(0, 0)));
+        let mut q = Qdisc::from_spec(&spec(AckClassifier::Len64), link, Rng::from_seed(0));
+        assert!(q.enqueue(T0, pkt(1448, 0)));
+        assert!(q.enqueue(T0, pkt(0, 1)));
+        assert!(q.enqueue(T0, pkt(0, 0)));
         let mut order = vec![];
         let mut now = Time::ZERO;
         while order.len() < 3 {
@@ -380,9 +498,10 @@ mod tests {
                 data_limit: Limit::Packets(1000),
             },
             link,
+            Rng::from_seed(0),
         );
         for _ in 0..1000 {
-            assert!(q.enqueue(pkt(1448, 0)));
+            assert!(q.enqueue(T0, pkt(1448, 0)));
         }
         let mut now = Time::ZERO;
         let mut bytes = 0u64;

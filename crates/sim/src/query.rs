@@ -303,6 +303,12 @@ impl Iface {
     pub fn stats(&self) -> &QueueStats {
         &self.stats
     }
+    /// What its queue's AQM dropped and marked (zero without an AQM). A
+    /// packet CoDel or FQ-CoDel dropped after queueing it is in
+    /// `queued_drops`, not in [`QueueStats::drops`] (refused at enqueue).
+    pub fn aqm_counts(&self) -> crate::aqm::AqmCounts {
+        self.qdisc.aqm_counts()
+    }
     /// Its queue's occupancy at each trace tick (see [`Sim::trace_times`]).
     pub fn trace(&self) -> &[QueueSample] {
         &self.trace

@@ -80,8 +80,14 @@ pub struct LinkSummary {
     pub mean_queue_bytes: f64,
     pub mean_queue_packets: f64,
     pub max_queue_bytes: u64,
-    /// Packets dropped by the queue (overflow).
+    /// Packets the queue dropped: overflow of its limit, plus `aqm_drops`.
     pub drops: u64,
+    /// Of `drops`, those an AQM chose (CoDel's control law, PIE's and
+    /// RED's early drops); 0 for the other disciplines.
+    pub aqm_drops: u64,
+    /// Packets an AQM marked Congestion Experienced (ECN) instead of
+    /// dropping them.
+    pub ecn_marks: u64,
     /// Packets lost by the random-loss process.
     pub wire_losses: u64,
     /// (drops + wire losses) / packets offered.
@@ -191,6 +197,10 @@ impl Summary {
                 let (mb, mp) = s.means(window);
                 let cap = f.rate.bytes_per_sec() * window.as_secs_f64();
                 let offered = s.enqueued + s.drops;
+                // Packets refused at enqueue are in `s.drops`; the AQM
+                // counts those it dropped after queueing them.
+                let aqm = f.qdisc.aqm_counts();
+                let drops = s.drops + aqm.queued_drops;
                 LinkSummary {
                     name: f.name.clone(),
                     from: sim.node_name(f.from).to_string(),
@@ -207,10 +217,12 @@ impl Summary {
                     mean_queue_bytes: mb,
                     mean_queue_packets: mp,
                     max_queue_bytes: s.max_bytes,
-                    drops: s.drops,
+                    drops,
+                    aqm_drops: aqm.aqm_drops,
+                    ecn_marks: aqm.marks,
                     wire_losses: s.wire_losses,
                     loss_rate: if offered > 0 {
-                        (s.drops + s.wire_losses) as f64 / offered as f64
+                        (drops + s.wire_losses) as f64 / offered as f64
                     } else {
                         0.0
                     },

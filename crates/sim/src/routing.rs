@@ -296,6 +296,7 @@ mod tests {
                     limit: Default::default(),
                 },
                 loss: 0.0,
+                model: Default::default(),
             };
             sc.links.push(LinkSpec {
                 name: format!("{a}-{b}"),

@@ -37,8 +37,8 @@ pub use check::{validate, TRACE_BUDGET};
 pub use overrides::shorten;
 
 use crate::spec::{
-    AckClassifier, DirSpec, FlowSpec, LinkSpec, MeasureSpec, NodeKind, NodeSpec, QueueSpec,
-    Scenario, Traffic,
+    AckClassifier, DeliveryTrace, DirSpec, FlowSpec, GilbertElliott, Jitter, LinkModel, LinkSpec,
+    MeasureSpec, NodeKind, NodeSpec, QueueSpec, Scenario, Traffic,
 };
 use check::{max_packet, mss_problem, queue_problem, share_problem, tcp_problem};
 use hopwise_config::{self as cfg, describe, did_you_mean, Number, QueueLimit, Seg};
@@ -49,6 +49,7 @@ use hopwise_proto::units::Rate;
 use raw::{indexed, named, RawDir, RawFlow, RawLink, RawNode, RawScenario, RawTcp};
 use serde::de::DeserializeOwned;
 use std::path::Path;
+use std::sync::Arc;
 use toml::Value;
 
 /// What went wrong, and where: `<file>: <key>: <message>`
@@ -282,11 +283,19 @@ fn queue(v: &Value, p: &str) -> R<QueueSpec> {
         DropTail,
         AckFirst,
         Tbf,
+        Codel,
+        FqCodel,
+        Pie,
+        Red,
     }
     let kinds = [
         ("droptail", Kind::DropTail),
         ("ackfirst", Kind::AckFirst),
         ("tbf", Kind::Tbf),
+        ("codel", Kind::Codel),
+        ("fq_codel", Kind::FqCodel),
+        ("pie", Kind::Pie),
+        ("red", Kind::Red),
     ];
     let names: Vec<&str> = kinds.iter().map(|k| k.0).collect();
     let why = format!("the discipline: one of {}", names.join(", "));
@@ -337,6 +346,63 @@ fn queue(v: &Value, p: &str) -> R<QueueSpec> {
                 limit: q.limit.unwrap_or_default(),
             }
         }
+        // Defaults: Linux's (tc-codel(8), tc-fq_codel(8), tc-pie(8)); RED's
+        // from Floyd and Jacobson's paper and the gentle_ recommendation.
+        Kind::Codel => {
+            let q: raw::RawCodel = sub(v, p)?;
+            QueueSpec::Codel {
+                target: q.target.map_or(Dur::from_millis(5), |d| d.value),
+                interval: q.interval.map_or(Dur::from_millis(100), |d| d.value),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
+            }
+        }
+        Kind::FqCodel => {
+            let q: raw::RawFqCodel = sub(v, p)?;
+            QueueSpec::FqCodel {
+                target: q.target.map_or(Dur::from_millis(5), |d| d.value),
+                interval: q.interval.map_or(Dur::from_millis(100), |d| d.value),
+                limit: q.limit.unwrap_or(QueueLimit::Packets(10_240)),
+                flows: q.flows.map_or(1024, |n| n.0 as u32),
+                quantum: match q.quantum {
+                    None => 1514,
+                    Some(s) => u32::try_from(s.0)
+                        .ok()
+                        .filter(|&b| b > 0)
+                        .ok_or_else(|| e(at(p, "quantum"), "must be between 1 B and 4 GB"))?,
+                },
+                ecn: q.ecn.is_none_or(|f| f.0),
+            }
+        }
+        Kind::Pie => {
+            let q: raw::RawPie = sub(v, p)?;
+            QueueSpec::Pie {
+                target: q.target.map_or(Dur::from_millis(15), |d| d.value),
+                tupdate: q.tupdate.map_or(Dur::from_millis(15), |d| d.value),
+                alpha: q.alpha.map_or(0.125, |n| n.0),
+                beta: q.beta.map_or(1.25, |n| n.0),
+                max_burst: q.max_burst.map_or(Dur::from_millis(150), |d| d.value),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
+            }
+        }
+        Kind::Red => {
+            let q: raw::RawRed = sub(v, p)?;
+            let min_th = q.min_th.unwrap_or(QueueLimit::Packets(5));
+            let max_th = q.max_th.unwrap_or(match min_th {
+                QueueLimit::Packets(n) => QueueLimit::Packets(3 * n),
+                QueueLimit::Bytes(b) => QueueLimit::Bytes(3 * b),
+            });
+            QueueSpec::Red {
+                min_th,
+                max_th,
+                max_p: q.max_p.map_or(0.1, |n| n.0),
+                weight: q.weight.map_or(0.002, |n| n.0),
+                gentle: q.gentle.is_none_or(|f| f.0),
+                limit: q.limit.unwrap_or_default(),
+                ecn: q.ecn.is_some_and(|f| f.0),
+            }
+        }
     })
 }
 
@@ -350,18 +416,83 @@ struct DirFields {
     /// the error must name the key the user wrote.
     queue: Option<(QueueSpec, String)>,
     loss: Option<f64>,
+    trace: Option<Arc<DeliveryTrace>>,
+    gilbert_elliott: Option<GilbertElliott>,
+    jitter: Option<Dur>,
+    reorder: Option<bool>,
 }
 
-fn dir_fields(d: &RawDir, p: &str) -> R<DirFields> {
+/// `dir`'s properties; a trace file is read relative to `base` (the
+/// scenario file's directory).
+fn dir_fields(d: &RawDir, p: &str, base: &Path) -> R<DirFields> {
     let queue = match &d.queue {
         Some(v) => Some((queue(v, &at(p, "queue"))?, at(p, "queue"))),
         None => None,
+    };
+    let trace = match &d.trace {
+        None => None,
+        Some(t) => {
+            let path = base.join(&t.0);
+            let key = at(p, "trace");
+            let text = std::fs::read_to_string(&path).map_err(|x| {
+                e(
+                    &key,
+                    format!("cannot read the trace `{}`: {x}", path.display()),
+                )
+            })?;
+            let tr = DeliveryTrace::parse(&t.0, &text)
+                .map_err(|m| e(&key, format!("the trace `{}`: {m}", path.display())))?;
+            Some(Arc::new(tr))
+        }
+    };
+    let gilbert_elliott = match &d.gilbert_elliott {
+        None => None,
+        Some(g) => {
+            let g = &g.0;
+            let kp = at(p, "gilbert_elliott");
+            let prob = |x: Option<Number>, k: &str, default: Option<f64>, open: bool| {
+                let v = match (x, default) {
+                    (Some(n), _) => n.0,
+                    (None, Some(d)) => d,
+                    (None, None) => {
+                        return Err(e(
+                            at(&kp, k),
+                            "missing: the per-packet probability of changing state, e.g. 0.01",
+                        ))
+                    }
+                };
+                let ok = if open {
+                    v > 0.0 && v <= 1.0
+                } else {
+                    (0.0..=1.0).contains(&v)
+                };
+                if ok {
+                    Ok(v)
+                } else {
+                    let range = if open { "(0, 1]" } else { "[0, 1]" };
+                    Err(e(
+                        at(&kp, k),
+                        format!("must be a probability in {range}, got {v}"),
+                    ))
+                }
+            };
+            Some(GilbertElliott {
+                p: prob(g.p, "p", None, true)?,
+                r: prob(g.r, "r", None, true)?,
+                loss_good: prob(g.loss_good, "loss_good", Some(0.0), false)?,
+                loss_bad: prob(g.loss_bad, "loss_bad", Some(1.0), false)?,
+            })
+        }
     };
     Ok(DirFields {
         rate: d.rate.map(|r| r.0),
         delay: d.delay.as_ref().map(|d| d.value),
         queue,
         loss: d.loss.map(|l| l.0),
+        trace,
+        gilbert_elliott,
+        jitter: d.jitter.as_ref().map(|d| d.value),
+        reorder: d.reorder.map(|f| f.0),
     })
 }
 
@@ -391,12 +522,34 @@ fn resolve_dir(
         Some((q, at)) => (q.clone(), Some(at.clone())),
         None => (QueueSpec::default(), None),
     };
+    let first = |f: fn(&DirFields) -> bool| [dir, link, defaults].into_iter().find(|x| f(x));
+    let trace = first(|x| x.trace.is_some()).and_then(|x| x.trace.clone());
+    let jitter = first(|x| x.jitter.is_some()).and_then(|x| x.jitter);
+    let reorder = first(|x| x.reorder.is_some()).and_then(|x| x.reorder);
+    if reorder.is_some() && jitter.is_none() {
+        return Err(e(
+            at(path, "reorder"),
+            "needs `jitter`: without a varying delay packets cannot overtake each other",
+        ));
+    }
+    let model = LinkModel {
+        gilbert_elliott: first(|x| x.gilbert_elliott.is_some()).and_then(|x| x.gilbert_elliott),
+        jitter: jitter.map(|max| Jitter {
+            max,
+            reorder: reorder.unwrap_or(false),
+        }),
+        trace,
+    };
     let spec = DirSpec {
-        rate: dir
-            .rate
-            .or(link.rate)
-            .or(defaults.rate)
-            .ok_or_else(|| missing("rate", "\"10Mbit\""))?,
+        // A trace sets the rate (its mean, for reports).
+        rate: match &model.trace {
+            Some(t) => t.mean_rate(),
+            None => dir
+                .rate
+                .or(link.rate)
+                .or(defaults.rate)
+                .ok_or_else(|| missing("rate", "\"10Mbit\" (or a `trace`)"))?,
+        },
         delay: dir
             .delay
             .or(link.delay)
@@ -404,6 +557,7 @@ fn resolve_dir(
             .ok_or_else(|| missing("delay", "\"10ms\""))?,
         queue,
         loss: dir.loss.or(link.loss).or(defaults.loss).unwrap_or(0.0),
+        model,
     };
     Ok((spec, queue_at))
 }
@@ -557,6 +711,11 @@ fn default_name(origin: &str) -> String {
 fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
     let overlay = overlay_sections(&raw);
     let name = raw.name.map_or_else(|| default_name(origin), |n| n.0);
+    // Trace files are named relative to the scenario file.
+    let base = Path::new(origin)
+        .parent()
+        .unwrap_or(Path::new(""))
+        .to_path_buf();
     let why = "how much simulated time to run, e.g. duration = \"60s\"";
     let duration = req(raw.duration, "", "duration", why)?.value;
     if duration.is_zero() {
@@ -569,7 +728,7 @@ fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
         tcp_check(&tcp_default, "defaults.tcp")?;
     }
     let link_default = match &defaults.link {
-        Some(d) => dir_fields(d, "defaults.link")?,
+        Some(d) => dir_fields(d, "defaults.link", &base)?,
         None => DirFields::default(),
     };
     let Some(node) = raw
@@ -592,7 +751,7 @@ fn build(raw: RawScenario, origin: &str) -> R<Scenario> {
     // Per link: its key path and where each direction's queue came from.
     let mut queue_origins = Vec::new();
     for (i, l) in raw.link.unwrap_or_default().0.iter().enumerate() {
-        let (link, origins) = link_spec(i, l, &link_default)?;
+        let (link, origins) = link_spec(i, l, &link_default, &base)?;
         links.push(link);
         queue_origins.push(origins);
     }
@@ -683,6 +842,7 @@ fn link_spec(
     i: usize,
     l: &RawLink,
     defaults: &DirFields,
+    base: &Path,
 ) -> R<(LinkSpec, (String, [Option<String>; 2]))> {
     let p0 = match &l.name {
         Some(n) => indexed("link", i, &n.0),
@@ -695,11 +855,11 @@ fn link_spec(
         .as_ref()
         .map_or_else(|| format!("{a}-{b}"), |n| n.0.clone());
     let p = indexed("link", i, &name);
-    let own = dir_fields(&l.both(), &p)?;
+    let own = dir_fields(&l.both(), &p, base)?;
     let mut dirs = [DirFields::default(), DirFields::default()];
     for (slot, (d, raw)) in dirs.iter_mut().zip([("ab", &l.ab), ("ba", &l.ba)]) {
         if let Some(raw) = raw {
-            *slot = dir_fields(raw, &at(&p, d))?;
+            *slot = dir_fields(raw, &at(&p, d), base)?;
         }
     }
     let (ab, ab_queue) = resolve_dir([&dirs[0], &own, defaults], &at(&p, "ab"), ("ab", &a, &b))?;

@@ -10,6 +10,7 @@
 //! same hash, and tests check it.
 
 use crate::agent::{Agent, Cx, SockEvent};
+use crate::link::LinkState;
 use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
@@ -78,7 +79,9 @@ pub struct Iface {
     pub(crate) rate: Rate,
     pub(crate) delay: Dur,
     pub(crate) loss: f64,
-    qdisc: Qdisc,
+    /// A delivery trace, bursty loss or jitter (`None` without any).
+    model: Option<Box<LinkState>>,
+    pub(crate) qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
     /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
@@ -304,16 +307,19 @@ impl Sim {
             let b = node_id(&l.b)?;
             for (from, to, d, dir) in [(a, b, &l.ab, "ab"), (b, a, &l.ba, "ba")] {
                 let name = format!("{}:{}", l.name, dir);
+                let qdisc_rng = Rng::for_component(sc.seed, &format!("qdisc/{name}"));
                 ifaces.push(Iface {
                     rng: Rng::for_component(sc.seed, &format!("iface/{name}")),
                     name,
                     link: l.name.clone(),
                     from,
                     to,
-                    rate: d.rate,
+                    // A trace sets the rate: its mean, for utilisation.
+                    rate: d.model.trace.as_ref().map_or(d.rate, |t| t.mean_rate()),
                     delay: d.delay,
                     loss: d.loss,
-                    qdisc: Qdisc::from_spec(&d.queue, d.rate),
+                    model: LinkState::of(&d.model),
+                    qdisc: Qdisc::from_spec(&d.queue, d.rate, qdisc_rng),
                     busy: false,
                     wake_pending: false,
                     pipeline: VecDeque::new(),
@@ -674,7 +680,7 @@ impl Sim {
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
-        if f.qdisc.enqueue(p) {
+        if f.qdisc.enqueue(now, p) {
             f.stats.enqueued += 1;
         } else {
             f.stats.drops += 1;
@@ -699,13 +705,28 @@ impl Sim {
                     c.record(now, &p);
                 }
                 f.busy = true;
-                let done = now + f.rate.tx_time(p.size as u64);
-                let lost = f.rng.chance(f.loss);
+                let (done, lost, at, reorders) = match f.model.as_deref_mut() {
+                    None => {
+                        let done = now + f.rate.tx_time(p.size as u64);
+                        (done, f.rng.chance(f.loss), done + f.delay, false)
+                    }
+                    Some(m) => {
+                        let (done, lost, at) =
+                            m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng);
+                        (done, lost, at, m.reorders())
+                    }
+                };
                 if lost {
                     f.stats.wire_losses += 1;
                 } else {
-                    let at = done + f.delay;
-                    f.pipeline.push_back((at, p));
+                    if reorders {
+                        // Keep the pipeline sorted by arrival time, ties in
+                        // sending order: `Arrive` takes the earliest.
+                        let k = f.pipeline.partition_point(|(t, _)| *t <= at);
+                        f.pipeline.insert(k, (at, p));
+                    } else {
+                        f.pipeline.push_back((at, p));
+                    }
                     self.schedule(at, Ev::Arrive(i));
                 }
                 self.schedule(done, Ev::TxDone(i));
@@ -716,7 +737,13 @@ impl Sim {
                     self.schedule(t.max(now), Ev::Wake(i));
                 }
             }
-            Dequeue::Empty => {}
+            Dequeue::Empty => {
+                // An AQM may have dropped what was left at dequeue.
+                if f.stats.current().packets != 0 {
+                    f.stats.advance(now, warmup);
+                    f.stats.set(0, 0);
+                }
+            }
         }
     }
 

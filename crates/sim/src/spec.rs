@@ -2,6 +2,7 @@
 //! flows and measurement options. Scenario files (TOML, see
 //! [`crate::scenario`]) parse into this; reproductions build it in code.
 
+pub use crate::link::{DeliveryTrace, GilbertElliott, Jitter, LinkModel};
 use crate::packet::NodeId;
 use hopwise_proto::cc::CcConfig;
 use hopwise_proto::tcp::TcpConfig;
@@ -64,6 +65,9 @@ pub struct DirSpec {
     pub queue: QueueSpec,
     /// Probability that a packet is lost on this direction (after the queue), seeded.
     pub loss: f64,
+    /// A delivery trace (which then sets the rate), bursty loss and delay
+    /// jitter; none by default.
+    pub model: LinkModel,
 }
 
 /// How a queue limit is counted (packets or bytes; 1000 packets by default,
@@ -102,6 +106,61 @@ pub enum QueueSpec {
         burst: u64,
         limit: Limit,
     },
+    /// CoDel (RFC 8289) on one FIFO.
+    Codel {
+        target: Dur,
+        interval: Dur,
+        limit: Limit,
+        /// Mark ECN-capable packets instead of dropping them.
+        ecn: bool,
+    },
+    /// FQ-CoDel (RFC 8290): `flows` hashed queues, each under CoDel,
+    /// served by deficit round robin with `quantum` bytes.
+    FqCodel {
+        target: Dur,
+        interval: Dur,
+        limit: Limit,
+        flows: u32,
+        quantum: u32,
+        ecn: bool,
+    },
+    /// PIE (RFC 8033).
+    Pie {
+        target: Dur,
+        tupdate: Dur,
+        alpha: f64,
+        beta: f64,
+        max_burst: Dur,
+        limit: Limit,
+        ecn: bool,
+    },
+    /// RED (Floyd & Jacobson 1993), optionally gentle (Floyd 2000).
+    /// `min_th` and `max_th` count in the same unit.
+    Red {
+        min_th: Limit,
+        max_th: Limit,
+        max_p: f64,
+        weight: f64,
+        gentle: bool,
+        limit: Limit,
+        ecn: bool,
+    },
+}
+
+impl QueueSpec {
+    /// The limit of the queue that data packets wait in (the data class's
+    /// for `AckFirst`).
+    pub fn limit(&self) -> Limit {
+        match *self {
+            QueueSpec::DropTail { limit }
+            | QueueSpec::TokenBucket { limit, .. }
+            | QueueSpec::Codel { limit, .. }
+            | QueueSpec::FqCodel { limit, .. }
+            | QueueSpec::Pie { limit, .. }
+            | QueueSpec::Red { limit, .. } => limit,
+            QueueSpec::AckFirst { data_limit, .. } => data_limit,
+        }
+    }
 }
 
 impl Default for QueueSpec {

@@ -420,6 +420,7 @@ impl TorNet {
             delay,
             queue: QueueSpec::DropTail { limit: queue },
             loss,
+            model: Default::default(),
         };
         for n in self.nodes.iter().filter(|n| !n.existing) {
             sc.nodes.push(NodeSpec {

@@ -96,6 +96,7 @@ pub fn run_path(
             delay: *rtt / 2,
             queue: QueueSpec::DropTail { limit: wan.queue },
             loss: wan.loss.for_rtt(*rtt),
+            model: Default::default(),
         };
         s.links.push(LinkSpec {
             name: format!("hop{}", i + 1),

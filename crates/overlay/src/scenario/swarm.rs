@@ -390,6 +390,7 @@ impl Section {
                     delay: *delay,
                     queue: QueueSpec::DropTail { limit: *buffer },
                     loss: 0.0,
+                    model: Default::default(),
                 };
                 for h in c.hosts() {
                     sc.nodes.push(NodeSpec {

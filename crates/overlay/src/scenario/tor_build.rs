@@ -63,6 +63,19 @@ impl Uplinks {
                 QueueSpec::DropTail { limit } => (d.rate, *limit),
                 QueueSpec::TokenBucket { rate, limit, .. } => ((*rate).min(d.rate), *limit),
                 QueueSpec::AckFirst { data_limit, .. } => (d.rate, *data_limit),
+                QueueSpec::Codel { .. }
+                | QueueSpec::FqCodel { .. }
+                | QueueSpec::Pie { .. }
+                | QueueSpec::Red { .. } => {
+                    return Err(ScenarioError::new(
+                        "",
+                        key,
+                        format!(
+                            "node `{n}`'s link has an AQM queue, which a Tor node's access \
+                             link does not model: give it a droptail, tbf or ackfirst queue"
+                        ),
+                    ))
+                }
             };
             out.insert(n.to_string(), Access::new(rate, d.delay).queue(queue));
         }

@@ -133,6 +133,7 @@ pub fn run_swarm(spec: &SwarmSpec, seed: u64) -> Result<SwarmResult, String> {
                 limit: Limit::Packets(spec.buffer),
             },
             loss: 0.0,
+            model: Default::default(),
         };
         s.links.push(LinkSpec {
             name: format!("a{i}"),

@@ -269,6 +269,7 @@ impl Setup {
             delay: self.link_delay,
             queue,
             loss: 0.0,
+            model: Default::default(),
         };
         let host = QueueSpec::DropTail {
             limit: self.host_queue,

@@ -177,6 +177,7 @@ impl Setup {
             delay,
             queue: QueueSpec::DropTail { limit },
             loss: 0.0,
+            model: Default::default(),
         };
         let access = |d: Dur| dir(ACCESS_RATE, d, Limit::Packets(1000));
         // The bottleneck first, so that its ports are interfaces 0 (down) and 1 (up).

@@ -107,6 +107,7 @@ fn garbage(bytes: &'static [u8], close: bool) -> (Vec<String>, bool, u64) {
             limit: Limit::Packets(100),
         },
         loss: 0.0,
+        model: Default::default(),
     };
     s.links.push(LinkSpec {
         name: "ab".into(),

@@ -145,7 +145,120 @@ pub(super) fn queue_problem(q: &QueueSpec, max_pkt: u64) -> Option<(String, Stri
             }
             lim(".limit", *limit)
         }
+        QueueSpec::Codel {
+            target,
+            interval,
+            limit,
+            ..
+        } => codel_problem(*target, *interval).or_else(|| lim(".limit", *limit)),
+        QueueSpec::FqCodel {
+            target,
+            interval,
+            limit,
+            flows,
+            quantum,
+            ..
+        } => codel_problem(*target, *interval)
+            .or_else(|| {
+                (*flows == 0).then(|| (".flows".into(), "needs at least one flow queue".into()))
+            })
+            .or_else(|| {
+                (*quantum == 0).then(|| {
+                    (
+                        ".quantum".into(),
+                        "must be positive: a quantum of 0 B never sends".into(),
+                    )
+                })
+            })
+            .or_else(|| lim(".limit", *limit)),
+        QueueSpec::Pie {
+            target,
+            tupdate,
+            alpha,
+            beta,
+            limit,
+            ..
+        } => positive(".target", *target)
+            .or_else(|| positive(".tupdate", *tupdate))
+            .or_else(|| gain_problem(".alpha", *alpha))
+            .or_else(|| gain_problem(".beta", *beta))
+            .or_else(|| lim(".limit", *limit)),
+        QueueSpec::Red {
+            min_th,
+            max_th,
+            max_p,
+            weight,
+            limit,
+            ..
+        } => red_problem(*min_th, *max_th, *max_p, *weight).or_else(|| lim(".limit", *limit)),
     }
+}
+
+/// `key` must be a positive duration.
+fn positive(key: &str, d: Dur) -> Option<(String, String)> {
+    d.is_zero()
+        .then(|| (key.to_string(), "must be a positive duration".to_string()))
+}
+
+fn codel_problem(target: Dur, interval: Dur) -> Option<(String, String)> {
+    positive(".target", target)
+        .or_else(|| positive(".interval", interval))
+        .or_else(|| {
+            (target >= interval).then(|| {
+                (
+                    ".target".into(),
+                    format!(
+                        "a target of {target} is not below the interval of {interval}: CoDel's \
+                         target is a small fraction (RFC 8289 suggests 5-10 %) of its interval"
+                    ),
+                )
+            })
+        })
+}
+
+fn gain_problem(key: &str, x: f64) -> Option<(String, String)> {
+    (!(x.is_finite() && x >= 0.0)).then(|| {
+        (
+            key.to_string(),
+            format!("must be a gain (Hz) of 0 or more, got {x}"),
+        )
+    })
+}
+
+fn red_problem(min_th: Limit, max_th: Limit, max_p: f64, w: f64) -> Option<(String, String)> {
+    if let Some(m) = Limit::problem(min_th) {
+        return Some((".min_th".into(), m.replace("queue limit", "threshold")));
+    }
+    let (lo, hi) = match (min_th, max_th) {
+        (Limit::Packets(a), Limit::Packets(b)) | (Limit::Bytes(a), Limit::Bytes(b)) => (a, b),
+        _ => {
+            return Some((
+                ".max_th".into(),
+                "must count in the unit of min_th (both packets, \"15pkt\", or both bytes, \
+                 \"22500B\")"
+                    .into(),
+            ))
+        }
+    };
+    if hi <= lo {
+        return Some((
+            ".max_th".into(),
+            format!("must be above min_th ({lo}), got {hi}"),
+        ));
+    }
+    if !(max_p > 0.0 && max_p <= 1.0) {
+        return Some((
+            ".max_p".into(),
+            format!("must be a probability in (0, 1], got {max_p}"),
+        ));
+    }
+    if !(w > 0.0 && w <= 1.0) {
+        return Some((
+            ".weight".into(),
+            format!("must be in (0, 1] (Floyd and Jacobson suggest 0.002), got {w}"),
+        ));
+    }
+    None
 }
 
 /// The largest full-sized packet of any flow (`mss + 40` bytes), which every

@@ -33,7 +33,13 @@ table! {
     /// What a `[[link]]`, its `[link.ab]`/`[link.ba]` or `[defaults.link]`
     /// may set for a direction.
     pub struct RawDir("a table of link properties") {
-        rate: Rate, delay: Duration, queue: Value, loss: Loss,
+        rate: Rate, delay: Duration, queue: Value, loss: Loss, trace: Text,
+        gilbert_elliott: TableOf<RawGilbertElliott>, jitter: Duration, reorder: Flag,
+    }
+}
+table! {
+    pub struct RawGilbertElliott("a table of Gilbert-Elliott loss parameters") {
+        p: Number, r: Number, loss_good: Number, loss_bad: Number,
     }
 }
 table! {
@@ -44,7 +50,8 @@ table! {
     /// `flatten` does not go with `deny_unknown_fields`.
     pub struct RawLink("a table (a [[link]] section)", section "link") {
         name: Name, a: Name, b: Name, rate: Rate, delay: Duration, queue: Value, loss: Loss,
-        ab: TableOf<RawDir>, ba: TableOf<RawDir>,
+        trace: Text, gilbert_elliott: TableOf<RawGilbertElliott>, jitter: Duration,
+        reorder: Flag, ab: TableOf<RawDir>, ba: TableOf<RawDir>,
     }
 }
 table! {
@@ -81,6 +88,29 @@ table! {
 table! {
     pub struct RawTbf("a table") { r#type: Value, rate: Rate, burst: Size, limit: QueueLimit }
 }
+table! {
+    pub struct RawCodel("a table") {
+        r#type: Value, target: Duration, interval: Duration, limit: QueueLimit, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawFqCodel("a table") {
+        r#type: Value, target: Duration, interval: Duration, limit: QueueLimit,
+        flows: Int<1, 65_536>, quantum: Size, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawPie("a table") {
+        r#type: Value, target: Duration, tupdate: Duration, alpha: Number, beta: Number,
+        max_burst: Duration, limit: QueueLimit, ecn: Flag,
+    }
+}
+table! {
+    pub struct RawRed("a table") {
+        r#type: Value, min_th: QueueLimit, max_th: QueueLimit, max_p: Number, weight: Number,
+        gentle: Flag, limit: QueueLimit, ecn: Flag,
+    }
+}
 
 impl RawLink {
     /// The properties set for both directions.
@@ -90,6 +120,10 @@ impl RawLink {
             delay: self.delay.clone(),
             queue: self.queue.clone(),
             loss: self.loss,
+            trace: self.trace.clone(),
+            gilbert_elliott: self.gilbert_elliott.clone(),
+            jitter: self.jitter.clone(),
+            reorder: self.reorder,
         }
     }
 }

@@ -3,10 +3,12 @@
 
 mod ack_bursts;
 mod agents;
+mod aqm_scenarios;
 mod capture;
 mod common;
 mod determinism;
 mod examples;
 mod latency;
+mod links;
 mod routing;
 mod scenario_errors;

@@ -501,7 +501,7 @@ fn units_unknown_keys_and_types_name_file_key_and_problem() {
     assert_eq!(
         e.message,
         "unknown key; did you mean `delay`? (allowed here: name, a, b, rate, delay, queue, \
-         loss, ab, ba)"
+         loss, trace, gilbert_elliott, jitter, reorder, ab, ba)"
     );
 
     let e = fails(&edit("start = \"1s\"", "count = \"3\""), "", &[]);

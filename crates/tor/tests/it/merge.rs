@@ -52,6 +52,7 @@ fn a_client_on_a_node_of_the_scenario() {
         delay: Dur::from_millis(2),
         queue: QueueSpec::default(),
         loss: 0.0,
+        model: Default::default(),
     };
     sc.links.push(LinkSpec {
         name: "home-hub".into(),

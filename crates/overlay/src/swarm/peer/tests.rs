@@ -78,6 +78,7 @@ fn star(hosts: usize) -> Sim {
             limit: Limit::Packets(100),
         },
         loss: 0.0,
+        model: Default::default(),
     };
     for i in 0..hosts {
         s.nodes.push(NodeSpec {

@@ -221,6 +221,7 @@ pub fn run_one(
             limit: ACCESS_QUEUE,
         },
         loss: 0.0,
+        model: Default::default(),
     };
     sc.links.push(LinkSpec {
         name: format!("{DOWNLOAD_SERVER}~{}", hopwise_tor::net::DEFAULT_SWITCH),

@@ -195,6 +195,7 @@ fn dir(rate: Rate, delay: Dur, limit: Limit) -> DirSpec {
         delay,
         queue: QueueSpec::DropTail { limit },
         loss: 0.0,
+        model: Default::default(),
     }
 }
 

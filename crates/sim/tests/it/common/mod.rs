@@ -13,6 +13,7 @@ pub fn dir(rate: Rate, delay: Dur, queue: QueueSpec) -> DirSpec {
         delay,
         queue,
         loss: 0.0,
+        model: Default::default(),
     }
 }
 
