@@ -63,6 +63,17 @@ fn fails(o: Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `hopwise sweep status DIR ARGS`: its exit code and what it printed.
+fn status(dir: &Path, args: &[&str]) -> (i32, String) {
+    let mut a = vec!["sweep", "status", s(dir)];
+    a.extend(args);
+    let o = run(&a);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -190,6 +201,16 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
     let d = scratch("refuse");
     let dir = d.join("p");
     plan(&dir, QUEUES);
+    // 12 shards of 9 runs: 0, 4 and 8 are empty, not missing.
+    let (code, st) = status(&dir, &["--shards", "12"]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("0 done, 0 started, 9 missing, 3 empty; 0 of 9 runs done")
+            && st.contains("empty:   0,4,8 ")
+            && st.contains("missing: 1-3,5-7,9-11")
+            && st.contains("sbatch --array=1-3,5-7,9-11 "),
+        "{st}"
+    );
     ok(shard(&dir, 0, 3));
     ok(shard(&dir, 2, 3));
     // A shard that died: its runs under the .partial name only.
@@ -200,16 +221,25 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
         e.contains("runs 3-5") && e.contains("1-of-3 (started, not finished)"),
         "{e}"
     );
-    let st = ok(run(&["sweep", "status", s(&dir)]));
+    // status exits with 2 while runs are missing.
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
     assert!(
         st.contains("2 done, 1 started, 0 missing; 6 of 9 runs done")
             && st.contains("started: 1 (running now, or died")
-            && st.contains("sbatch --array=1 "),
+            && st.contains("sbatch --array=1 ")
+            && !st.contains("all runs done"),
         "{st}"
     );
-    let st = ok(run(&["sweep", "status", s(&dir), "--shards", "6"]));
+    // As merge sees it: of 6 shards, those whose runs the done shards of 3
+    // hold are covered; 2 and 3 (runs 3-5) are missing.
+    let (code, st) = status(&dir, &["--shards", "6"]);
+    assert_eq!(code, 2, "{st}");
     assert!(
-        st.contains("missing: 0-5") && st.contains("sbatch --array=0-5 "),
+        st.contains("0 done, 0 started, 2 missing, 4 covered by other shards; 6 of 9 runs done")
+            && st.contains("missing: 2-3")
+            && st.contains("covered: 0-1,4-5")
+            && st.contains("sbatch --array=2-3 "),
         "{st}"
     );
 
@@ -222,17 +252,73 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
 
     // The missing shard, then a shard of another N over the same runs.
     ok(shard(&dir, 1, 3));
-    let st = ok(run(&["sweep", "status", s(&dir)]));
-    assert!(st.contains("all done: hopwise sweep merge"), "{st}");
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 0, "{st}");
+    assert!(st.contains("all runs done: hopwise sweep merge"), "{st}");
+    // Every run is done even if the job array's N's shards are not.
+    let (code, st) = status(&dir, &["--shards", "2"]);
+    assert_eq!(code, 0, "{st}");
+    assert!(
+        st.contains("missing: none") && st.contains("all runs done: hopwise sweep merge"),
+        "{st}"
+    );
     ok(shard(&dir, 0, 2));
     let e = fails(run(&["sweep", "merge", s(&dir)]));
     assert!(
         e.contains("overlap") && e.contains("0-of-2 (runs 0-3)") && e.contains("0-of-3 (runs 0-2)"),
         "{e}"
     );
+    let (code, st) = status(&dir, &["--shards", "3"]);
+    assert_eq!(code, 2, "{st}");
+    assert!(st.contains("shards overlap (merge refuses them"), "{st}");
     for ext in ["done.json", "runs.jsonl"] {
         std::fs::remove_file(dir.join(format!("shards/0-of-2.{ext}"))).unwrap();
     }
+    ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+
+    // A runs file of another plan with the same grid and seeds (another
+    // loss rate), put in place of 1-of-3's: the done record's hash ties it
+    // to its own runs file.
+    let same = d.join("same-grid");
+    let mut a = sweep_args(QUEUES);
+    a.extend(["--set", "link.bottleneck.loss=0.02", "--plan", s(&same)].map(String::from));
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    ok(shard(&same, 1, 3));
+    let runs1 = dir.join("shards/1-of-3.runs.jsonl");
+    let mine = std::fs::read(&runs1).unwrap();
+    std::fs::copy(same.join("shards/1-of-3.runs.jsonl"), &runs1).unwrap();
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("1-of-3.runs.jsonl: not the runs file its done record")
+            && e.contains("1-of-3.done.json"),
+        "{e}"
+    );
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("corrupt: ") && st.contains("1-of-3.runs.jsonl"),
+        "{st}"
+    );
+    std::fs::write(&runs1, mine).unwrap();
+    // A done record that does not parse is corrupt, not another plan's.
+    let done1 = dir.join("shards/1-of-3.done.json");
+    let record = std::fs::read(&done1).unwrap();
+    std::fs::write(&done1, "{\"plan_sha256\": ").unwrap();
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("corrupt: ")
+            && st.contains("1-of-3.done.json: not a shard's done record")
+            && st.contains("missing: 1")
+            && !st.contains("another plan"),
+        "{st}"
+    );
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("1-of-3.done.json: not a shard's done record"),
+        "{e}"
+    );
+    std::fs::write(&done1, record).unwrap();
     ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
 
     // A shard of another plan, put in place of 1-of-3.
@@ -294,6 +380,14 @@ fn shards_refuse_another_binary_and_a_changed_plan() {
     // The slurm scripts are refused for the same reason.
     let e = fails(run(&["sweep", "slurm", s(&dir), "--shards", "2"]));
     assert!(e.contains("not the binary that wrote"), "{e}");
+    // And so is the merge, before it reads any shard.
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("hopwise sweep merge: this hopwise")
+            && e.contains("not the binary that wrote")
+            && e.contains(&format!("SHA-256 {zeros}")),
+        "{e}"
+    );
 
     std::fs::write(&path, good.replace("duration=2s", "duration=3s")).unwrap();
     let e = fails(shard(&dir, 0, 2));
@@ -426,7 +520,8 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
     };
     assert_eq!(calls, [&array, &merge(""), &array, &merge("--wait ")]);
     // status takes N from the array.
-    let st = ok(run(&["sweep", "status", s(&dir)]));
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
     assert!(
         st.contains("4 shards: 0 done") && st.contains("sbatch --array=0-3 "),
         "{st}"
