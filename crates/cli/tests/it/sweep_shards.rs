@@ -455,7 +455,10 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
         "#SBATCH --cpus-per-task=2\n",
         "#SBATCH --time=10:00\n",
         "#SBATCH --partition=short\n",
-        &format!("#SBATCH --output={}/slurm/logs/%A_%a.out\n", sd.display()),
+        &format!(
+            "#SBATCH --output=\"{}/slurm/logs/%A_%a.out\"\n",
+            sd.display()
+        ),
         &format!(" sweep shard {} --shard slurm --shards 4\n", sd.display()),
     ] {
         assert!(array.contains(want), "{want} not in\n{array}");
@@ -543,6 +546,96 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
         "4",
     ]));
     assert!(e.contains("fewer shards"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The scripts hold a directory named with a space, quotes, `$(...)`, a
+/// backtick, `%` and `#` as it is: `bash -n` passes, nothing in the name
+/// runs, and a stand-in sbatch that runs the scripts (the array's tasks,
+/// then the merge) gets the paths and the merged results; a backslash,
+/// which sbatch would read otherwise, is refused.
+#[test]
+fn slurm_scripts_hold_any_directory_name() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = scratch("odd");
+    let dir = d.join("a b'c\"d$(touch pwned)`touch tick`%e #f");
+    let mut a = sweep_args("20pkt,50pkt");
+    a[5] = "2".into(); // --seeds 2: 4 runs
+    a.extend(["--plan".into(), s(&dir).into()]);
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    ok(run(&["sweep", "slurm", s(&dir), "--shards", "2"]));
+    let sd = std::path::absolute(&dir).unwrap();
+    for f in ["array.sbatch", "merge.sbatch", "submit.sh"] {
+        let o = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(dir.join("slurm").join(f))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // A stand-in sbatch: logs its arguments, then runs the array's tasks or
+    // the merge as Slurm would.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = d.join("sbatch.log");
+    let fake = bin.join("sbatch");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             printf '%s\\n' \"$@\" -- >> '{}'\n\
+             for last; do :; done\n\
+             case \"$last\" in\n\
+             *array.sbatch) for i in 0 1; do SLURM_ARRAY_TASK_ID=$i sh \"$last\" >&2 || exit 1; done ;;\n\
+             *merge.sbatch) sh \"$last\" >&2 || exit 1 ;;\n\
+             esac\n\
+             echo 4242\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = std::process::Command::new(dir.join("slurm/submit.sh"))
+        .arg("--wait")
+        .current_dir(&d)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    let printed = ok(o);
+    assert!(
+        printed.contains(&format!("job array 4242: 2 shards of {}; ", sd.display())),
+        "{printed}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.split("--\n").filter(|c| !c.is_empty()).collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].ends_with(&format!("\n{}/slurm/array.sbatch\n", sd.display()))
+            && calls[1].ends_with(&format!("\n{}/slurm/merge.sbatch\n", sd.display())),
+        "{calls:?}"
+    );
+    assert!(json(&dir.join("summary.json"))["runs"].as_u64().is_some());
+    assert!(dir.join("shards/1-of-2.done.json").exists());
+    for p in [d.join("pwned"), d.join("tick"), dir.join("pwned")] {
+        assert!(!p.exists(), "{} was created", p.display());
+    }
+    // sbatch turns off the log name's %A_%a when it has a backslash.
+    let back = d.join("back\\slash");
+    let mut a = sweep_args("20pkt");
+    a.extend(["--plan".into(), s(&back).into()]);
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    let e = fails(run(&["sweep", "slurm", s(&back), "--shards", "2"]));
+    assert!(
+        e.contains("the path has a backslash") && e.contains("plan into a directory without it"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
