@@ -120,77 +120,152 @@ fn unwall(text: &str) -> String {
     out
 }
 
-/// What the sweep wrote in `dir`, wall time taken out.
-fn outputs(dir: &Path) -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    for f in [
-        "runs.csv",
-        "points.csv",
-        "summary.json",
-        "sweep.svg",
-        "report.html",
-    ] {
-        let t = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-        v.push((f.to_string(), unwall(&t)));
+/// Every file the sweep wrote in `dir` (by its path under `dir`), wall
+/// time taken out; `skip`: the names at the top that are not outputs.
+fn outputs(dir: &Path, skip: &[&str]) -> Vec<(String, String)> {
+    fn walk(root: &Path, at: &Path, skip: &[&str], v: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(at).unwrap_or_else(|e| panic!("{}: {e}", at.display())) {
+            let p = e.unwrap().path();
+            let name = p.strip_prefix(root).unwrap().display().to_string();
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, skip, v);
+            } else {
+                let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
+                v.push((name, unwall(&t)));
+            }
+        }
     }
+    let mut v = Vec::new();
+    walk(dir, dir, skip, &mut v);
+    v.sort();
     v
 }
 
 /// Shards run in sequence and merged write what the sweep writes on one
-/// machine, for one shard, a shard per point, shards that split points'
-/// seeds, and more shards than runs (some empty).
+/// machine, every file of it: for one shard, a shard per point, shards
+/// that split points' seeds, and more shards than runs (some empty); for
+/// a sweep of flows, one of a Tor circuit's `count` (the overlay's
+/// metrics and figure), and one over seeds only (no `--vary`).
 #[test]
 fn merged_shards_equal_the_sweep_on_one_machine() {
     let d = scratch("equal");
-    let one = d.join("one");
-    let mut a = sweep_args(QUEUES);
-    a.extend(["--quiet", "--jobs", "2", "--out", s(&one)].map(String::from));
-    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
-    let want = outputs(&one);
-    // The seeds matter, so a shard that splits a point's seeds must keep
-    // them apart.
-    let runs = &want[0].1;
-    let seeds: Vec<&str> = runs
-        .lines()
-        .filter(|l| l.starts_with("20pkt,") && l.contains(",goodput_bps,newreno,"))
-        .map(|l| l.rsplit(',').next().unwrap())
-        .collect();
-    assert_eq!(seeds.len(), 3, "{runs}");
-    assert!(seeds[0] != seeds[1] || seeds[1] != seeds[2], "{seeds:?}");
-    let summary = json(&one.join("summary.json"));
-
-    // N = 1, N = the points, N = 4 (9 runs: 2, 2, 2, 3, splitting points'
-    // seeds), N = 12 > 9 runs (three empty shards).
-    for n in [1, 3, 4, 12] {
-        let dir = d.join(format!("plan{n}"));
-        let printed = plan(&dir, QUEUES);
-        assert!(printed.contains("--shard 0/1"), "{printed}");
-        let p = json(&dir.join("plan.json"));
-        assert_eq!(p["runs"], 9);
-        assert_eq!(p["command"], summary["command"], "the canonical command");
-        for i in 0..n {
-            ok(shard(&dir, i, n));
+    let tor = [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/tor-cubic-bottleneck.toml"
+        ),
+        "--vary",
+        "circuit.tor.count=1,2",
+        "--seeds",
+        "2",
+        "--set",
+        "duration=3s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "circuit.tor.size=200KiB",
+        "--set",
+        "link.access.loss=0.01",
+    ];
+    let seeds_only = [
+        NEWRENO_VS_LEDBAT,
+        "--seeds",
+        "3",
+        "--set",
+        "duration=2s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "link.bottleneck.loss=0.01",
+    ];
+    let mut tor_args = vec!["sweep".to_string()];
+    tor_args.extend(tor.map(String::from));
+    let mut seeds_args = vec!["sweep".to_string()];
+    seeds_args.extend(seeds_only.map(String::from));
+    // (case, the sweep's arguments, its runs, the numbers of shards): N = 1,
+    // N = the points, N = 4 (9 runs: 2, 2, 2, 3, splitting points' seeds),
+    // N = 12 > 9 runs (three empty shards); 3 shards of 4 Tor runs split
+    // a point's seeds.
+    let cases: [(&str, Vec<String>, u64, &[usize]); 3] = [
+        ("flows", sweep_args(QUEUES), 9, &[1, 3, 4, 12]),
+        ("tor", tor_args, 4, &[1, 3]),
+        ("seeds", seeds_args, 3, &[1, 2, 5]),
+    ];
+    for (case, args, runs, ns) in cases {
+        let one = d.join(format!("{case}-one"));
+        let mut a = args.clone();
+        a.extend(["--quiet", "--jobs", "2", "--out", s(&one)].map(String::from));
+        ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+        let want = outputs(&one, &[]);
+        let names: Vec<&str> = want.iter().map(|(f, _)| f.as_str()).collect();
+        for f in ["points.csv", "report.html", "runs.csv", "summary.json"] {
+            assert!(names.contains(&f), "{case}: {f} not in {names:?}");
         }
-        let done = json(&dir.join(format!("shards/{}-of-{n}.done.json", n - 1)));
-        assert_eq!(done["plan_sha256"], p["plan_sha256"]);
-        ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
-        for ((f, w), (_, got)) in want.iter().zip(outputs(&dir)) {
+        if case == "tor" {
+            assert!(names.contains(&"sweep_tor.svg"), "{case}: {names:?}");
+            let runs_csv = &want.iter().find(|(f, _)| f == "runs.csv").unwrap().1;
+            assert!(runs_csv.contains(",tor-1,"), "{runs_csv}");
+        }
+        // The seeds matter, so a shard that splits a point's seeds must
+        // keep them apart.
+        let summary = json(&one.join("summary.json"));
+        if case == "flows" {
+            let runs_csv = &want.iter().find(|(f, _)| f == "runs.csv").unwrap().1;
+            let seeds: Vec<&str> = runs_csv
+                .lines()
+                .filter(|l| l.starts_with("20pkt,") && l.contains(",goodput_bps,newreno,"))
+                .map(|l| l.rsplit(',').next().unwrap())
+                .collect();
+            assert_eq!(seeds.len(), 3, "{runs_csv}");
+            assert!(seeds[0] != seeds[1] || seeds[1] != seeds[2], "{seeds:?}");
+            let cmd = summary["command"].as_str().unwrap();
             assert!(
-                *w == got,
-                "{n} shards: {f} differs from the one-machine sweep's"
+                cmd.starts_with("hopwise sweep ")
+                    && cmd.contains(
+                        "--vary link.bottleneck.queue=20pkt,50pkt,100pkt --seeds 3 --set"
+                    )
+                    && !cmd.contains("--out")
+                    && !cmd.contains("--jobs"),
+                "{cmd}"
             );
         }
-        // The wall time is there, only different.
-        assert!(json(&dir.join("summary.json"))["wall_s"].as_f64().unwrap() > 0.0);
+        for &n in ns {
+            let dir = d.join(format!("{case}-plan{n}"));
+            let mut a = args.clone();
+            a.extend(["--plan".into(), s(&dir).into()]);
+            let printed = ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+            assert!(printed.contains("--shard 0/1"), "{printed}");
+            let p = json(&dir.join("plan.json"));
+            assert_eq!(p["runs"], runs, "{case}");
+            assert_eq!(
+                p["command"], summary["command"],
+                "{case}: the canonical command"
+            );
+            for i in 0..n {
+                ok(shard(&dir, i, n));
+            }
+            let done = json(&dir.join(format!("shards/{}-of-{n}.done.json", n - 1)));
+            assert_eq!(done["plan_sha256"], p["plan_sha256"]);
+            ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+            let got = outputs(&dir, &["plan.json", "shards"]);
+            assert_eq!(
+                got.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+                want.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+                "{case}, {n} shards: the files"
+            );
+            for ((f, w), (_, g)) in want.iter().zip(&got) {
+                assert!(
+                    w == g,
+                    "{case}, {n} shards: {f} differs from the one-machine sweep's"
+                );
+            }
+            // The wall time is there, only different.
+            assert!(json(&dir.join("summary.json"))["wall_s"].as_f64().unwrap() > 0.0);
+        }
     }
-    let cmd = summary["command"].as_str().unwrap();
-    assert!(
-        cmd.starts_with("hopwise sweep ")
-            && cmd.contains("--vary link.bottleneck.queue=20pkt,50pkt,100pkt --seeds 3 --set")
-            && !cmd.contains("--out")
-            && !cmd.contains("--jobs"),
-        "{cmd}"
-    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
