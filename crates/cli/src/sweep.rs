@@ -440,7 +440,7 @@ pub enum SweepCmd {
         quiet: bool,
     },
     /// List the done, started and missing shards of DIR, and the sbatch line that resubmits
-    /// the missing ones.
+    /// the missing ones. Exits with 0 when every run is done and `merge` can run, 2 when not.
     Status {
         /// The plan's directory.
         dir: PathBuf,
@@ -490,7 +490,16 @@ pub fn run_cmd(cmd: SweepCmd) -> Result<()> {
             jobs,
             quiet,
         } => merge(&dir, out.as_deref(), jobs, quiet),
-        SweepCmd::Status { dir, shards } => status(&dir, shards),
+        SweepCmd::Status { dir, shards } => {
+            if !status(&dir, shards)? {
+                // Runs are missing (or shards must be removed): exit 2, so
+                // that scripts can wait for the campaign.
+                use std::io::Write as _;
+                let _ = std::io::stdout().flush();
+                std::process::exit(2);
+            }
+            Ok(())
+        }
         SweepCmd::Slurm {
             dir,
             shards,

@@ -5,11 +5,12 @@
 
 use super::output::Output;
 use super::plan::{short, Plan};
-use super::shard::{file, parse_stem, show_range, slice, stem, Done, RunLine};
+use super::shard::{file, hash_file, parse_stem, show_range, slice, stem, Done, RunLine};
 use super::threads;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::io::BufRead as _;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// What DIR/shards holds of one shard I-of-N.
@@ -56,43 +57,94 @@ struct Shard {
     runs_file: PathBuf,
 }
 
-/// The done shards in `found`, each checked against the plan, its own name
-/// and its runs file; shards of another plan or binary are refused, all
-/// named.
-fn done_shards(
-    dir: &Path,
-    plan: &Plan,
-    found: &BTreeMap<(usize, usize), Found>,
-) -> Result<Vec<Shard>> {
-    let mut shards = Vec::new();
-    let mut foreign = Vec::new();
+/// What a shard's done record turned out to be.
+#[derive(Clone, Copy, PartialEq)]
+enum Rec {
+    /// Of this plan and binary, and its runs file is the one it recorded.
+    Good,
+    /// Of another plan or binary.
+    Foreign,
+    /// Does not parse, or is at odds with its name or its runs file.
+    Bad,
+}
+
+/// The done records in DIR/shards, each checked against the plan, its own
+/// name and its runs file (length and SHA-256).
+struct Records {
+    /// The good shards.
+    shards: Vec<Shard>,
+    state: BTreeMap<(usize, usize), Rec>,
+    /// What is wrong with the others, a line each naming the file.
+    foreign: Vec<String>,
+    bad: Vec<String>,
+}
+
+fn records(dir: &Path, plan: &Plan, found: &BTreeMap<(usize, usize), Found>) -> Records {
+    let mut r = Records {
+        shards: Vec::new(),
+        state: BTreeMap::new(),
+        foreign: Vec::new(),
+        bad: Vec::new(),
+    };
     for (&(n, i), f) in found {
         let Some(path) = &f.done else { continue };
-        let d = Done::read(path)?;
-        if d.plan_sha256 != plan.plan_sha256 {
-            foreign.push(format!(
+        let (rec, why) = match check_record(dir, plan, path, i, n, f) {
+            Ok(shard) => {
+                r.shards.push(shard);
+                (Rec::Good, None)
+            }
+            Err((rec, why)) => (rec, Some(why)),
+        };
+        r.state.insert((n, i), rec);
+        match (rec, why) {
+            (Rec::Foreign, Some(w)) => r.foreign.push(w),
+            (Rec::Bad, Some(w)) => r.bad.push(w),
+            _ => {}
+        }
+    }
+    r
+}
+
+/// Shard `i` of `n`'s done record at `path`, checked.
+fn check_record(
+    dir: &Path,
+    plan: &Plan,
+    path: &Path,
+    i: usize,
+    n: usize,
+    f: &Found,
+) -> Result<Shard, (Rec, String)> {
+    let d = Done::read(path).map_err(|e| (Rec::Bad, format!("{e:#}")))?;
+    if d.plan_sha256 != plan.plan_sha256 {
+        return Err((
+            Rec::Foreign,
+            format!(
                 "{} ({}): of another plan (plan sha256 {}…, plan.json's {}…)",
                 path.display(),
                 show_range(&d.range()),
                 short(&d.plan_sha256),
                 short(&plan.plan_sha256)
-            ));
-        } else if d.binary_sha256 != plan.binary_sha256 {
-            foreign.push(format!(
+            ),
+        ));
+    }
+    if d.binary_sha256 != plan.binary_sha256 {
+        return Err((
+            Rec::Foreign,
+            format!(
                 "{} ({}): run by another binary (SHA-256 {}…, the plan's {}… at {})",
                 path.display(),
                 show_range(&d.range()),
                 short(&d.binary_sha256),
                 short(&plan.binary_sha256),
                 plan.binary_path
-            ));
-        }
-        if d.plan_sha256 != plan.plan_sha256 || d.binary_sha256 != plan.binary_sha256 {
-            continue;
-        }
-        let want = slice(i, n, plan.runs);
-        if (d.shard, d.shards) != (i, n) || d.range() != want {
-            bail!(
+            ),
+        ));
+    }
+    let want = slice(i, n, plan.runs);
+    if (d.shard, d.shards) != (i, n) || d.range() != want {
+        return Err((
+            Rec::Bad,
+            format!(
                 "{}: the record is of shard {} ({}), but its name says {} of this plan's \
                  {} runs ({}); remove it and run the shard again",
                 path.display(),
@@ -101,43 +153,65 @@ fn done_shards(
                 stem(i, n),
                 plan.runs,
                 show_range(&want)
-            );
-        }
-        let runs_file = file(dir, i, n, "runs.jsonl");
-        if !f.runs {
-            bail!(
+            ),
+        ));
+    }
+    let runs_file = file(dir, i, n, "runs.jsonl");
+    if !f.runs {
+        return Err((
+            Rec::Bad,
+            format!(
                 "{}: the shard's runs file is missing, but its done record {} is there; \
                  remove the record and run the shard again",
                 runs_file.display(),
                 path.display()
-            );
-        }
-        shards.push(Shard {
-            name: stem(i, n),
-            done: d,
-            runs_file,
-        });
+            ),
+        ));
     }
-    if !foreign.is_empty() {
-        bail!(
-            "{} from another plan or binary, which cannot be merged with {}:\n  {}\n\
-             remove their .done.json and .runs.jsonl files and run those shards again \
-             with the plan's binary",
-            hopwise_experiment::plural(foreign.len(), "shard"),
-            dir.join("plan.json").display(),
-            foreign.join("\n  ")
-        );
+    let (bytes, sha) = hash_file(&runs_file).map_err(|e| (Rec::Bad, format!("{e:#}")))?;
+    if (bytes, sha.as_str()) != (d.runs_bytes, d.runs_sha256.as_str()) {
+        return Err((
+            Rec::Bad,
+            format!(
+                "{}: not the runs file its done record {} was written with ({bytes} bytes, \
+                 SHA-256 {}…; the record says {} bytes, {}…): it was changed or replaced \
+                 (by another plan's?); remove both and run the shard again",
+                runs_file.display(),
+                path.display(),
+                short(&sha),
+                d.runs_bytes,
+                short(&d.runs_sha256)
+            ),
+        ));
     }
-    Ok(shards)
+    Ok(Shard {
+        name: stem(i, n),
+        done: d,
+        runs_file,
+    })
 }
 
-/// Refuses shards whose runs overlap and runs no shard has, naming them.
-fn check_cover(
-    dir: &Path,
-    plan: &Plan,
-    shards: &mut Vec<Shard>,
-    found: &BTreeMap<(usize, usize), Found>,
-) -> Result<()> {
+/// How the good shards cover the plan's runs: the pairs that overlap, and
+/// the runs no shard has.
+struct Cover {
+    overlaps: Vec<String>,
+    gaps: Vec<Range<usize>>,
+}
+
+impl Cover {
+    /// The runs in no good shard.
+    fn missing(&self) -> usize {
+        self.gaps.iter().map(|g| g.len()).sum()
+    }
+
+    fn hits(&self, r: &Range<usize>) -> bool {
+        self.gaps.iter().any(|g| g.start < r.end && r.start < g.end)
+    }
+}
+
+/// Sorts the shards in run order (dropping empty ones) and finds overlaps
+/// and gaps.
+fn cover(plan: &Plan, shards: &mut Vec<Shard>) -> Cover {
     shards.retain(|s| !s.done.range().is_empty());
     shards.sort_by_key(|s| s.done.run_range);
     let mut overlaps = Vec::new();
@@ -153,37 +227,59 @@ fn check_cover(
             ));
         }
     }
-    if !overlaps.is_empty() {
-        bail!(
-            "{}: shards overlap (a shard run twice with different numbers of shards): {}; \
-             remove the files of one of each pair (its .done.json and .runs.jsonl) and \
-             merge again",
-            dir.join("shards").display(),
-            overlaps.join("; ")
-        );
-    }
     let mut gaps = Vec::new();
     let mut next = 0;
     for s in shards.iter() {
         if s.done.range().start > next {
             gaps.push(next..s.done.range().start);
         }
-        next = s.done.range().end;
+        next = next.max(s.done.range().end);
     }
     if next < plan.runs {
         gaps.push(next..plan.runs);
     }
-    if !gaps.is_empty() {
+    Cover { overlaps, gaps }
+}
+
+/// `hopwise sweep merge`'s checks: refuses bad and foreign done records,
+/// shards whose runs overlap and runs no shard has, naming them.
+fn check_cover(
+    dir: &Path,
+    plan: &Plan,
+    recs: &mut Records,
+    found: &BTreeMap<(usize, usize), Found>,
+) -> Result<()> {
+    if !recs.bad.is_empty() {
+        bail!("{}", recs.bad.join("\n"));
+    }
+    if !recs.foreign.is_empty() {
+        bail!(
+            "{} from another plan or binary, which cannot be merged with {}:\n  {}\n\
+             remove their .done.json and .runs.jsonl files and run those shards again \
+             with the plan's binary",
+            hopwise_experiment::plural(recs.foreign.len(), "shard"),
+            dir.join("plan.json").display(),
+            recs.foreign.join("\n  ")
+        );
+    }
+    let cov = cover(plan, &mut recs.shards);
+    if !cov.overlaps.is_empty() {
+        bail!(
+            "{}: shards overlap (a shard run twice with different numbers of shards): {}; \
+             remove the files of one of each pair (its .done.json and .runs.jsonl) and \
+             merge again",
+            dir.join("shards").display(),
+            cov.overlaps.join("; ")
+        );
+    }
+    if !cov.gaps.is_empty() {
         // The shards that would fill the gaps, for each N seen.
         let mut missing = Vec::new();
         for &(n, _) in found.keys() {
             for i in 0..n {
                 let r = slice(i, n, plan.runs);
                 let f = found.get(&(n, i));
-                if !r.is_empty()
-                    && f.is_none_or(|f| f.done.is_none())
-                    && gaps.iter().any(|g| g.start < r.end && r.start < g.end)
-                {
+                if !r.is_empty() && f.is_none_or(|f| f.done.is_none()) && cov.hits(&r) {
                     let started = f.is_some_and(|f| f.partial);
                     let name = format!(
                         "{}{}",
@@ -204,9 +300,13 @@ fn check_cover(
             "{}: {} of {} runs are in no finished shard: {}{}; run them, then merge again \
              (`hopwise sweep status {}` lists the shards and the command to resubmit them)",
             dir.display(),
-            gaps.iter().map(|g| g.len()).sum::<usize>(),
+            cov.missing(),
             plan.runs,
-            gaps.iter().map(show_range).collect::<Vec<_>>().join(", "),
+            cov.gaps
+                .iter()
+                .map(show_range)
+                .collect::<Vec<_>>()
+                .join(", "),
             if missing.is_empty() {
                 String::new()
             } else {
@@ -221,9 +321,12 @@ fn check_cover(
 /// `hopwise sweep merge DIR [--out OUT]`.
 pub fn merge(dir: &Path, out: Option<&Path>, jobs: Option<usize>, quiet: bool) -> Result<()> {
     let plan = Plan::read(dir)?;
+    // Like a shard: the outputs are the plan's binary's.
+    plan.check_binary(dir, "hopwise sweep merge")?;
     let found = scan(dir)?;
-    let mut shards = done_shards(dir, &plan, &found)?;
-    check_cover(dir, &plan, &mut shards, &found)?;
+    let mut recs = records(dir, &plan, &found);
+    check_cover(dir, &plan, &mut recs, &found)?;
+    let shards = recs.shards;
     let c = plan.check(dir, threads(jobs), quiet)?;
     let out = out.unwrap_or(dir);
     let mut o = Output::create(out, &c)?;
@@ -295,8 +398,11 @@ pub(super) fn slurm_record(dir: &Path) -> PathBuf {
     dir.join("slurm").join("slurm.json")
 }
 
-/// `hopwise sweep status DIR [--shards N]`.
-pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
+/// `hopwise sweep status DIR [--shards N]`. Whether every run is in
+/// exactly one finished shard of the plan, found as `merge` finds it:
+/// `Ok(true)` when `merge` can run, `Ok(false)` when runs are missing or
+/// shards must be removed first (the command then exits with status 2).
+pub fn status(dir: &Path, shards: Option<usize>) -> Result<bool> {
     let plan = Plan::read(dir)?;
     let found = scan(dir)?;
     let rec = slurm_record(dir);
@@ -326,31 +432,24 @@ pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
     if n == 0 {
         bail!("--shards: the number of shards must be at least 1");
     }
-    let (mut done, mut started, mut missing) = (Vec::new(), Vec::new(), Vec::new());
-    let mut runs_done = 0;
-    let mut foreign = Vec::new();
+    let mut recs = records(dir, &plan, &found);
+    let cov = cover(&plan, &mut recs.shards);
+    let (mut done, mut started, mut missing, mut empty, mut covered) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
         let f = found.get(&(n, i));
-        match f.and_then(|f| f.done.as_ref()) {
-            Some(p) => match Done::read(p) {
-                Ok(d)
-                    if d.plan_sha256 == plan.plan_sha256
-                        && d.binary_sha256 == plan.binary_sha256 =>
-                {
-                    runs_done += d.runs;
-                    done.push(i);
-                }
-                _ => {
-                    foreign.push(p.display().to_string());
-                    missing.push(i);
-                }
-            },
+        let r = slice(i, n, plan.runs);
+        match recs.state.get(&(n, i)) {
+            Some(Rec::Good) => done.push(i),
+            _ if r.is_empty() => empty.push(i),
+            _ if !cov.hits(&r) => covered.push(i),
             None if f.is_some_and(|f| f.partial) => started.push(i),
-            None => missing.push(i),
+            _ => missing.push(i),
         }
     }
+    let runs_done = plan.runs - cov.missing();
     println!(
-        "{}: {} ({} × {}); {n} shards: {} done, {} started, {} missing; {runs_done} of {} \
+        "{}: {} ({} × {}); {n} shards: {} done, {} started, {} missing{}{}; {runs_done} of {} \
          runs done",
         dir.display(),
         hopwise_experiment::plural(plan.runs, "run"),
@@ -359,6 +458,16 @@ pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
         done.len(),
         started.len(),
         missing.len(),
+        if empty.is_empty() {
+            String::new()
+        } else {
+            format!(", {} empty", empty.len())
+        },
+        if covered.is_empty() {
+            String::new()
+        } else {
+            format!(", {} covered by other shards", covered.len())
+        },
         plan.runs
     );
     let list = |v: &[usize]| {
@@ -379,8 +488,29 @@ pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
         }
     );
     println!("missing: {}", list(&missing));
-    for p in &foreign {
-        println!("  {p}: of another plan or binary (remove it to run the shard again)");
+    if !empty.is_empty() {
+        println!(
+            "empty:   {} (more shards than runs: these have no runs, nothing to wait for)",
+            compress(&empty)
+        );
+    }
+    if !covered.is_empty() {
+        println!(
+            "covered: {} (their runs are in finished shards of another number of shards)",
+            compress(&covered)
+        );
+    }
+    for p in &recs.bad {
+        println!("  corrupt: {p}");
+    }
+    for p in &recs.foreign {
+        println!("  {p} (merge refuses it: remove it and its runs file to run the shard again)");
+    }
+    if !cov.overlaps.is_empty() {
+        println!(
+            "  shards overlap (merge refuses them: remove the files of one of each pair): {}",
+            cov.overlaps.join("; ")
+        );
     }
     let others: Vec<String> = found
         .iter()
@@ -389,7 +519,7 @@ pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
         .collect();
     if !others.is_empty() {
         println!(
-            "also done, with another number of shards (merge refuses overlapping shards): {}",
+            "also done, with another number of shards: {}",
             others.join(", ")
         );
     }
@@ -414,10 +544,16 @@ pub fn status(dir: &Path, shards: Option<usize>) -> Result<()> {
             crate::run::shell_word(&script.display().to_string())
         );
     }
-    if done.len() == n {
-        println!("all done: hopwise sweep merge {d}");
+    let mergeable = cov.gaps.is_empty()
+        && cov.overlaps.is_empty()
+        && recs.bad.is_empty()
+        && recs.foreign.is_empty();
+    if mergeable {
+        println!("all runs done: hopwise sweep merge {d}");
+    } else if cov.gaps.is_empty() {
+        println!("all runs done, but merge refuses the records above until they are removed");
     }
-    Ok(())
+    Ok(mergeable)
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ struct Hashed<'a> {
 }
 
 /// Lower-case hex.
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

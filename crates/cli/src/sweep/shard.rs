@@ -12,6 +12,7 @@ use super::{execute, threads};
 use anyhow::{bail, Context, Result};
 use hopwise_experiment::{Progress, Silent};
 use serde::{Deserialize, Serialize};
+use sha2::Digest as _;
 use std::io::{BufWriter, Write as _};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,10 @@ pub(super) struct Done {
     /// The run indices [first, end) the shard ran (runs.csv's order).
     pub(super) run_range: [usize; 2],
     pub(super) runs: usize,
+    /// The runs file's length in bytes and SHA-256, which tie the record
+    /// to that file: `merge` checks them.
+    pub(super) runs_bytes: u64,
+    pub(super) runs_sha256: String,
     pub(super) wall_s: f64,
     pub(super) host: String,
     pub(super) started: String,
@@ -81,6 +86,16 @@ impl Done {
             )
         })
     }
+}
+
+/// The length in bytes and the SHA-256 of a file.
+pub(super) fn hash_file(path: &Path) -> Result<(u64, String)> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("{}: cannot read", path.display()))?;
+    let mut h = sha2::Sha256::new();
+    let n = std::io::copy(&mut f, &mut h)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    Ok((n, super::plan::hex(&h.finalize())))
 }
 
 /// One line of `I-of-N.runs.jsonl`: a run and what it measured.
@@ -337,6 +352,7 @@ pub fn shard(
     std::fs::rename(&partial, &runs_path)
         .with_context(|| format!("renaming {} to {}", partial.display(), runs_path.display()))?;
     let wall = t0.elapsed().as_secs_f64();
+    let (runs_bytes, runs_sha256) = hash_file(&runs_path)?;
     let done = Done {
         plan_sha256: plan.plan_sha256.clone(),
         binary_sha256: plan.binary_sha256.clone(),
@@ -344,6 +360,8 @@ pub fn shard(
         shards: n,
         run_range: [range.start, range.end],
         runs: range.len(),
+        runs_bytes,
+        runs_sha256,
         wall_s: wall,
         host: host(),
         started,

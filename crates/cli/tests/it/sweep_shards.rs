@@ -63,6 +63,17 @@ fn fails(o: Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// `hopwise sweep status DIR ARGS`: its exit code and what it printed.
+fn status(dir: &Path, args: &[&str]) -> (i32, String) {
+    let mut a = vec!["sweep", "status", s(dir)];
+    a.extend(args);
+    let o = run(&a);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+    )
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -109,77 +120,152 @@ fn unwall(text: &str) -> String {
     out
 }
 
-/// What the sweep wrote in `dir`, wall time taken out.
-fn outputs(dir: &Path) -> Vec<(String, String)> {
-    let mut v = Vec::new();
-    for f in [
-        "runs.csv",
-        "points.csv",
-        "summary.json",
-        "sweep.svg",
-        "report.html",
-    ] {
-        let t = std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
-        v.push((f.to_string(), unwall(&t)));
+/// Every file the sweep wrote in `dir` (by its path under `dir`), wall
+/// time taken out; `skip`: the names at the top that are not outputs.
+fn outputs(dir: &Path, skip: &[&str]) -> Vec<(String, String)> {
+    fn walk(root: &Path, at: &Path, skip: &[&str], v: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(at).unwrap_or_else(|e| panic!("{}: {e}", at.display())) {
+            let p = e.unwrap().path();
+            let name = p.strip_prefix(root).unwrap().display().to_string();
+            if skip.contains(&name.as_str()) {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, skip, v);
+            } else {
+                let t = std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{name}: {e}"));
+                v.push((name, unwall(&t)));
+            }
+        }
     }
+    let mut v = Vec::new();
+    walk(dir, dir, skip, &mut v);
+    v.sort();
     v
 }
 
 /// Shards run in sequence and merged write what the sweep writes on one
-/// machine, for one shard, a shard per point, shards that split points'
-/// seeds, and more shards than runs (some empty).
+/// machine, every file of it: for one shard, a shard per point, shards
+/// that split points' seeds, and more shards than runs (some empty); for
+/// a sweep of flows, one of a Tor circuit's `count` (the overlay's
+/// metrics and figure), and one over seeds only (no `--vary`).
 #[test]
 fn merged_shards_equal_the_sweep_on_one_machine() {
     let d = scratch("equal");
-    let one = d.join("one");
-    let mut a = sweep_args(QUEUES);
-    a.extend(["--quiet", "--jobs", "2", "--out", s(&one)].map(String::from));
-    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
-    let want = outputs(&one);
-    // The seeds matter, so a shard that splits a point's seeds must keep
-    // them apart.
-    let runs = &want[0].1;
-    let seeds: Vec<&str> = runs
-        .lines()
-        .filter(|l| l.starts_with("20pkt,") && l.contains(",goodput_bps,newreno,"))
-        .map(|l| l.rsplit(',').next().unwrap())
-        .collect();
-    assert_eq!(seeds.len(), 3, "{runs}");
-    assert!(seeds[0] != seeds[1] || seeds[1] != seeds[2], "{seeds:?}");
-    let summary = json(&one.join("summary.json"));
-
-    // N = 1, N = the points, N = 4 (9 runs: 2, 2, 2, 3, splitting points'
-    // seeds), N = 12 > 9 runs (three empty shards).
-    for n in [1, 3, 4, 12] {
-        let dir = d.join(format!("plan{n}"));
-        let printed = plan(&dir, QUEUES);
-        assert!(printed.contains("--shard 0/1"), "{printed}");
-        let p = json(&dir.join("plan.json"));
-        assert_eq!(p["runs"], 9);
-        assert_eq!(p["command"], summary["command"], "the canonical command");
-        for i in 0..n {
-            ok(shard(&dir, i, n));
+    let tor = [
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/tor-cubic-bottleneck.toml"
+        ),
+        "--vary",
+        "circuit.tor.count=1,2",
+        "--seeds",
+        "2",
+        "--set",
+        "duration=3s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "circuit.tor.size=200KiB",
+        "--set",
+        "link.access.loss=0.01",
+    ];
+    let seeds_only = [
+        NEWRENO_VS_LEDBAT,
+        "--seeds",
+        "3",
+        "--set",
+        "duration=2s",
+        "--set",
+        "measure.warmup=1s",
+        "--set",
+        "link.bottleneck.loss=0.01",
+    ];
+    let mut tor_args = vec!["sweep".to_string()];
+    tor_args.extend(tor.map(String::from));
+    let mut seeds_args = vec!["sweep".to_string()];
+    seeds_args.extend(seeds_only.map(String::from));
+    // (case, the sweep's arguments, its runs, the numbers of shards): N = 1,
+    // N = the points, N = 4 (9 runs: 2, 2, 2, 3, splitting points' seeds),
+    // N = 12 > 9 runs (three empty shards); 3 shards of 4 Tor runs split
+    // a point's seeds.
+    let cases: [(&str, Vec<String>, u64, &[usize]); 3] = [
+        ("flows", sweep_args(QUEUES), 9, &[1, 3, 4, 12]),
+        ("tor", tor_args, 4, &[1, 3]),
+        ("seeds", seeds_args, 3, &[1, 2, 5]),
+    ];
+    for (case, args, runs, ns) in cases {
+        let one = d.join(format!("{case}-one"));
+        let mut a = args.clone();
+        a.extend(["--quiet", "--jobs", "2", "--out", s(&one)].map(String::from));
+        ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+        let want = outputs(&one, &[]);
+        let names: Vec<&str> = want.iter().map(|(f, _)| f.as_str()).collect();
+        for f in ["points.csv", "report.html", "runs.csv", "summary.json"] {
+            assert!(names.contains(&f), "{case}: {f} not in {names:?}");
         }
-        let done = json(&dir.join(format!("shards/{}-of-{n}.done.json", n - 1)));
-        assert_eq!(done["plan_sha256"], p["plan_sha256"]);
-        ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
-        for ((f, w), (_, got)) in want.iter().zip(outputs(&dir)) {
+        if case == "tor" {
+            assert!(names.contains(&"sweep_tor.svg"), "{case}: {names:?}");
+            let runs_csv = &want.iter().find(|(f, _)| f == "runs.csv").unwrap().1;
+            assert!(runs_csv.contains(",tor-1,"), "{runs_csv}");
+        }
+        // The seeds matter, so a shard that splits a point's seeds must
+        // keep them apart.
+        let summary = json(&one.join("summary.json"));
+        if case == "flows" {
+            let runs_csv = &want.iter().find(|(f, _)| f == "runs.csv").unwrap().1;
+            let seeds: Vec<&str> = runs_csv
+                .lines()
+                .filter(|l| l.starts_with("20pkt,") && l.contains(",goodput_bps,newreno,"))
+                .map(|l| l.rsplit(',').next().unwrap())
+                .collect();
+            assert_eq!(seeds.len(), 3, "{runs_csv}");
+            assert!(seeds[0] != seeds[1] || seeds[1] != seeds[2], "{seeds:?}");
+            let cmd = summary["command"].as_str().unwrap();
             assert!(
-                *w == got,
-                "{n} shards: {f} differs from the one-machine sweep's"
+                cmd.starts_with("hopwise sweep ")
+                    && cmd.contains(
+                        "--vary link.bottleneck.queue=20pkt,50pkt,100pkt --seeds 3 --set"
+                    )
+                    && !cmd.contains("--out")
+                    && !cmd.contains("--jobs"),
+                "{cmd}"
             );
         }
-        // The wall time is there, only different.
-        assert!(json(&dir.join("summary.json"))["wall_s"].as_f64().unwrap() > 0.0);
+        for &n in ns {
+            let dir = d.join(format!("{case}-plan{n}"));
+            let mut a = args.clone();
+            a.extend(["--plan".into(), s(&dir).into()]);
+            let printed = ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+            assert!(printed.contains("--shard 0/1"), "{printed}");
+            let p = json(&dir.join("plan.json"));
+            assert_eq!(p["runs"], runs, "{case}");
+            assert_eq!(
+                p["command"], summary["command"],
+                "{case}: the canonical command"
+            );
+            for i in 0..n {
+                ok(shard(&dir, i, n));
+            }
+            let done = json(&dir.join(format!("shards/{}-of-{n}.done.json", n - 1)));
+            assert_eq!(done["plan_sha256"], p["plan_sha256"]);
+            ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+            let got = outputs(&dir, &["plan.json", "shards"]);
+            assert_eq!(
+                got.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+                want.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+                "{case}, {n} shards: the files"
+            );
+            for ((f, w), (_, g)) in want.iter().zip(&got) {
+                assert!(
+                    w == g,
+                    "{case}, {n} shards: {f} differs from the one-machine sweep's"
+                );
+            }
+            // The wall time is there, only different.
+            assert!(json(&dir.join("summary.json"))["wall_s"].as_f64().unwrap() > 0.0);
+        }
     }
-    let cmd = summary["command"].as_str().unwrap();
-    assert!(
-        cmd.starts_with("hopwise sweep ")
-            && cmd.contains("--vary link.bottleneck.queue=20pkt,50pkt,100pkt --seeds 3 --set")
-            && !cmd.contains("--out")
-            && !cmd.contains("--jobs"),
-        "{cmd}"
-    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
@@ -190,6 +276,16 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
     let d = scratch("refuse");
     let dir = d.join("p");
     plan(&dir, QUEUES);
+    // 12 shards of 9 runs: 0, 4 and 8 are empty, not missing.
+    let (code, st) = status(&dir, &["--shards", "12"]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("0 done, 0 started, 9 missing, 3 empty; 0 of 9 runs done")
+            && st.contains("empty:   0,4,8 ")
+            && st.contains("missing: 1-3,5-7,9-11")
+            && st.contains("sbatch --array=1-3,5-7,9-11 "),
+        "{st}"
+    );
     ok(shard(&dir, 0, 3));
     ok(shard(&dir, 2, 3));
     // A shard that died: its runs under the .partial name only.
@@ -200,16 +296,25 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
         e.contains("runs 3-5") && e.contains("1-of-3 (started, not finished)"),
         "{e}"
     );
-    let st = ok(run(&["sweep", "status", s(&dir)]));
+    // status exits with 2 while runs are missing.
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
     assert!(
         st.contains("2 done, 1 started, 0 missing; 6 of 9 runs done")
             && st.contains("started: 1 (running now, or died")
-            && st.contains("sbatch --array=1 "),
+            && st.contains("sbatch --array=1 ")
+            && !st.contains("all runs done"),
         "{st}"
     );
-    let st = ok(run(&["sweep", "status", s(&dir), "--shards", "6"]));
+    // As merge sees it: of 6 shards, those whose runs the done shards of 3
+    // hold are covered; 2 and 3 (runs 3-5) are missing.
+    let (code, st) = status(&dir, &["--shards", "6"]);
+    assert_eq!(code, 2, "{st}");
     assert!(
-        st.contains("missing: 0-5") && st.contains("sbatch --array=0-5 "),
+        st.contains("0 done, 0 started, 2 missing, 4 covered by other shards; 6 of 9 runs done")
+            && st.contains("missing: 2-3")
+            && st.contains("covered: 0-1,4-5")
+            && st.contains("sbatch --array=2-3 "),
         "{st}"
     );
 
@@ -222,17 +327,73 @@ fn merge_refuses_missing_overlapping_and_foreign_shards() {
 
     // The missing shard, then a shard of another N over the same runs.
     ok(shard(&dir, 1, 3));
-    let st = ok(run(&["sweep", "status", s(&dir)]));
-    assert!(st.contains("all done: hopwise sweep merge"), "{st}");
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 0, "{st}");
+    assert!(st.contains("all runs done: hopwise sweep merge"), "{st}");
+    // Every run is done even if the job array's N's shards are not.
+    let (code, st) = status(&dir, &["--shards", "2"]);
+    assert_eq!(code, 0, "{st}");
+    assert!(
+        st.contains("missing: none") && st.contains("all runs done: hopwise sweep merge"),
+        "{st}"
+    );
     ok(shard(&dir, 0, 2));
     let e = fails(run(&["sweep", "merge", s(&dir)]));
     assert!(
         e.contains("overlap") && e.contains("0-of-2 (runs 0-3)") && e.contains("0-of-3 (runs 0-2)"),
         "{e}"
     );
+    let (code, st) = status(&dir, &["--shards", "3"]);
+    assert_eq!(code, 2, "{st}");
+    assert!(st.contains("shards overlap (merge refuses them"), "{st}");
     for ext in ["done.json", "runs.jsonl"] {
         std::fs::remove_file(dir.join(format!("shards/0-of-2.{ext}"))).unwrap();
     }
+    ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
+
+    // A runs file of another plan with the same grid and seeds (another
+    // loss rate), put in place of 1-of-3's: the done record's hash ties it
+    // to its own runs file.
+    let same = d.join("same-grid");
+    let mut a = sweep_args(QUEUES);
+    a.extend(["--set", "link.bottleneck.loss=0.02", "--plan", s(&same)].map(String::from));
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    ok(shard(&same, 1, 3));
+    let runs1 = dir.join("shards/1-of-3.runs.jsonl");
+    let mine = std::fs::read(&runs1).unwrap();
+    std::fs::copy(same.join("shards/1-of-3.runs.jsonl"), &runs1).unwrap();
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("1-of-3.runs.jsonl: not the runs file its done record")
+            && e.contains("1-of-3.done.json"),
+        "{e}"
+    );
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("corrupt: ") && st.contains("1-of-3.runs.jsonl"),
+        "{st}"
+    );
+    std::fs::write(&runs1, mine).unwrap();
+    // A done record that does not parse is corrupt, not another plan's.
+    let done1 = dir.join("shards/1-of-3.done.json");
+    let record = std::fs::read(&done1).unwrap();
+    std::fs::write(&done1, "{\"plan_sha256\": ").unwrap();
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
+    assert!(
+        st.contains("corrupt: ")
+            && st.contains("1-of-3.done.json: not a shard's done record")
+            && st.contains("missing: 1")
+            && !st.contains("another plan"),
+        "{st}"
+    );
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("1-of-3.done.json: not a shard's done record"),
+        "{e}"
+    );
+    std::fs::write(&done1, record).unwrap();
     ok(run(&["sweep", "merge", s(&dir), "--quiet"]));
 
     // A shard of another plan, put in place of 1-of-3.
@@ -294,6 +455,14 @@ fn shards_refuse_another_binary_and_a_changed_plan() {
     // The slurm scripts are refused for the same reason.
     let e = fails(run(&["sweep", "slurm", s(&dir), "--shards", "2"]));
     assert!(e.contains("not the binary that wrote"), "{e}");
+    // And so is the merge, before it reads any shard.
+    let e = fails(run(&["sweep", "merge", s(&dir)]));
+    assert!(
+        e.contains("hopwise sweep merge: this hopwise")
+            && e.contains("not the binary that wrote")
+            && e.contains(&format!("SHA-256 {zeros}")),
+        "{e}"
+    );
 
     std::fs::write(&path, good.replace("duration=2s", "duration=3s")).unwrap();
     let e = fails(shard(&dir, 0, 2));
@@ -361,7 +530,10 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
         "#SBATCH --cpus-per-task=2\n",
         "#SBATCH --time=10:00\n",
         "#SBATCH --partition=short\n",
-        &format!("#SBATCH --output={}/slurm/logs/%A_%a.out\n", sd.display()),
+        &format!(
+            "#SBATCH --output=\"{}/slurm/logs/%A_%a.out\"\n",
+            sd.display()
+        ),
         &format!(" sweep shard {} --shard slurm --shards 4\n", sd.display()),
     ] {
         assert!(array.contains(want), "{want} not in\n{array}");
@@ -426,7 +598,8 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
     };
     assert_eq!(calls, [&array, &merge(""), &array, &merge("--wait ")]);
     // status takes N from the array.
-    let st = ok(run(&["sweep", "status", s(&dir)]));
+    let (code, st) = status(&dir, &[]);
+    assert_eq!(code, 2, "{st}");
     assert!(
         st.contains("4 shards: 0 done") && st.contains("sbatch --array=0-3 "),
         "{st}"
@@ -448,6 +621,96 @@ fn slurm_writes_the_scripts_and_refuses_too_many_shards() {
         "4",
     ]));
     assert!(e.contains("fewer shards"), "{e}");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The scripts hold a directory named with a space, quotes, `$(...)`, a
+/// backtick, `%` and `#` as it is: `bash -n` passes, nothing in the name
+/// runs, and a stand-in sbatch that runs the scripts (the array's tasks,
+/// then the merge) gets the paths and the merged results; a backslash,
+/// which sbatch would read otherwise, is refused.
+#[test]
+fn slurm_scripts_hold_any_directory_name() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let d = scratch("odd");
+    let dir = d.join("a b'c\"d$(touch pwned)`touch tick`%e #f");
+    let mut a = sweep_args("20pkt,50pkt");
+    a[5] = "2".into(); // --seeds 2: 4 runs
+    a.extend(["--plan".into(), s(&dir).into()]);
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    ok(run(&["sweep", "slurm", s(&dir), "--shards", "2"]));
+    let sd = std::path::absolute(&dir).unwrap();
+    for f in ["array.sbatch", "merge.sbatch", "submit.sh"] {
+        let o = std::process::Command::new("bash")
+            .arg("-n")
+            .arg(dir.join("slurm").join(f))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{f}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // A stand-in sbatch: logs its arguments, then runs the array's tasks or
+    // the merge as Slurm would.
+    let bin = d.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = d.join("sbatch.log");
+    let fake = bin.join("sbatch");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\n\
+             printf '%s\\n' \"$@\" -- >> '{}'\n\
+             for last; do :; done\n\
+             case \"$last\" in\n\
+             *array.sbatch) for i in 0 1; do SLURM_ARRAY_TASK_ID=$i sh \"$last\" >&2 || exit 1; done ;;\n\
+             *merge.sbatch) sh \"$last\" >&2 || exit 1 ;;\n\
+             esac\n\
+             echo 4242\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = std::process::Command::new(dir.join("slurm/submit.sh"))
+        .arg("--wait")
+        .current_dir(&d)
+        .env(
+            "PATH",
+            format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+        )
+        .output()
+        .unwrap();
+    let printed = ok(o);
+    assert!(
+        printed.contains(&format!("job array 4242: 2 shards of {}; ", sd.display())),
+        "{printed}"
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let calls: Vec<&str> = calls.split("--\n").filter(|c| !c.is_empty()).collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(
+        calls[0].ends_with(&format!("\n{}/slurm/array.sbatch\n", sd.display()))
+            && calls[1].ends_with(&format!("\n{}/slurm/merge.sbatch\n", sd.display())),
+        "{calls:?}"
+    );
+    assert!(json(&dir.join("summary.json"))["runs"].as_u64().is_some());
+    assert!(dir.join("shards/1-of-2.done.json").exists());
+    for p in [d.join("pwned"), d.join("tick"), dir.join("pwned")] {
+        assert!(!p.exists(), "{} was created", p.display());
+    }
+    // sbatch turns off the log name's %A_%a when it has a backslash.
+    let back = d.join("back\\slash");
+    let mut a = sweep_args("20pkt");
+    a.extend(["--plan".into(), s(&back).into()]);
+    ok(hopwise(&a.iter().map(String::as_str).collect::<Vec<_>>()));
+    let e = fails(run(&["sweep", "slurm", s(&back), "--shards", "2"]));
+    assert!(
+        e.contains("the path has a backslash") && e.contains("plan into a directory without it"),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 
