@@ -314,9 +314,7 @@ impl Bbr {
 
     /// `bbr_is_next_cycle_phase`.
     fn phase_done(&self, now: Time, prior_in_flight: u64) -> bool {
-        let full_length = self
-            .min_rtt
-            .is_none_or(|r| now.since(self.cycle_stamp) > r);
+        let full_length = self.min_rtt.is_none_or(|r| now.since(self.cycle_stamp) > r);
         if self.pacing_gain > 1.0 {
             full_length
                 && (self.loss_in_phase || prior_in_flight >= self.inflight_target(self.pacing_gain))
@@ -566,7 +564,11 @@ mod tests {
         }
         assert_eq!(f.get(), 100.0, "still inside the window");
         f.update(10, 13, 40.0);
-        assert!(f.get() < 100.0, "the maximum of round 1 expired: {}", f.get());
+        assert!(
+            f.get() < 100.0,
+            "the maximum of round 1 expired: {}",
+            f.get()
+        );
         f.update(10, 14, 200.0);
         assert_eq!(f.get(), 200.0);
     }
@@ -617,7 +619,10 @@ mod tests {
         assert_eq!(b.mode(), BbrMode::ProbeBw);
         let bdp = rate * 0.04;
         let w = b.cwnd() as f64;
-        assert!(w >= 1.9 * bdp && w <= 2.0 * bdp + 5.0 * 1448.0, "cwnd {w} vs BDP {bdp}");
+        assert!(
+            w >= 1.9 * bdp && w <= 2.0 * bdp + 5.0 * 1448.0,
+            "cwnd {w} vs BDP {bdp}"
+        );
         let p = b.pacing_rate().unwrap() as f64;
         assert!(p >= 0.74 * rate * 0.99 && p <= 1.25 * rate, "pacing {p}");
     }

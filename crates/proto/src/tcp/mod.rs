@@ -369,7 +369,8 @@ impl Connection {
         let rtt = RttEstimator::new(cfg.min_rto, cfg.max_rto)
             .with_floor_on_variance(cfg.rto_floor_on_variance)
             .with_kind(cfg.rtt_estimator);
-        let cfg_pacing = cfg.pacing || cc.pacing_rate().is_some() || matches!(cc, Controller::Bbr(_));
+        let cfg_pacing =
+            cfg.pacing || cc.pacing_rate().is_some() || matches!(cc, Controller::Bbr(_));
         let rate_sampling = cc.wants_rate_samples();
         let mut rcv_wscale = 0;
         if cfg.window_scaling {
@@ -400,7 +401,7 @@ impl Connection {
             max_snd_wnd: 0,
             sendbuf: SendBuffer::new(),
             fin_queued: false,
-            board: Scoreboard::new(),
+            board: Scoreboard::new().with_rate_tracking(rate_sampling),
             dupacks: 0,
             in_recovery: false,
             recovery_point: 0,
@@ -581,7 +582,11 @@ impl Connection {
         // Linux `tcp_update_pacing_rate`: 200 % of cwnd / SRTT in slow
         // start (cwnd < ssthresh / 2), 120 % after.
         let cwnd = self.cc.cwnd();
-        let pct: u128 = if cwnd < self.cc.ssthresh() / 2 { 200 } else { 120 };
+        let pct: u128 = if cwnd < self.cc.ssthresh() / 2 {
+            200
+        } else {
+            120
+        };
         let w = cwnd.max(self.outstanding()) as u128;
         let srtt = self.rtt.srtt().as_nanos().max(1) as u128;
         Some((w * pct * 10_000_000 / srtt).clamp(1, u64::MAX as u128) as u64)

@@ -65,6 +65,8 @@ pub struct Scoreboard {
     /// Among segments delivered since the last [`Scoreboard::take_rate_sample`],
     /// the most recently sent one: its send time and delivery state.
     rate_seg: Option<(Time, TxState)>,
+    /// Whether to keep `rate_seg` (only for delivery-rate sampling).
+    track_rate: bool,
 }
 
 /// Result of a cumulative acknowledgement.
@@ -114,6 +116,13 @@ impl Scoreboard {
             retx_mark: 0,
             tx: TxState::default(),
         });
+    }
+
+    /// Keeps the delivery state of delivered segments for
+    /// [`Scoreboard::take_rate_sample`] (off by default: no cost).
+    pub fn with_rate_tracking(mut self, on: bool) -> Self {
+        self.track_rate = on;
+        self
     }
 
     /// Records the delivery state of the segment transmitted last (pushed
@@ -166,7 +175,9 @@ impl Scoreboard {
                     }
                 }
                 if !s.sacked {
-                    Self::delivered_seg(&mut self.rate_seg, &s);
+                    if self.track_rate {
+                        Self::delivered_seg(&mut self.rate_seg, &s);
+                    }
                     // Karn: sample only from the newest segment this ACK newly
                     // acknowledges, and only if it was never retransmitted.
                     r.karn_sent_at = (!s.ever_retx).then_some(s.sent_at);
@@ -206,7 +217,9 @@ impl Scoreboard {
                 continue;
             }
             s.sacked = true;
-            Self::delivered_seg(&mut self.rate_seg, s);
+            if self.track_rate {
+                Self::delivered_seg(&mut self.rate_seg, s);
+            }
             self.high_sacked = self.high_sacked.max(s.end);
             let len = s.end - s.start;
             newly += len;
@@ -349,7 +362,7 @@ impl Scoreboard {
 
     /// Forgets everything (connection reset).
     pub fn clear(&mut self) {
-        *self = Self::default();
+        *self = Self::default().with_rate_tracking(self.track_rate);
     }
 }
 

@@ -968,9 +968,9 @@ fn flow_endpoints() {
 #[test]
 fn congestion_control_errors() {
     let e = fails(
-        &edit("cc = \"newreno\"", "cc = \"bbr\""),
+        &edit("cc = \"newreno\"", "cc = \"compound\""),
         "flow \"f1\".cc",
-        &["unknown congestion control \"bbr\""],
+        &["unknown congestion control \"compound\""],
     );
     for n in CcConfig::NAMES {
         assert!(e.message.contains(n), "lists {n}: {e}");
