@@ -50,6 +50,7 @@ use crate::time::{Dur, Time};
 mod bbr;
 mod cubic;
 mod dctcp;
+mod hystart;
 mod ledbat;
 mod lp;
 mod newreno;
@@ -196,6 +197,9 @@ pub struct CcInit {
     /// Initial window in segments (RFC 6928: 10). A controller's own
     /// configuration may override it (LEDBAT's RFC 6817 profile uses 2).
     pub initial_window: u64,
+    /// HyStart++ (RFC 9406) in the initial slow start; NewReno and CUBIC
+    /// honour it, the other controllers have their own start-up.
+    pub hystart: bool,
 }
 
 impl CcInit {
@@ -203,6 +207,7 @@ impl CcInit {
         CcInit {
             mss,
             initial_window: 10,
+            hystart: false,
         }
     }
 }
@@ -427,6 +432,11 @@ impl CcConfig {
         }
     }
 
+    /// Whether the controller can use HyStart++ ([`CcInit::hystart`]).
+    pub fn supports_hystart(&self) -> bool {
+        matches!(self, CcConfig::NewReno | CcConfig::Cubic(_))
+    }
+
     /// Builds the controller.
     pub fn build(&self, init: CcInit) -> Controller {
         match self {
@@ -548,6 +558,41 @@ impl CongestionControl for Controller {
 /// RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize / 2, 2*SMSS).
 pub(crate) fn half_flight(in_flight: u64, mss: u64) -> u64 {
     (in_flight / 2).max(2 * mss)
+}
+
+/// Slow-start growth with optional HyStart++ (RFC 9406), as NewReno and
+/// CUBIC share it: feeds the ACK to HyStart++ while in slow start and
+/// returns the new (cwnd, ssthresh), or `None` when the ACK is not a
+/// slow-start ACK the caller should handle itself (congestion avoidance,
+/// recovery, application-limited).
+pub(crate) fn slow_start_step(
+    hystart: &mut Option<hystart::HyStart>,
+    growth: &mut RenoGrowth,
+    cwnd: u64,
+    ssthresh: u64,
+    ack: &AckSample,
+    mss: u64,
+) -> Option<(u64, u64)> {
+    if cwnd >= ssthresh {
+        return None;
+    }
+    let phase = hystart.as_mut().map(|h| h.on_ack(ack));
+    if phase == Some(hystart::Phase::Exit) {
+        // RFC 9406 §4.2: ssthresh ← cwnd; congestion avoidance from here.
+        *hystart = None;
+        return Some((cwnd, cwnd));
+    }
+    if ack.in_recovery || !ack.cwnd_limited {
+        return Some((cwnd, ssthresh));
+    }
+    let grown = growth.grow(cwnd, ssthresh, ack.bytes_acked, mss);
+    if phase == Some(hystart::Phase::Css) {
+        return Some((
+            cwnd + (grown - cwnd) / hystart::CSS_GROWTH_DIVISOR,
+            ssthresh,
+        ));
+    }
+    Some((grown, ssthresh))
 }
 
 /// Standard Reno-style window growth shared by several controllers:

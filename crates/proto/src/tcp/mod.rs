@@ -36,10 +36,11 @@
 //! [`Connection::poll_timeout`]; ECN ([`TcpConfig::ecn`], RFC 3168, and
 //! DCTCP's echo, RFC 8257 §3.2). Delivery-rate sampling
 //! (draft-cheng-iccrg-delivery-rate-estimation) runs for controllers that
-//! ask for it (BBR).
+//! ask for it (BBR). HyStart++ (RFC 9406, [`TcpConfig::hystart`]) is an
+//! option of the NewReno and CUBIC controllers.
 //!
 //! Not modelled (see `crates/proto/README.md`): PAWS, simultaneous open,
-//! urgent data, RACK/TLP, F-RTO, HyStart, TSO, the RFC 7661 restart after
+//! urgent data, RACK/TLP, F-RTO, TSO, the RFC 7661 restart after
 //! idle, and zero-window probing beyond resending one byte under the
 //! retransmission timer.
 
@@ -137,6 +138,9 @@ pub struct TcpConfig {
     /// segment's mark); the sender answers ECE at most once per window
     /// through its controller and sets CWR on the next new data.
     pub ecn: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC
+    /// (`CcConfig::supports_hystart`); other controllers ignore it.
+    pub hystart: bool,
     /// SYN retransmissions before giving up.
     pub syn_retries: u32,
     /// How long TIME-WAIT lasts (RFC 9293: 2·MSL = 4 min; Linux: 60 s).
@@ -166,6 +170,7 @@ impl Default for TcpConfig {
             prr: false,
             pacing: false,
             ecn: false,
+            hystart: false,
             syn_retries: 6,
             time_wait: Dur::from_secs(60),
         }
@@ -458,6 +463,7 @@ impl Connection {
         cc.build(CcInit {
             mss: smss,
             initial_window: cfg.initial_window,
+            hystart: cfg.hystart,
         })
     }
 

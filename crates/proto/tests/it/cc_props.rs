@@ -72,6 +72,8 @@ struct Scenario {
     base_rtt_ms: u32,
     /// Clock offset between the hosts, seen in every OWD sample.
     owd_offset_ms: u32,
+    /// HyStart++ on (NewReno and CUBIC use it, the others ignore it).
+    hystart: bool,
     ops: Vec<Op>,
 }
 
@@ -116,14 +118,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         1u64..=10,
         1u32..=400,
         any::<u32>(),
+        any::<bool>(),
         prop::collection::vec(op(), 1..400),
     )
         .prop_map(
-            |(mss, initial_window, base_rtt_ms, owd_offset_ms, ops)| Scenario {
+            |(mss, initial_window, base_rtt_ms, owd_offset_ms, hystart, ops)| Scenario {
                 mss,
                 initial_window,
                 base_rtt_ms,
                 owd_offset_ms,
+                hystart,
                 ops,
             },
         )
@@ -161,6 +165,7 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
     let mut cc = cfg.build(CcInit {
         mss,
         initial_window: sc.initial_window,
+        hystart: sc.hystart,
     });
     let floor = cfg.min_cwnd(mss);
     let base_rtt = Dur::from_millis(sc.base_rtt_ms.into());
