@@ -9,8 +9,8 @@ impl Connection {
     /// The next segment to put on the wire, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
         self.last_now = self.last_now.max(now);
-        if let Some(s) = self.ecn_ack_out.take() {
-            return Some(s);
+        if self.ecn_ack_out.is_some() {
+            return self.ecn_ack_out.take();
         }
         if self.rst_pending {
             self.rst_pending = false;
@@ -286,7 +286,9 @@ impl Connection {
                 }
                 self.force_retx = false;
                 let (start, end) = self.board.retransmitted(i, now, self.snd_nxt);
-                self.on_transmit(now, end - start, pipe, Some(i));
+                if self.pacing || self.rate_sampling {
+                    self.on_transmit(now, end - start, pipe, Some(i));
+                }
                 self.stats.retransmits += 1;
                 self.prr_sent(end - start);
                 if start <= self.snd_una && !self.impatient_hold() {
@@ -351,7 +353,9 @@ impl Connection {
             return None;
         }
         self.board.push(start, end, now);
-        self.on_transmit(now, len, pipe, None);
+        if self.pacing || self.rate_sampling {
+            self.on_transmit(now, len, pipe, None);
+        }
         self.snd_nxt = end;
         self.prr_sent(end - start);
         self.cwnd_limited = pipe + len + self.smss > self.cc.cwnd() + self.inflation;
