@@ -571,7 +571,7 @@ fn apply_tcp(c: &mut TcpConfig, t: &RawTcp, p: &str) -> R<()> {
         }
         c.mss = n.0 as u16;
     }
-    cfg::apply!(c, t, |f| f.0; sack, timestamps, window_scaling, delayed_ack, nagle, prr);
+    cfg::apply!(c, t, |f| f.0; sack, timestamps, window_scaling, delayed_ack, nagle, prr, pacing, ecn, hystart);
     cfg::apply!(c, t, |d| d.value; ts_tick, delack_timeout, min_rto, max_rto, time_wait);
     cfg::apply!(c, t, |n| n.0; send_buffer, recv_buffer, initial_window, dupthresh);
     cfg::apply!(c, t, |n| n.0 as u32; syn_retries);
@@ -897,6 +897,15 @@ fn flow_specs(i: usize, f: RawFlow, duration: Dur, tcp_default: &TcpConfig) -> R
         apply_tcp(&mut tcp, t, &at(&p, "tcp"))?;
     }
     tcp_check(&tcp, &at(&p, "tcp"))?;
+    if tcp.hystart && !cc.supports_hystart() {
+        return Err(e(
+            at(&at(&p, "tcp"), "hystart"),
+            format!(
+                "HyStart++ is an option of newreno and cubic; `{}` has its own start-up",
+                cc.name()
+            ),
+        ));
+    }
     let count = f.count.map(|n| n.0);
     if f.start_step.is_some() && count.is_none() {
         return Err(e(

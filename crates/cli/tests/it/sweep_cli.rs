@@ -173,9 +173,15 @@ fn sweep_errors_name_the_key_and_point() {
     assert!(!Path::new(out).exists());
     let e = err(&["sweep", "--vary", "link.bottleneck.queue", "--out", out]);
     assert!(e.contains("KEY=V1,V2"), "{e}");
-    let e = err(&["sweep", "--vary", "flow.cubic.cc=cubic,bbr", "--out", out]);
+    let e = err(&[
+        "sweep",
+        "--vary",
+        "flow.cubic.cc=cubic,compound",
+        "--out",
+        out,
+    ]);
     assert!(
-        e.contains("flow.cubic.cc=bbr") && e.contains("unknown congestion control"),
+        e.contains("flow.cubic.cc=compound") && e.contains("unknown congestion control"),
         "{e}"
     );
     let e = err(&[

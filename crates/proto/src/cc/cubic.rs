@@ -19,8 +19,9 @@
 //!   congestion-avoidance stage afterwards uses `K = 0` and `W_max` = the
 //!   window at the start of that stage. The same applies before the first
 //!   loss (§4.10: `W_max` undefined).
-//! * Slow start is Reno's (§4.10; RFC 5681 with RFC 3465 L = 2). HyStart++
-//!   (RFC 9406) is not implemented: slow start ends at ssthresh or on loss.
+//! * Slow start is Reno's (§4.10; RFC 5681 with RFC 3465 L = 2), with
+//!   HyStart++ (RFC 9406, `hystart.rs`) in the initial slow start when
+//!   [`CcInit::hystart`] is set; otherwise it ends at ssthresh or on loss.
 //! * Application-limited flows (§5.8): no growth while the application, not
 //!   the window, limits sending, and `t` excludes those periods (the epoch
 //!   start moves forward by the time spent application-limited).
@@ -29,8 +30,10 @@
 //! and seconds as the RFC writes it. Cross-checked against s2n-quic's
 //! `recovery/cubic.rs` and Linux `tcp_cubic.c` (reading only).
 
+use super::hystart::HyStart;
 use super::{
-    bytes_of, rtt_estimate, AckSample, CcInit, CongestionControl, LossEvent, ParamValue, RenoGrowth,
+    bytes_of, rtt_estimate, slow_start_step, AckSample, CcInit, CongestionControl, LossEvent,
+    ParamValue, RenoGrowth,
 };
 use crate::time::{Dur, Time};
 
@@ -127,6 +130,7 @@ pub struct Cubic {
     cwnd_prior: f64,
     epoch: Option<Epoch>,
     last_ack: Option<Time>,
+    hystart: Option<HyStart>,
 }
 
 impl Cubic {
@@ -141,6 +145,7 @@ impl Cubic {
             cwnd_prior: 0.0,
             epoch: None,
             last_ack: None,
+            hystart: init.hystart.then(HyStart::new),
         }
     }
 
@@ -184,6 +189,23 @@ impl CongestionControl for Cubic {
     fn on_ack(&mut self, ack: &AckSample) {
         let since_last = self.last_ack.map_or(Dur::ZERO, |t| ack.now.since(t));
         self.last_ack = Some(ack.now);
+        if self.hystart.is_some() {
+            let (cwnd_u, ss) = (self.cwnd as u64, self.ssthresh);
+            if let Some((c, s)) = slow_start_step(
+                &mut self.hystart,
+                &mut self.growth,
+                cwnd_u,
+                ss,
+                ack,
+                self.mss,
+            ) {
+                if c != cwnd_u {
+                    self.cwnd = c as f64;
+                }
+                self.ssthresh = s;
+                return;
+            }
+        }
         if ack.in_recovery {
             return;
         }
@@ -257,6 +279,7 @@ impl CongestionControl for Cubic {
         self.ssthresh = bytes_of(ss, 2 * self.mss);
         self.epoch = None;
         self.growth.acked_acc = 0;
+        self.hystart = None;
     }
 
     fn on_timeout(&mut self, _now: Time, in_flight: u64) {
@@ -267,6 +290,7 @@ impl CongestionControl for Cubic {
         self.w_max = None;
         self.epoch = None;
         self.growth.acked_acc = 0;
+        self.hystart = None;
     }
 
     fn cwnd(&self) -> u64 {

@@ -18,6 +18,18 @@
 //! * [`CongestionControl::on_timeout`]: the retransmission timer expired.
 //! * [`CongestionControl::on_hop_feedback`]: hop-by-hop feedback (BackTap's
 //!   FORWARD messages) for per-hop windows.
+//! * [`CongestionControl::on_rate_sample`]: a delivery-rate sample
+//!   (draft-cheng-iccrg-delivery-rate-estimation), just before `on_ack`, for
+//!   controllers whose [`CongestionControl::wants_rate_samples`] says so
+//!   (BBR); the transport skips the bookkeeping for the others.
+//! * [`CongestionControl::on_ecn_ack`] and [`CongestionControl::on_ecn_echo`]:
+//!   ECN feedback (RFC 3168 §6.1.2; DCTCP, RFC 8257 §3.3) on connections
+//!   that negotiated ECN. The default response to an echo is the loss
+//!   response, as RFC 3168 §6.1.2 asks.
+//!
+//! A controller may also set its own pacing rate
+//! ([`CongestionControl::pacing_rate`], BBR does); otherwise a transport
+//! that paces derives one from the window and the smoothed RTT.
 //!
 //! The window is in bytes and may be smaller than one segment (TCP-NICE); the
 //! transport then sends one segment per `mss / cwnd` round-trip times.
@@ -35,14 +47,19 @@
 
 use crate::time::{Dur, Time};
 
+mod bbr;
 mod cubic;
+mod dctcp;
+mod hystart;
 mod ledbat;
 mod lp;
 mod newreno;
 mod nice;
 mod vegas;
 
+pub use bbr::{Bbr, BbrConfig, BbrMode};
 pub use cubic::{Cubic, CubicConfig};
+pub use dctcp::{Dctcp, DctcpConfig};
 pub use ledbat::{Gain, Ledbat, LedbatConfig, LedbatParams, LedbatVariant};
 pub use lp::{Inference, Lp, LpConfig};
 pub use newreno::NewReno;
@@ -98,6 +115,34 @@ pub struct HopFeedback {
     pub base_rtt: Dur,
 }
 
+/// A delivery-rate sample (draft-cheng-iccrg-delivery-rate-estimation-00
+/// §3.3, Linux `tcp_rate.c`): the data delivered between the transmission
+/// of the most recently sent segment this ACK delivered and its
+/// acknowledgement, over the longer of the send and ACK intervals.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RateSample {
+    /// Bytes delivered (acknowledged or SACKed) over `interval`.
+    pub delivered: u64,
+    /// The sampling interval; zero when the ACK gave no valid sample.
+    pub interval: Dur,
+    /// The connection's delivered count when that segment was sent
+    /// (`P.delivered`): BBR's round counting compares it.
+    pub prior_delivered: u64,
+    /// The connection's delivered count after this ACK (`C.delivered`).
+    pub delivered_total: u64,
+    /// The segment was sent while the application, not the window,
+    /// limited sending (§3.4), so the rate may understate the path.
+    pub is_app_limited: bool,
+}
+
+impl RateSample {
+    /// Bytes per second, if the sample is valid.
+    pub fn rate(&self) -> Option<f64> {
+        (!self.interval.is_zero() && self.delivered > 0)
+            .then(|| self.delivered as f64 / self.interval.as_secs_f64())
+    }
+}
+
 /// The signals a congestion controller reacts to. All windows are bytes.
 pub trait CongestionControl {
     /// Data was newly acknowledged.
@@ -111,6 +156,29 @@ pub trait CongestionControl {
     /// Hop-by-hop forwarding feedback; loss- and end-to-end delay-based
     /// algorithms ignore it.
     fn on_hop_feedback(&mut self, _fb: &HopFeedback) {}
+    /// Whether the transport should measure delivery rates and call
+    /// [`CongestionControl::on_rate_sample`].
+    fn wants_rate_samples(&self) -> bool {
+        false
+    }
+    /// A delivery-rate sample, given just before the `on_ack` of the same ACK.
+    fn on_rate_sample(&mut self, _rs: &RateSample) {}
+    /// The controller's own pacing rate in bytes per second, if it sets one.
+    fn pacing_rate(&self) -> Option<u64> {
+        None
+    }
+    /// ECN feedback of one ACK that acknowledged `bytes_acked` new bytes
+    /// (`ece`: it carried ECN-Echo), before its `on_ack`. DCTCP counts these
+    /// (RFC 8257 §3.3); the others ignore it.
+    fn on_ecn_ack(&mut self, _now: Time, _bytes_acked: u64, _ece: bool) {}
+    /// ECN-Echo outside loss recovery, at most once per window of data
+    /// (RFC 3168 §6.1.2: "the same response as for a single dropped
+    /// packet", without a retransmission). The default is the loss response
+    /// followed by the end of that (empty) recovery.
+    fn on_ecn_echo(&mut self, ev: &LossEvent) {
+        self.on_loss(ev);
+        self.on_recovery_exit(ev.now);
+    }
     /// The congestion window in bytes. May be below one segment.
     fn cwnd(&self) -> u64;
     /// The slow-start threshold in bytes (`u64::MAX` before the first loss).
@@ -129,6 +197,9 @@ pub struct CcInit {
     /// Initial window in segments (RFC 6928: 10). A controller's own
     /// configuration may override it (LEDBAT's RFC 6817 profile uses 2).
     pub initial_window: u64,
+    /// HyStart++ (RFC 9406) in the initial slow start; NewReno and CUBIC
+    /// honour it, the other controllers have their own start-up.
+    pub hystart: bool,
 }
 
 impl CcInit {
@@ -136,6 +207,7 @@ impl CcInit {
         CcInit {
             mss,
             initial_window: 10,
+            hystart: false,
         }
     }
 }
@@ -222,6 +294,10 @@ pub enum CcConfig {
     Ledbat(LedbatConfig),
     Lp(LpConfig),
     Nice(NiceConfig),
+    /// BBR v1 (Linux `tcp_bbr.c`, draft-cardwell-iccrg-bbr-congestion-control-00).
+    Bbr(BbrConfig),
+    /// DCTCP (RFC 8257): needs ECN ([`crate::tcp::TcpConfig::ecn`]).
+    Dctcp(DctcpConfig),
 }
 
 impl CcConfig {
@@ -236,13 +312,15 @@ impl CcConfig {
         "ledbat++",
         "lp",
         "nice",
+        "bbr",
+        "dctcp",
     ];
 
     /// The configuration of an algorithm by name, with default constants.
     ///
     /// Aliases: `reno` (newreno), `ledbat-rfc6817` (ledbat), `utp`
     /// (ledbat-utp), `ledbat-plus-plus` / `ledbatpp` (ledbat++), `tcp-lp`,
-    /// `tcp-nice`.
+    /// `tcp-nice`, `bbr1` / `bbrv1` (bbr).
     pub fn from_name(name: &str) -> Result<CcConfig, String> {
         match name {
             "newreno" | "reno" => Ok(CcConfig::NewReno),
@@ -257,6 +335,8 @@ impl CcConfig {
             }
             "lp" | "tcp-lp" => Ok(CcConfig::Lp(LpConfig::default())),
             "nice" | "tcp-nice" => Ok(CcConfig::Nice(NiceConfig::default())),
+            "bbr" | "bbr1" | "bbrv1" => Ok(CcConfig::Bbr(BbrConfig::default())),
+            "dctcp" => Ok(CcConfig::Dctcp(DctcpConfig::default())),
             other => Err(format!(
                 "unknown congestion control `{other}` (known: {})",
                 CcConfig::NAMES.join(", ")
@@ -273,6 +353,8 @@ impl CcConfig {
             CcConfig::Ledbat(c) => c.variant.name(),
             CcConfig::Lp(_) => "lp",
             CcConfig::Nice(_) => "nice",
+            CcConfig::Bbr(_) => "bbr",
+            CcConfig::Dctcp(_) => "dctcp",
         }
     }
 
@@ -285,6 +367,8 @@ impl CcConfig {
             CcConfig::Ledbat(_) => LedbatConfig::PARAMS,
             CcConfig::Lp(_) => LpConfig::PARAMS,
             CcConfig::Nice(_) => NiceConfig::PARAMS,
+            CcConfig::Bbr(_) => BbrConfig::PARAMS,
+            CcConfig::Dctcp(_) => DctcpConfig::PARAMS,
         }
     }
 
@@ -314,6 +398,8 @@ impl CcConfig {
             CcConfig::Ledbat(c) => c.set(key, value),
             CcConfig::Lp(c) => c.set(key, value),
             CcConfig::Nice(c) => c.set(key, value),
+            CcConfig::Bbr(c) => c.set(key, value),
+            CcConfig::Dctcp(c) => c.set(key, value),
         };
         match handled {
             Ok(true) => Ok(()),
@@ -346,6 +432,11 @@ impl CcConfig {
         }
     }
 
+    /// Whether the controller can use HyStart++ ([`CcInit::hystart`]).
+    pub fn supports_hystart(&self) -> bool {
+        matches!(self, CcConfig::NewReno | CcConfig::Cubic(_))
+    }
+
     /// Builds the controller.
     pub fn build(&self, init: CcInit) -> Controller {
         match self {
@@ -355,6 +446,8 @@ impl CcConfig {
             CcConfig::Ledbat(c) => Controller::Ledbat(Ledbat::new(c, init)),
             CcConfig::Lp(c) => Controller::Lp(Lp::new(c.clone(), init)),
             CcConfig::Nice(c) => Controller::Nice(Nice::new(c.clone(), init)),
+            CcConfig::Bbr(c) => Controller::Bbr(Bbr::new(c.clone(), init)),
+            CcConfig::Dctcp(c) => Controller::Dctcp(Dctcp::new(c.clone(), init)),
         }
     }
 }
@@ -373,6 +466,8 @@ pub enum Controller {
     Ledbat(Ledbat),
     Lp(Lp),
     Nice(Nice),
+    Bbr(Bbr),
+    Dctcp(Dctcp),
 }
 
 macro_rules! dispatch {
@@ -384,6 +479,8 @@ macro_rules! dispatch {
             Controller::Ledbat($c) => $e,
             Controller::Lp($c) => $e,
             Controller::Nice($c) => $e,
+            Controller::Bbr($c) => $e,
+            Controller::Dctcp($c) => $e,
         }
     };
 }
@@ -398,7 +495,16 @@ impl Controller {
             Controller::Ledbat(c) => c.name(),
             Controller::Lp(_) => "lp",
             Controller::Nice(_) => "nice",
+            Controller::Bbr(_) => "bbr",
+            Controller::Dctcp(_) => "dctcp",
         }
+    }
+
+    /// Whether the receiver echoes CE marks as DCTCP's does (RFC 8257
+    /// §3.2: ECE mirrors each segment's mark) rather than as RFC 3168's
+    /// (ECE from the first mark until CWR).
+    pub fn dctcp_echo(&self) -> bool {
+        matches!(self, Controller::Dctcp(_))
     }
 }
 
@@ -418,6 +524,26 @@ impl CongestionControl for Controller {
     fn on_hop_feedback(&mut self, fb: &HopFeedback) {
         dispatch!(self, c => c.on_hop_feedback(fb))
     }
+    fn wants_rate_samples(&self) -> bool {
+        matches!(self, Controller::Bbr(_))
+    }
+    fn on_rate_sample(&mut self, rs: &RateSample) {
+        dispatch!(self, c => c.on_rate_sample(rs))
+    }
+    fn pacing_rate(&self) -> Option<u64> {
+        match self {
+            Controller::Bbr(c) => c.pacing_rate(),
+            _ => None,
+        }
+    }
+    fn on_ecn_ack(&mut self, now: Time, bytes_acked: u64, ece: bool) {
+        if let Controller::Dctcp(c) = self {
+            c.on_ecn_ack(now, bytes_acked, ece)
+        }
+    }
+    fn on_ecn_echo(&mut self, ev: &LossEvent) {
+        dispatch!(self, c => c.on_ecn_echo(ev))
+    }
     fn cwnd(&self) -> u64 {
         dispatch!(self, c => c.cwnd())
     }
@@ -432,6 +558,41 @@ impl CongestionControl for Controller {
 /// RFC 5681 §3.1 eq. (4): ssthresh = max(FlightSize / 2, 2*SMSS).
 pub(crate) fn half_flight(in_flight: u64, mss: u64) -> u64 {
     (in_flight / 2).max(2 * mss)
+}
+
+/// Slow-start growth with optional HyStart++ (RFC 9406), as NewReno and
+/// CUBIC share it: feeds the ACK to HyStart++ while in slow start and
+/// returns the new (cwnd, ssthresh), or `None` when the ACK is not a
+/// slow-start ACK the caller should handle itself (congestion avoidance,
+/// recovery, application-limited).
+pub(crate) fn slow_start_step(
+    hystart: &mut Option<hystart::HyStart>,
+    growth: &mut RenoGrowth,
+    cwnd: u64,
+    ssthresh: u64,
+    ack: &AckSample,
+    mss: u64,
+) -> Option<(u64, u64)> {
+    if cwnd >= ssthresh {
+        return None;
+    }
+    let phase = hystart.as_mut().map(|h| h.on_ack(ack));
+    if phase == Some(hystart::Phase::Exit) {
+        // RFC 9406 §4.2: ssthresh ← cwnd; congestion avoidance from here.
+        *hystart = None;
+        return Some((cwnd, cwnd));
+    }
+    if ack.in_recovery || !ack.cwnd_limited {
+        return Some((cwnd, ssthresh));
+    }
+    let grown = growth.grow(cwnd, ssthresh, ack.bytes_acked, mss);
+    if phase == Some(hystart::Phase::Css) {
+        return Some((
+            cwnd + (grown - cwnd) / hystart::CSS_GROWTH_DIVISOR,
+            ssthresh,
+        ));
+    }
+    Some((grown, ssthresh))
 }
 
 /// Standard Reno-style window growth shared by several controllers:
@@ -616,7 +777,7 @@ mod tests {
             assert_eq!(c.name(), name);
             assert!(c.cwnd() >= cfg.min_cwnd(1000));
         }
-        assert!(CcConfig::from_name("bbr").is_err());
+        assert!(CcConfig::from_name("bbr2").is_err());
         assert_eq!(CcConfig::from_name("utp").unwrap().name(), "ledbat-utp");
         // Every default is consistent.
         for &name in CcConfig::NAMES {

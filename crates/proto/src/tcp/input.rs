@@ -100,6 +100,9 @@ impl Connection {
         if self.state == State::Closed {
             return;
         }
+        if self.ecn_ok {
+            self.ecn_receive(now, &seg);
+        }
         self.process_data(now, seq_off, seg);
     }
 
@@ -141,6 +144,67 @@ impl Connection {
         self.state = State::Established;
         self.events.push_back(Event::Connected);
         self.ack.now = true;
+    }
+
+    /// The receiver's side of ECN for an arriving segment.
+    fn ecn_receive(&mut self, now: Time, seg: &Segment) {
+        let ce = seg.ecn == super::Ecn::Ce;
+        if ce {
+            self.stats.ce_received += 1;
+        }
+        if self.cc.dctcp_echo() {
+            // RFC 8257 §3.2: ECE mirrors the CE state of the latest segment;
+            // when the state changes while an ACK is owed for earlier
+            // segments, that ACK goes out at once with the old state.
+            if ce != self.ece_echo {
+                if self.ack.unacked_bytes > 0 || self.ack.deadline.is_some() {
+                    self.stats.pure_acks_sent += 1;
+                    let a = self.header(now, self.snd_nxt, Flags::ACK);
+                    self.ecn_ack_out = Some(a);
+                }
+                self.ece_echo = ce;
+            }
+        } else {
+            // RFC 3168 §6.1.3: CWR ends the echo; CE (re)starts it.
+            if seg.flags.contains(Flags::CWR) {
+                self.ece_echo = false;
+            }
+            if ce {
+                self.ece_echo = true;
+            }
+        }
+    }
+
+    /// Delivery-rate sample of an ACK that delivered `bytes` (draft-cheng
+    /// §3.3, Linux `tcp_rate_gen`).
+    fn rate_sample(&mut self, now: Time, bytes: u64) -> crate::cc::RateSample {
+        self.rs_delivered += bytes;
+        self.rs_delivered_time = now;
+        if self.app_limited_until != 0 && self.rs_delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        let mut rs = crate::cc::RateSample {
+            delivered: 0,
+            interval: Dur::ZERO,
+            prior_delivered: 0,
+            delivered_total: self.rs_delivered,
+            is_app_limited: self.app_limited_until != 0,
+        };
+        if let Some((sent_at, tx)) = self.board.take_rate_sample() {
+            self.rs_first_sent = sent_at;
+            let send_elapsed = sent_at.since(tx.first_sent);
+            let ack_elapsed = now.since(tx.delivered_time);
+            rs.delivered = self.rs_delivered - tx.delivered;
+            rs.prior_delivered = tx.delivered;
+            rs.is_app_limited = tx.app_limited;
+            let interval = send_elapsed.max(ack_elapsed);
+            // An interval below the minimum RTT would overstate the rate
+            // (ACK compression): no sample.
+            if interval >= self.rtt.min_rtt() {
+                rs.interval = interval;
+            }
+        }
+        rs
     }
 
     /// RTT and one-way-delay samples carried by an ACK.
@@ -268,7 +332,15 @@ impl Connection {
             }
         }
         let bytes_acked = newly_acked + newly_sacked;
+        let ece = self.ecn_ok && seg.flags.contains(Flags::ECE);
         if bytes_acked > 0 {
+            if self.rate_sampling {
+                let rs = self.rate_sample(now, bytes_acked);
+                self.cc.on_rate_sample(&rs);
+            }
+            if self.ecn_ok {
+                self.cc.on_ecn_ack(now, bytes_acked, ece);
+            }
             self.cc.on_ack(&AckSample {
                 now,
                 bytes_acked,
@@ -291,6 +363,17 @@ impl Connection {
             if by_dupacks || by_sack {
                 self.enter_recovery(now, pipe_before);
             }
+        }
+        // RFC 3168 §6.1.2: ECN-Echo outside recovery, at most once per
+        // window of data.
+        if ece && !self.in_recovery && self.snd_una > self.ecn_recover && self.outstanding() > 0 {
+            self.ecn_recover = self.snd_nxt;
+            self.cwr_pending = true;
+            self.stats.ecn_reductions += 1;
+            self.cc.on_ecn_echo(&LossEvent {
+                now,
+                in_flight: pipe_before,
+            });
         }
         if self.prr_active() {
             // RFC 9937's safe ACK: SND.UNA advanced and no new loss.
@@ -315,6 +398,8 @@ impl Connection {
     fn enter_recovery(&mut self, now: Time, in_flight: u64) {
         self.in_recovery = true;
         self.recovery_point = self.snd_nxt;
+        // One reduction per window for losses and ECN-Echo together.
+        self.ecn_recover = self.snd_nxt;
         self.partial_acks = 0;
         self.stats.fast_recoveries += 1;
         self.cc.on_loss(&LossEvent { now, in_flight });

@@ -31,10 +31,18 @@
 //! With SACK, Proportional Rate Reduction (RFC 6937) is an option
 //! ([`TcpConfig::prr`], off by default).
 //!
+//! Options, off by default: pacing ([`TcpConfig::pacing`]; always on under
+//! BBR), with the next permitted send time among the deadlines of
+//! [`Connection::poll_timeout`]; ECN ([`TcpConfig::ecn`], RFC 3168, and
+//! DCTCP's echo, RFC 8257 §3.2). Delivery-rate sampling
+//! (draft-cheng-iccrg-delivery-rate-estimation) runs for controllers that
+//! ask for it (BBR). HyStart++ (RFC 9406, [`TcpConfig::hystart`]) is an
+//! option of the NewReno and CUBIC controllers.
+//!
 //! Not modelled (see `crates/proto/README.md`): PAWS, simultaneous open,
-//! urgent data, RACK/TLP, F-RTO, HyStart, pacing, TSO, ECN, the RFC 7661
-//! restart after idle, and zero-window probing beyond resending one byte under
-//! the retransmission timer.
+//! urgent data, RACK/TLP, F-RTO, TSO, the RFC 7661 restart after
+//! idle, and zero-window probing beyond resending one byte under the
+//! retransmission timer.
 
 mod buffers;
 mod input;
@@ -44,7 +52,7 @@ mod segment;
 
 pub use buffers::{Reassembly, SendBuffer};
 pub use output::reset_for;
-pub use scoreboard::Scoreboard;
+pub use scoreboard::{Scoreboard, TxState};
 pub use segment::{Ecn, Flags, SackBlocks, Segment, IPV4_HEADER, TCP_HEADER, TS_OPTION};
 
 use crate::cc::{AckSample, CcInit, CongestionControl, Controller, LossEvent};
@@ -116,6 +124,23 @@ pub struct TcpConfig {
     /// window after its loss response. Off by default (every reproduction
     /// runs without it). No effect without SACK.
     pub prr: bool,
+    /// Pace transmissions (Linux's internal TCP pacing, `tcp_update_pacing_rate`
+    /// in `tcp_input.c` and the send-time stamp of `tcp_output.c`): segments
+    /// leave no closer than their length at the pacing rate, which is the
+    /// controller's own rate if it sets one (BBR), else cwnd / SRTT × 2 while
+    /// cwnd < ssthresh / 2 and × 1.2 after (Linux's `tcp_pacing_ss_ratio`
+    /// and `tcp_pacing_ca_ratio`), with cwnd at least the data outstanding.
+    /// Nothing is paced before the first RTT sample. Always on under BBR.
+    pub pacing: bool,
+    /// Negotiate and use ECN (RFC 3168): ECE|CWR on the SYN, ECE on the
+    /// SYN-ACK; new data leaves ECT(0); the receiver echoes CE with ECE
+    /// until it sees CWR (with DCTCP, RFC 8257 §3.2: ECE mirrors each
+    /// segment's mark); the sender answers ECE at most once per window
+    /// through its controller and sets CWR on the next new data.
+    pub ecn: bool,
+    /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC
+    /// (`CcConfig::supports_hystart`); other controllers ignore it.
+    pub hystart: bool,
     /// SYN retransmissions before giving up.
     pub syn_retries: u32,
     /// How long TIME-WAIT lasts (RFC 9293: 2·MSL = 4 min; Linux: 60 s).
@@ -143,6 +168,9 @@ impl Default for TcpConfig {
             initial_window: 10,
             dupthresh: 3,
             prr: false,
+            pacing: false,
+            ecn: false,
+            hystart: false,
             syn_retries: 6,
             time_wait: Dur::from_secs(60),
         }
@@ -208,6 +236,10 @@ pub struct TcpStats {
     pub bytes_acked: u64,
     /// In-order payload bytes received from the peer.
     pub bytes_received: u64,
+    /// Window reductions in answer to ECN-Echo (RFC 3168 §6.1.2).
+    pub ecn_reductions: u64,
+    /// Data segments that arrived marked CE.
+    pub ce_received: u64,
     /// RTT samples taken (from the SYN-ACK and from ACKs, one at most per
     /// segment); the latest is [`Connection::latest_rtt`]. A driver that
     /// compares the count before and after [`Connection::handle_segment`]
@@ -288,6 +320,29 @@ pub struct Connection {
     write_blocked: bool,
     delivered: u64,
 
+    /// Pacing (TcpConfig::pacing, or BBR): the earliest time the next
+    /// segment may leave, and whether a segment is waiting for it.
+    pacing: bool,
+    next_send: Time,
+    pacing_blocked: bool,
+    /// Delivery-rate sampling (draft-cheng-iccrg-delivery-rate-estimation
+    /// §3.1): C.delivered (acknowledged and SACKed bytes), C.delivered_time,
+    /// C.first_sent_time, C.app_limited (0: not application-limited).
+    rate_sampling: bool,
+    rs_delivered: u64,
+    rs_delivered_time: Time,
+    rs_first_sent: Time,
+    app_limited_until: u64,
+    /// ECN (RFC 3168): negotiated; the receiver echoes ECE; the sender owes
+    /// a CWR; no new reaction until SND.UNA passes this offset.
+    ecn_ok: bool,
+    ece_echo: bool,
+    cwr_pending: bool,
+    ecn_recover: u64,
+    /// An ACK built for DCTCP's echo when the CE state changed with an
+    /// ACK still owed for the earlier segments (RFC 8257 §3.2).
+    ecn_ack_out: Option<Segment>,
+
     // Receiver; peer offsets, 0 = peer SYN, data byte k at k + 1.
     irs: u32,
     rcv: Reassembly,
@@ -319,6 +374,9 @@ impl Connection {
         let rtt = RttEstimator::new(cfg.min_rto, cfg.max_rto)
             .with_floor_on_variance(cfg.rto_floor_on_variance)
             .with_kind(cfg.rtt_estimator);
+        let cfg_pacing =
+            cfg.pacing || cc.pacing_rate().is_some() || matches!(cc, Controller::Bbr(_));
+        let rate_sampling = cc.wants_rate_samples();
         let mut rcv_wscale = 0;
         if cfg.window_scaling {
             while rcv_wscale < 14 && (cfg.recv_buffer >> rcv_wscale) > 65_535 {
@@ -348,7 +406,7 @@ impl Connection {
             max_snd_wnd: 0,
             sendbuf: SendBuffer::new(),
             fin_queued: false,
-            board: Scoreboard::new(),
+            board: Scoreboard::new().with_rate_tracking(rate_sampling),
             dupacks: 0,
             in_recovery: false,
             recovery_point: 0,
@@ -370,6 +428,19 @@ impl Connection {
             cwnd_limited: false,
             write_blocked: false,
             delivered: 0,
+            pacing: cfg_pacing,
+            next_send: Time::ZERO,
+            pacing_blocked: false,
+            rate_sampling,
+            rs_delivered: 0,
+            rs_delivered_time: Time::ZERO,
+            rs_first_sent: Time::ZERO,
+            app_limited_until: 0,
+            ecn_ok: false,
+            ece_echo: false,
+            cwr_pending: false,
+            ecn_recover: 0,
+            ecn_ack_out: None,
             irs: 0,
             rcv: Reassembly::new(),
             rcv_fin: None,
@@ -392,6 +463,7 @@ impl Connection {
         cc.build(CcInit {
             mss: smss,
             initial_window: cfg.initial_window,
+            hystart: cfg.hystart,
         })
     }
 
@@ -447,6 +519,12 @@ impl Connection {
     /// Applies the options of the peer's SYN or SYN-ACK.
     fn negotiate(&mut self, syn: &Segment) {
         self.sack_ok = self.cfg.sack && syn.sack_permitted;
+        // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR, an
+        // ECN-setup SYN-ACK ECE without CWR.
+        let f = syn.flags;
+        self.ecn_ok = self.cfg.ecn
+            && f.contains(Flags::ECE)
+            && f.contains(Flags::ACK) != f.contains(Flags::CWR);
         self.ts_ok = self.cfg.timestamps && syn.ts.is_some();
         match (self.cfg.window_scaling, syn.wscale) {
             (true, Some(s)) => self.snd_wscale = s.min(14),
@@ -491,6 +569,37 @@ impl Connection {
     }
     pub fn rto(&self) -> Dur {
         self.rtt.rto()
+    }
+    /// Whether the connection paces its transmissions.
+    pub fn pacing(&self) -> bool {
+        self.pacing
+    }
+    /// The current pacing rate in bytes per second, if pacing and known.
+    pub fn pacing_rate(&self) -> Option<u64> {
+        if !self.pacing {
+            return None;
+        }
+        if let Some(r) = self.cc.pacing_rate() {
+            return Some(r);
+        }
+        if !self.rtt.has_sample() {
+            return None;
+        }
+        // Linux `tcp_update_pacing_rate`: 200 % of cwnd / SRTT in slow
+        // start (cwnd < ssthresh / 2), 120 % after.
+        let cwnd = self.cc.cwnd();
+        let pct: u128 = if cwnd < self.cc.ssthresh() / 2 {
+            200
+        } else {
+            120
+        };
+        let w = cwnd.max(self.outstanding()) as u128;
+        let srtt = self.rtt.srtt().as_nanos().max(1) as u128;
+        Some((w * pct * 10_000_000 / srtt).clamp(1, u64::MAX as u128) as u64)
+    }
+    /// Whether ECN was negotiated.
+    pub fn ecn(&self) -> bool {
+        self.ecn_ok
     }
     /// Payload bytes per full segment after negotiation.
     pub fn smss(&self) -> u64 {
@@ -636,6 +745,11 @@ impl Connection {
         // past deadline here would never be consumed and would spin a driver.
         if self.sub_mss_pending() && self.sub_mss_next > self.last_now {
             take(Some(self.sub_mss_next));
+        }
+        // The pacing gate, on the same terms: only while a segment waits
+        // for it and it lies ahead.
+        if self.pacing_blocked && self.next_send > self.last_now {
+            take(Some(self.next_send));
         }
         t
     }

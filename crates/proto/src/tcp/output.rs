@@ -9,6 +9,9 @@ impl Connection {
     /// The next segment to put on the wire, if any. Call until `None`.
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
         self.last_now = self.last_now.max(now);
+        if self.ecn_ack_out.is_some() {
+            return self.ecn_ack_out.take();
+        }
         if self.rst_pending {
             self.rst_pending = false;
             let mut s = self.header(now, self.snd_nxt, Flags::RST | Flags::ACK);
@@ -56,10 +59,11 @@ impl Connection {
             dst_port: self.remote_port,
             seq: self.iss,
             ack: if is_ack { self.irs.wrapping_add(1) } else { 0 },
-            flags: if is_ack {
-                Flags::SYN | Flags::ACK
-            } else {
-                Flags::SYN
+            flags: match (is_ack, self.cfg.ecn, self.ecn_ok) {
+                (true, _, true) => Flags::SYN | Flags::ACK | Flags::ECE,
+                (true, _, false) => Flags::SYN | Flags::ACK,
+                (false, true, _) => Flags::SYN | Flags::ECE | Flags::CWR,
+                (false, false, _) => Flags::SYN,
             },
             window: self.cfg.recv_buffer.min(65_535) as u16,
             mss: Some(self.cfg.mss),
@@ -120,7 +124,10 @@ impl Connection {
     }
 
     /// A segment carrying the current ACK, window, timestamps and SACK blocks.
-    fn header(&mut self, now: Time, seq_off: u64, flags: Flags) -> Segment {
+    pub(super) fn header(&mut self, now: Time, seq_off: u64, mut flags: Flags) -> Segment {
+        if self.ece_echo {
+            flags.insert(Flags::ECE);
+        }
         let wnd = self.advertise();
         let rcv_nxt = self.rcv_nxt_off();
         let mut sack = SackBlocks::new();
@@ -228,7 +235,42 @@ impl Connection {
         }
     }
 
+    /// The pacing gate (TcpConfig::pacing): whether a segment may leave now.
+    fn pacing_allows(&mut self, now: Time) -> bool {
+        if now >= self.next_send {
+            return true;
+        }
+        self.pacing_blocked = true;
+        false
+    }
+
+    /// After a transmission of `len` bytes: the earliest time of the next
+    /// (Linux's `tcp_wstamp_ns` advanced by len / rate), and the segment's
+    /// delivery-rate state (draft-cheng §3.2).
+    fn on_transmit(&mut self, now: Time, len: u64, pipe: u64, retx: Option<usize>) {
+        if self.pacing {
+            if let Some(rate) = self.pacing_rate() {
+                let gap = (len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128);
+                self.next_send = self.next_send.max(now) + Dur::from_nanos(gap as u64);
+            }
+        }
+        if self.rate_sampling {
+            if pipe == 0 {
+                self.rs_first_sent = now;
+                self.rs_delivered_time = now;
+            }
+            let tx = super::TxState {
+                delivered: self.rs_delivered,
+                delivered_time: self.rs_delivered_time,
+                first_sent: self.rs_first_sent,
+                app_limited: self.app_limited_until != 0,
+            };
+            self.board.stamp(retx, tx);
+        }
+    }
+
     fn next_data_segment(&mut self, now: Time) -> Option<Segment> {
+        self.pacing_blocked = false;
         let pipe = self.pipe();
         // RFC 6675 NextSeg rule 1 (and NewReno's retransmission): lost segments first.
         if let Some(i) = self.board.next_lost() {
@@ -239,8 +281,14 @@ impl Connection {
             let fin = self.fin_queued && s.end == self.fin_off() + 1;
             let len = s.end - s.start - u64::from(fin);
             if self.force_retx || self.cwnd_allows(now, pipe, len) {
+                if !self.force_retx && self.pacing && !self.pacing_allows(now) {
+                    return None;
+                }
                 self.force_retx = false;
                 let (start, end) = self.board.retransmitted(i, now, self.snd_nxt);
+                if self.pacing || self.rate_sampling {
+                    self.on_transmit(now, end - start, pipe, Some(i));
+                }
                 self.stats.retransmits += 1;
                 self.prr_sent(end - start);
                 if start <= self.snd_una && !self.impatient_hold() {
@@ -258,6 +306,11 @@ impl Connection {
         }
         if !self.has_unsent() {
             self.cwnd_limited = false;
+            if self.rate_sampling && pipe < self.cc.cwnd() {
+                // draft-cheng §3.4: the application limits sending; samples
+                // until this data is delivered may understate the path.
+                self.app_limited_until = (self.rs_delivered + pipe).max(1);
+            }
             return None;
         }
         let fin_off = self.fin_off();
@@ -288,6 +341,9 @@ impl Connection {
             self.cwnd_limited = true;
             return None;
         }
+        if self.pacing && !self.pacing_allows(now) {
+            return None;
+        }
         let start = self.snd_nxt;
         let mut end = start + len;
         if self.fin_queued && end == fin_off {
@@ -297,10 +353,23 @@ impl Connection {
             return None;
         }
         self.board.push(start, end, now);
+        if self.pacing || self.rate_sampling {
+            self.on_transmit(now, len, pipe, None);
+        }
         self.snd_nxt = end;
         self.prr_sent(end - start);
         self.cwnd_limited = pipe + len + self.smss > self.cc.cwnd() + self.inflation;
-        Some(self.data_segment(now, start, end))
+        let mut seg = self.data_segment(now, start, end);
+        if self.ecn_ok && len > 0 {
+            // RFC 3168 §6.1.5: ECT on new data only, never on
+            // retransmissions or pure ACKs; CWR on the first new data after
+            // a reduction (§6.1.2).
+            seg.ecn = Ecn::Ect0;
+            if std::mem::take(&mut self.cwr_pending) {
+                seg.flags.insert(Flags::CWR);
+            }
+        }
+        Some(seg)
     }
 }
 

@@ -28,6 +28,20 @@ pub struct SentSeg {
     /// SND.NXT when it was last retransmitted: if data at or above this
     /// offset is SACKed, the retransmission itself was lost.
     pub retx_mark: u64,
+    /// Delivery-rate state at the last transmission (zero unless the
+    /// transport samples delivery rates).
+    pub tx: TxState,
+}
+
+/// The connection's delivery state when a segment was (re)transmitted
+/// (draft-cheng-iccrg-delivery-rate-estimation §3.2: `P.delivered`,
+/// `P.delivered_time`, `P.first_sent_time`, `P.is_app_limited`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxState {
+    pub delivered: u64,
+    pub delivered_time: Time,
+    pub first_sent: Time,
+    pub app_limited: bool,
 }
 
 impl SentSeg {
@@ -48,6 +62,11 @@ pub struct Scoreboard {
     scan_from: usize,
     /// Highest SACKed offset (end of a SACKed segment).
     high_sacked: u64,
+    /// Among segments delivered since the last [`Scoreboard::take_rate_sample`],
+    /// the most recently sent one: its send time and delivery state.
+    rate_seg: Option<(Time, TxState)>,
+    /// Whether to keep `rate_seg` (only for delivery-rate sampling).
+    track_rate: bool,
 }
 
 /// Result of a cumulative acknowledgement.
@@ -95,7 +114,40 @@ impl Scoreboard {
             retx: false,
             ever_retx: false,
             retx_mark: 0,
+            tx: TxState::default(),
         });
+    }
+
+    /// Keeps the delivery state of delivered segments for
+    /// [`Scoreboard::take_rate_sample`] (off by default: no cost).
+    pub fn with_rate_tracking(mut self, on: bool) -> Self {
+        self.track_rate = on;
+        self
+    }
+
+    /// Records the delivery state of the segment transmitted last (pushed
+    /// or retransmitted as index `i`).
+    pub fn stamp(&mut self, i: Option<usize>, tx: TxState) {
+        let s = match i {
+            Some(i) => self.segs.get_mut(i),
+            None => self.segs.back_mut(),
+        };
+        if let Some(s) = s {
+            s.tx = tx;
+        }
+    }
+
+    /// The send time and delivery state of the most recently sent segment
+    /// delivered since the last call (draft-cheng §3.3: the packet whose
+    /// `P.delivered` is largest).
+    pub fn take_rate_sample(&mut self) -> Option<(Time, TxState)> {
+        self.rate_seg.take()
+    }
+
+    fn delivered_seg(rate_seg: &mut Option<(Time, TxState)>, s: &SentSeg) {
+        if rate_seg.is_none_or(|(t, tx)| (s.tx.delivered, s.sent_at) >= (tx.delivered, t)) {
+            *rate_seg = Some((s.sent_at, s.tx));
+        }
     }
 
     /// RFC 6675 "pipe": outstanding bytes minus SACKed and lost, plus lost
@@ -123,6 +175,9 @@ impl Scoreboard {
                     }
                 }
                 if !s.sacked {
+                    if self.track_rate {
+                        Self::delivered_seg(&mut self.rate_seg, &s);
+                    }
                     // Karn: sample only from the newest segment this ACK newly
                     // acknowledges, and only if it was never retransmitted.
                     r.karn_sent_at = (!s.ever_retx).then_some(s.sent_at);
@@ -162,6 +217,9 @@ impl Scoreboard {
                 continue;
             }
             s.sacked = true;
+            if self.track_rate {
+                Self::delivered_seg(&mut self.rate_seg, s);
+            }
             self.high_sacked = self.high_sacked.max(s.end);
             let len = s.end - s.start;
             newly += len;
@@ -304,7 +362,7 @@ impl Scoreboard {
 
     /// Forgets everything (connection reset).
     pub fn clear(&mut self) {
-        *self = Self::default();
+        *self = Self::default().with_rate_tracking(self.track_rate);
     }
 }
 

@@ -146,6 +146,7 @@ impl Socket {
         let cc = CcConfig::Ledbat(cfg.cc.clone()).build(CcInit {
             mss: cfg.payload_size as u64,
             initial_window: 1,
+            hystart: false,
         });
         let rtt = RttEstimator::new(cfg.min_rto, cfg.max_rto.max(cfg.min_rto));
         Socket {

@@ -14,13 +14,17 @@
 //!   window below 2·SMSS to 2·SMSS: RFC 5681 eq. (4), RFC 9438 Figure 5),
 //!   and any new ssthresh is at most max(previous cwnd, in_flight, 2·SMSS);
 //! * after `on_timeout` the window is at most one segment;
-//! * ACKs received in recovery never increase the window;
+//! * ACKs received in recovery never increase the window, and neither does
+//!   the end of recovery, except under BBR (model-based: packet
+//!   conservation in recovery, the pre-loss window restored at its end);
 //! * ACKs with `cwnd_limited == false` never increase the window, for every
 //!   controller except the LEDBAT profiles that use RFC 6817's
-//!   `cwnd ≤ flightsize + ALLOWED_INCREASE·MSS` rule instead;
+//!   `cwnd ≤ flightsize + ALLOWED_INCREASE·MSS` rule instead, and BBR,
+//!   which grows towards its BDP target whatever limited the sender;
+//! * an ECN-Echo (`on_ecn_echo`) never increases the window;
 //! * replaying the same scenario gives the identical (cwnd, ssthresh) trace.
 
-use hopwise_proto::cc::{AckSample, CcConfig, CcInit, CongestionControl, LossEvent};
+use hopwise_proto::cc::{AckSample, CcConfig, CcInit, CongestionControl, LossEvent, RateSample};
 use hopwise_proto::time::{Dur, Time};
 use proptest::prelude::*;
 
@@ -35,6 +39,13 @@ enum Op {
         no_rtt: bool,
         app_limited: bool,
         dt_us: u32,
+        /// The ACK carried ECN-Echo.
+        ece: bool,
+    },
+    /// ECN-Echo answered by the transport (once per window).
+    EcnEcho {
+        dt_us: u32,
+        flight_permille: u16,
     },
     Loss {
         dt_us: u32,
@@ -61,6 +72,8 @@ struct Scenario {
     base_rtt_ms: u32,
     /// Clock offset between the hosts, seen in every OWD sample.
     owd_offset_ms: u32,
+    /// HyStart++ on (NewReno and CUBIC use it, the others ignore it).
+    hystart: bool,
     ops: Vec<Op>,
 }
 
@@ -74,8 +87,9 @@ fn op() -> impl Strategy<Value = Op> {
             prop::bool::weighted(0.05),
             prop::bool::weighted(0.15),
             0u32..=30_000,
+            prop::bool::weighted(0.2),
         )
-            .prop_map(|(size_permille, queue_ms, spike, no_owd, no_rtt, app_limited, dt_us)| {
+            .prop_map(|(size_permille, queue_ms, spike, no_owd, no_rtt, app_limited, dt_us, ece)| {
                 Op::Ack {
                     size_permille,
                     queue_ms,
@@ -84,8 +98,11 @@ fn op() -> impl Strategy<Value = Op> {
                     no_rtt,
                     app_limited,
                     dt_us,
+                    ece,
                 }
             }),
+        2 => (0u32..=50_000, 0u16..=4000)
+            .prop_map(|(dt_us, flight_permille)| Op::EcnEcho { dt_us, flight_permille }),
         4 => (0u32..=50_000, 0u16..=4000)
             .prop_map(|(dt_us, flight_permille)| Op::Loss { dt_us, flight_permille }),
         5 => (0u32..=50_000).prop_map(|dt_us| Op::RecoveryExit { dt_us }),
@@ -101,14 +118,16 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         1u64..=10,
         1u32..=400,
         any::<u32>(),
+        any::<bool>(),
         prop::collection::vec(op(), 1..400),
     )
         .prop_map(
-            |(mss, initial_window, base_rtt_ms, owd_offset_ms, ops)| Scenario {
+            |(mss, initial_window, base_rtt_ms, owd_offset_ms, hystart, ops)| Scenario {
                 mss,
                 initial_window,
                 base_rtt_ms,
                 owd_offset_ms,
+                hystart,
                 ops,
             },
         )
@@ -118,7 +137,13 @@ fn scenario() -> impl Strategy<Value = Scenario> {
 /// LEDBAT profiles bounded by RFC 6817's flightsize cap (and whose MIN_CWND
 /// is restored on the first ACK after a timeout).
 fn may_grow_when_app_limited(cfg: &CcConfig) -> bool {
-    matches!(cfg, CcConfig::Ledbat(l) if l.params().flight_cap)
+    matches!(cfg, CcConfig::Ledbat(l) if l.params().flight_cap) || model_based(cfg)
+}
+
+/// BBR's window follows its model, not loss recovery: it may grow in
+/// recovery (packet conservation) and at its end (the saved window).
+fn model_based(cfg: &CcConfig) -> bool {
+    matches!(cfg, CcConfig::Bbr(_))
 }
 
 /// How far `on_loss` may raise a small window (RFC 5681 eq. (4) and RFC
@@ -126,6 +151,8 @@ fn may_grow_when_app_limited(cfg: &CcConfig) -> bool {
 fn loss_may_raise_to(cfg: &CcConfig, mss: u64) -> u64 {
     match cfg {
         CcConfig::NewReno | CcConfig::Cubic(_) => 2 * mss,
+        // BBR's floor of four segments (`bbr_cwnd_min_target`).
+        CcConfig::Bbr(_) => 4 * mss,
         _ => 0,
     }
 }
@@ -138,6 +165,7 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
     let mut cc = cfg.build(CcInit {
         mss,
         initial_window: sc.initial_window,
+        hystart: sc.hystart,
     });
     let floor = cfg.min_cwnd(mss);
     let base_rtt = Dur::from_millis(sc.base_rtt_ms.into());
@@ -183,6 +211,7 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
                 no_rtt,
                 app_limited,
                 dt_us,
+                ece,
             } => {
                 let bytes = (mss * u64::from(size_permille) / 1000).max(1);
                 let cwnd_limited = !app_limited;
@@ -209,6 +238,17 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
                 }
                 let owd =
                     (!no_owd).then(|| offset + base_rtt / 2 + Dur::from_millis(queue_ms.into()));
+                if cc.wants_rate_samples() {
+                    // About a window delivered over the path's RTT.
+                    cc.on_rate_sample(&RateSample {
+                        delivered: in_flight,
+                        interval: delay,
+                        prior_delivered: delivered.saturating_sub(in_flight),
+                        delivered_total: delivered,
+                        is_app_limited: app_limited,
+                    });
+                }
+                cc.on_ecn_ack(now, bytes, ece);
                 cc.on_ack(&AckSample {
                     now,
                     bytes_acked: bytes,
@@ -224,7 +264,7 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
                 });
                 bound = bound.saturating_add(2 * bytes + 2 * mss + 4096);
                 let after = cc.cwnd();
-                if in_recovery {
+                if in_recovery && !model_based(cfg) {
                     prop_assert!(
                         after <= before,
                         "{name} step {step}: ACK in recovery grew cwnd {before} -> {after}"
@@ -281,8 +321,28 @@ fn run(cfg: &CcConfig, sc: &Scenario) -> Result<Vec<(u64, u64)>, TestCaseError> 
                     in_recovery = false;
                 }
                 prop_assert!(
-                    cc.cwnd() <= before,
+                    cc.cwnd() <= before || model_based(cfg),
                     "{name} step {step}: recovery exit grew cwnd"
+                );
+            }
+            Op::EcnEcho {
+                dt_us,
+                flight_permille,
+            } => {
+                if in_recovery {
+                    // The transport does not answer ECN-Echo in recovery.
+                    trace.push((cc.cwnd(), cc.ssthresh()));
+                    continue;
+                }
+                now += Dur::from_micros(dt_us.into());
+                let in_flight = before * u64::from(flight_permille) / 1000;
+                sent = sent.max(delivered + in_flight);
+                cc.on_ecn_echo(&LossEvent { now, in_flight });
+                let allowed = before.max(loss_may_raise_to(cfg, mss));
+                prop_assert!(
+                    cc.cwnd() <= allowed,
+                    "{name} step {step}: ECN-Echo raised cwnd {before} -> {}",
+                    cc.cwnd()
                 );
             }
             Op::Timeout {
@@ -344,6 +404,8 @@ fn names_cover_all_variants() {
         "ledbat++",
         "lp",
         "nice",
+        "bbr",
+        "dctcp",
     ] {
         assert!(CcConfig::NAMES.contains(&want), "{want}");
     }

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use hopwise_proto::cc::CcConfig;
-use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
+use hopwise_proto::tcp::{reset_for, Connection, Ecn, Event, Flags, Segment, State, TcpConfig};
 use hopwise_proto::time::{Dur, Time};
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -56,6 +56,8 @@ struct Dir {
     busy_until: Time,
     queue_limit: usize,
     queued: VecDeque<Time>,
+    /// Probability of marking an ECN-capable segment CE (RFC 3168 §5).
+    mark: f64,
 }
 
 struct Pipe {
@@ -89,6 +91,7 @@ impl Pipe {
             busy_until: Time::ZERO,
             queue_limit: 200,
             queued: VecDeque::new(),
+            mark: 0.0,
         };
         Pipe {
             now: Time::ZERO,
@@ -108,7 +111,7 @@ impl Pipe {
         }
     }
 
-    fn transmit(&mut self, from: usize, seg: Segment) {
+    fn transmit(&mut self, from: usize, mut seg: Segment) {
         if from == 0 && !seg.payload.is_empty() {
             let i = self.a_data_sent.len() as u64;
             self.a_data_sent.push(self.now);
@@ -132,6 +135,9 @@ impl Pipe {
         if self.rng.chance(d.loss) {
             self.lost += 1;
             return;
+        }
+        if d.mark > 0.0 && seg.ecn.capable() && self.rng.chance(d.mark) {
+            seg.ecn = Ecn::Ce;
         }
         let at = d.busy_until + d.delay;
         self.seq += 1;
@@ -414,6 +420,124 @@ fn prr_keeps_sending_through_a_recovery() {
         gaps[0],
         gaps[1]
     );
+}
+
+#[test]
+fn byte_exact_with_pacing_and_ecn_for_every_controller() {
+    for cc in all_ccs() {
+        for (loss, mark) in [(0.0, 0.05), (0.02, 0.02)] {
+            let mut p = Pipe::new(20_000_000, Dur::from_millis(5), loss, 17);
+            for d in &mut p.dirs {
+                d.mark = mark;
+            }
+            let cfg = TcpConfig {
+                pacing: true,
+                ecn: true,
+                ..TcpConfig::default()
+            };
+            transfer(&mut p, cfg, &cc, 1_000_000, 300_000, 3600);
+            let (a, b) = (p.ends[0].as_ref().unwrap(), p.ends[1].as_ref().unwrap());
+            assert!(a.ecn() && b.ecn(), "{}: ECN negotiated", cc.name());
+            assert!(b.stats().ce_received > 0, "{}: marks arrived", cc.name());
+            if loss == 0.0 {
+                assert_eq!(
+                    a.stats().retransmits,
+                    0,
+                    "{}: marks are not losses",
+                    cc.name()
+                );
+                if cc.name() != "bbr" {
+                    assert!(
+                        a.stats().ecn_reductions > 0,
+                        "{}: the sender answered ECE",
+                        cc.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// ECN is negotiated only when both ends ask (RFC 3168 §6.1.1); without
+/// it nothing is ECN-capable and marks cannot happen.
+#[test]
+fn ecn_needs_both_ends() {
+    let on = TcpConfig {
+        ecn: true,
+        ..TcpConfig::default()
+    };
+    let mut client = Connection::connect(on.clone(), &CcConfig::NewReno, 1, 2, 7);
+    let syn = client.poll_transmit(Time::ZERO).unwrap();
+    assert!(syn.flags.contains(Flags::ECE) && syn.flags.contains(Flags::CWR));
+    assert_eq!(syn.ecn, Ecn::NotEct, "no ECT on a SYN (RFC 3168 §6.1.1)");
+    let mut server = Connection::accept(
+        TcpConfig::default(),
+        &CcConfig::NewReno,
+        &syn,
+        9,
+        Time::ZERO,
+    )
+    .unwrap();
+    let synack = server.poll_transmit(Time::ZERO).unwrap();
+    assert!(
+        !synack.flags.contains(Flags::ECE),
+        "a non-ECN server does not agree"
+    );
+    client.handle_segment(Time::ZERO + Dur::from_millis(1), synack);
+    assert!(!client.ecn() && !server.ecn());
+    client.send(Bytes::from_static(&[1; 3000]));
+    let data = client
+        .poll_transmit(Time::ZERO + Dur::from_millis(1))
+        .unwrap();
+    assert_eq!(data.ecn, Ecn::NotEct);
+
+    let mut client = Connection::connect(on.clone(), &CcConfig::NewReno, 1, 2, 7);
+    let syn = client.poll_transmit(Time::ZERO).unwrap();
+    let mut server = Connection::accept(on, &CcConfig::NewReno, &syn, 9, Time::ZERO).unwrap();
+    let synack = server.poll_transmit(Time::ZERO).unwrap();
+    assert!(synack.flags.contains(Flags::ECE) && !synack.flags.contains(Flags::CWR));
+    client.handle_segment(Time::ZERO + Dur::from_millis(1), synack);
+    assert!(client.ecn() && server.ecn());
+    client.send(Bytes::from_static(&[1; 3000]));
+    let data = client
+        .poll_transmit(Time::ZERO + Dur::from_millis(1))
+        .unwrap();
+    assert_eq!(data.ecn, Ecn::Ect0, "new data is ECN-capable");
+}
+
+/// With pacing, a window's segments leave spread out rather than in
+/// back-to-back bursts once the first RTT sample gives a rate.
+#[test]
+fn pacing_spreads_the_window() {
+    let mut zero_gaps = Vec::new();
+    for pacing in [false, true] {
+        let mut p = Pipe::new(100_000_000, Dur::from_millis(20), 0.0, 5);
+        for d in &mut p.dirs {
+            d.queue_limit = 100_000;
+        }
+        let cfg = TcpConfig {
+            pacing,
+            ..TcpConfig::default()
+        };
+        transfer(
+            &mut p,
+            cfg,
+            &CcConfig::Cubic(Default::default()),
+            3_000_000,
+            0,
+            120,
+        );
+        // After the first round trip: segments sent at the same instant.
+        let from = Time::ZERO + Dur::from_millis(100);
+        let n = p
+            .a_data_sent
+            .windows(2)
+            .filter(|w| w[0] >= from && w[1] == w[0])
+            .count();
+        zero_gaps.push(n);
+    }
+    assert!(zero_gaps[0] > 100, "unpaced bursts: {}", zero_gaps[0]);
+    assert_eq!(zero_gaps[1], 0, "paced: no two segments at once");
 }
 
 #[test]

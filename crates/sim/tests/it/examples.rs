@@ -103,6 +103,29 @@ fn lone_vegas_keeps_alpha_to_beta_packets_queued() {
 }
 
 #[test]
+fn lone_bbr_keeps_the_queue_below_one_bdp_at_full_utilisation() {
+    // 10 Mbit/s, 40 ms RTT (BDP 50 000 B), a 4-BDP buffer; after a 5 s warm-up.
+    let s = run("bbr-single.toml", &[]);
+    let b = s.link("bottleneck:ab").unwrap();
+    let bdp = 10e6 / 8.0 * 0.040;
+    assert!(b.utilization >= 0.90, "utilisation {:.4}", b.utilization);
+    assert!(
+        b.mean_queue_bytes < bdp,
+        "mean queue {:.0} B, BDP {bdp:.0} B",
+        b.mean_queue_bytes
+    );
+    assert_eq!(b.drops, 0, "BBR alone never fills a 4-BDP buffer");
+    // The same path under NewReno fills the buffer: the contrast is the point.
+    let r = run("bbr-single.toml", &["flow.f1.cc=newreno"]);
+    let rb = r.link("bottleneck:ab").unwrap();
+    assert!(
+        rb.mean_queue_bytes > bdp,
+        "NewReno's mean queue {:.0} B",
+        rb.mean_queue_bytes
+    );
+}
+
+#[test]
 fn every_example_runs() {
     // Short versions of the remaining examples: they must run and deliver
     // exactly what was sent.

@@ -966,11 +966,27 @@ fn flow_endpoints() {
 }
 
 #[test]
+fn hystart_only_with_newreno_or_cubic() {
+    fails(
+        &edit("cc = \"newreno\"", "cc = \"bbr\"\ntcp = { hystart = true }"),
+        "flow \"f1\".tcp.hystart",
+        &["newreno and cubic", "`bbr`"],
+    );
+    let ok = edit(
+        "cc = \"newreno\"",
+        "cc = \"cubic\"\ntcp = { hystart = true, pacing = true, ecn = true }",
+    );
+    let sc = parse(&ok, FILE, &[]).unwrap();
+    let t = &sc.flows[0].tcp;
+    assert!(t.hystart && t.pacing && t.ecn);
+}
+
+#[test]
 fn congestion_control_errors() {
     let e = fails(
-        &edit("cc = \"newreno\"", "cc = \"bbr\""),
+        &edit("cc = \"newreno\"", "cc = \"compound\""),
         "flow \"f1\".cc",
-        &["unknown congestion control \"bbr\""],
+        &["unknown congestion control \"compound\""],
     );
     for n in CcConfig::NAMES {
         assert!(e.message.contains(n), "lists {n}: {e}");
