@@ -178,6 +178,38 @@ fn codel_holds_cubic_near_its_target_delay() {
 }
 
 #[test]
+fn codel_marks_ecn_flows_instead_of_dropping() {
+    // codel-cubic.toml with CoDel's `ecn` on: a flow that negotiates ECN
+    // (RFC 3168) gets CE marks where it would have lost packets, answers
+    // them as it would a loss (CUBIC) or in proportion to them (DCTCP,
+    // RFC 8257), and retransmits nothing.
+    let q = "link.bottleneck.queue={type=\"codel\",ecn=true}";
+    for cc in ["cubic", "dctcp"] {
+        let cc_set = format!("flow.cubic.cc={cc}");
+        let s = run("codel-cubic.toml", &[q, "flow.cubic.tcp.ecn=true", &cc_set]);
+        let b = s.link("bottleneck:ab").unwrap();
+        let f = &s.flows[0];
+        assert!(b.ecn_marks > 0, "{cc}: {b:?}");
+        assert_eq!(
+            (b.drops, b.aqm_drops, f.retransmits),
+            (0, 0, 0),
+            "{cc}: {b:?}"
+        );
+        assert!(
+            b.utilization >= 0.9,
+            "{cc}: utilisation {:.4}",
+            b.utilization
+        );
+        let delay = mean_delay_ms(&s, "bottleneck:ab");
+        assert!(delay <= 10.0, "{cc}: mean queueing delay {delay:.2} ms");
+    }
+    // The same queue drops for a flow that did not negotiate ECN.
+    let s = run("codel-cubic.toml", &[q]);
+    let b = s.link("bottleneck:ab").unwrap();
+    assert!(b.aqm_drops > 0 && b.ecn_marks == 0, "{b:?}");
+}
+
+#[test]
 fn fq_codel_evens_out_rtts_where_drop_tail_does_not() {
     // Two CUBIC flows of 20 and 200 ms base RTT through 10 Mbit/s.
     let s = run("fq-codel-rtt-fairness.toml", &[]);
