@@ -509,7 +509,12 @@ fn resolve_dir(
             at(path, k),
             format!(
                 "missing: no {k} for direction {d} ({from} -> {to}); set `{k} = {example}` in the \
-                 [[link]], in its [link.{d}] table, or in [defaults.link]"
+                 [[link]], in its [link.{d}] table, or in [defaults.link]{}",
+                if k == "rate" {
+                    " (or give it a `trace`)"
+                } else {
+                    ""
+                }
             ),
         )
     };
@@ -548,7 +553,7 @@ fn resolve_dir(
                 .rate
                 .or(link.rate)
                 .or(defaults.rate)
-                .ok_or_else(|| missing("rate", "\"10Mbit\" (or a `trace`)"))?,
+                .ok_or_else(|| missing("rate", "\"10Mbit\""))?,
         },
         delay: dir
             .delay
