@@ -26,6 +26,10 @@ pub struct DeliveryTrace {
     pub ops_ms: Vec<u64>,
 }
 
+/// The largest delivery time a trace may have, in ms: with it, times in ns
+/// stay far from `u64`'s limit for any simulated duration up to centuries.
+const MAX_TRACE_MS: u64 = 1_000_000_000;
+
 impl DeliveryTrace {
     /// Reads the text of a trace: one whole number of milliseconds per line
     /// (blank lines are skipped). The error names the line.
@@ -43,6 +47,13 @@ impl DeliveryTrace {
                     i + 1
                 )
             })?;
+            if t > MAX_TRACE_MS {
+                return Err(format!(
+                    "line {}: {t} ms is more than {MAX_TRACE_MS} ms (about 11.6 days), the \
+                     longest trace period accepted",
+                    i + 1
+                ));
+            }
             if ops.last().is_some_and(|&p| t < p) {
                 return Err(format!(
                     "line {}: {t} ms is before the previous line's {} ms; the times must not \
@@ -157,7 +168,9 @@ struct TraceCursor {
 impl TraceCursor {
     fn time_ns(&self, idx: u64) -> u64 {
         let n = self.trace.ops_ms.len() as u64;
-        (idx / n) * self.period_ns + self.trace.ops_ms[(idx % n) as usize] * 1_000_000
+        (idx / n)
+            .saturating_mul(self.period_ns)
+            .saturating_add(self.trace.ops_ms[(idx % n) as usize] * 1_000_000)
     }
 
     /// When a packet of `size` bytes that may start at `now` has been
@@ -309,6 +322,9 @@ mod tests {
             .unwrap_err()
             .contains("empty"));
         assert!(DeliveryTrace::parse("t", "0\n0\n").is_err());
+        // A time that would overflow nanoseconds is refused, by line.
+        let e = DeliveryTrace::parse("t", "1\n99999999999999\n").unwrap_err();
+        assert!(e.contains("line 2") && e.contains("longest"), "{e}");
         let t = DeliveryTrace::parse("t", "1\n2\n3\n4\n").unwrap();
         assert_eq!(t.mean_rate(), Rate::from_mbps(12));
     }

@@ -26,6 +26,12 @@ pub struct FlowSummary {
     pub retransmits: u64,
     pub timeouts: u64,
     pub fast_recoveries: u64,
+    /// With ECN negotiated (`tcp.ecn`): data segments that reached the
+    /// receiver marked CE, and the sender's window reductions for ECN-Echo
+    /// (RFC 3168 §6.1.2: at most one per window; DCTCP's per-window cuts).
+    /// Both 0 without ECN.
+    pub ce_received: u64,
+    pub ecn_reductions: u64,
     /// Bytes the receiver read that differ from what the sender wrote (always 0 unless a bug).
     pub corrupt_bytes: u64,
     pub start_s: f64,
@@ -146,6 +152,7 @@ impl Summary {
             let ep = &sim.endpoints[e as usize];
             let rx = &sim.endpoints[ep.peer as usize];
             let st = ep.conn.as_ref().map(|c| *c.stats()).unwrap_or_default();
+            let rx_st = rx.conn.as_ref().map(|c| *c.stats()).unwrap_or_default();
             let from = sim.node_name(ep.node);
             let to = sim.node_name(ep.peer_node);
             let t0 = f.start.max(warm);
@@ -173,6 +180,8 @@ impl Summary {
                 retransmits: st.retransmits,
                 timeouts: st.timeouts,
                 fast_recoveries: st.fast_recoveries,
+                ce_received: rx_st.ce_received,
+                ecn_reductions: st.ecn_reductions,
                 corrupt_bytes: rx.corrupt,
                 start_s: f.start.as_secs_f64(),
                 completion_s: rx.completed_at.map(|t| (t - f.start).as_secs_f64()),

@@ -40,7 +40,11 @@
 //!   window is cut to the data in flight and follows packet conservation
 //!   for one round (window ≥ in flight + acknowledged); on leaving recovery
 //!   the window before the loss is restored. A timeout leaves one segment
-//!   and the window regrows from there, as after Linux's loss state.
+//!   and the window regrows from there by the bytes acknowledged. Linux
+//!   restores the saved window when it leaves its loss state; here nothing
+//!   restores it after a timeout (the transport tells no controller when a
+//!   timeout's recovery ends), so BBR takes a few rounds longer to regain
+//!   its window after one.
 //! * Pacing (`bbr_set_pacing_rate`): pacing gain × `BtlBw`, less a 1 %
 //!   margin; before the first bandwidth sample, high gain × initial window /
 //!   SRTT. In startup the rate only rises.
@@ -51,6 +55,16 @@
 //! the restart from idle (`idle_restart`), the ACK-aggregation extra window
 //! of later kernels, TSO autosizing (the budget uses one segment per TSO
 //! burst).
+//!
+//! Differs from `tcp_bbr.c` (known, not yet changed): Linux also takes each
+//! ACK's newly lost packets off the window (`cwnd -= rs->losses`), where
+//! here only the entry into recovery cuts it, so under repeated losses this
+//! BBR backs off less; the 5/4 phase here ends on any loss since the phase
+//! began, in Linux on a loss reported by the current ACK; the in-flight
+//! targets that end drain and the 5/4 phase leave out the quantisation
+//! budget Linux's `bbr_inflight` adds (3 segments, 2 more in the 5/4
+//! phase); and ProbeRTT's low-rate samples are not marked
+//! application-limited as Linux marks them.
 
 use super::{AckSample, CcInit, CongestionControl, LossEvent, ParamValue, RateSample};
 use crate::time::{Dur, Time};

@@ -14,7 +14,10 @@
 //!   `cssBaselineMinRtt = currentRoundMinRTT`.
 //! * CSS: the window grows by a quarter of slow start's increase
 //!   (`CSS_GROWTH_DIVISOR` = 4); if a round's minimum falls below the
-//!   baseline, back to slow start; after `CSS_ROUNDS` = 5 rounds, slow start
+//!   baseline, back to slow start (checked when the round ends and with
+//!   any number of samples; RFC 9406 §4.2 checks on every ACK once
+//!   `N_RTT_SAMPLE` samples are in, so it returns up to a round sooner and
+//!   is not triggered by one or two low samples); after `CSS_ROUNDS` = 5 rounds, slow start
 //!   ends (ssthresh ← cwnd, the controller's congestion avoidance takes over).
 //! * A loss or timeout ends slow start as it would without HyStart++ (the
 //!   controller sets ssthresh), and HyStart++ is used for the initial slow

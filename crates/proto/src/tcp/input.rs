@@ -398,8 +398,12 @@ impl Connection {
     fn enter_recovery(&mut self, now: Time, in_flight: u64) {
         self.in_recovery = true;
         self.recovery_point = self.snd_nxt;
-        // One reduction per window for losses and ECN-Echo together.
+        // One reduction per window for losses and ECN-Echo together, and
+        // CWR on the next new data: RFC 3168 §6.1.2 has the sender set it
+        // after a window reduction for any reason, so that the receiver
+        // stops echoing a mark that arrived in this window.
         self.ecn_recover = self.snd_nxt;
+        self.cwr_pending = self.ecn_ok;
         self.partial_acks = 0;
         self.stats.fast_recoveries += 1;
         self.cc.on_loss(&LossEvent { now, in_flight });

@@ -815,6 +815,10 @@ impl Connection {
                 self.dupacks = 0;
                 self.force_retx = false;
                 self.rto_recover = self.snd_nxt;
+                // A timeout reduces the window too (RFC 3168 §6.1.2): no
+                // ECN-Echo reduction for this window, and CWR on new data.
+                self.ecn_recover = self.snd_nxt;
+                self.cwr_pending = self.ecn_ok;
             }
         }
         let _ = now;

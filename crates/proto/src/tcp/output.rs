@@ -247,7 +247,7 @@ impl Connection {
     /// After a transmission of `len` bytes: the earliest time of the next
     /// (Linux's `tcp_wstamp_ns` advanced by len / rate), and the segment's
     /// delivery-rate state (draft-cheng §3.2).
-    fn on_transmit(&mut self, now: Time, len: u64, pipe: u64, retx: Option<usize>) {
+    fn on_transmit(&mut self, now: Time, len: u64, retx: Option<usize>) {
         if self.pacing {
             if let Some(rate) = self.pacing_rate() {
                 let gap = (len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128);
@@ -255,7 +255,11 @@ impl Connection {
             }
         }
         if self.rate_sampling {
-            if pipe == 0 {
+            // draft-cheng-iccrg-delivery-rate-estimation §3.2 (Linux's
+            // tcp_rate_skb_sent): restart the intervals when nothing is
+            // outstanding, not merely nothing believed in flight (after a
+            // timeout marked everything lost).
+            if self.outstanding() == 0 {
                 self.rs_first_sent = now;
                 self.rs_delivered_time = now;
             }
@@ -287,7 +291,7 @@ impl Connection {
                 self.force_retx = false;
                 let (start, end) = self.board.retransmitted(i, now, self.snd_nxt);
                 if self.pacing || self.rate_sampling {
-                    self.on_transmit(now, end - start, pipe, Some(i));
+                    self.on_transmit(now, end - start, Some(i));
                 }
                 self.stats.retransmits += 1;
                 self.prr_sent(end - start);
@@ -354,7 +358,7 @@ impl Connection {
         }
         self.board.push(start, end, now);
         if self.pacing || self.rate_sampling {
-            self.on_transmit(now, len, pipe, None);
+            self.on_transmit(now, len, None);
         }
         self.snd_nxt = end;
         self.prr_sent(end - start);

@@ -76,6 +76,8 @@ struct Pipe {
     lost: u64,
     /// A's data segments (counted from 0, retransmissions included) to drop.
     drop_a_data: Vec<u64>,
+    /// A's data segments (counted as for `drop_a_data`) to mark CE.
+    mark_a_data: Vec<u64>,
     /// When A sent each data segment.
     a_data_sent: Vec<Time>,
     /// A's (in recovery, pipe, cwnd) after each time it was served.
@@ -106,6 +108,7 @@ impl Pipe {
             reader_paused_until: [Time::ZERO; 2],
             lost: 0,
             drop_a_data: Vec::new(),
+            mark_a_data: Vec::new(),
             a_data_sent: Vec::new(),
             a_window: Vec::new(),
         }
@@ -118,6 +121,9 @@ impl Pipe {
             if self.drop_a_data.contains(&i) {
                 self.lost += 1;
                 return;
+            }
+            if self.mark_a_data.contains(&i) && seg.ecn.capable() {
+                seg.ecn = Ecn::Ce;
             }
         }
         let d = &mut self.dirs[from];
@@ -454,6 +460,37 @@ fn byte_exact_with_pacing_and_ecn_for_every_controller() {
                     );
                 }
             }
+        }
+    }
+}
+
+/// A loss and CE marks on later segments of the same window are one
+/// congestion event: the loss's reduction sets CWR on the next new data
+/// (RFC 3168 §6.1.2: after a reduction for any reason), so the receiver
+/// stops echoing the marks before recovery ends and the sender does not
+/// reduce a second time. (A mark whose echo arrives before the loss is
+/// detected still gives two reductions; Linux, already in CWR, gives one.)
+#[test]
+fn a_loss_and_later_marks_in_its_window_reduce_once() {
+    for cc in [CcConfig::NewReno, CcConfig::from_name("cubic").unwrap()] {
+        for mark in [65, 90] {
+            let mut p = Pipe::new(20_000_000, Dur::from_millis(5), 0.0, 3);
+            p.drop_a_data = vec![60];
+            p.mark_a_data = vec![mark];
+            let cfg = TcpConfig {
+                ecn: true,
+                ..TcpConfig::default()
+            };
+            transfer(&mut p, cfg, &cc, 1_000_000, 0, 60);
+            let (a, b) = (p.ends[0].as_ref().unwrap(), p.ends[1].as_ref().unwrap());
+            let name = cc.name();
+            assert_eq!(b.stats().ce_received, 1, "{name} {mark}: the mark arrived");
+            assert_eq!(a.stats().fast_recoveries, 1, "{name} {mark}");
+            assert_eq!(
+                a.stats().ecn_reductions,
+                0,
+                "{name} {mark}: the echo ended with the loss's CWR"
+            );
         }
     }
 }

@@ -68,7 +68,10 @@ impl SubQueue {
     /// drop it (its sojourn time has been above target for an interval).
     /// A queue holding at most one full packet after this one is never
     /// "above target" (Linux's `maxpacket` check): it cannot be drained
-    /// faster.
+    /// faster. Under FQ-CoDel this looks at the flow's own queue, where
+    /// Linux's `fq_codel_dequeue` passes the whole qdisc's backlog: a thin
+    /// flow that never has more than one packet queued is never dropped
+    /// here, while Linux can drop it when other flows fill the qdisc.
     fn dodequeue(&mut self, now_ns: u64, par: &CodelParams, mtu: u32) -> Option<(Packet, bool)> {
         let Some(s) = self.q.pop_front() else {
             self.vars.first_above_ns = 0;
