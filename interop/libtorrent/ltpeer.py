@@ -14,7 +14,9 @@ host.
 
 `seed` serves FILE in seed mode (libtorrent trusts it and does not hash it
 first). `leech` downloads from the one peer and checks every piece (libtorrent
-hashes each piece as it completes); with `--secs N` it is a bulk transfer that
+hashes each piece as it completes) and dials the peer again if the connection
+drops before the file is complete (`redials` in its summary counts that); with
+`--secs N` it is a bulk transfer that
 stops after N seconds, complete or not (the lab's use: a torrent larger than
 N seconds of the link).
 
@@ -52,6 +54,9 @@ NOT_YET = (1 << 6) | (1 << 7)
 POLL_S = 0.02
 # Until a peer answers, the leecher dials it again this often.
 REDIAL_S = 2.0
+# With --once, how long the seed waits for its peer to come back after
+# it left before it exits: a leech whose connection dropped dials again.
+ONCE_GRACE_S = 3.0
 
 
 def now_s():
@@ -218,6 +223,7 @@ def cmd_seed(a):
     peers, errors, hashfails = Peers(), [], []
     start = time.monotonic()
     first = None
+    last_peer = start
     while stop["sig"] is None:
         time.sleep(POLL_S)
         drain(s, a.verbose, errors, hashfails)
@@ -226,10 +232,13 @@ def cmd_seed(a):
         peers.poll(h)
         if peers.now and first is None:
             first = time.monotonic()
+        if peers.now:
+            last_peer = time.monotonic()
         elapsed = time.monotonic() - start
         if a.secs is not None and elapsed >= a.secs:
             break
-        if a.once and first is not None and peers.now == 0:
+        if (a.once and first is not None and peers.now == 0
+                and time.monotonic() - last_peer >= ONCE_GRACE_S):
             break
     st = h.status()
     # Goodput counts from the first peer's arrival, when there was one.
@@ -251,6 +260,7 @@ def cmd_leech(a):
     last_dial = start
     first = None
     ever_connected = False
+    redials = 0
     last_report = start
     total = ti.total_size()
     while True:
@@ -264,11 +274,17 @@ def cmd_leech(a):
             # handshake (hopwise's download counts from its handshake too).
             first = time.monotonic()
         ever_connected = ever_connected or peers.now > 0
-        if not ever_connected and now_s() - last_dial >= REDIAL_S:
-            # The peer may not have been listening yet: dial again.
+        st = h.status()
+        if peers.now == 0 and not st.is_seeding and now_s() - last_dial >= REDIAL_S:
+            # The peer may not have been listening yet, or the connection
+            # dropped mid-transfer (µTP gives up after repeated timeouts):
+            # dial again, as a client redials a peer it knows.
+            if ever_connected:
+                redials += 1
+                print(f"ltpeer.py: the peer left with {st.total_wanted_done} of {total} "
+                      f"bytes done; dialing again", file=sys.stderr, flush=True)
             last_dial = now_s()
             h.connect_peer(a.peer)
-        st = h.status()
         now = time.monotonic()
         elapsed = now - start
         if a.progress and now - last_report >= 1.0:
@@ -293,7 +309,7 @@ def cmd_leech(a):
     # Payload bytes received; once complete, what was verified.
     nbytes = st.total_payload_download
     summary("leech", nbytes, secs, peers, complete=complete, verified=st.total_wanted_done,
-            total=total, hash_failures=len(hashfails),
+            total=total, hash_failures=len(hashfails), redials=redials,
             file=os.path.join(a.save, ti.name()))
     if a.secs is None and not complete:
         fail("download incomplete")
@@ -318,7 +334,8 @@ def main():
     sd.add_argument("--listen", type=parse_endpoint, required=True)
     sd.add_argument("--secs", type=float, default=None, help="stop after this many seconds")
     sd.add_argument("--once", action="store_true",
-                    help="stop when the first peer has come and gone")
+                    help="stop when the first peer has come and gone (and not come back "
+                         "within 3 s)")
     sd.set_defaults(run=cmd_seed)
 
     lc = sub.add_parser("leech", help="download from one peer (µTP only)")

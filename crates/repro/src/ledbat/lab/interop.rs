@@ -67,6 +67,10 @@ pub struct Transfer {
     pub lt_tcp_peers: u64,
     /// hopwise's counters (downloads only): pieces failing SHA-1.
     pub hash_failures: Option<u64>,
+    /// libtorrent leeches only: how often the connection dropped before the
+    /// file was complete and ltpeer.py dialed the seed again (the time it
+    /// took is in `secs`).
+    pub redials: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -356,6 +360,7 @@ fn run_setting(
             lt_utp,
             lt_tcp_peers,
             hash_failures: v.get("hash_failures").and_then(|h| h.as_u64()),
+            redials: v.get("redials").and_then(|h| h.as_u64()),
         });
         let _ = std::fs::remove_dir_all(&got);
         let _ = std::fs::remove_file(&got);
