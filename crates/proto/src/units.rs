@@ -54,6 +54,11 @@ impl Rate {
         if self.0 == 0 {
             return Dur::ZERO;
         }
+        // The same quotient in 64 bits whenever the numerator fits (any
+        // packet): a 128-bit division is a library call on the hot path.
+        if let Some(num) = bytes.checked_mul(8 * 1_000_000_000) {
+            return Dur::from_nanos(num.div_ceil(self.0));
+        }
         let num = bytes as u128 * 8 * 1_000_000_000;
         let d = num.div_ceil(self.0 as u128);
         Dur::from_nanos(d.min(u64::MAX as u128) as u64)
@@ -235,6 +240,22 @@ mod tests {
         assert_eq!(Rate::from_bps(3).tx_time(1), Dur::from_nanos(2_666_666_667));
         assert_eq!(Rate::from_bps(0).tx_time(1500), Dur::ZERO);
         assert_eq!(r.bytes_in(Dur::SECOND), 1_250_000);
+    }
+
+    #[test]
+    fn tx_time_is_the_same_on_both_sides_of_the_64_bit_path() {
+        let exact = |r: u64, b: u64| (b as u128 * 8_000_000_000).div_ceil(r as u128);
+        let edge = u64::MAX / 8_000_000_000;
+        for r in [1, 3, 7_919, 10_000_000, 99_999_989, u64::MAX] {
+            for b in [0, 1, 1499, 1500, 65_537, edge - 1, edge, edge + 1, edge * 2] {
+                let want = exact(r, b).min(u64::MAX as u128) as u64;
+                assert_eq!(
+                    Rate::from_bps(r).tx_time(b).as_nanos(),
+                    want,
+                    "{b} B at {r} bit/s"
+                );
+            }
+        }
     }
 
     #[test]

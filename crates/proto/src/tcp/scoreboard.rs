@@ -28,9 +28,6 @@ pub struct SentSeg {
     /// SND.NXT when it was last retransmitted: if data at or above this
     /// offset is SACKed, the retransmission itself was lost.
     pub retx_mark: u64,
-    /// Delivery-rate state at the last transmission (zero unless the
-    /// transport samples delivery rates).
-    pub tx: TxState,
 }
 
 /// The connection's delivery state when a segment was (re)transmitted
@@ -53,6 +50,11 @@ impl SentSeg {
 #[derive(Debug, Default)]
 pub struct Scoreboard {
     segs: VecDeque<SentSeg>,
+    /// Delivery-rate state of each entry of `segs` at its last transmission,
+    /// index for index; empty unless rate tracking is on. Kept apart so that
+    /// transports without delivery-rate sampling do not carry it through the
+    /// scoreboard's scans.
+    txs: VecDeque<TxState>,
     sacked_bytes: u64,
     /// Bytes lost and not SACKed.
     lost_bytes: u64,
@@ -114,8 +116,10 @@ impl Scoreboard {
             retx: false,
             ever_retx: false,
             retx_mark: 0,
-            tx: TxState::default(),
         });
+        if self.track_rate {
+            self.txs.push_back(TxState::default());
+        }
     }
 
     /// Keeps the delivery state of delivered segments for
@@ -127,13 +131,14 @@ impl Scoreboard {
 
     /// Records the delivery state of the segment transmitted last (pushed
     /// or retransmitted as index `i`).
+    /// Nothing without rate tracking.
     pub fn stamp(&mut self, i: Option<usize>, tx: TxState) {
-        let s = match i {
-            Some(i) => self.segs.get_mut(i),
-            None => self.segs.back_mut(),
+        let t = match i {
+            Some(i) => self.txs.get_mut(i),
+            None => self.txs.back_mut(),
         };
-        if let Some(s) = s {
-            s.tx = tx;
+        if let Some(t) = t {
+            *t = tx;
         }
     }
 
@@ -144,9 +149,9 @@ impl Scoreboard {
         self.rate_seg.take()
     }
 
-    fn delivered_seg(rate_seg: &mut Option<(Time, TxState)>, s: &SentSeg) {
-        if rate_seg.is_none_or(|(t, tx)| (s.tx.delivered, s.sent_at) >= (tx.delivered, t)) {
-            *rate_seg = Some((s.sent_at, s.tx));
+    fn delivered_seg(rate_seg: &mut Option<(Time, TxState)>, sent_at: Time, s: TxState) {
+        if rate_seg.is_none_or(|(t, tx)| (s.delivered, sent_at) >= (tx.delivered, t)) {
+            *rate_seg = Some((sent_at, s));
         }
     }
 
@@ -162,6 +167,7 @@ impl Scoreboard {
         while let Some(s) = self.segs.front_mut() {
             if s.end <= una {
                 let s = self.segs.pop_front().expect("front exists");
+                let tx = self.txs.pop_front();
                 self.scan_from = self.scan_from.saturating_sub(1);
                 if s.sacked {
                     self.sacked_bytes -= s.len();
@@ -175,8 +181,8 @@ impl Scoreboard {
                     }
                 }
                 if !s.sacked {
-                    if self.track_rate {
-                        Self::delivered_seg(&mut self.rate_seg, &s);
+                    if let Some(tx) = tx {
+                        Self::delivered_seg(&mut self.rate_seg, s.sent_at, tx);
                     }
                     // Karn: sample only from the newest segment this ACK newly
                     // acknowledges, and only if it was never retransmitted.
@@ -209,7 +215,7 @@ impl Scoreboard {
     pub fn sack(&mut self, l: u64, r: u64) -> u64 {
         let mut newly = 0;
         let i0 = self.segs.partition_point(|s| s.end <= l);
-        for s in self.segs.range_mut(i0..) {
+        for (i, s) in self.segs.range_mut(i0..).enumerate() {
             if s.start >= r {
                 break;
             }
@@ -217,8 +223,8 @@ impl Scoreboard {
                 continue;
             }
             s.sacked = true;
-            if self.track_rate {
-                Self::delivered_seg(&mut self.rate_seg, s);
+            if let Some(&tx) = self.txs.get(i0 + i) {
+                Self::delivered_seg(&mut self.rate_seg, s.sent_at, tx);
             }
             self.high_sacked = self.high_sacked.max(s.end);
             let len = s.end - s.start;
