@@ -510,18 +510,26 @@ pub fn summary_text(s: &Summary) -> String {
         let _ = writeln!(o, "Jain's fairness index over flows: {j:.4}");
     }
     o.push('\n');
-    let _ = writeln!(
+    // The AQM's share of the drops and its ECN marks, only where a
+    // scenario has an AQM that acted.
+    let aqm = s.links.iter().any(|l| l.aqm_drops > 0 || l.ecn_marks > 0);
+    let _ = write!(
         o,
         "{:<28} {:>10} {:>8} {:>12} {:>10} {:>8}",
         "link direction", "Mbit/s", "util", "mean queue B", "mean pkts", "drops"
     );
+    let _ = if aqm {
+        writeln!(o, " {:>9} {:>9}", "aqm drops", "ECN marks")
+    } else {
+        writeln!(o)
+    };
     let busy: Vec<_> = s
         .links
         .iter()
-        .filter(|l| l.utilization > 0.01 || l.drops > 0)
+        .filter(|l| l.utilization > 0.01 || l.drops > 0 || l.ecn_marks > 0)
         .collect();
     for l in busy.iter().take(20) {
-        let _ = writeln!(
+        let _ = write!(
             o,
             "{:<28} {:>10} {:>8.3} {:>12.0} {:>10.1} {:>8}",
             l.name,
@@ -531,6 +539,11 @@ pub fn summary_text(s: &Summary) -> String {
             l.mean_queue_packets,
             l.drops
         );
+        let _ = if aqm {
+            writeln!(o, " {:>9} {:>9}", l.aqm_drops, l.ecn_marks)
+        } else {
+            writeln!(o)
+        };
     }
     if busy.len() > 20 {
         let _ = writeln!(o, "... {} more in links.csv", busy.len() - 20);

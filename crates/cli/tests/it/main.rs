@@ -16,6 +16,7 @@ mod net_cli;
 mod ops_cli;
 mod report_html;
 mod sim_capture;
+mod sim_table;
 mod sweep_cli;
 mod sweep_shards;
 mod tor_cli;
