@@ -7,7 +7,7 @@ use hopwise_experiment::{stats, Progress};
 use hopwise_lab::cmd::{args, run};
 use hopwise_lab::tc;
 use hopwise_lab::topology::{
-    AccessLab, AccessSpec, Buffer, Names, SideDelays, DOWN_DEV, HOME_ADDR, LEAF,
+    AccessLab, AccessSpec, Buffer, Names, SideDelays, DOWN_DEV, HOME_ADDR, LEAF, UP_DEV,
 };
 use hopwise_lab::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock, BIN_S};
 use serde::Serialize;
@@ -25,6 +25,8 @@ pub struct QueueSample {
     pub sent_bytes: u64,
     pub sent_packets: u64,
     pub drops: u64,
+    /// Packets the reverse (ACK) direction's queue sent.
+    pub ack_packets: u64,
 }
 
 /// One sender socket as `ss -tin` shows it.
@@ -126,14 +128,8 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
             break;
         }
         let q = lab.qdiscs()?;
-        if let Some(s) = tc::find(&q, DOWN_DEV, LEAF) {
-            queue.push(QueueSample {
-                time_s: now,
-                backlog_bytes: s.backlog,
-                sent_bytes: s.bytes,
-                sent_packets: s.packets,
-                drops: s.drops,
-            });
+        if let Some(s) = sample(&q, now) {
+            queue.push(s);
         }
         while (ticked as f64) < now.floor() {
             ticked += 1;
@@ -159,14 +155,8 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
         errors.join("\n  ")
     );
     if let Ok(q) = lab.qdiscs() {
-        if let Some(s) = tc::find(&q, DOWN_DEV, LEAF) {
-            queue.push(QueueSample {
-                time_s: clock.now_s(),
-                backlog_bytes: s.backlog,
-                sent_bytes: s.bytes,
-                sent_packets: s.packets,
-                drops: s.drops,
-            });
+        if let Some(s) = sample(&q, clock.now_s()) {
+            queue.push(s);
         }
     }
     let tcp_counters = hopwise_lab::kstats::read(&lab.inet).unwrap_or_default();
@@ -190,6 +180,19 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
         queue,
         ss_samples: ss,
         bins,
+    })
+}
+
+/// The bottleneck's leaf qdisc, and the ACK direction's packet count.
+fn sample(q: &[tc::QdiscStats], time_s: f64) -> Option<QueueSample> {
+    let s = tc::find(q, DOWN_DEV, LEAF)?;
+    Some(QueueSample {
+        time_s,
+        backlog_bytes: s.backlog,
+        sent_bytes: s.bytes,
+        sent_packets: s.packets,
+        drops: s.drops,
+        ack_packets: tc::find(q, UP_DEV, LEAF).map_or(0, |u| u.packets),
     })
 }
 
@@ -218,6 +221,8 @@ pub fn measure(queue: &[QueueSample], end: f64) -> Measured {
         drop_rate: drops as f64 / offered.max(1) as f64,
         drop_rate_run: b.drops as f64 / (b.sent_packets + b.drops).max(1) as f64,
         drops,
+        acks_per_data: (b.ack_packets - a.ack_packets) as f64
+            / (b.sent_packets - a.sent_packets).max(1) as f64,
         ..Measured::default()
     }
 }
@@ -336,6 +341,7 @@ mod tests {
             sent_bytes: bytes,
             sent_packets: packets,
             drops,
+            ack_packets: packets / 2,
         };
         let samples = [
             q(1.0, 0, 0, 0, 10),
@@ -349,5 +355,7 @@ mod tests {
         assert_eq!(m.drops, 30);
         assert!((m.drop_rate - 30.0 / 855.0).abs() < 1e-12);
         assert!((m.drop_rate_run - 40.0 / 1565.0).abs() < 1e-12);
+        // One ACK per two data packets (the samples' ACK counts are half).
+        assert!((m.acks_per_data - (762.0 - 350.0) / 825.0).abs() < 1e-12, "{m:?}");
     }
 }

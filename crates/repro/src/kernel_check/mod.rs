@@ -241,6 +241,9 @@ pub struct Measured {
     /// Retransmission timeouts and retransmitted segments, all flows.
     pub timeouts: u64,
     pub retransmits: u64,
+    /// Packets on the ACKs' way over data packets at the bottleneck, after
+    /// the warm-up (about 0.5 with delayed ACKs, 1 without).
+    pub acks_per_data: f64,
 }
 
 impl Measured {
@@ -409,7 +412,10 @@ pub fn claims(plan: &Plan, r: &Results) -> Vec<Claim> {
         let (u, _) = beside(k.utilisation, s, |m| m.utilisation, &pct);
         let (q, _) = beside(k.queue_delay_ms, s, |m| m.queue_delay_ms, &ms);
         let (d, _) = beside(k.drop_rate, s, |m| m.drop_rate, &pct2);
-        let mut text = format!("utilisation: {u}; mean queueing delay: {q}; drop rate: {d}");
+        let (a, _) = beside(k.acks_per_data, s, |m| m.acks_per_data, &num3);
+        let mut text = format!(
+            "utilisation: {u}; mean queueing delay: {q}; drop rate: {d}; ACKs per data packet: {a}"
+        );
         if k.goodput_bps.len() > 1 {
             let (j, _) = beside(k.jain, s, |m| m.jain, &num3);
             text.push_str(&format!("; Jain's index: {j}"));

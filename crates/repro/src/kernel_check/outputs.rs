@@ -25,6 +25,7 @@ struct ResultRow<'a> {
     jain: f64,
     timeouts: u64,
     retransmits: u64,
+    acks_per_data: f64,
 }
 
 /// A row of `flows.csv`: one flow's goodput and share.
@@ -76,6 +77,7 @@ pub fn write(plan: &Plan, r: &Results, o: &mut Outputs) -> Result<()> {
             jain: round_to(m.jain, 4),
             timeouts: m.timeouts,
             retransmits: m.retransmits,
+            acks_per_data: round_to(m.acks_per_data, 4),
         };
         rows.push(row("kernel", "", 0, m));
         let flows = |source, seed, m: &super::Measured| {

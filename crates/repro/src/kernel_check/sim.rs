@@ -1,7 +1,7 @@
 //! The simulator's half: the lab's dumbbell as a scenario, run over seeds,
 //! with its defaults or one mechanism changed (`--set` overrides).
 
-use super::{Case, Measured, Plan, BDP_BYTES, RATE_BPS, WARM_S};
+use super::{Case, Measured, Plan, RATE_BPS, WARM_S};
 use anyhow::{anyhow, Result};
 use hopwise_experiment::Progress;
 use hopwise_proto::time::{Dur, Time};
@@ -10,6 +10,8 @@ use serde::Serialize;
 
 /// The bottleneck's data direction in the simulator's summary.
 const BOTTLENECK: &str = "bottleneck:ab";
+/// Its reverse (ACK) direction.
+const REVERSE: &str = "bottleneck:ba";
 
 /// The simulator with one mechanism changed (the drop-rate check's
 /// candidates); the first is the defaults.
@@ -22,7 +24,7 @@ pub struct Variant {
     pub kernel: &'static str,
 }
 
-pub const VARIANTS: [Variant; 8] = [
+pub const VARIANTS: [Variant; 9] = [
     Variant {
         name: "defaults",
         set: &[],
@@ -57,6 +59,11 @@ pub const VARIANTS: [Variant; 8] = [
         name: "access queue 10 pkt",
         set: &["link.access.queue=10pkt"],
         kernel: "veth, no drops seen there",
+    },
+    Variant {
+        name: "min RTO 1 s",
+        set: &["defaults.tcp.min_rto=1s"],
+        kernel: "200 ms (1 s is RFC 6298's and ns-3's default)",
     },
     Variant {
         name: "HyStart++ on",
@@ -112,6 +119,7 @@ pub fn run_one(case: &Case, secs: u64, seed: u64, set: &[String]) -> Result<Meas
     sim.run();
     let s = Summary::of(&sim, "cc-check", 0.0);
     let end = link(&s)?;
+    let acks = s.link(REVERSE).map_or(0, |l| l.tx_packets);
     let drops = end.drops - at_warm.drops;
     let offered = end.tx_packets + drops;
     Ok(Measured {
@@ -130,6 +138,7 @@ pub fn run_one(case: &Case, secs: u64, seed: u64, set: &[String]) -> Result<Meas
         ),
         timeouts: s.flows.iter().map(|f| f.timeouts).sum(),
         retransmits: s.flows.iter().map(|f| f.retransmits).sum(),
+        acks_per_data: acks as f64 / end.tx_packets.max(1) as f64,
     })
 }
 
@@ -150,7 +159,7 @@ pub fn run_variant(plan: &Plan, case: &Case, v: &Variant, p: &dyn Progress) -> R
 
 #[cfg(test)]
 mod tests {
-    use super::super::Check;
+    use super::super::{Check, BDP_BYTES};
     use super::*;
 
     #[test]
