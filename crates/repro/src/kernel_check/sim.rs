@@ -24,7 +24,7 @@ pub struct Variant {
     pub kernel: &'static str,
 }
 
-pub const VARIANTS: [Variant; 9] = [
+pub const VARIANTS: [Variant; 11] = [
     Variant {
         name: "defaults",
         set: &[],
@@ -64,6 +64,16 @@ pub const VARIANTS: [Variant; 9] = [
         name: "min RTO 1 s",
         set: &["defaults.tcp.min_rto=1s"],
         kernel: "200 ms (1 s is RFC 6298's and ns-3's default)",
+    },
+    Variant {
+        name: "dupthresh 2",
+        set: &["defaults.tcp.dupthresh=2"],
+        kernel: "3, but RACK (tcp_recovery = 1) marks a hole lost a quarter RTT after one later segment is SACKed",
+    },
+    Variant {
+        name: "dupthresh 1",
+        set: &["defaults.tcp.dupthresh=1"],
+        kernel: "a stand-in for RACK's loss detection, which the simulator lacks",
     },
     Variant {
         name: "HyStart++ on",
