@@ -295,6 +295,9 @@ pub enum LabCmd {
         /// Output directory (default out/lab-cc-check-<check>).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Turn the kernel hosts' delayed ACKs off (`quickack 1` on their routes); the simulator keeps its defaults.
+        #[arg(long)]
+        kernel_quickack: bool,
     },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
@@ -733,10 +736,12 @@ pub fn run(cmd: LabCmd) -> Result<()> {
             secs,
             sim_seeds,
             out,
+            kernel_quickack,
         } => {
             let d = cc_check::Plan::new(check, quick, sim_seeds);
             let plan = cc_check::Plan {
                 secs: secs.unwrap_or(d.secs),
+                kernel_delayed_acks: !kernel_quickack,
                 ..d
             };
             plan.check()?;

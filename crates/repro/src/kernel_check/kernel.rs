@@ -83,7 +83,7 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
         down_buffer: Buffer::Bytes(case.buffer_bytes()),
         up_buffer: Buffer::Packets(1000),
         cc: case.flows[0].cc.kernel().into(),
-        delayed_acks: true,
+        delayed_acks: plan.kernel_delayed_acks,
         delay: Some(SideDelays {
             inet_ms: 10.0,
             home_ms: 10.0,

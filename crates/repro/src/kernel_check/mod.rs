@@ -196,6 +196,9 @@ pub struct Plan {
     pub secs: u64,
     /// Simulator runs per case and variant (0: no simulator).
     pub sim_seeds: u32,
+    /// The kernel hosts' delayed ACKs (Linux's default); off, both hosts'
+    /// routes carry `quickack 1` and every segment is acknowledged at once.
+    pub kernel_delayed_acks: bool,
 }
 
 impl Plan {
@@ -212,6 +215,7 @@ impl Plan {
             quick,
             secs,
             sim_seeds: sim_seeds.unwrap_or(if quick { 3 } else { 5 }),
+            kernel_delayed_acks: true,
         }
     }
 
@@ -343,9 +347,10 @@ impl Reproduction for LabCcCheck {
 
     fn facts(&self, plan: &Plan) -> Vec<String> {
         vec![format!(
-            "check {}: kernel TCP in network namespaces, Linux {}; {} Mbit/s HTB bottleneck with a bfifo of k × {BDP_BYTES} B, {RTT_MS} ms base RTT from the delay line; {} s per case, {WARM_S} s warm-up; simulator: {} seeds per case",
+            "check {}: kernel TCP in network namespaces, Linux {}, delayed ACKs {}; {} Mbit/s HTB bottleneck with a bfifo of k × {BDP_BYTES} B, {RTT_MS} ms base RTT from the delay line; {} s per case, {WARM_S} s warm-up; simulator: {} seeds per case",
             plan.check.name(),
             hopwise_lab::kstats::kernel_release(),
+            if plan.kernel_delayed_acks { "on" } else { "off (quickack routes)" },
             RATE_BPS / 1_000_000,
             plan.secs,
             plan.sim_seeds,
