@@ -745,7 +745,8 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 ..d
             };
             plan.check()?;
-            let out = out.unwrap_or_else(|| PathBuf::from(format!("out/lab-cc-check-{}", check.name())));
+            let out =
+                out.unwrap_or_else(|| PathBuf::from(format!("out/lab-cc-check-{}", check.name())));
             crate::run::prepare_out(&out)?;
             eprintln!(
                 "lab cc-check {}: {} ({} × {} s, {} simulator seeds)",

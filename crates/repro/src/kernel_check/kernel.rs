@@ -114,7 +114,10 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
             format!("flow {i}"),
         )?);
     }
-    progress.start(&format!("kernel: {} (real time)", case.name), end.ceil() as u64);
+    progress.start(
+        &format!("kernel: {} (real time)", case.name),
+        end.ceil() as u64,
+    );
     let mut queue = Vec::new();
     let mut ss = Vec::new();
     let mut line_failed = None;
@@ -134,7 +137,15 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
         while (ticked as f64) < now.floor() {
             ticked += 1;
             progress.inc();
-            let a = args(&["netns", "exec", lab.inet.name(), "ss", "-tin", "state", "established"]);
+            let a = args(&[
+                "netns",
+                "exec",
+                lab.inet.name(),
+                "ss",
+                "-tin",
+                "state",
+                "established",
+            ]);
             if let Ok(text) = run("ip", &a) {
                 ss.extend(parse_ss(&text, now));
             }
@@ -356,6 +367,9 @@ mod tests {
         assert!((m.drop_rate - 30.0 / 855.0).abs() < 1e-12);
         assert!((m.drop_rate_run - 40.0 / 1565.0).abs() < 1e-12);
         // One ACK per two data packets (the samples' ACK counts are half).
-        assert!((m.acks_per_data - (762.0 - 350.0) / 825.0).abs() < 1e-12, "{m:?}");
+        assert!(
+            (m.acks_per_data - (762.0 - 350.0) / 825.0).abs() < 1e-12,
+            "{m:?}"
+        );
     }
 }

@@ -70,7 +70,12 @@ pub enum Check {
 }
 
 impl Check {
-    pub const ALL: [Check; 4] = [Check::Bbr, Check::BbrCubic, Check::CubicBuffers, Check::Drops];
+    pub const ALL: [Check; 4] = [
+        Check::Bbr,
+        Check::BbrCubic,
+        Check::CubicBuffers,
+        Check::Drops,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -95,7 +100,12 @@ impl Check {
 
     /// The cases the check runs.
     pub fn cases(self) -> Vec<Case> {
-        let one = |cc: Cc| vec![FlowDef { cc, start_s: START_S }];
+        let one = |cc: Cc| {
+            vec![FlowDef {
+                cc,
+                start_s: START_S,
+            }]
+        };
         let pair = vec![
             FlowDef {
                 cc: Cc::Bbr,
@@ -330,7 +340,11 @@ impl Reproduction for LabCcCheck {
                 buffer_bytes: case.buffer_bytes(),
                 kernel: k,
                 sim: runs.first().map(|v| v.runs.clone()).unwrap_or_default(),
-                variants: if plan.check == Check::Drops { runs } else { Vec::new() },
+                variants: if plan.check == Check::Drops {
+                    runs
+                } else {
+                    Vec::new()
+                },
             });
             ctx.checkpoint(&r)?;
         }
@@ -375,7 +389,12 @@ pub fn interval(runs: &[Measured], f: impl Fn(&Measured) -> f64) -> (f64, f64, f
 }
 
 /// "k (sim m [lo, hi])", and whether k lies outside [lo, hi].
-fn beside(k: f64, runs: &[Measured], f: impl Fn(&Measured) -> f64, fmt: &dyn Fn(f64) -> String) -> (String, bool) {
+fn beside(
+    k: f64,
+    runs: &[Measured],
+    f: impl Fn(&Measured) -> f64,
+    fmt: &dyn Fn(f64) -> String,
+) -> (String, bool) {
     if runs.is_empty() {
         return (format!("kernel {}", fmt(k)), false);
     }
@@ -388,7 +407,11 @@ fn beside(k: f64, runs: &[Measured], f: impl Fn(&Measured) -> f64, fmt: &dyn Fn(
             fmt(m),
             fmt(lo),
             fmt(hi),
-            if out { " (kernel outside the seeds' range)" } else { "" }
+            if out {
+                " (kernel outside the seeds' range)"
+            } else {
+                ""
+            }
         ),
         out,
     )

@@ -127,17 +127,25 @@ pub fn write(plan: &Plan, r: &Results, o: &mut Outputs) -> Result<()> {
         }
     }
     // Figures: the kernel's queue over time, and kernel beside simulator.
-    let mut queue = Chart::new(format!("Kernel: bottleneck queueing delay ({})", plan.check.name()))
-        .x_label("time (s)")
-        .y_label("queueing delay (ms)")
-        .x_range(0.0, plan.secs as f64);
+    let mut queue = Chart::new(format!(
+        "Kernel: bottleneck queueing delay ({})",
+        plan.check.name()
+    ))
+    .x_label("time (s)")
+    .y_label("queueing delay (ms)")
+    .x_range(0.0, plan.secs as f64);
     for c in &r.cases {
         queue.push_series(Series::line(
             c.case.clone(),
             c.kernel
                 .queue
                 .iter()
-                .map(|q| (q.time_s, q.backlog_bytes as f64 * 8.0 / RATE_BPS as f64 * 1e3))
+                .map(|q| {
+                    (
+                        q.time_s,
+                        q.backlog_bytes as f64 * 8.0 / RATE_BPS as f64 * 1e3,
+                    )
+                })
                 .collect(),
         ));
     }
@@ -159,7 +167,10 @@ pub fn write(plan: &Plan, r: &Results, o: &mut Outputs) -> Result<()> {
         )
     };
     let fig = Figure::new(
-        format!("lab cc-check {}: kernel beside simulator", plan.check.name()),
+        format!(
+            "lab cc-check {}: kernel beside simulator",
+            plan.check.name()
+        ),
         1,
     )
     .panel(queue);
@@ -173,7 +184,10 @@ pub fn write(plan: &Plan, r: &Results, o: &mut Outputs) -> Result<()> {
         &bars("Mean queueing delay", "ms", &|m| m.queue_delay_ms),
     )?;
     let mut svgs = vec!["queue.svg", "utilisation.svg", "queue_delay.svg"];
-    if r.cases.iter().any(|c| c.kernel.measured.goodput_bps.len() > 1) {
+    if r.cases
+        .iter()
+        .any(|c| c.kernel.measured.goodput_bps.len() > 1)
+    {
         o.svg(
             "share.svg",
             &bars("First flow's share of the goodput", "share", &|m| {
@@ -186,12 +200,14 @@ pub fn write(plan: &Plan, r: &Results, o: &mut Outputs) -> Result<()> {
         let mut b = BarChart::new("Drop rate at the bottleneck after the warm-up")
             .y_label("drop rate (%)")
             .x_label("source");
-        let mut items: Vec<(String, f64)> = vec![("kernel".into(), c.kernel.measured.drop_rate * 100.0)];
-        items.extend(
-            c.variants
-                .iter()
-                .map(|v| (v.variant.clone(), interval(&v.runs, |m| m.drop_rate).0 * 100.0)),
-        );
+        let mut items: Vec<(String, f64)> =
+            vec![("kernel".into(), c.kernel.measured.drop_rate * 100.0)];
+        items.extend(c.variants.iter().map(|v| {
+            (
+                v.variant.clone(),
+                interval(&v.runs, |m| m.drop_rate).0 * 100.0,
+            )
+        }));
         b = b.group(c.case.clone(), items);
         o.svg("drops.svg", &b)?;
         svgs.push("drops.svg");

@@ -58,7 +58,7 @@ pub const VARIANTS: [Variant; 11] = [
     Variant {
         name: "access queue 10 pkt",
         set: &["link.access.queue=10pkt"],
-        kernel: "veth, no drops seen there",
+        kernel: "veth with `noqueue`: no queue at all on the senders' side",
     },
     Variant {
         name: "min RTO 1 s",
@@ -87,6 +87,8 @@ pub const VARIANTS: [Variant; 11] = [
 pub struct SimRun {
     pub variant: String,
     pub set: Vec<String>,
+    /// What the kernel does instead.
+    pub kernel: String,
     pub runs: Vec<Measured>,
 }
 
@@ -163,6 +165,7 @@ pub fn run_variant(plan: &Plan, case: &Case, v: &Variant, p: &dyn Progress) -> R
     Ok(SimRun {
         variant: v.name.into(),
         set,
+        kernel: v.kernel.into(),
         runs,
     })
 }
@@ -198,7 +201,10 @@ mod tests {
         let a = run_one(case, 12, 1, &[]).unwrap();
         let b = run_one(case, 12, 2, &[]).unwrap();
         assert!(a.utilisation > 0.9, "{a:?}");
-        assert!(a.queue_delay_ms > 0.0 && a.queue_delay_ms < 4.0 * 40.0, "{a:?}");
+        assert!(
+            a.queue_delay_ms > 0.0 && a.queue_delay_ms < 4.0 * 40.0,
+            "{a:?}"
+        );
         assert_eq!(a.goodput_bps.len(), 1);
         assert_ne!(a.queue_delay_ms, b.queue_delay_ms);
     }

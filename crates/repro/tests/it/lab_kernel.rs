@@ -365,21 +365,38 @@ fn quick_bbr_cross_check_has_kernel_and_simulator_rows() {
     assert!(util > 0.8, "{k}");
     assert!(delay < 4.0 * 40.0, "{k}");
     // ss saw the sender, with BBR's own state.
-    assert!(case["kernel"]["ss"][0]["bbr_bw_bps"].as_f64().unwrap() > 1e6, "{case}");
+    assert!(
+        case["kernel"]["ss"][0]["bbr_bw_bps"].as_f64().unwrap() > 1e6,
+        "{case}"
+    );
     // Both simulator seeds ran, and the model's BBR fills the link too.
     let sim = case["sim"].as_array().unwrap();
     assert_eq!(sim.len(), 2);
     for s in sim {
         assert!(s["utilisation"].as_f64().unwrap() > 0.8, "{s}");
     }
-    assert!(outcome.claims.iter().any(|c| c.claim.contains("kernel beside simulator")));
+    assert!(outcome
+        .claims
+        .iter()
+        .any(|c| c.claim.contains("kernel beside simulator")));
     assert_written(
         &out,
-        &["summary.json", "report.html", "results.csv", "flows.csv", "queue.csv", "ss.csv", "queue.svg"],
+        &[
+            "summary.json",
+            "report.html",
+            "results.csv",
+            "flows.csv",
+            "queue.csv",
+            "ss.csv",
+            "queue.svg",
+        ],
     );
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
     assert!(csv.lines().any(|l| l.contains(",kernel,")), "{csv}");
-    assert!(csv.lines().any(|l| l.contains(",simulator,defaults,2,")), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.contains(",simulator,defaults,2,")),
+        "{csv}"
+    );
     let _ = std::fs::remove_dir_all(&out);
     let own = format!("{PREFIX}{}-", std::process::id());
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
