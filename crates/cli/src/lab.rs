@@ -6,6 +6,7 @@ use hopwise_experiment::{Opts, Reproduction};
 use hopwise_lab::Buffer;
 use hopwise_repro::backtap::hops;
 use hopwise_repro::backtap::lab as backtap;
+use hopwise_repro::kernel_check::{self as cc_check, LabCcCheck};
 use hopwise_repro::ledbat::lab as utp_lab;
 use hopwise_repro::otcp::lab as otcp;
 use hopwise_repro::overlay_ack::lab as overlay_ack;
@@ -273,6 +274,30 @@ pub enum LabCmd {
         /// Output directory (the daemons' configs and logs go into DIR/hops-pP).
         #[arg(long, default_value = "out/lab-hops")]
         out: PathBuf,
+    },
+    /// The simulator's congestion controls against the host kernel's, on a 10 Mbit/s, 40 ms dumbbell (HTB bottleneck,
+    /// bfifo buffer in BDPs, delay line): `bbr` (a lone BBR flow, 4 BDP), `bbr-cubic` (BBR beside CUBIC, 1 and 4 BDP),
+    /// `cubic-buffers` (CUBIC alone, 1 and 4 BDP), `drops` (20 reno flows through 1 BDP, the simulator with each candidate
+    /// mechanism toggled). Kernel beside simulator (real time: 60 s per case; 20 s, drops 30 s, with --quick; needs root).
+    CcCheck {
+        /// Which check: bbr, bbr-cubic, cubic-buffers or drops.
+        #[arg(value_parser = cc_check::Check::parse)]
+        check: cc_check::Check,
+        /// 20 s per case (drops: 30 s) and 3 simulator seeds.
+        #[arg(long)]
+        quick: bool,
+        /// Seconds per case (overrides --quick's).
+        #[arg(long)]
+        secs: Option<u64>,
+        /// Simulator runs per case and variant (default 5, 3 with --quick; 0: no simulator).
+        #[arg(long)]
+        sim_seeds: Option<u32>,
+        /// Output directory (default out/lab-cc-check-<check>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Turn the kernel hosts' delayed ACKs off (`quickack 1` on their routes); the simulator keeps its defaults.
+        #[arg(long)]
+        kernel_quickack: bool,
     },
     /// Delete namespaces that a killed or interrupted lab run left behind (hwlab-PID-*, for PIDs no longer running), killing the processes still inside them.
     Clean,
@@ -704,6 +729,34 @@ pub fn run(cmd: LabCmd) -> Result<()> {
                 plan.tp_ms
             );
             drive(&LabPendulumFig10, &plan, quick, out, "s")
+        }
+        LabCmd::CcCheck {
+            check,
+            quick,
+            secs,
+            sim_seeds,
+            out,
+            kernel_quickack,
+        } => {
+            let d = cc_check::Plan::new(check, quick, sim_seeds);
+            let plan = cc_check::Plan {
+                secs: secs.unwrap_or(d.secs),
+                kernel_delayed_acks: !kernel_quickack,
+                ..d
+            };
+            plan.check()?;
+            let out =
+                out.unwrap_or_else(|| PathBuf::from(format!("out/lab-cc-check-{}", check.name())));
+            crate::run::prepare_out(&out)?;
+            eprintln!(
+                "lab cc-check {}: {} ({} × {} s, {} simulator seeds)",
+                check.name(),
+                <LabCcCheck as Reproduction>::ABOUT,
+                hopwise_experiment::plural(check.cases().len(), "case"),
+                plan.secs,
+                plan.sim_seeds
+            );
+            drive(&LabCcCheck, &plan, quick, out, "s")
         }
         LabCmd::Pendulum {
             quick,

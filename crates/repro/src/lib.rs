@@ -13,11 +13,16 @@
 //! Each reproduction implements [`hopwise_experiment::Reproduction`]: its
 //! plan, runs, claims and outputs; the toolkit's driver does the rest.
 //! With the `lab` feature, a paper's folder also holds its experiments on
-//! kernel TCP and the daemons, on `hopwise-lab`'s namespaces.
+//! kernel TCP and the daemons, on `hopwise-lab`'s namespaces, and
+//! `kernel_check` (no paper) checks the simulator's congestion controls
+//! against the host's kernel (`hopwise lab cc-check`).
 
 #![forbid(unsafe_code)]
 
 pub mod backtap;
+/// The simulator's models against the host's kernel, on the lab's namespaces.
+#[cfg(feature = "lab")]
+pub mod kernel_check;
 pub mod ledbat;
 pub mod otcp;
 pub mod overlay_ack;

@@ -144,6 +144,14 @@ fn a_closed_stdout_pipe_is_not_a_panic() {
 fn lab_flags_are_checked_before_the_banner() {
     for (args, msg) in [
         (vec!["lab", "ack-compression", "--secs", "0"], "--secs 0:"),
+        (
+            vec!["lab", "cc-check", "bbr", "--secs", "8"],
+            "--secs 8: more than the 5 s warm-up plus 5 s",
+        ),
+        (
+            vec!["lab", "cc-check", "bbr2"],
+            "unknown check \"bbr2\": one of bbr, bbr-cubic, cubic-buffers, drops",
+        ),
         (vec!["lab", "backtap", "--circuits", "0"], "--circuits 0:"),
         (vec!["lab", "overlay-ack", "--secs", "10"], "--secs 10:"),
         (

@@ -344,3 +344,60 @@ fn a_delayed_pendulum_point_runs_through_the_line_and_cleans_up() {
     assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+#[ignore = "needs root and network namespaces; 20 s of real time"]
+fn quick_bbr_cross_check_has_kernel_and_simulator_rows() {
+    use hopwise_repro::kernel_check::{Check, LabCcCheck, Plan as CcPlan};
+    let _one = REAL_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    topology::require().expect("the lab can run here");
+    let out = std::env::temp_dir().join(format!("hopwise-lab-cc-check-{}", std::process::id()));
+    let plan = CcPlan::new(Check::Bbr, true, Some(2));
+    let outcome = hopwise_experiment::run(&LabCcCheck, &plan, &Opts::new(&out, true), &Silent)
+        .expect("lab run");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let case = &summary["cases"][0];
+    let k = &case["kernel"]["measured"];
+    // The kernel's BBR fills the link and keeps the 4-BDP buffer far from full.
+    let util = k["utilisation"].as_f64().unwrap();
+    let delay = k["queue_delay_ms"].as_f64().unwrap();
+    assert!(util > 0.8, "{k}");
+    assert!(delay < 4.0 * 40.0, "{k}");
+    // ss saw the sender, with BBR's own state.
+    assert!(
+        case["kernel"]["ss"][0]["bbr_bw_bps"].as_f64().unwrap() > 1e6,
+        "{case}"
+    );
+    // Both simulator seeds ran, and the model's BBR fills the link too.
+    let sim = case["sim"].as_array().unwrap();
+    assert_eq!(sim.len(), 2);
+    for s in sim {
+        assert!(s["utilisation"].as_f64().unwrap() > 0.8, "{s}");
+    }
+    assert!(outcome
+        .claims
+        .iter()
+        .any(|c| c.claim.contains("kernel beside simulator")));
+    assert_written(
+        &out,
+        &[
+            "summary.json",
+            "report.html",
+            "results.csv",
+            "flows.csv",
+            "queue.csv",
+            "ss.csv",
+            "queue.svg",
+        ],
+    );
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert!(csv.lines().any(|l| l.contains(",kernel,")), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.contains(",simulator,defaults,2,")),
+        "{csv}"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    let own = format!("{PREFIX}{}-", std::process::id());
+    assert!(hopwise_lab::netns::list(&own).unwrap().is_empty());
+}
