@@ -360,6 +360,45 @@ impl Scoreboard {
         (s.start, s.end)
     }
 
+    /// Index of the first segment that ends above `off` (the segments below
+    /// it lie wholly at or under `off`).
+    pub fn first_ending_above(&self, off: u64) -> usize {
+        self.segs.partition_point(|s| s.end <= off)
+    }
+
+    /// Marks segment `i` lost for RACK (RFC 8985 §6.2 step 5): a segment not
+    /// yet deemed lost starts counting as lost; a retransmission deemed lost
+    /// stops counting in `pipe` and waits for another retransmission.
+    /// Returns the bytes newly waiting for retransmission (0 if it already
+    /// was, or is SACKed).
+    pub fn mark_lost_at(&mut self, i: usize) -> u64 {
+        let Some(s) = self.segs.get_mut(i) else {
+            return 0;
+        };
+        if s.sacked || (s.lost && !s.retx) {
+            return 0;
+        }
+        let len = s.end - s.start;
+        if s.retx {
+            s.retx = false;
+            self.retx_bytes -= len;
+        } else {
+            s.lost = true;
+            self.lost_bytes += len;
+        }
+        self.scan_from = self.scan_from.min(i);
+        len
+    }
+
+    /// Records a loss probe that resends segment `i` (RFC 8985 §7.3) without
+    /// deeming it lost: it stays in `pipe` once, with a new send time.
+    pub fn probe_retransmitted(&mut self, i: usize, now: Time) -> (u64, u64) {
+        let s = &mut self.segs[i];
+        s.ever_retx = true;
+        s.sent_at = now;
+        (s.start, s.end)
+    }
+
     /// Forgets everything (connection reset).
     pub fn clear(&mut self) {
         *self = Self::default().with_rate_tracking(self.track_rate);
