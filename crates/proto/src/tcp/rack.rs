@@ -103,17 +103,23 @@ impl Connection {
         };
         let min_rtt = self.rtt.min_rtt();
         let rack = &mut self.rack;
-        let mut visit = |s: &super::scoreboard::SentSeg| {
+        let mut visit = |s: &super::scoreboard::SentSeg, cumulative: bool| {
             if s.sacked {
                 return;
             }
             // §6.2 step 2: a retransmitted segment is ignored if the ACK
             // echoes an earlier transmission or came sooner than min_RTT
-            // after the retransmission (it answers the original).
-            let ambiguous = s.ever_retx
-                && (tsecr.is_some_and(|e| {
+            // after the retransmission (it answers the original). The echo
+            // tells only on an ACK that advances the left edge: on one for
+            // out-of-order data a receiver echoes the segment that last
+            // advanced it (RFC 7323 §4.3), so for SACKed segments only the
+            // min_RTT test applies, as in Linux's `tcp_rack_advance`.
+            let echoes_original = s.ever_retx
+                && cumulative
+                && tsecr.is_some_and(|e| {
                     (e.wrapping_sub((s.sent_at.as_nanos() / tick) as u32) as i32) < 0
-                }) || now.since(s.sent_at) < min_rtt);
+                });
+            let ambiguous = echoes_original || (s.ever_retx && now.since(s.sent_at) < min_rtt);
             if !ambiguous {
                 let newer = rack
                     .newest
@@ -123,17 +129,20 @@ impl Connection {
                     rack.rtt = now.since(s.sent_at);
                 }
             }
-            // §6.2 step 3.
+            // §6.2 step 3. Without DSACK (the model's receiver sends none)
+            // a spurious retransmission shows reordering the way Linux's
+            // `tcp_try_undo_partial` sees it: the hole was filled by the
+            // original, whose timestamp the ACK echoes (RFC 3522's test).
             if s.end > rack.fack {
                 rack.fack = s.end;
-            } else if s.end < rack.fack && !s.ever_retx {
+            } else if s.end < rack.fack && (!s.ever_retx || echoes_original) {
                 rack.reordering_seen = true;
             }
         };
         let board = &self.board;
         let acked = board.first_ending_above(ack_off);
         for i in 0..acked {
-            visit(board.get(i).expect("index below len"));
+            visit(board.get(i).expect("index below len"), true);
         }
         for &(l, r) in seg.sack.as_slice() {
             let lo = super::unwrap32(self.iss, self.snd_una, l);
@@ -147,7 +156,7 @@ impl Connection {
                     break;
                 }
                 if s.start >= lo && s.end <= hi {
-                    visit(s);
+                    visit(s, false);
                 }
                 i += 1;
             }

@@ -76,6 +76,8 @@ pub(crate) struct Pipe {
     pub(crate) to_write: [Bytes; 2],
     pub(crate) events: [Vec<Event>; 2],
     pub(crate) reader_paused_until: [Time; 2],
+    /// Ends that keep the connection open once they have written everything.
+    pub(crate) hold_open: [bool; 2],
     pub(crate) lost: u64,
     /// A's data segments (counted from 0, retransmissions included) to drop.
     pub(crate) drop_a_data: Vec<u64>,
@@ -110,6 +112,7 @@ impl Pipe {
             to_write: [Bytes::new(), Bytes::new()],
             events: [Vec::new(), Vec::new()],
             reader_paused_until: [Time::ZERO; 2],
+            hold_open: [false; 2],
             lost: 0,
             drop_a_data: Vec::new(),
             mark_a_data: Vec::new(),
@@ -174,7 +177,7 @@ impl Pipe {
         if !self.to_write[i].is_empty() && c.state().is_synchronized() {
             let n = c.send(self.to_write[i].clone());
             let _ = self.to_write[i].split_to(n);
-            if self.to_write[i].is_empty() {
+            if self.to_write[i].is_empty() && !self.hold_open[i] {
                 c.close();
             }
         }
