@@ -258,7 +258,10 @@ impl Connection {
         if self.sack_ok {
             for &(l, r) in seg.sack.as_slice() {
                 let lo = unwrap32(self.iss, self.snd_una, l);
-                let hi = unwrap32(self.iss, self.snd_una, r);
+                let mut hi = unwrap32(self.iss, self.snd_una, r);
+                if self.rack_on {
+                    hi = self.sack_right_edge(hi);
+                }
                 if lo < hi && lo >= ack_off && hi <= self.snd_nxt {
                     newly_sacked += self.board.sack(lo, hi);
                 }

@@ -102,6 +102,7 @@ impl Connection {
             None
         };
         let min_rtt = self.rtt.min_rtt();
+        let fin_edge = self.fin_sent().then(|| self.fin_off());
         let rack = &mut self.rack;
         let mut visit = |s: &super::scoreboard::SentSeg, cumulative: bool| {
             if s.sacked {
@@ -146,7 +147,10 @@ impl Connection {
         }
         for &(l, r) in seg.sack.as_slice() {
             let lo = super::unwrap32(self.iss, self.snd_una, l);
-            let hi = super::unwrap32(self.iss, self.snd_una, r);
+            let mut hi = super::unwrap32(self.iss, self.snd_una, r);
+            if fin_edge == Some(hi) {
+                hi += 1; // as in `sack_right_edge`
+            }
             if !(lo < hi && lo >= ack_off && hi <= self.snd_nxt) {
                 continue;
             }
@@ -160,6 +164,18 @@ impl Connection {
                 }
                 i += 1;
             }
+        }
+    }
+
+    /// The model's receiver builds SACK blocks from data only: a block that
+    /// ends at our last data byte covers the segment that carried it and
+    /// the FIN with it (segments keep their boundaries), so with RACK the
+    /// FIN's sequence number counts as SACKed too, as from a Linux receiver.
+    pub(super) fn sack_right_edge(&self, hi: u64) -> u64 {
+        if self.fin_sent() && hi == self.fin_off() {
+            hi + 1
+        } else {
+            hi
         }
     }
 
@@ -290,7 +306,7 @@ impl Connection {
             self.rack_on_reo_timeout(now);
         }
         if self.rack.pto_deadline.is_some_and(|d| d <= now) {
-            self.tlp_on_timeout();
+            self.tlp_on_timeout(now);
         }
     }
 
@@ -330,10 +346,14 @@ impl Connection {
     }
 
     /// RFC 8985 §7.3: the probe timer expired. The probe goes out on the
-    /// next `poll_transmit`.
-    pub(super) fn tlp_on_timeout(&mut self) {
+    /// next `poll_transmit`, and the retransmission timer restarts now, so
+    /// that a probe timer capped at its deadline replaces it.
+    pub(super) fn tlp_on_timeout(&mut self, now: Time) {
         self.rack.pto_deadline = None;
         self.rack.probe_due = self.outstanding() > 0;
+        if self.rack.probe_due {
+            self.rto_deadline = Some(now + self.rtt.rto());
+        }
     }
 
     /// TLP_send_probe (RFC 8985 §7.3): one new segment if there is unsent
