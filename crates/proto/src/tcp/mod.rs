@@ -732,6 +732,7 @@ impl Connection {
             self.state = State::Closed;
             self.board.clear();
             self.rto_deadline = None;
+            self.rack_reset_timers();
             self.ack.deadline = None;
             self.events.push_back(Event::Closed);
         }
