@@ -86,12 +86,17 @@ impl Rack {
     }
 }
 
+// The entry points called from the connection's hot paths are `#[cold]` and
+// never inlined: without `rack` they are never called, and the per-ACK and
+// per-segment code stays as it was (`hopwise bench` runs without RACK).
 impl Connection {
     /// RFC 8985 §6.2 steps 2 and 3, on an arriving ACK before the scoreboard
     /// takes it: among the segments it newly delivers (cumulatively
     /// acknowledged up to `ack_off`, or SACKed), the most recently sent one
     /// becomes RACK.segment, and one delivered below RACK.fack without ever
     /// having been retransmitted shows reordering.
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_on_delivery(&mut self, now: Time, seg: &Segment, ack_off: u64) {
         let tick = self.cfg.ts_tick.as_nanos().max(1);
         // §6.2 step 2: the ACK's TSecr, to tell which transmission of a
@@ -171,6 +176,8 @@ impl Connection {
     /// ends at our last data byte covers the segment that carried it and
     /// the FIN with it (segments keep their boundaries), so with RACK the
     /// FIN's sequence number counts as SACKed too, as from a Linux receiver.
+    #[cold]
+    #[inline(never)]
     pub(super) fn sack_right_edge(&self, hi: u64) -> u64 {
         if self.fin_sent() && hi == self.fin_off() {
             hi + 1
@@ -183,6 +190,8 @@ impl Connection {
     /// §6.2 steps 4 and 5, arming the reordering timer) and TLP's (§7.4),
     /// and the probe timer re-armed if the ACK advanced SND.UNA (§7.2).
     /// Returns the bytes newly deemed lost.
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_after_ack(&mut self, now: Time, seg: &Segment, advanced: bool) -> u64 {
         let lost = self.rack_detect_loss_and_arm_timer(now);
         self.tlp_process_ack(now, seg, advanced);
@@ -253,6 +262,8 @@ impl Connection {
     /// RFC 8985 §6.3: the reordering timer expired. Detect losses again
     /// (re-arming the timer for segments still too young) and start fast
     /// recovery if one is found outside recovery.
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_on_reo_timeout(&mut self, now: Time) {
         let pipe_before = self.pipe();
         let lost = self.rack_detect_loss_and_arm_timer(now);
@@ -266,6 +277,8 @@ impl Connection {
     /// than RACK.rtt + RACK.reo_wnd ago are lost; the others stay in
     /// flight. The reordering and probe timers stop (§7.1: TLP state is
     /// reset on RTO recovery).
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_mark_losses_on_rto(&mut self, now: Time) {
         let reo_wnd = self.rack.reo_wnd(
             true,
@@ -285,6 +298,8 @@ impl Connection {
     }
 
     /// Stops RACK's timers and forgets an outstanding probe.
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_reset_timers(&mut self) {
         self.rack.reo_deadline = None;
         self.tlp_reset();
@@ -292,6 +307,8 @@ impl Connection {
 
     /// RFC 8985 §7.1: TLP.end_seq and TLP.is_retrans are reset on entering
     /// fast or RTO recovery; the probe timer stops.
+    #[cold]
+    #[inline(never)]
     pub(super) fn tlp_reset(&mut self) {
         self.rack.pto_deadline = None;
         self.rack.probe_due = false;
@@ -300,6 +317,8 @@ impl Connection {
     }
 
     /// Runs RACK's expired timers (reordering first, then the probe).
+    #[cold]
+    #[inline(never)]
     pub(super) fn rack_on_timers(&mut self, now: Time) {
         if self.rack.reo_deadline.is_some_and(|d| d <= now) {
             self.rack.reo_deadline = None;
@@ -316,6 +335,8 @@ impl Connection {
     /// one per episode), or waits on the reordering timer. PTO = 2·SRTT,
     /// plus TLP.max_ack_delay when one segment is in flight, 1 s before any
     /// RTT sample; never later than the retransmission timer.
+    #[cold]
+    #[inline(never)]
     pub(super) fn tlp_schedule(&mut self, now: Time) {
         self.rack.pto_deadline = None;
         if self.in_recovery
@@ -360,6 +381,8 @@ impl Connection {
     /// data the peer's window admits, else a retransmission of the highest
     /// segment sent; then TLP.end_seq = SND.NXT and the retransmission timer
     /// restarts (not the probe timer: one probe per episode).
+    #[cold]
+    #[inline(never)]
     pub(super) fn tlp_send_probe(&mut self, now: Time) -> Option<Segment> {
         self.rack.probe_due = false;
         if self.outstanding() == 0 || self.in_recovery || self.board.lost_bytes() > 0 {

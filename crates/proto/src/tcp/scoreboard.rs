@@ -103,6 +103,7 @@ impl Scoreboard {
     }
 
     /// Records a new transmission of `[start, end)`.
+    #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: Time) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end <= start));
         self.segs.push_back(SentSeg {
@@ -238,6 +239,7 @@ impl Scoreboard {
     /// lost once `dupthresh` SACKed segments, or more than
     /// `(dupthresh − 1)·smss` SACKed bytes, lie above it. Returns bytes newly
     /// marked lost.
+    #[inline]
     pub fn mark_lost_by_sack(&mut self, dupthresh: u64, smss: u64) -> u64 {
         if self.sacked_bytes == 0 {
             return 0;
@@ -275,6 +277,7 @@ impl Scoreboard {
     /// `tcp_mark_lost_retrans()` (2.6.x to 4.x, before RACK); RFC 6675 alone
     /// would wait for the retransmission timer. The segment becomes eligible
     /// for retransmission again. Returns how many were found.
+    #[inline]
     pub fn mark_lost_retransmissions(&mut self) -> u64 {
         if self.retx_bytes == 0 {
             return 0;
@@ -347,6 +350,7 @@ impl Scoreboard {
     }
 
     /// Records the retransmission of segment `i`.
+    #[inline]
     pub fn retransmitted(&mut self, i: usize, now: Time, snd_nxt: u64) -> (u64, u64) {
         let s = &mut self.segs[i];
         s.retx_mark = snd_nxt;
