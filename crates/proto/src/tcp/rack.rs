@@ -24,7 +24,14 @@
 //!   `tcp_schedule_loss_probe`);
 //! - the probe of new data ignores the congestion window, as Linux's does
 //!   (`tcp_send_loss_probe`); RFC 8985 §7.3 asks only that the receive
-//!   window allow it.
+//!   window allow it;
+//! - §6.2 step 2's TSecr test of a retransmitted segment applies only to
+//!   ACKs that advance the left edge (on others a receiver echoes an older
+//!   segment, RFC 7323 §4.3); the min_RTT test always, as Linux's
+//!   `tcp_rack_advance`. Standing in for DSACK, such an ACK that echoes the
+//!   original transmission shows reordering (§6.2 step 3);
+//! - the model's receiver leaves the FIN out of its SACK blocks; with RACK
+//!   a block ending at the last data byte counts the FIN as SACKed.
 
 use super::{Connection, Ecn, Flags, LossEvent, Segment};
 use crate::cc::CongestionControl;
