@@ -32,6 +32,10 @@ pub struct FlowSummary {
     /// Both 0 without ECN.
     pub ce_received: u64,
     pub ecn_reductions: u64,
+    /// With RACK-TLP (`tcp.rack`): the sender's tail loss probes and the
+    /// segments RACK deemed lost. Both 0 without it.
+    pub tlp_probes: u64,
+    pub rack_losses: u64,
     /// Bytes the receiver read that differ from what the sender wrote (always 0 unless a bug).
     pub corrupt_bytes: u64,
     pub start_s: f64,
@@ -182,6 +186,8 @@ impl Summary {
                 fast_recoveries: st.fast_recoveries,
                 ce_received: rx_st.ce_received,
                 ecn_reductions: st.ecn_reductions,
+                tlp_probes: st.tlp_probes,
+                rack_losses: st.rack_losses,
                 corrupt_bytes: rx.corrupt,
                 start_s: f.start.as_secs_f64(),
                 completion_s: rx.completed_at.map(|t| (t - f.start).as_secs_f64()),

@@ -576,7 +576,7 @@ fn apply_tcp(c: &mut TcpConfig, t: &RawTcp, p: &str) -> R<()> {
         }
         c.mss = n.0 as u16;
     }
-    cfg::apply!(c, t, |f| f.0; sack, timestamps, window_scaling, delayed_ack, nagle, prr, pacing, ecn, hystart);
+    cfg::apply!(c, t, |f| f.0; sack, timestamps, window_scaling, delayed_ack, nagle, prr, pacing, ecn, hystart, rack);
     cfg::apply!(c, t, |d| d.value; ts_tick, delack_timeout, min_rto, max_rto, time_wait);
     cfg::apply!(c, t, |n| n.0; send_buffer, recv_buffer, initial_window, dupthresh);
     cfg::apply!(c, t, |n| n.0 as u32; syn_retries);

@@ -30,6 +30,7 @@ impl Connection {
     pub(super) fn enter_closed(&mut self, ev: Event) {
         self.state = State::Closed;
         self.rto_deadline = None;
+        self.rack_reset_timers();
         self.ack.deadline = None;
         self.ack.now = false;
         self.time_wait_deadline = None;
@@ -248,11 +249,19 @@ impl Connection {
             self.max_snd_wnd = self.max_snd_wnd.max(window);
         }
 
+        if self.rack_on {
+            // RFC 8985 §6.2 steps 2-3, while the scoreboard still tells
+            // which segments this ACK newly delivers.
+            self.rack_on_delivery(now, seg, ack_off);
+        }
         let mut newly_sacked = 0;
         if self.sack_ok {
             for &(l, r) in seg.sack.as_slice() {
                 let lo = unwrap32(self.iss, self.snd_una, l);
-                let hi = unwrap32(self.iss, self.snd_una, r);
+                let mut hi = unwrap32(self.iss, self.snd_una, r);
+                if self.rack_on {
+                    hi = self.sack_right_edge(hi);
+                }
                 if lo < hi && lo >= ack_off && hi <= self.snd_nxt {
                     newly_sacked += self.board.sack(lo, hi);
                 }
@@ -311,7 +320,8 @@ impl Connection {
             }
         }
         let mut newly_lost = 0;
-        if self.sack_ok && newly_sacked > 0 {
+        // With RACK, RACK alone detects losses (below).
+        if newly_sacked > 0 && self.sack_ok && !self.rack_on {
             newly_lost += self.board.mark_lost_by_sack(self.cfg.dupthresh, self.smss);
             newly_lost += self.board.mark_lost_retransmissions();
         }
@@ -330,6 +340,11 @@ impl Connection {
             if !self.impatient_hold() {
                 self.rto_deadline = (self.outstanding() > 0).then(|| now + self.rtt.rto());
             }
+        }
+        if self.rack_on {
+            // RFC 8985 §6.2 steps 4-5, §7.4 and §7.2, after the RTO restart
+            // that caps the probe timer.
+            newly_lost = self.rack_after_ack(now, seg, advanced);
         }
         let bytes_acked = newly_acked + newly_sacked;
         let ece = self.ecn_ok && seg.flags.contains(Flags::ECE);
@@ -358,8 +373,11 @@ impl Connection {
 
         // Entering loss recovery (RFC 5681 §3.2 step 1-2, RFC 6675 §5).
         if !self.in_recovery && self.snd_una >= self.rto_recover && self.outstanding() > 0 {
-            let by_dupacks = self.dupacks >= self.cfg.dupthresh;
-            let by_sack = self.sack_ok && self.board.first_is_lost();
+            // RFC 8985 §6.2: with RACK, a loss RACK found starts fast
+            // recovery and duplicate ACKs are not counted (as Linux).
+            let by_dupacks = self.dupacks >= self.cfg.dupthresh && !self.rack_on;
+            let by_sack =
+                self.sack_ok && (self.board.first_is_lost() || (self.rack_on && newly_lost > 0));
             if by_dupacks || by_sack {
                 self.enter_recovery(now, pipe_before);
             }
@@ -395,7 +413,7 @@ impl Connection {
     /// SND.UNA), which with SACK overstates the load when SACKed data sits
     /// above a hole; like ns-3 (BytesInFlight) and Linux (cwnd), we use the
     /// bytes the sender believes are still in the network.
-    fn enter_recovery(&mut self, now: Time, in_flight: u64) {
+    pub(super) fn enter_recovery(&mut self, now: Time, in_flight: u64) {
         self.in_recovery = true;
         self.recovery_point = self.snd_nxt;
         // One reduction per window for losses and ECN-Echo together, and
@@ -412,8 +430,14 @@ impl Connection {
             self.inflation = self.cfg.dupthresh * self.smss;
         }
         // RFC 6675 §5 step 4.3 / RFC 5681 §3.2 step 2: retransmit the first
-        // unacknowledged segment now, whatever the pipe says.
-        self.board.mark_first_lost();
+        // unacknowledged segment now, whatever the pipe says; with RACK,
+        // the first segment RACK deemed lost (RFC 8985 §7.1: and TLP's
+        // episode ends).
+        if self.rack_on {
+            self.tlp_reset();
+        } else {
+            self.board.mark_first_lost();
+        }
         self.force_retx = true;
         // RFC 6937 §3.1, at the start of recovery.
         self.prr_delivered = 0;

@@ -37,16 +37,20 @@
 //! DCTCP's echo, RFC 8257 §3.2). Delivery-rate sampling
 //! (draft-cheng-iccrg-delivery-rate-estimation) runs for controllers that
 //! ask for it (BBR). HyStart++ (RFC 9406, [`TcpConfig::hystart`]) is an
-//! option of the NewReno and CUBIC controllers.
+//! option of the NewReno and CUBIC controllers. RACK-TLP loss detection
+//! (RFC 8985, [`TcpConfig::rack`]) is an option of SACK connections; it
+//! replaces the duplicate-ACK threshold and IsLost, and adds the
+//! reordering and probe timers to [`Connection::poll_timeout`].
 //!
 //! Not modelled (see `crates/proto/README.md`): PAWS, simultaneous open,
-//! urgent data, RACK/TLP, F-RTO, TSO, the RFC 7661 restart after
+//! urgent data, F-RTO, TSO, the RFC 7661 restart after
 //! idle, and zero-window probing beyond resending one byte under the
 //! retransmission timer.
 
 mod buffers;
 mod input;
 mod output;
+mod rack;
 mod scoreboard;
 mod segment;
 
@@ -141,6 +145,14 @@ pub struct TcpConfig {
     /// HyStart++ (RFC 9406) in the initial slow start of NewReno and CUBIC
     /// (`CcConfig::supports_hystart`); other controllers ignore it.
     pub hystart: bool,
+    /// RACK-TLP loss detection (RFC 8985) on connections that negotiated
+    /// SACK: a segment is lost once a segment sent after it was delivered
+    /// and RACK.rtt plus a reordering window (min RTT / 4) has passed
+    /// since it was sent; this replaces the duplicate-ACK threshold and
+    /// RFC 6675's IsLost. A tail loss probe goes out after 2·SRTT without
+    /// an ACK. Off by default (every reproduction runs without it); no
+    /// effect without SACK. Differences from the RFC: `crates/proto/README.md`.
+    pub rack: bool,
     /// SYN retransmissions before giving up.
     pub syn_retries: u32,
     /// How long TIME-WAIT lasts (RFC 9293: 2·MSL = 4 min; Linux: 60 s).
@@ -171,6 +183,7 @@ impl Default for TcpConfig {
             pacing: false,
             ecn: false,
             hystart: false,
+            rack: false,
             syn_retries: 6,
             time_wait: Dur::from_secs(60),
         }
@@ -245,6 +258,10 @@ pub struct TcpStats {
     /// compares the count before and after [`Connection::handle_segment`]
     /// sees every sample.
     pub rtt_samples: u64,
+    /// Tail loss probes sent (RFC 8985 §7.3; 0 without [`TcpConfig::rack`]).
+    pub tlp_probes: u64,
+    /// Segments RACK deemed lost (RFC 8985 §6.2; 0 without [`TcpConfig::rack`]).
+    pub rack_losses: u64,
 }
 
 /// Delayed-ACK bookkeeping.
@@ -342,6 +359,9 @@ pub struct Connection {
     /// An ACK built for DCTCP's echo when the CE state changed with an
     /// ACK still owed for the earlier segments (RFC 8257 §3.2).
     ecn_ack_out: Option<Segment>,
+    /// RACK-TLP (TcpConfig::rack with SACK negotiated) and its state.
+    rack_on: bool,
+    rack: rack::Rack,
 
     // Receiver; peer offsets, 0 = peer SYN, data byte k at k + 1.
     irs: u32,
@@ -441,6 +461,8 @@ impl Connection {
             cwr_pending: false,
             ecn_recover: 0,
             ecn_ack_out: None,
+            rack_on: false,
+            rack: rack::Rack::default(),
             irs: 0,
             rcv: Reassembly::new(),
             rcv_fin: None,
@@ -519,6 +541,8 @@ impl Connection {
     /// Applies the options of the peer's SYN or SYN-ACK.
     fn negotiate(&mut self, syn: &Segment) {
         self.sack_ok = self.cfg.sack && syn.sack_permitted;
+        // RFC 8985 §4: RACK-TLP needs SACK.
+        self.rack_on = self.cfg.rack && self.sack_ok;
         // RFC 3168 §6.1.1: an ECN-setup SYN carries ECE and CWR, an
         // ECN-setup SYN-ACK ECE without CWR.
         let f = syn.flags;
@@ -708,6 +732,7 @@ impl Connection {
             self.state = State::Closed;
             self.board.clear();
             self.rto_deadline = None;
+            self.rack_reset_timers();
             self.ack.deadline = None;
             self.events.push_back(Event::Closed);
         }
@@ -751,6 +776,10 @@ impl Connection {
         if self.pacing_blocked && self.next_send > self.last_now {
             take(Some(self.next_send));
         }
+        if self.rack_on {
+            take(self.rack.reo_deadline);
+            take(self.rack.pto_deadline);
+        }
         t
     }
 
@@ -772,6 +801,11 @@ impl Connection {
         if self.ack.deadline.is_some_and(|d| d <= now) {
             self.ack.deadline = None;
             self.ack.now = true;
+        }
+        if self.rack_on {
+            // Before the RTO: a probe timer capped at the RTO's deadline
+            // fires instead of it (RFC 8985 §7.2) and restarts it.
+            self.rack_on_timers(now);
         }
         if self.rto_deadline.is_some_and(|d| d <= now) {
             self.rto_deadline = None;
@@ -809,7 +843,11 @@ impl Connection {
                 let in_flight = self.pipe();
                 self.cc.on_timeout(now, in_flight);
                 self.rtt.back_off();
-                self.board.mark_all_lost();
+                if self.rack_on {
+                    self.rack_mark_losses_on_rto(now);
+                } else {
+                    self.board.mark_all_lost();
+                }
                 self.in_recovery = false;
                 self.inflation = 0;
                 self.dupacks = 0;

@@ -27,6 +27,12 @@ impl Connection {
             State::SynSent => return None,
             _ => {}
         }
+        if self.rack.probe_due {
+            // RFC 8985 §7.3: the probe timer fired.
+            if let Some(s) = self.tlp_send_probe(now) {
+                return Some(s);
+            }
+        }
         if self.state != State::SynReceived {
             if let Some(s) = self.next_data_segment(now) {
                 return Some(s);
@@ -166,7 +172,7 @@ impl Connection {
     }
 
     /// Builds the data segment `[start, end)` of our sequence space.
-    fn data_segment(&mut self, now: Time, start: u64, end: u64) -> Segment {
+    pub(super) fn data_segment(&mut self, now: Time, start: u64, end: u64) -> Segment {
         let fin_off = self.fin_off();
         let fin = self.fin_queued && end == fin_off + 1;
         let data_end = if fin { end - 1 } else { end };
@@ -247,7 +253,7 @@ impl Connection {
     /// After a transmission of `len` bytes: the earliest time of the next
     /// (Linux's `tcp_wstamp_ns` advanced by len / rate), and the segment's
     /// delivery-rate state (draft-cheng §3.2).
-    fn on_transmit(&mut self, now: Time, len: u64, retx: Option<usize>) {
+    pub(super) fn on_transmit(&mut self, now: Time, len: u64, retx: Option<usize>) {
         if self.pacing {
             if let Some(rate) = self.pacing_rate() {
                 let gap = (len as u128 * 1_000_000_000 / rate as u128).min(u64::MAX as u128);
@@ -372,6 +378,10 @@ impl Connection {
             if std::mem::take(&mut self.cwr_pending) {
                 seg.flags.insert(Flags::CWR);
             }
+        }
+        if self.rack_on {
+            // RFC 8985 §7.2: (re)arm the probe timer after new data.
+            self.tlp_schedule(now);
         }
         Some(seg)
     }

@@ -105,6 +105,7 @@ impl Scoreboard {
     }
 
     /// Records a new transmission of `[start, end)`.
+    #[inline]
     pub fn push(&mut self, start: u64, end: u64, now: Time) {
         debug_assert!(self.segs.back().is_none_or(|s| s.end <= start));
         self.segs.push_back(SentSeg {
@@ -244,6 +245,7 @@ impl Scoreboard {
     /// lost once `dupthresh` SACKed segments, or more than
     /// `(dupthresh − 1)·smss` SACKed bytes, lie above it. Returns bytes newly
     /// marked lost.
+    #[inline]
     pub fn mark_lost_by_sack(&mut self, dupthresh: u64, smss: u64) -> u64 {
         if self.sacked_bytes == 0 {
             return 0;
@@ -281,6 +283,7 @@ impl Scoreboard {
     /// `tcp_mark_lost_retrans()` (2.6.x to 4.x, before RACK); RFC 6675 alone
     /// would wait for the retransmission timer. The segment becomes eligible
     /// for retransmission again. Returns how many were found.
+    #[inline]
     pub fn mark_lost_retransmissions(&mut self) -> u64 {
         if self.retx_bytes == 0 {
             return 0;
@@ -353,6 +356,7 @@ impl Scoreboard {
     }
 
     /// Records the retransmission of segment `i`.
+    #[inline]
     pub fn retransmitted(&mut self, i: usize, now: Time, snd_nxt: u64) -> (u64, u64) {
         let s = &mut self.segs[i];
         s.retx_mark = snd_nxt;
@@ -361,6 +365,45 @@ impl Scoreboard {
             s.retx = true;
             self.retx_bytes += s.end - s.start;
         }
+        s.ever_retx = true;
+        s.sent_at = now;
+        (s.start, s.end)
+    }
+
+    /// Index of the first segment that ends above `off` (the segments below
+    /// it lie wholly at or under `off`).
+    pub fn first_ending_above(&self, off: u64) -> usize {
+        self.segs.partition_point(|s| s.end <= off)
+    }
+
+    /// Marks segment `i` lost for RACK (RFC 8985 §6.2 step 5): a segment not
+    /// yet deemed lost starts counting as lost; a retransmission deemed lost
+    /// stops counting in `pipe` and waits for another retransmission.
+    /// Returns the bytes newly waiting for retransmission (0 if it already
+    /// was, or is SACKed).
+    pub fn mark_lost_at(&mut self, i: usize) -> u64 {
+        let Some(s) = self.segs.get_mut(i) else {
+            return 0;
+        };
+        if s.sacked || (s.lost && !s.retx) {
+            return 0;
+        }
+        let len = s.end - s.start;
+        if s.retx {
+            s.retx = false;
+            self.retx_bytes -= len;
+        } else {
+            s.lost = true;
+            self.lost_bytes += len;
+        }
+        self.scan_from = self.scan_from.min(i);
+        len
+    }
+
+    /// Records a loss probe that resends segment `i` (RFC 8985 §7.3) without
+    /// deeming it lost: it stays in `pipe` once, with a new send time.
+    pub fn probe_retransmitted(&mut self, i: usize, now: Time) -> (u64, u64) {
+        let s = &mut self.segs[i];
         s.ever_retx = true;
         s.sent_at = now;
         (s.start, s.end)

@@ -10,4 +10,5 @@ mod backtap_wire;
 mod cc_props;
 mod circuit_props;
 mod onion_props;
+mod tcp_rack;
 mod tcp_transfer;

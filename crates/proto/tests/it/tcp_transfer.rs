@@ -11,15 +11,15 @@ use hopwise_proto::time::{Dur, Time};
 use std::collections::{BinaryHeap, VecDeque};
 
 /// xorshift64*: a small deterministic generator for test losses and data.
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
-    fn chance(&mut self, p: f64) -> bool {
+    pub(crate) fn chance(&mut self, p: f64) -> bool {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
     }
 }
@@ -49,43 +49,48 @@ impl Ord for SegBox {
 }
 
 /// One direction of the pipe: a rate-limited FIFO with propagation delay and random loss.
-struct Dir {
-    rate_bps: u64,
-    delay: Dur,
-    loss: f64,
-    busy_until: Time,
-    queue_limit: usize,
-    queued: VecDeque<Time>,
+pub(crate) struct Dir {
+    pub(crate) rate_bps: u64,
+    pub(crate) delay: Dur,
+    pub(crate) loss: f64,
+    pub(crate) busy_until: Time,
+    pub(crate) queue_limit: usize,
+    pub(crate) queued: VecDeque<Time>,
     /// Probability of marking an ECN-capable segment CE (RFC 3168 §5).
-    mark: f64,
+    pub(crate) mark: f64,
+    /// Extra delay per packet, uniform in [0, jitter]: later packets can
+    /// overtake earlier ones (reordering). Zero draws nothing from the RNG.
+    pub(crate) jitter: Dur,
 }
 
-struct Pipe {
-    now: Time,
+pub(crate) struct Pipe {
+    pub(crate) now: Time,
     seq: u64,
     heap: BinaryHeap<Arrival>,
-    dirs: [Dir; 2],
-    rng: Rng,
-    ends: [Option<Connection>; 2],
+    pub(crate) dirs: [Dir; 2],
+    pub(crate) rng: Rng,
+    pub(crate) ends: [Option<Connection>; 2],
     /// Bytes each end has received.
-    got: [Vec<u8>; 2],
+    pub(crate) got: [Vec<u8>; 2],
     /// Bytes each end still has to write.
-    to_write: [Bytes; 2],
-    events: [Vec<Event>; 2],
-    reader_paused_until: [Time; 2],
-    lost: u64,
+    pub(crate) to_write: [Bytes; 2],
+    pub(crate) events: [Vec<Event>; 2],
+    pub(crate) reader_paused_until: [Time; 2],
+    /// Ends that keep the connection open once they have written everything.
+    pub(crate) hold_open: [bool; 2],
+    pub(crate) lost: u64,
     /// A's data segments (counted from 0, retransmissions included) to drop.
-    drop_a_data: Vec<u64>,
+    pub(crate) drop_a_data: Vec<u64>,
     /// A's data segments (counted as for `drop_a_data`) to mark CE.
-    mark_a_data: Vec<u64>,
+    pub(crate) mark_a_data: Vec<u64>,
     /// When A sent each data segment.
-    a_data_sent: Vec<Time>,
+    pub(crate) a_data_sent: Vec<Time>,
     /// A's (in recovery, pipe, cwnd) after each time it was served.
-    a_window: Vec<(bool, u64, u64)>,
+    pub(crate) a_window: Vec<(bool, u64, u64)>,
 }
 
 impl Pipe {
-    fn new(rate_bps: u64, one_way: Dur, loss: f64, seed: u64) -> Self {
+    pub(crate) fn new(rate_bps: u64, one_way: Dur, loss: f64, seed: u64) -> Self {
         let d = || Dir {
             rate_bps,
             delay: one_way,
@@ -94,6 +99,7 @@ impl Pipe {
             queue_limit: 200,
             queued: VecDeque::new(),
             mark: 0.0,
+            jitter: Dur::ZERO,
         };
         Pipe {
             now: Time::ZERO,
@@ -106,6 +112,7 @@ impl Pipe {
             to_write: [Bytes::new(), Bytes::new()],
             events: [Vec::new(), Vec::new()],
             reader_paused_until: [Time::ZERO; 2],
+            hold_open: [false; 2],
             lost: 0,
             drop_a_data: Vec::new(),
             mark_a_data: Vec::new(),
@@ -114,7 +121,7 @@ impl Pipe {
         }
     }
 
-    fn transmit(&mut self, from: usize, mut seg: Segment) {
+    pub(crate) fn transmit(&mut self, from: usize, mut seg: Segment) {
         if from == 0 && !seg.payload.is_empty() {
             let i = self.a_data_sent.len() as u64;
             self.a_data_sent.push(self.now);
@@ -145,7 +152,11 @@ impl Pipe {
         if d.mark > 0.0 && seg.ecn.capable() && self.rng.chance(d.mark) {
             seg.ecn = Ecn::Ce;
         }
-        let at = d.busy_until + d.delay;
+        let mut at = d.busy_until + d.delay;
+        if d.jitter > Dur::ZERO {
+            let j = d.jitter.as_nanos();
+            at += Dur::from_nanos(self.rng.next() % (j + 1));
+        }
         self.seq += 1;
         self.heap.push(Arrival {
             at: std::cmp::Reverse((at, self.seq)),
@@ -166,7 +177,7 @@ impl Pipe {
         if !self.to_write[i].is_empty() && c.state().is_synchronized() {
             let n = c.send(self.to_write[i].clone());
             let _ = self.to_write[i].split_to(n);
-            if self.to_write[i].is_empty() {
+            if self.to_write[i].is_empty() && !self.hold_open[i] {
                 c.close();
             }
         }
@@ -211,7 +222,7 @@ impl Pipe {
     }
 
     /// Runs until both ends are closed or `limit` passes. Returns end time.
-    fn run(&mut self, limit: Time) -> Time {
+    pub(crate) fn run(&mut self, limit: Time) -> Time {
         self.service(0);
         self.service(1);
         loop {
@@ -269,7 +280,7 @@ impl Pipe {
     }
 }
 
-fn pattern(len: usize, seed: u64) -> Bytes {
+pub(crate) fn pattern(len: usize, seed: u64) -> Bytes {
     let mut r = Rng(seed | 1);
     let mut v = Vec::with_capacity(len);
     while v.len() < len {
@@ -280,7 +291,7 @@ fn pattern(len: usize, seed: u64) -> Bytes {
 }
 
 /// Connects two ends over `pipe` and transfers `a_to_b` and `b_to_a` bytes.
-fn transfer(
+pub(crate) fn transfer(
     pipe: &mut Pipe,
     cfg: TcpConfig,
     cc: &CcConfig,
@@ -303,7 +314,7 @@ fn transfer(
     assert!(pipe.got[0] == expect[1][..], "A received exactly B's bytes");
 }
 
-fn all_ccs() -> Vec<CcConfig> {
+pub(crate) fn all_ccs() -> Vec<CcConfig> {
     CcConfig::NAMES
         .iter()
         .map(|n| CcConfig::from_name(n).unwrap())

@@ -66,7 +66,7 @@ table! {
         delayed_ack: Flag, delack_timeout: Duration, nagle: Flag, min_rto: Duration,
         max_rto: Duration, rtt_estimator: Text, send_buffer: Size, recv_buffer: Size,
         initial_window: Int<0, 1_000_000>, dupthresh: Int<0, 1_000_000>, prr: Flag,
-        pacing: Flag, ecn: Flag, hystart: Flag,
+        pacing: Flag, ecn: Flag, hystart: Flag, rack: Flag,
         syn_retries: Int<0, 127>, time_wait: Duration,
     }
 }

@@ -209,8 +209,8 @@ fn aqm_runs_are_deterministic() {
 }
 
 /// The same holds with every new TCP mechanism on: BBR (always paced, with
-/// delivery-rate sampling), CUBIC with pacing and HyStart++, and DCTCP and
-/// NewReno with ECN negotiated.
+/// delivery-rate sampling), CUBIC with pacing and HyStart++, DCTCP and
+/// NewReno with ECN negotiated, and NewReno and BBR with RACK-TLP.
 #[test]
 fn deterministic_with_bbr_pacing_hystart_and_ecn() {
     let run = |seed: u64| {
@@ -234,6 +234,7 @@ fn deterministic_with_bbr_pacing_hystart_and_ecn() {
             f.tcp.pacing = i == 1;
             f.tcp.hystart = i == 1;
             f.tcp.ecn = i >= 2;
+            f.tcp.rack = i == 0 || i == 3;
             s.flows.push(f);
         }
         s.links.last_mut().unwrap().ba.loss = 0.01;

@@ -10,5 +10,6 @@ mod determinism;
 mod examples;
 mod latency;
 mod links;
+mod rack;
 mod routing;
 mod scenario_errors;

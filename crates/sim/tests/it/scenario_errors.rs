@@ -592,6 +592,11 @@ fn wrong_types() {
         &["true or false"],
     );
     fails(
+        &edit("start = \"1s\"", "start = \"1s\"\ntcp = { rack = 1 }"),
+        "flow \"f2\".tcp.rack",
+        &["true or false"],
+    );
+    fails(
         &edit("cc = \"newreno\"", "cc = 5"),
         "flow \"f1\".cc",
         &["algorithm name"],
@@ -974,11 +979,12 @@ fn hystart_only_with_newreno_or_cubic() {
     );
     let ok = edit(
         "cc = \"newreno\"",
-        "cc = \"cubic\"\ntcp = { hystart = true, pacing = true, ecn = true }",
+        "cc = \"cubic\"\ntcp = { hystart = true, pacing = true, ecn = true, rack = true }",
     );
     let sc = parse(&ok, FILE, &[]).unwrap();
     let t = &sc.flows[0].tcp;
-    assert!(t.hystart && t.pacing && t.ecn);
+    assert!(t.hystart && t.pacing && t.ecn && t.rack);
+    assert!(!sc.flows[1].tcp.rack, "off by default");
 }
 
 #[test]
