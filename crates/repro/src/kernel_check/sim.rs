@@ -24,7 +24,7 @@ pub struct Variant {
     pub kernel: &'static str,
 }
 
-pub const VARIANTS: [Variant; 11] = [
+pub const VARIANTS: [Variant; 13] = [
     Variant {
         name: "defaults",
         set: &[],
@@ -73,7 +73,21 @@ pub const VARIANTS: [Variant; 11] = [
     Variant {
         name: "dupthresh 1",
         set: &["defaults.tcp.dupthresh=1"],
-        kernel: "a stand-in for RACK's loss detection, which the simulator lacks",
+        kernel: "a crude stand-in for RACK's loss detection",
+    },
+    Variant {
+        name: "RACK-TLP on",
+        set: &["defaults.tcp.rack=true"],
+        kernel: "RACK-TLP (tcp_recovery = 1, tcp_early_retrans = 3)",
+    },
+    Variant {
+        name: "RACK-TLP + PRR + Linux RTT estimator",
+        set: &[
+            "defaults.tcp.rack=true",
+            "defaults.tcp.prr=true",
+            "defaults.tcp.rtt_estimator=linux",
+        ],
+        kernel: "all three",
     },
     Variant {
         name: "HyStart++ on",
