@@ -31,7 +31,12 @@
 //!   `tcp_rack_advance`. Standing in for DSACK, such an ACK that echoes the
 //!   original transmission shows reordering (§6.2 step 3);
 //! - the model's receiver leaves the FIN out of its SACK blocks; with RACK
-//!   a block ending at the last data byte counts the FIN as SACKed.
+//!   a block ending at the last data byte counts the FIN as SACKed when
+//!   the FIN rode on that byte's segment;
+//! - a loss repaired by a retransmitted probe reduces the window once
+//!   (§7.4.2), and a fast recovery that RACK starts in the same window of
+//!   data reduces it again, where Linux, still in the reduced-window state
+//!   of the probe's response, would not.
 
 use super::{Connection, Ecn, Flags, LossEvent, Segment};
 use crate::cc::CongestionControl;
@@ -114,8 +119,12 @@ impl Connection {
             None
         };
         let min_rtt = self.rtt.min_rtt();
-        let fin_edge = self.fin_sent().then(|| self.fin_off());
+        let fin_edge = self.fin_with_data();
         let rack = &mut self.rack;
+        // §6.2 step 3 walks the newly delivered segments in ascending order;
+        // the ACK's blocks come most recent first, so compare with RACK.fack
+        // as it was before this ACK, which gives the same answer.
+        let fack_before = rack.fack;
         let mut visit = |s: &super::scoreboard::SentSeg, cumulative: bool| {
             if s.sacked {
                 return;
@@ -146,11 +155,10 @@ impl Connection {
             // a spurious retransmission shows reordering the way Linux's
             // `tcp_try_undo_partial` sees it: the hole was filled by the
             // original, whose timestamp the ACK echoes (RFC 3522's test).
-            if s.end > rack.fack {
-                rack.fack = s.end;
-            } else if s.end < rack.fack && (!s.ever_retx || echoes_original) {
+            if s.end < fack_before && (!s.ever_retx || echoes_original) {
                 rack.reordering_seen = true;
             }
+            rack.fack = rack.fack.max(s.end);
         };
         let board = &self.board;
         let acked = board.first_ending_above(ack_off);
@@ -180,17 +188,33 @@ impl Connection {
     }
 
     /// The model's receiver builds SACK blocks from data only: a block that
-    /// ends at our last data byte covers the segment that carried it and
-    /// the FIN with it (segments keep their boundaries), so with RACK the
-    /// FIN's sequence number counts as SACKed too, as from a Linux receiver.
+    /// ends at our last data byte covers the segment that carried it, and
+    /// when the FIN rode on that segment (segments keep their boundaries)
+    /// the FIN with it, so with RACK the FIN's sequence number counts as
+    /// SACKed too, as from a Linux receiver. A FIN sent on its own segment
+    /// is not covered.
     #[cold]
     #[inline(never)]
     pub(super) fn sack_right_edge(&self, hi: u64) -> u64 {
-        if self.fin_sent() && hi == self.fin_off() {
+        if self.fin_with_data() == Some(hi) {
             hi + 1
         } else {
             hi
         }
+    }
+
+    /// The FIN's offset, if it was sent on the segment that carries the
+    /// last data byte.
+    fn fin_with_data(&self) -> Option<u64> {
+        if !self.fin_sent() {
+            return None;
+        }
+        let f = self.fin_off();
+        let i = self.board.first_ending_above(f - 1);
+        self.board
+            .get(i)
+            .filter(|s| s.start < f && s.end == f + 1)
+            .map(|_| f)
     }
 
     /// After the scoreboard took an ACK: RACK's loss detection (RFC 8985
@@ -660,5 +684,102 @@ mod tests {
         // ... but not once it has.
         r.reordering_seen = true;
         assert_eq!(r.reo_wnd(true, 5, 3, ms(40), ms(50)), ms(10));
+    }
+}
+
+/// Cases found in review: a FIN sent on its own segment, and an ACK that
+/// newly SACKs two blocks.
+#[cfg(test)]
+mod edge_tests {
+    use super::*;
+    use crate::cc::CcConfig;
+    use crate::tcp::{State, TcpConfig};
+    use bytes::Bytes;
+
+    fn ms(n: u64) -> Time {
+        Time::ZERO + Dur::from_millis(n)
+    }
+
+    fn pair() -> (Connection, Connection) {
+        let cfg = TcpConfig {
+            rack: true,
+            ..TcpConfig::default()
+        };
+        let cc = CcConfig::NewReno;
+        let mut a = Connection::connect(cfg.clone(), &cc, 1, 2, 100);
+        let syn = a.poll_transmit(ms(0)).unwrap();
+        let mut b = Connection::accept(cfg, &cc, &syn, 900, ms(10)).unwrap();
+        let synack = b.poll_transmit(ms(10)).unwrap();
+        a.handle_segment(ms(20), synack);
+        let ack = a.poll_transmit(ms(20)).unwrap();
+        b.handle_segment(ms(30), ack);
+        (a, b)
+    }
+
+    fn deliver(b: &mut Connection, s: &Segment, at: Time) -> Vec<Segment> {
+        b.handle_segment(at, s.clone());
+        std::iter::from_fn(|| b.poll_transmit(at)).collect()
+    }
+
+    /// close() after the data left sends the FIN on its own segment. With
+    /// the first data segment and the FIN lost, a SACK of the second data
+    /// segment must not count the FIN as delivered: it is sent again and
+    /// the connection finishes.
+    #[test]
+    fn a_lost_fin_of_its_own_is_retransmitted() {
+        let (mut a, mut b) = pair();
+        a.send(Bytes::from(vec![7u8; 2 * a.smss() as usize]));
+        let _lost = a.poll_transmit(ms(20)).unwrap();
+        let s1 = a.poll_transmit(ms(20)).unwrap();
+        a.close();
+        let fin = a.poll_transmit(ms(21)).unwrap();
+        assert!(fin.flags.contains(Flags::FIN) && fin.payload.is_empty());
+        for ack in deliver(&mut b, &s1, ms(30)) {
+            a.handle_segment(ms(40), ack);
+        }
+        let mut fins = 0;
+        let mut t = 40;
+        while t < 200_000 && !matches!(a.state(), State::Closed | State::FinWait2) {
+            t += 1;
+            if a.poll_timeout().is_some_and(|d| d <= ms(t)) {
+                a.handle_timeout(ms(t));
+            }
+            let out: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(t))).collect();
+            for s in out {
+                fins += s.flags.contains(Flags::FIN) as u32;
+                for ack in deliver(&mut b, &s, ms(t)) {
+                    a.handle_segment(ms(t + 10), ack);
+                }
+            }
+        }
+        assert!(fins > 0, "the lost FIN was never sent again");
+        assert_eq!(a.state(), State::FinWait2, "at {t} ms");
+    }
+
+    /// Segments 0 and 2 lost, the ACK of 1 lost: the ACK of 3 newly SACKs
+    /// [3] and then [1]. Nothing arrived out of its sending order beyond
+    /// the losses, so no reordering is seen.
+    #[test]
+    fn two_new_sack_blocks_in_one_ack_are_not_reordering() {
+        let (mut a, mut b) = pair();
+        a.send(Bytes::from(vec![7u8; 6 * a.smss() as usize]));
+        let segs: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(20))).collect();
+        let _ = deliver(&mut b, &segs[1], ms(30));
+        let acks = deliver(&mut b, &segs[3], ms(30));
+        assert_eq!(acks.last().unwrap().sack.as_slice().len(), 2);
+        for ack in acks {
+            a.handle_segment(ms(40), ack);
+        }
+        assert!(!a.rack.reordering_seen);
+        // Whereas segment 1 arriving after 3 was SACKed is reordering.
+        let (mut a, mut b) = pair();
+        a.send(Bytes::from(vec![7u8; 6 * a.smss() as usize]));
+        let segs: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(20))).collect();
+        for s in [&segs[3], &segs[1]] {
+            for ack in deliver(&mut b, s, ms(30)) {
+                a.handle_segment(ms(40), ack);
+            }
+        }
+        assert!(a.rack.reordering_seen);
     }
 }
