@@ -786,7 +786,7 @@ impl Connection {
     fn sub_mss_pending(&self) -> bool {
         self.state.is_synchronized()
             && self.cc.cwnd() < self.smss
-            && self.has_unsent()
+            && (self.has_unsent() || self.board.awaits_retransmission())
             && self.pipe() == 0
     }
 

@@ -103,6 +103,10 @@ impl Scoreboard {
     pub fn lost_bytes(&self) -> u64 {
         self.lost_bytes
     }
+    /// Some segment deemed lost waits for its retransmission.
+    pub fn awaits_retransmission(&self) -> bool {
+        self.lost_bytes > self.retx_bytes
+    }
 
     /// Records a new transmission of `[start, end)`.
     #[inline]

@@ -155,3 +155,25 @@ fn reordering_costs_fewer_spurious_recoveries_with_rack() {
     assert!(on.0 * 2 < off.0, "RACK: {on:?}, dupthresh: {off:?}");
     assert!(on.1 * 2 < off.1, "RACK: {on:?}, dupthresh: {off:?}");
 }
+
+/// Found by the property test above (without RACK): TCP-NICE's window
+/// fell below one segment, a timeout marked the last data byte and the FIN
+/// lost, and their retransmission waited for the sub-segment gate with no
+/// timer armed to open it, so the connection hung in Closing.
+#[test]
+fn a_retransmission_held_by_the_sub_segment_gate_still_leaves() {
+    let ccs = all_ccs();
+    let cc = ccs
+        .iter()
+        .find(|c| matches!(c, CcConfig::Nice(_)))
+        .expect("TCP-NICE among the controllers");
+    let mut p = Pipe::new(20_000_000, Dur::from_millis(5), 0.072, 228_510);
+    for d in &mut p.dirs {
+        d.jitter = Dur::from_millis(11);
+    }
+    let cfg = TcpConfig {
+        prr: true,
+        ..TcpConfig::default()
+    };
+    transfer(&mut p, cfg, cc, 198_377, 198_377 / 4, 3600);
+}
