@@ -208,13 +208,16 @@ fn sample(q: &[tc::QdiscStats], time_s: f64) -> Option<QueueSample> {
 }
 
 /// Utilisation, queueing delay and drop rates from the qdisc samples, over
-/// [`WARM_S`, `end`) (the drop rate over the whole run from the last sample).
+/// [`WARM_S`, `end`) (the drop rate over the whole run from the start to the
+/// last sample before `end`). Samples after `end` (the one taken once the
+/// flows were joined, while the senders' buffers drained) are left out, as
+/// the simulator's counters stop at the end too.
 pub fn measure(queue: &[QueueSample], end: f64) -> Measured {
     let in_window: Vec<&QueueSample> = queue
         .iter()
         .filter(|s| s.time_s >= WARM_S && s.time_s < end)
         .collect();
-    let (Some(a), Some(b)) = (in_window.first(), queue.last()) else {
+    let (Some(a), Some(b)) = (in_window.first(), in_window.last()) else {
         return Measured::default();
     };
     let dt = b.time_s - a.time_s;
