@@ -94,25 +94,46 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
     let clock = Clock::start();
     let mut receivers = Vec::new();
     let mut senders = Vec::new();
+    // A failure to start a flow, or to read the queue, ends the run; the
+    // flows already started are joined before the lab is taken down.
+    let mut line_failed = None;
     for (i, f) in case.flows.iter().enumerate() {
         let port = PORT + i as u16;
-        receivers.push(spawn_receiver(
-            lab.home.open()?,
-            HOME_ADDR,
-            port,
-            clock,
-            end + 1.0,
-            format!("flow {i}"),
-        )?);
-        senders.push(spawn_sender(
-            lab.inet.open()?,
-            SocketAddr::from((HOME_ADDR, port)),
-            f.cc.kernel().into(),
-            clock,
-            f.start_s,
-            end,
-            format!("flow {i}"),
-        )?);
+        let started = (|| -> Result<_> {
+            let r = spawn_receiver(
+                lab.home.open()?,
+                HOME_ADDR,
+                port,
+                clock,
+                end + 1.0,
+                format!("flow {i}"),
+            )?;
+            let s = spawn_sender(
+                lab.inet.open()?,
+                SocketAddr::from((HOME_ADDR, port)),
+                f.cc.kernel().into(),
+                clock,
+                f.start_s,
+                end,
+                format!("flow {i}"),
+            );
+            Ok((r, s))
+        })();
+        match started {
+            Ok((r, Ok(s))) => {
+                receivers.push(r);
+                senders.push(s);
+            }
+            Ok((r, Err(e))) => {
+                receivers.push(r);
+                line_failed = Some(e);
+                break;
+            }
+            Err(e) => {
+                line_failed = Some(e);
+                break;
+            }
+        }
     }
     progress.start(
         &format!("kernel: {} (real time)", case.name),
@@ -120,9 +141,8 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
     );
     let mut queue = Vec::new();
     let mut ss = Vec::new();
-    let mut line_failed = None;
     let mut ticked = 0u64;
-    let mut t = 0.0;
+    let mut t = if line_failed.is_some() { end } else { 0.0 };
     while t < end {
         clock.sleep_until(t);
         let now = clock.now_s();
@@ -130,7 +150,13 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
             line_failed = Some(e);
             break;
         }
-        let q = lab.qdiscs()?;
+        let q = match lab.qdiscs() {
+            Ok(q) => q,
+            Err(e) => {
+                line_failed = Some(e);
+                break;
+            }
+        };
         if let Some(s) = sample(&q, now) {
             queue.push(s);
         }
