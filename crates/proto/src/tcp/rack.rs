@@ -501,7 +501,7 @@ impl Connection {
 mod tests {
     use super::*;
     use crate::cc::CcConfig;
-    use crate::tcp::TcpConfig;
+    use crate::tcp::{State, TcpConfig};
     use bytes::Bytes;
 
     fn ms(n: u64) -> Time {
@@ -509,9 +509,8 @@ mod tests {
     }
 
     /// A client and a server with RACK on, connected with a 20 ms RTT (the
-    /// SYN-ACK's sample), and the client's first flight of `n` full
-    /// segments sent at 20 ms.
-    fn flight(n: usize) -> (Connection, Connection, Vec<Segment>) {
+    /// SYN-ACK's sample).
+    fn pair() -> (Connection, Connection) {
         let cfg = TcpConfig {
             rack: true,
             ..TcpConfig::default()
@@ -525,6 +524,13 @@ mod tests {
         assert!(a.rack_on, "RACK with SACK negotiated");
         let ack = a.poll_transmit(ms(20)).unwrap();
         b.handle_segment(ms(30), ack);
+        (a, b)
+    }
+
+    /// [`pair`], and the client's first flight of `n` full segments sent
+    /// at 20 ms.
+    fn flight(n: usize) -> (Connection, Connection, Vec<Segment>) {
+        let (mut a, b) = pair();
         a.send(Bytes::from(vec![7u8; n * a.smss() as usize]));
         let mut segs = vec![];
         while let Some(s) = a.poll_transmit(ms(20)) {
@@ -685,41 +691,6 @@ mod tests {
         r.reordering_seen = true;
         assert_eq!(r.reo_wnd(true, 5, 3, ms(40), ms(50)), ms(10));
     }
-}
-
-/// Cases found in review: a FIN sent on its own segment, and an ACK that
-/// newly SACKs two blocks.
-#[cfg(test)]
-mod edge_tests {
-    use super::*;
-    use crate::cc::CcConfig;
-    use crate::tcp::{State, TcpConfig};
-    use bytes::Bytes;
-
-    fn ms(n: u64) -> Time {
-        Time::ZERO + Dur::from_millis(n)
-    }
-
-    fn pair() -> (Connection, Connection) {
-        let cfg = TcpConfig {
-            rack: true,
-            ..TcpConfig::default()
-        };
-        let cc = CcConfig::NewReno;
-        let mut a = Connection::connect(cfg.clone(), &cc, 1, 2, 100);
-        let syn = a.poll_transmit(ms(0)).unwrap();
-        let mut b = Connection::accept(cfg, &cc, &syn, 900, ms(10)).unwrap();
-        let synack = b.poll_transmit(ms(10)).unwrap();
-        a.handle_segment(ms(20), synack);
-        let ack = a.poll_transmit(ms(20)).unwrap();
-        b.handle_segment(ms(30), ack);
-        (a, b)
-    }
-
-    fn deliver(b: &mut Connection, s: &Segment, at: Time) -> Vec<Segment> {
-        b.handle_segment(at, s.clone());
-        std::iter::from_fn(|| b.poll_transmit(at)).collect()
-    }
 
     /// close() after the data left sends the FIN on its own segment. With
     /// the first data segment and the FIN lost, a SACK of the second data
@@ -727,14 +698,11 @@ mod edge_tests {
     /// the connection finishes.
     #[test]
     fn a_lost_fin_of_its_own_is_retransmitted() {
-        let (mut a, mut b) = pair();
-        a.send(Bytes::from(vec![7u8; 2 * a.smss() as usize]));
-        let _lost = a.poll_transmit(ms(20)).unwrap();
-        let s1 = a.poll_transmit(ms(20)).unwrap();
+        let (mut a, mut b, segs) = flight(2);
         a.close();
         let fin = a.poll_transmit(ms(21)).unwrap();
         assert!(fin.flags.contains(Flags::FIN) && fin.payload.is_empty());
-        for ack in deliver(&mut b, &s1, ms(30)) {
+        for ack in deliver(&mut b, &segs[1..], ms(30)) {
             a.handle_segment(ms(40), ack);
         }
         let mut fins = 0;
@@ -745,11 +713,9 @@ mod edge_tests {
                 a.handle_timeout(ms(t));
             }
             let out: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(t))).collect();
-            for s in out {
-                fins += s.flags.contains(Flags::FIN) as u32;
-                for ack in deliver(&mut b, &s, ms(t)) {
-                    a.handle_segment(ms(t + 10), ack);
-                }
+            fins += out.iter().filter(|s| s.flags.contains(Flags::FIN)).count();
+            for ack in deliver(&mut b, &out, ms(t)) {
+                a.handle_segment(ms(t + 10), ack);
             }
         }
         assert!(fins > 0, "the lost FIN was never sent again");
@@ -758,25 +724,21 @@ mod edge_tests {
 
     /// Segments 0 and 2 lost, the ACK of 1 lost: the ACK of 3 newly SACKs
     /// [3] and then [1]. Nothing arrived out of its sending order beyond
-    /// the losses, so no reordering is seen.
+    /// the losses, so no reordering is seen; segment 1 arriving after 3 was
+    /// SACKed is reordering.
     #[test]
     fn two_new_sack_blocks_in_one_ack_are_not_reordering() {
-        let (mut a, mut b) = pair();
-        a.send(Bytes::from(vec![7u8; 6 * a.smss() as usize]));
-        let segs: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(20))).collect();
-        let _ = deliver(&mut b, &segs[1], ms(30));
-        let acks = deliver(&mut b, &segs[3], ms(30));
+        let (mut a, mut b, segs) = flight(6);
+        let _ = deliver(&mut b, &segs[1..2], ms(30));
+        let acks = deliver(&mut b, &segs[3..4], ms(30));
         assert_eq!(acks.last().unwrap().sack.as_slice().len(), 2);
         for ack in acks {
             a.handle_segment(ms(40), ack);
         }
         assert!(!a.rack.reordering_seen);
-        // Whereas segment 1 arriving after 3 was SACKed is reordering.
-        let (mut a, mut b) = pair();
-        a.send(Bytes::from(vec![7u8; 6 * a.smss() as usize]));
-        let segs: Vec<Segment> = std::iter::from_fn(|| a.poll_transmit(ms(20))).collect();
+        let (mut a, mut b, segs) = flight(6);
         for s in [&segs[3], &segs[1]] {
-            for ack in deliver(&mut b, s, ms(30)) {
+            for ack in deliver(&mut b, std::slice::from_ref(s), ms(30)) {
                 a.handle_segment(ms(40), ack);
             }
         }
