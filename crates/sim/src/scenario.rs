@@ -911,6 +911,12 @@ fn flow_specs(i: usize, f: RawFlow, duration: Dur, tcp_default: &TcpConfig) -> R
             ),
         ));
     }
+    if tcp.rack && !tcp.sack {
+        return Err(e(
+            at(&at(&p, "tcp"), "rack"),
+            "RACK-TLP detects losses from SACK blocks: it needs `sack = true`",
+        ));
+    }
     let count = f.count.map(|n| n.0);
     if f.start_step.is_some() && count.is_none() {
         return Err(e(

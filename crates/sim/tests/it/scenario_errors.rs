@@ -985,6 +985,14 @@ fn hystart_only_with_newreno_or_cubic() {
     let t = &sc.flows[0].tcp;
     assert!(t.hystart && t.pacing && t.ecn && t.rack);
     assert!(!sc.flows[1].tcp.rack, "off by default");
+    fails(
+        &edit(
+            "cc = \"newreno\"",
+            "cc = \"cubic\"\ntcp = { rack = true, sack = false }",
+        ),
+        "flow \"f1\".tcp.rack",
+        &["needs `sack = true`"],
+    );
 }
 
 #[test]
