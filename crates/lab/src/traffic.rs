@@ -240,6 +240,30 @@ pub fn join_all<T>(
     out
 }
 
+/// Joins every sender and then every receiver thread, and returns the
+/// receivers' results in order. The run's own failure (`failed`, such as
+/// the delay line's), if any, is the error; otherwise every thread's
+/// failure, listed (a receiver's error usually explains a sender's broken
+/// pipe).
+pub fn join_flows<S, R>(
+    senders: Vec<JoinHandle<Result<S>>>,
+    receivers: Vec<JoinHandle<Result<R>>>,
+    failed: Option<anyhow::Error>,
+) -> Result<Vec<R>> {
+    let mut errors = Vec::new();
+    join_all(senders, "sender", &mut errors);
+    let out = join_all(receivers, "receiver", &mut errors);
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    anyhow::ensure!(
+        errors.is_empty(),
+        "the kernel run failed:\n  {}",
+        errors.join("\n  ")
+    );
+    Ok(out)
+}
+
 /// Sets the socket's congestion control (`TCP_CONGESTION`).
 fn set_cc(stream: &TcpStream, cc: &str, what: &str) -> Result<()> {
     SockRef::from(stream)

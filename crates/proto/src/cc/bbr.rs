@@ -589,18 +589,37 @@ mod tests {
 
     /// Feeds a steady path: `rate` bytes/s, `rtt`, one ACK per segment.
     fn drive(b: &mut Bbr, rate: f64, rtt: Dur, secs: f64) -> Time {
-        let mss = 1448;
-        let mut now = Time::ZERO + Dur::from_millis(1);
-        let mut delivered = 0u64;
+        let start = Time::ZERO + Dur::from_millis(1);
+        feed(b, rate, rtt, start, 0, Time::from_secs_f64(secs), 0)
+    }
+
+    /// [`drive`] over `[from, to)` seconds of a path running since 0, with
+    /// each sample's `prior_delivered` one segment further back.
+    fn drive_from(b: &mut Bbr, rate: f64, rtt: Dur, from: f64, to: f64) {
+        let (start, end) = (Time::from_secs_f64(from), Time::from_secs_f64(to));
+        feed(b, rate, rtt, start, (from * rate) as u64, end, 1448);
+    }
+
+    /// One ACK of a 1448 B segment every 1448 / `rate` s from `now` to
+    /// `end`, with its delivery-rate sample; returns the time after the last.
+    fn feed(
+        b: &mut Bbr,
+        rate: f64,
+        rtt: Dur,
+        mut now: Time,
+        mut delivered: u64,
+        end: Time,
+        lag: u64,
+    ) -> Time {
+        let mss = 1448u64;
         let per_ack = Dur::from_secs_f64(mss as f64 / rate);
-        let end = Time::from_secs_f64(secs);
         while now < end {
             delivered += mss;
             let in_flight = b.cwnd().min((rate * rtt.as_secs_f64()) as u64);
             b.on_rate_sample(&RateSample {
                 delivered: (rate * rtt.as_secs_f64()) as u64,
                 interval: rtt,
-                prior_delivered: delivered.saturating_sub(in_flight),
+                prior_delivered: delivered.saturating_sub(in_flight + lag),
                 delivered_total: delivered,
                 is_app_limited: false,
             });
@@ -658,38 +677,6 @@ mod tests {
         }
         assert!(saw_probe_rtt);
         assert_ne!(b.mode(), BbrMode::ProbeRtt, "ProbeRTT ends");
-    }
-
-    fn drive_from(b: &mut Bbr, rate: f64, rtt: Dur, from: f64, to: f64) {
-        let mss = 1448u64;
-        let mut now = Time::from_secs_f64(from);
-        let per_ack = Dur::from_secs_f64(mss as f64 / rate);
-        let mut delivered = (from * rate) as u64;
-        while now < Time::from_secs_f64(to) {
-            delivered += mss;
-            let in_flight = b.cwnd().min((rate * rtt.as_secs_f64()) as u64);
-            b.on_rate_sample(&RateSample {
-                delivered: (rate * rtt.as_secs_f64()) as u64,
-                interval: rtt,
-                prior_delivered: delivered.saturating_sub(in_flight + mss),
-                delivered_total: delivered,
-                is_app_limited: false,
-            });
-            b.on_ack(&AckSample {
-                now,
-                bytes_acked: mss,
-                in_flight,
-                rtt: Some(rtt),
-                srtt: rtt,
-                min_rtt: rtt,
-                owd: None,
-                delivered,
-                sent: delivered + in_flight,
-                in_recovery: false,
-                cwnd_limited: true,
-            });
-            now += per_ack;
-        }
     }
 
     #[test]

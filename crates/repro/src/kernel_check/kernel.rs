@@ -9,7 +9,7 @@ use hopwise_lab::tc;
 use hopwise_lab::topology::{
     AccessLab, AccessSpec, Buffer, Names, SideDelays, DOWN_DEV, HOME_ADDR, LEAF, UP_DEV,
 };
-use hopwise_lab::traffic::{goodput_bps, join_all, spawn_receiver, spawn_sender, Clock, BIN_S};
+use hopwise_lab::traffic::{goodput_bps, join_flows, spawn_receiver, spawn_sender, Clock, BIN_S};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -99,36 +99,29 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
     let mut line_failed = None;
     for (i, f) in case.flows.iter().enumerate() {
         let port = PORT + i as u16;
-        let started = (|| -> Result<_> {
-            let r = spawn_receiver(
-                lab.home.open()?,
-                HOME_ADDR,
-                port,
-                clock,
-                end + 1.0,
-                format!("flow {i}"),
-            )?;
-            let s = spawn_sender(
-                lab.inet.open()?,
+        let receiver = lab.home.open().and_then(|ns| {
+            spawn_receiver(ns, HOME_ADDR, port, clock, end + 1.0, format!("flow {i}"))
+        });
+        match receiver {
+            Ok(h) => receivers.push(h),
+            Err(e) => {
+                line_failed = Some(e);
+                break;
+            }
+        }
+        let sender = lab.inet.open().and_then(|ns| {
+            spawn_sender(
+                ns,
                 SocketAddr::from((HOME_ADDR, port)),
                 f.cc.kernel().into(),
                 clock,
                 f.start_s,
                 end,
                 format!("flow {i}"),
-            );
-            Ok((r, s))
-        })();
-        match started {
-            Ok((r, Ok(s))) => {
-                receivers.push(r);
-                senders.push(s);
-            }
-            Ok((r, Err(e))) => {
-                receivers.push(r);
-                line_failed = Some(e);
-                break;
-            }
+            )
+        });
+        match sender {
+            Ok(h) => senders.push(h),
             Err(e) => {
                 line_failed = Some(e);
                 break;
@@ -180,17 +173,7 @@ pub fn run_case(plan: &Plan, case: &Case, progress: &dyn Progress) -> Result<Ker
     }
     clock.sleep_until(end);
     progress.finish();
-    let mut errors = Vec::new();
-    join_all(senders, "sender", &mut errors);
-    let bins = join_all(receivers, "receiver", &mut errors);
-    if let Some(e) = line_failed {
-        return Err(e);
-    }
-    anyhow::ensure!(
-        errors.is_empty(),
-        "the kernel run failed:\n  {}",
-        errors.join("\n  ")
-    );
+    let bins = join_flows(senders, receivers, line_failed)?;
     if let Ok(q) = lab.qdiscs() {
         if let Some(s) = sample(&q, clock.now_s()) {
             queue.push(s);

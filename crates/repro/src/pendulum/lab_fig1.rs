@@ -19,7 +19,7 @@ use hopwise_lab::topology::{
     self, AccessLab, AccessSpec, Buffer, Names, DOWN_DEV, HOME_ADDR, INET_ADDR, LEAF, UP_DEV,
 };
 use hopwise_lab::traffic::{
-    goodput_bps, join_all, per_second, spawn_receiver, spawn_sender, Clock, BIN_S,
+    goodput_bps, join_flows, per_second, spawn_receiver, spawn_sender, Clock, BIN_S,
 };
 use hopwise_plot::{BarChart, Chart, Figure, Series};
 use hopwise_proto::tcp::RttEstimatorKind;
@@ -309,17 +309,7 @@ pub(crate) fn run_kernel(
     }
     clock.sleep_until(end);
     progress.finish();
-    // Join every thread before reporting, and report every failure: a
-    // receiver's error usually explains a sender's broken pipe.
-    let mut errors = Vec::new();
-    join_all(senders, "sender", &mut errors);
-    let bins = join_all(receivers, "receiver", &mut errors);
-    if let Some(e) = line_failed {
-        return Err(e);
-    }
-    if !errors.is_empty() {
-        anyhow::bail!("the kernel run failed:\n  {}", errors.join("\n  "));
-    }
+    let bins = join_flows(senders, receivers, line_failed)?;
     let final_stats = lab.qdiscs().unwrap_or(last);
     Ok((bins, samples, final_stats))
 }
