@@ -44,14 +44,12 @@ use crate::cell::{CELL_LEN, CMD_CREDIT, CMD_NETINFO, CMD_RELAY};
 use crate::config::{Dir, N23Config, N23Gating, TcpTransportConfig, WritePolicy};
 use crate::plan::{Leg, NodePlan};
 use crate::results::{HopSample, NodeSample, TransportStats};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use hopwise_proto::time::Time;
 use hopwise_sim::{Cx, NodeId, Sock, SockEvent};
 use std::collections::{BTreeMap, VecDeque};
 
 const NO_HOP: u32 = u32::MAX;
-/// Allocation unit of the write buffer.
-const SCRATCH: usize = 256 * CELL_LEN;
 
 /// One circuit's queues at this node.
 #[derive(Debug)]
@@ -160,7 +158,9 @@ pub struct VanillaTransport {
     kist_stalled: Vec<u32>,
     kist_last_run: Option<Time>,
     kist_armed: Option<Time>,
-    scratch: BytesMut,
+    /// A write turn's cells, in order: circuit id, command and pool slot
+    /// (kept between turns for its allocation).
+    turn: Vec<(u16, u8, u32)>,
     /// Attribute unsent bytes to circuits (for per-hop queue traces).
     track: bool,
     queued_total: u64,
@@ -229,7 +229,7 @@ impl VanillaTransport {
             kist_stalled: Vec::new(),
             kist_last_run: None,
             kist_armed: None,
-            scratch: BytesMut::new(),
+            turn: Vec::new(),
             track,
             queued_total: 0,
             stats: TransportStats::default(),
@@ -564,20 +564,17 @@ impl VanillaTransport {
             };
         }
         let cells = room.div_ceil(CELL_LEN);
-        // Cells are built into one large buffer that successive writes split
-        // off, so that a write turn does not allocate.
-        if self.scratch.capacity() < cells * CELL_LEN {
-            self.scratch.reserve((cells * CELL_LEN).max(SCRATCH));
-        }
-        let mut built = 0;
+        // The turn's cells are chosen first and then built into a buffer of
+        // exactly their size: the socket's send buffer holds it until the
+        // last of its bytes is acknowledged, so a buffer shared between
+        // turns (or sized for the largest turn) would keep every node's
+        // unused room alive, tens of kilobytes per client in a Tor-sized
+        // network.
+        let mut turn = std::mem::take(&mut self.turn);
         for _ in 0..cells {
             if let Some(cid) = self.links[l as usize].credits_out.pop_front() {
                 // N23 credit cell: circuit id, command, an empty body.
-                self.scratch.extend_from_slice(&cid.to_be_bytes());
-                self.scratch.extend_from_slice(&[CMD_CREDIT]);
-                self.scratch.extend_from_slice(&[0u8; CELL_LEN - 3]);
-                self.links[l as usize].produced += CELL_LEN as u64;
-                built += 1;
+                turn.push((cid, CMD_CREDIT, u32::MAX));
                 continue;
             }
             let Some((qk, slot)) = self.take_cell(l, sh.io) else {
@@ -590,23 +587,33 @@ impl VanillaTransport {
                 Dir::Backward
             };
             let (_, circ_id) = h.out_leg(d).link().expect("queued towards a link");
-            self.scratch.extend_from_slice(&circ_id.to_be_bytes());
-            self.scratch.extend_from_slice(&[CMD_RELAY]);
-            self.scratch.extend_from_slice(sh.pool.get(slot));
-            sh.pool.free(slot);
-            built += 1;
-            let link = &mut self.links[l as usize];
-            link.produced += CELL_LEN as u64;
+            turn.push((circ_id, CMD_RELAY, slot));
             if self.track {
-                link.attrib.push_back((link.produced, qk));
+                let link = &mut self.links[l as usize];
+                link.attrib
+                    .push_back((link.produced + (turn.len() * CELL_LEN) as u64, qk));
                 self.hops[(qk / 2) as usize].in_transit[(qk % 2) as usize] += 1;
             }
         }
+        let built = turn.len() as u64;
+        let mut buf: Vec<u8> = Vec::with_capacity(turn.len() * CELL_LEN);
+        for (circ_id, cmd, slot) in turn.drain(..) {
+            buf.extend_from_slice(&circ_id.to_be_bytes());
+            buf.push(cmd);
+            if cmd == CMD_CREDIT {
+                buf.extend_from_slice(&[0u8; CELL_LEN - 3]);
+            } else {
+                buf.extend_from_slice(sh.pool.get(slot));
+                sh.pool.free(slot);
+            }
+        }
+        self.turn = turn;
+        self.links[l as usize].produced += built * CELL_LEN as u64;
         self.stats.cells_out += built;
         if built == 0 {
             return Turn::Idle;
         }
-        let chunk = self.scratch.split().freeze();
+        let chunk = Bytes::from(buf);
         let n = chunk.len().min(share);
         let took = cx.send(sock, chunk.slice(..n));
         self.wrote(l, took, now, sh);
