@@ -20,6 +20,7 @@ pub mod otcp;
 pub mod overlay;
 pub mod rng;
 pub mod rtt;
+pub mod slab;
 pub mod tcp;
 pub mod utp;
 

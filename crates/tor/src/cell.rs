@@ -15,6 +15,7 @@
 //! bodies are forwarded unchanged.
 
 use bytes::Bytes;
+use hopwise_proto::slab::Slab;
 use std::sync::OnceLock;
 
 /// Bytes of a cell on a TCP link (2-byte circuit id, command, body).
@@ -86,91 +87,35 @@ pub fn relay_data(body: &Body, len: u16) -> &[u8] {
 }
 
 /// Cell bodies owned by one node, addressed by `u32` slots with a free list,
-/// so that moving a cell between queues never allocates.
-///
-/// The bodies live in chunks that are never moved: chunk sizes double from
-/// [`FIRST_CHUNK`] cells to [`MAX_CHUNK`] and then stay there. A node that
-/// only ever holds a few cells (most clients of a large network) keeps one
-/// small chunk, and a relay's pool grows without copying its cells or
-/// holding a doubled `Vec`'s unused half.
+/// so that moving a cell between queues never allocates. The bodies live
+/// in a [`Slab`]: chunks that never move, small for a node that holds a
+/// few cells (most clients of a large network).
 #[derive(Debug, Default)]
 pub struct CellPool {
-    chunks: Vec<Box<[Body]>>,
-    /// Slots ever handed out (`0..len`).
-    len: u32,
-    free: Vec<u32>,
-}
-
-/// Cells of the first chunks of a [`CellPool`] (chunks 0 and 1; chunk `k`
-/// then holds `FIRST_CHUNK · 2^(k−1)` up to [`MAX_CHUNK`]).
-const FIRST_CHUNK: u32 = 8;
-/// Cells of every later chunk (128 KiB of bodies).
-const MAX_CHUNK: u32 = 256;
-/// The first slot of the chunks of [`MAX_CHUNK`] cells after the doubling
-/// ones: chunk 6 is `256..512`.
-const FIXED_FROM: u32 = 2 * MAX_CHUNK;
-/// The chunk index of slot [`FIXED_FROM`].
-const FIXED_CHUNK: u32 = 7;
-
-/// Chunk and offset of slot `id`.
-fn locate(id: u32) -> (usize, usize) {
-    if id < FIRST_CHUNK {
-        (0, id as usize)
-    } else if id < FIXED_FROM {
-        // Chunk k ≥ 1 holds 2^(k+2) .. 2^(k+3).
-        let b = 31 - id.leading_zeros();
-        ((b - 2) as usize, (id - (1 << b)) as usize)
-    } else {
-        let k = id - FIXED_FROM;
-        (
-            (FIXED_CHUNK + k / MAX_CHUNK) as usize,
-            (k % MAX_CHUNK) as usize,
-        )
-    }
-}
-
-/// Cells of chunk `k`.
-fn chunk_len(k: usize) -> u32 {
-    match k {
-        0 => FIRST_CHUNK,
-        _ => (FIRST_CHUNK << (k - 1).min(5)).min(MAX_CHUNK),
-    }
+    cells: Slab<Body>,
 }
 
 impl CellPool {
     /// A slot with unspecified contents.
     pub fn alloc(&mut self) -> u32 {
-        if let Some(i) = self.free.pop() {
-            return i;
-        }
-        let id = self.len;
-        let (k, _) = locate(id);
-        if k == self.chunks.len() {
-            self.chunks
-                .push(vec![[0; BODY_LEN]; chunk_len(k) as usize].into_boxed_slice());
-        }
-        self.len += 1;
-        id
+        self.cells.alloc(&[0; BODY_LEN])
     }
     pub fn free(&mut self, id: u32) {
-        debug_assert!(id < self.len);
-        self.free.push(id);
+        self.cells.free(id);
     }
     pub fn get(&self, id: u32) -> &Body {
-        let (k, o) = locate(id);
-        &self.chunks[k][o]
+        self.cells.get(id)
     }
     pub fn get_mut(&mut self, id: u32) -> &mut Body {
-        let (k, o) = locate(id);
-        &mut self.chunks[k][o]
+        self.cells.get_mut(id)
     }
     /// Slots in use.
     pub fn live(&self) -> usize {
-        self.len as usize - self.free.len()
+        self.cells.live()
     }
     /// Slots ever allocated (the peak number of cells held at once).
     pub fn capacity(&self) -> usize {
-        self.len as usize
+        self.cells.capacity()
     }
 }
 
@@ -302,35 +247,6 @@ mod tests {
         let s = pattern_slice(PATTERN_LEN as u64 - 3, 10);
         assert_eq!(s.len(), 3);
         assert_eq!(count_corrupt(PATTERN_LEN as u64 - 3, &s), 0);
-    }
-
-    #[test]
-    fn pool_slots_are_distinct_and_keep_their_bodies() {
-        // Chunks 0 and 1 of 8 cells, then 16, 32, 64, 128, 256, 256, ...
-        let starts: Vec<u32> = (0..10)
-            .scan(0, |s, k| {
-                let a = *s;
-                *s += chunk_len(k);
-                Some(a)
-            })
-            .collect();
-        assert_eq!(starts, [0, 8, 16, 32, 64, 128, 256, 512, 768, 1024]);
-        for (k, &a) in starts.iter().enumerate() {
-            assert_eq!(locate(a), (k, 0));
-            assert_eq!(locate(a + chunk_len(k) - 1), (k, chunk_len(k) as usize - 1));
-        }
-        let mut p = CellPool::default();
-        let ids: Vec<u32> = (0..2000).map(|_| p.alloc()).collect();
-        assert_eq!(ids, (0..2000).collect::<Vec<_>>());
-        for &i in &ids {
-            p.get_mut(i)[..4].copy_from_slice(&i.to_be_bytes());
-            p.get_mut(i)[BODY_LEN - 1] = i as u8;
-        }
-        for &i in &ids {
-            assert_eq!(p.get(i)[..4], i.to_be_bytes());
-            assert_eq!(p.get(i)[BODY_LEN - 1], i as u8);
-        }
-        assert_eq!(p.chunks.len(), 13);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 
 mod feedback;
 
-use super::queue::{AckResult, Arrival, Queue, Timer};
+use super::queue::{AckResult, Arrival, Cells, Queue, Timer};
 use super::wire::{self, CellBody, DecodeError, Feedback, Item, CELL_ITEM_LEN, FLAG_CLOSE};
 use super::{
     CellLayer, CircuitId, Config, Direction, EndpointStats, Event, Full, HopStats, PeerId,
@@ -159,6 +159,8 @@ pub struct Endpoint {
     live: usize,
     /// Cells all queues hold ([`Endpoint::total_held`]).
     held: usize,
+    /// The bodies of those cells; the queues keep their slots.
+    cells: Cells,
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -196,6 +198,7 @@ impl Endpoint {
             stats: EndpointStats::default(),
             live: 0,
             held: 0,
+            cells: Cells::default(),
         }
     }
 
@@ -392,6 +395,10 @@ impl Endpoint {
             }
             self.live -= 1;
             self.held -= circ.q.iter().map(Queue::held).sum::<usize>();
+            let mut circ = circ;
+            for q in &mut circ.q {
+                q.clear(&mut self.cells);
+            }
         }
         self.tidy();
     }
@@ -489,7 +496,7 @@ impl Endpoint {
         }
         // OPEN is recomputed on every hop; only CLOSE travels with the cell.
         let before = q.held();
-        let arrival = q.arrive(cfg, seq, flags & FLAG_CLOSE, body);
+        let arrival = q.arrive(cfg, &mut self.cells, seq, flags & FLAG_CLOSE, body);
         self.held = self.held + q.held() - before;
         match arrival {
             Arrival::InOrder => {
@@ -556,7 +563,7 @@ impl Endpoint {
         let mut progress = false;
         let mut invalid = false;
         if let Some(a) = f.ack {
-            match q.on_ack(cfg, now, a, !fwd_adv) {
+            match q.on_ack(cfg, &mut self.cells, now, a, !fwd_adv) {
                 AckResult::Advanced => {
                     progress = true;
                     q.update_timer(cfg, now, true);
@@ -571,7 +578,7 @@ impl Endpoint {
         let mut round = false;
         if let Some(x) = f.fwd {
             invalid |= x > q.next_tx;
-            if let Some(sample) = q.on_fwd(now, x) {
+            if let Some(sample) = q.on_fwd(&mut self.cells, now, x) {
                 q.grow_on_forward(cfg);
                 let peer_base = &mut self.peers[out.peer as usize].base_rtt;
                 if let Some(s) = sample {
@@ -960,7 +967,7 @@ impl Endpoint {
             q.edge_flag = false;
             return Err(Full);
         }
-        q.package(flags & FLAG_CLOSE, body);
+        q.package(&mut self.cells, flags & FLAG_CLOSE, body);
         self.held += 1;
         q.note_limited();
         self.activate(r);
@@ -987,8 +994,11 @@ impl Endpoint {
         out: &mut CellBody,
     ) -> Option<u8> {
         let r = Self::qref(c, dir);
-        let q = self.queue_mut(r)?;
-        let flags = q.take_delivered(out)?;
+        let q = self
+            .circuits
+            .get_mut(&r.c)
+            .map(|c| &mut c.q[r.d as usize])?;
+        let flags = q.take_delivered(&mut self.cells, out)?;
         q.owe_fwd = true;
         self.held -= 1;
         self.queue_feedback(now, r);
@@ -1049,6 +1059,12 @@ impl Endpoint {
     pub(super) fn cell_slots(&self, c: CircuitId, dir: Direction) -> usize {
         self.queue(Self::qref(c, dir))
             .map_or(0, |q| q.cells.capacity() + q.above.len())
+    }
+
+    /// The cell slab: slots in use, and slots ever handed out.
+    #[cfg(test)]
+    pub(super) fn cell_store(&self) -> (usize, usize) {
+        (self.cells.live(), self.cells.capacity())
     }
 
     /// Entries of RACK's send order in the queue of `c` in `dir` (SACK mode).

@@ -21,15 +21,20 @@ use super::recovery::Scoreboard;
 use super::wire::CellBody;
 use super::{CellLayer, Config, HopStats, LossCause, LossResponse, Startup};
 use crate::rtt::RttEstimator;
+use crate::slab::Slab;
 use crate::time::{Dur, Time};
 use std::collections::{btree_map::Entry, BTreeMap, VecDeque};
 
-/// A cell held in the queue.
+/// A cell held in a queue.
 #[derive(Clone)]
 pub(super) struct Slot {
     pub flags: u8,
     pub body: CellBody,
 }
+
+/// The cells an endpoint's queues hold: one slab per endpoint, the queues
+/// keep slot numbers (see [`crate::slab`] for why).
+pub(super) type Cells = Slab<Slot>;
 
 /// Transmissions of a cell to the successor.
 #[derive(Clone, Copy, Debug)]
@@ -139,9 +144,10 @@ pub(super) struct Queue {
     pub tail: u32,
     pub next_tx: u32,
     pub fwd_seen: u32,
-    pub cells: VecDeque<Slot>,
-    /// Cells that arrived above a gap (seq > tail + 1).
-    pub above: BTreeMap<u32, Box<Slot>>,
+    /// The in-order cells `head..=tail`: their slots in the endpoint's [`Cells`].
+    pub cells: VecDeque<u32>,
+    /// Cells that arrived above a gap (seq > tail + 1): seq → slot.
+    pub above: BTreeMap<u32, u32>,
     /// [`Config::sack`]: the runs of `above`, start → end (exclusive).
     pub runs: BTreeMap<u32, u32>,
     /// The latest out-of-order arrival: its run is the first SACK block.
@@ -377,15 +383,23 @@ impl Queue {
     }
 
     /// Appends a cell at the packaging edge (the caller checked admission).
-    pub fn package(&mut self, flags: u8, body: &CellBody) {
+    pub fn package(&mut self, store: &mut Cells, flags: u8, body: &CellBody) {
         debug_assert_eq!(self.cells.len() as u32, self.tail + 1 - self.head);
-        self.cells.push_back(Slot { flags, body: *body });
+        self.cells
+            .push_back(store.insert(Slot { flags, body: *body }));
         self.tail += 1;
         self.st.cells_in += 1;
     }
 
     /// A cell arrived from the predecessor.
-    pub fn arrive(&mut self, cfg: &Config, seq: u32, flags: u8, body: &CellBody) -> Arrival {
+    pub fn arrive(
+        &mut self,
+        cfg: &Config,
+        store: &mut Cells,
+        seq: u32,
+        flags: u8,
+        body: &CellBody,
+    ) -> Arrival {
         if seq <= self.tail {
             self.st.duplicates += 1;
             return Arrival::Duplicate;
@@ -399,8 +413,9 @@ impl Queue {
             return Arrival::Dropped;
         }
         if seq == self.tail + 1 {
-            self.cells.push_back(Slot { flags, body: *body });
-            self.apply_layer_to_back();
+            self.cells
+                .push_back(store.insert(Slot { flags, body: *body }));
+            self.apply_layer_to_back(store);
             self.tail = seq;
             self.st.cells_in += 1;
             // Pull in the out-of-order cells the new one connects.
@@ -408,8 +423,8 @@ impl Queue {
                 if *next.key() != self.tail + 1 {
                     break;
                 }
-                self.cells.push_back(*next.remove());
-                self.apply_layer_to_back();
+                self.cells.push_back(next.remove());
+                self.apply_layer_to_back(store);
                 self.tail += 1;
             }
             if cfg.sack {
@@ -422,7 +437,7 @@ impl Queue {
                 self.st.duplicates += 1;
             }
             Entry::Vacant(v) => {
-                v.insert(Box::new(Slot { flags, body: *body }));
+                v.insert(store.insert(Slot { flags, body: *body }));
                 self.st.cells_in += 1;
                 if cfg.sack {
                     self.add_run(seq);
@@ -436,16 +451,30 @@ impl Queue {
     /// part: every sequence number passes here exactly once and in order,
     /// so a stream cipher's position never repeats, and a retransmission
     /// re-sends the body as it was transformed.
-    fn apply_layer_to_back(&mut self) {
-        if let (Some(l), Some(slot)) = (self.layer.as_mut(), self.cells.back_mut()) {
-            l.apply(&mut slot.body);
+    fn apply_layer_to_back(&mut self, store: &mut Cells) {
+        if let (Some(l), Some(&slot)) = (self.layer.as_mut(), self.cells.back()) {
+            l.apply(&mut store.get_mut(slot).body);
+        }
+    }
+
+    /// Gives every cell the queue holds back to `store` (the circuit is
+    /// going away).
+    pub fn clear(&mut self, store: &mut Cells) {
+        for slot in self
+            .cells
+            .drain(..)
+            .chain(std::mem::take(&mut self.above).into_values())
+        {
+            store.free(slot);
         }
     }
 
     /// Drops cells below `upto` from the buffer.
-    fn release(&mut self, upto: u32) {
+    fn release(&mut self, store: &mut Cells, upto: u32) {
         while self.head < upto {
-            self.cells.pop_front();
+            if let Some(slot) = self.cells.pop_front() {
+                store.free(slot);
+            }
             self.head += 1;
         }
         // Give back memory after a burst (thousands of queues share the heap).
@@ -464,7 +493,14 @@ impl Queue {
 
     /// A cumulative ACK `a` from the successor. `may_be_dup`: the feedback
     /// item carries no FWD progress (RFC 5681 §2's "window unchanged").
-    pub fn on_ack(&mut self, cfg: &Config, now: Time, a: u32, may_be_dup: bool) -> AckResult {
+    pub fn on_ack(
+        &mut self,
+        cfg: &Config,
+        store: &mut Cells,
+        now: Time,
+        a: u32,
+        may_be_dup: bool,
+    ) -> AckResult {
         if a > self.next_tx || self.out_app {
             return AckResult::Ignored;
         }
@@ -476,7 +512,7 @@ impl Queue {
                 }
             }
             self.sack_delivered(now, a);
-            self.release(a);
+            self.release(store, a);
             self.dupacks = 0;
             self.lost_tries = 0;
             if let Some(r) = self.recover {
@@ -517,14 +553,14 @@ impl Queue {
 
     /// A cumulative FWD `f`. Returns the FORWARD-RTT sample if it gave one,
     /// or `None` if nothing new was forwarded. `Some(None)`: progress, no sample.
-    pub fn on_fwd(&mut self, now: Time, f: u32) -> Option<Option<Dur>> {
+    pub fn on_fwd(&mut self, store: &mut Cells, now: Time, f: u32) -> Option<Option<Dur>> {
         if f <= self.fwd_seen || f > self.next_tx || self.out_app {
             return None;
         }
         if f > self.head {
             // The successor holds what it forwarded: an implied ACK.
             self.sack_delivered(now, f);
-            self.release(f);
+            self.release(store, f);
             self.dupacks = 0;
             if self.recover.is_some_and(|r| f > r) {
                 self.recover = None;
@@ -969,12 +1005,15 @@ impl Queue {
     }
 
     /// Delivering edge: the application takes the next in-order cell.
-    pub fn take_delivered(&mut self, out: &mut CellBody) -> Option<u8> {
+    pub fn take_delivered(&mut self, store: &mut Cells, out: &mut CellBody) -> Option<u8> {
         if !self.out_app || self.head > self.tail {
             return None;
         }
-        let slot = self.cells.pop_front()?;
+        let id = self.cells.pop_front()?;
+        let slot = store.get(id);
         *out = slot.body;
+        let flags = slot.flags;
+        store.free(id);
         self.head += 1;
         self.next_tx = self.head;
         self.fwd_seen = self.head;
@@ -983,17 +1022,19 @@ impl Queue {
         if cap > 64 && self.cells.len() * 4 < cap {
             self.cells.shrink_to((self.cells.len() * 2).max(16));
         }
-        Some(slot.flags)
+        Some(flags)
     }
 
     /// The cell `seq` for (re)transmission, if still held.
-    pub fn cell(&self, seq: u32) -> Option<&Slot> {
+    pub fn cell<'a>(&self, store: &'a Cells, seq: u32) -> Option<&'a Slot> {
         if seq < self.head {
             return None;
         }
-        self.cells
+        let slot = self
+            .cells
             .get((seq - self.head) as usize)
-            .or_else(|| self.above.get(&seq).map(|b| &**b))
+            .or_else(|| self.above.get(&seq))?;
+        Some(store.get(*slot))
     }
 
     pub fn stats(&self, base: Dur) -> HopStats {

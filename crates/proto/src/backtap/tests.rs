@@ -692,6 +692,32 @@ fn a_cell_far_ahead_costs_one_cell_of_memory() {
     assert_eq!(relay.total_held(), 0);
 }
 
+/// The cells a removed circuit held, in order and above a gap, go back to
+/// the endpoint's slab: the next circuit reuses their slots.
+#[test]
+fn a_removed_circuits_cells_are_reused() {
+    let mut relay = Endpoint::new(Config::default());
+    let prev = relay.add_peer(0);
+    let next = relay.add_peer(2);
+    let c = relay.add_circuit(Some((prev, 5)), Some((next, 6)));
+    let seqs = [1, 2, 3, 7, 8, 20];
+    relay
+        .handle_datagram(ms(0), prev, &cells_dg(5, &seqs))
+        .unwrap();
+    assert_eq!(relay.total_held(), 6);
+    assert_eq!(relay.cell_store(), (6, 6));
+    relay.remove_circuit(c);
+    assert_eq!(relay.cell_store(), (0, 6));
+    let d = relay.add_circuit(Some((prev, 7)), Some((next, 8)));
+    relay
+        .handle_datagram(ms(1), prev, &cells_dg(7, &[1, 2, 3, 4, 9, 10]))
+        .unwrap();
+    assert_eq!(relay.total_held(), 6);
+    assert_eq!(relay.cell_store(), (6, 6), "slots reused, none added");
+    relay.remove_circuit(d);
+    assert_eq!(relay.cell_store(), (0, 6));
+}
+
 #[test]
 fn a_reset_peer_gets_nothing_packed_for_its_predecessor() {
     let mut relay = Endpoint::new(Config::default());

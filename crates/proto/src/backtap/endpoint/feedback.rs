@@ -144,7 +144,7 @@ impl Endpoint {
                         continue;
                     };
                     // A cell ACKed since it was packed needs no (re)transmission.
-                    let Some(slot) = circ.q[r.d as usize].cell(seq) else {
+                    let Some(slot) = circ.q[r.d as usize].cell(&self.cells, seq) else {
                         continue;
                     };
                     let flags = slot.flags | if seq == 1 { FLAG_OPEN } else { 0 };
@@ -242,7 +242,7 @@ impl Endpoint {
         }
         q.enable_sack(cfg);
         let before = q.held();
-        if q.on_ack(cfg, now, s.ack, false) == super::AckResult::Advanced {
+        if q.on_ack(cfg, &mut self.cells, now, s.ack, false) == super::AckResult::Advanced {
             q.update_timer(cfg, now, true);
             if q.rtt.has_sample() && q.rtt.backoff() == 0 {
                 self.peers[out.peer as usize].rtt_seed = Some(q.rtt.clone());
