@@ -7,6 +7,7 @@
 
 mod bt;
 mod directory;
+mod grow;
 mod lab;
 mod logging;
 mod model;
@@ -178,9 +179,20 @@ enum Cmd {
             allow_negative_numbers = true
         )]
         seed: u64,
-        /// With `--tor`: write summary.json (one entry per run) into this directory.
+        /// With `--tor`: write summary.json (one entry per run) into this directory
+        /// (with `--grow`, default out/bench-tor-grow).
         #[arg(long, requires = "tor")]
         out: Option<PathBuf>,
+        /// With `--tor`: build every circuit but never start its application
+        /// (the memory of an idle network).
+        #[arg(long, requires = "tor")]
+        idle: bool,
+        /// With `--tor`: run at each of these relay counts (circuits 10/3 of
+        /// the relays, as at full size), busy and idle, each in a process of its
+        /// own, and write a table and a plot of time and peak memory, e.g.
+        /// `--grow 600,1200,2400,6000`.
+        #[arg(long, value_name = "RELAYS,...", requires = "tor", conflicts_with_all = ["relays", "circuits", "idle", "repeat"])]
+        grow: Option<String>,
     },
     /// Run a relay: BackTap over UDP with encrypted links (docs/relay.md).
     Relay {
@@ -310,19 +322,29 @@ fn main() -> ExitCode {
         Cmd::Bench {
             tor: true,
             transport,
+            secs,
+            seed,
+            out,
+            grow: Some(sizes),
+            ..
+        } => grow::parse_sizes(&sizes).and_then(|sizes| {
+            let out = out.unwrap_or_else(|| PathBuf::from("out/bench-tor-grow"));
+            grow::run(&transport, &sizes, secs, seed, &out)
+        }),
+        Cmd::Bench {
+            tor: true,
+            transport,
             relays,
             circuits,
             secs,
             seed,
             out,
             repeat,
+            idle,
             ..
         } => run::bench_tor(
             &transport,
-            relays,
-            circuits,
-            secs,
-            seed,
+            (relays, circuits, secs, seed, idle),
             repeat,
             out.as_deref(),
         ),

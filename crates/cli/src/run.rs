@@ -578,12 +578,15 @@ pub fn bench(sets: &[String], repeat: u32) -> Result<()> {
             .iter()
             .filter(|l| l.name.starts_with("bottleneck"))
             .max_by(|a, b| a.utilization.total_cmp(&b.utilization));
+        let hops = sim.transmissions();
         println!(
-            "run {}: wall {:.3} s | {} events | {:.3} M events/s | {:.2} simulated s per wall s | bottleneck utilisation {} | Jain {} | event hash {}",
+            "run {}: wall {:.3} s | {} events | {:.3} M events/s | {} packet-hops, {:.3} M/s | {:.2} simulated s per wall s | bottleneck utilisation {} | Jain {} | event hash {}",
             i + 1,
             wall,
             s.events,
             s.events as f64 / wall / 1e6,
+            hops,
+            hops as f64 / wall / 1e6,
             s.duration_s / wall,
             bott.map_or("n/a".into(), |l| format!("{:.4}", l.utilization)),
             s.jain.map_or("n/a".into(), |j| format!("{j:.4}")),
@@ -603,16 +606,14 @@ fn mib(b: Option<u64>) -> String {
 /// (`hopwise_repro::backtap::network::scale`).
 pub fn bench_tor(
     transport: &str,
-    relays: usize,
-    circuits: usize,
-    secs: u64,
-    seed: u64,
+    (relays, circuits, secs, seed, idle): (usize, usize, u64, u64, bool),
     repeat: u32,
     out: Option<&Path>,
 ) -> Result<()> {
     use hopwise_repro::backtap::network::scale::{run_with, ScaleParams};
     let p = ScaleParams {
         seed,
+        idle,
         ..ScaleParams::new(transport, relays, circuits, secs)
     };
     // Bad flags are refused before anything is printed or created.
@@ -621,11 +622,17 @@ pub fn bench_tor(
         // Before the run, which takes minutes at the defaults.
         prepare_out(out)?;
     }
-    println!(
-        "bench --tor: {transport}, {relays} relays, {circuits} circuits ({:.0} % bulk 5 MiB, the rest web 320 KiB, think 1–20 s, starts over the first {} s), {secs} s simulated, seed {seed}",
-        100.0 * p.bulk_fraction,
-        p.start_window_s()
-    );
+    if idle {
+        println!(
+            "bench --tor: {transport}, {relays} relays, {circuits} idle circuits (built, never started), {secs} s simulated, seed {seed}"
+        );
+    } else {
+        println!(
+            "bench --tor: {transport}, {relays} relays, {circuits} circuits ({:.0} % bulk 5 MiB, the rest web 320 KiB, think 1–20 s, starts over the first {} s), {secs} s simulated, seed {seed}",
+            100.0 * p.bulk_fraction,
+            p.start_window_s()
+        );
+    }
     let mut reports = Vec::new();
     for i in 0..repeat.max(1) {
         if i > 0 {
@@ -637,13 +644,15 @@ pub fn bench_tor(
             run_with_progress(sim, "bench --tor");
         })?;
         println!(
-            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {:.2} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {}) | goodput {:.1} MB | event hash {:016x}",
+            "run {}: setup {:.2} s wall (peak RSS {}) | run {:.2} s wall | {} events | {:.3} M events/s | {} packet-hops, {:.3} M/s | {:.2} simulated s per wall s | peak RSS {} | {} relays used | requests {} issued, {} completed ({} bulk, {} web; web TTLB median {}) | goodput {:.1} MB | event hash {:016x}",
             i + 1,
             r.setup_wall_s,
             mib(r.peak_rss_setup_bytes),
             r.run_wall_s,
             r.events,
             r.events_per_s / 1e6,
+            r.packet_hops,
+            r.packet_hops_per_s / 1e6,
             r.sim_s_per_wall_s,
             mib(r.peak_rss_bytes),
             r.relays_used,

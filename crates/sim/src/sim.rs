@@ -205,6 +205,8 @@ pub struct Sim {
     queue: EventQueue<Ev>,
     hash: u64,
     events: u64,
+    /// Packets that started transmission on a link (packet-hops).
+    transmissions: u64,
     pub(crate) duration: Dur,
     pub(crate) seed: u64,
     pub(crate) warmup: Time,
@@ -398,6 +400,7 @@ impl Sim {
             queue: EventQueue::new(),
             hash: 0xcbf2_9ce4_8422_2325,
             events: 0,
+            transmissions: 0,
             duration: sc.duration,
             seed: sc.seed,
             warmup: Time::ZERO + sc.measure.warmup,
@@ -439,6 +442,11 @@ impl Sim {
     /// Events processed so far.
     pub fn events(&self) -> u64 {
         self.events
+    }
+    /// Packets that started transmission on a link so far, lost ones
+    /// included: the packet-hops the run simulated.
+    pub fn transmissions(&self) -> u64 {
+        self.transmissions
     }
     /// FNV-1a hash over every processed event's time, kind and target.
     pub fn event_hash(&self) -> u64 {
@@ -733,6 +741,7 @@ impl Sim {
                     self.schedule(at, Ev::Arrive(i));
                 }
                 self.schedule(done, Ev::TxDone(i));
+                self.transmissions += 1;
             }
             Dequeue::WaitUntil(t) => {
                 if !f.wake_pending {

@@ -88,6 +88,15 @@ fn bench_tor_flags_are_checked_before_anything_happens() {
             vec!["--transport", "foo"],
             "--transport: unknown transport `foo`",
         ),
+        (
+            vec!["--grow", "600,x"],
+            "--grow 600,x: `x` is not a number of relays",
+        ),
+        (
+            vec!["--grow", "600", "--transport", "foo"],
+            "--transport: unknown transport `foo`",
+        ),
+        (vec!["--grow", "600", "--secs", "0"], "--secs 0:"),
     ] {
         let mut a = vec!["bench", "--tor", "--out", out.to_str().unwrap()];
         a.extend(args);

@@ -57,6 +57,9 @@ pub struct ScaleParams {
     pub secs: u64,
     /// Fraction of bulk circuits.
     pub bulk_fraction: f64,
+    /// Build every circuit but never start its application: the network's
+    /// memory with its circuits and connections idle.
+    pub idle: bool,
 }
 
 impl ScaleParams {
@@ -73,6 +76,7 @@ impl ScaleParams {
             circuits,
             secs,
             bulk_fraction: 0.1,
+            idle: false,
         }
     }
 
@@ -237,7 +241,11 @@ impl ScaleDraw {
             .collect();
         let mut rng = Rng::for_component(seed, "backtap-network/scale/starts");
         let starts_s = (0..p.circuits)
-            .map(|_| rng.f64() * p.start_window_s())
+            .map(|_| match p.idle {
+                // After the end: the application never starts.
+                true => p.secs as f64 + 1.0,
+                false => rng.f64() * p.start_window_s(),
+            })
             .collect();
         ScaleDraw {
             seed,
@@ -309,6 +317,10 @@ pub struct ScaleReport {
     pub run_wall_s: f64,
     pub simulated_s: f64,
     pub events: u64,
+    /// Packets put on a link (one per link a packet crossed, lost ones
+    /// included), and their rate per wall second of the run.
+    pub packet_hops: u64,
+    pub packet_hops_per_s: f64,
     /// Events per wall second of the run, and simulated seconds per wall second.
     pub events_per_s: f64,
     pub sim_s_per_wall_s: f64,
@@ -372,6 +384,7 @@ pub fn run_with(p: &ScaleParams, drive: &mut dyn FnMut(&mut Sim)) -> anyhow::Res
     let t1 = std::time::Instant::now();
     drive(&mut sim);
     let run_wall_s = t1.elapsed().as_secs_f64();
+    let packet_hops = sim.transmissions();
     anyhow::ensure!(
         sim.now() >= sim.end_time(),
         "the simulation stopped before its end"
@@ -402,6 +415,8 @@ pub fn run_with(p: &ScaleParams, drive: &mut dyn FnMut(&mut Sim)) -> anyhow::Res
         run_wall_s,
         simulated_s: p.secs as f64,
         events: res.events,
+        packet_hops,
+        packet_hops_per_s: packet_hops as f64 / run_wall_s.max(1e-9),
         events_per_s: res.events as f64 / run_wall_s.max(1e-9),
         sim_s_per_wall_s: p.secs as f64 / run_wall_s.max(1e-9),
         peak_rss_setup_bytes,
@@ -492,5 +507,25 @@ mod tests {
             }
         }
         assert!(run(&ScaleParams::new("nope", 20, 50, 5)).is_err());
+    }
+
+    #[test]
+    fn packet_hops_count_link_transmissions_and_idle_circuits_carry_nothing() {
+        for t in ["backtap", "vanilla"] {
+            let busy = run(&ScaleParams::new(t, 20, 50, 5)).unwrap();
+            // A packet crosses at least its two access links.
+            assert!(
+                busy.packet_hops > busy.goodput_bytes / 1500 * 2,
+                "{t}: {busy:?}"
+            );
+            assert!(busy.packet_hops < busy.events, "{t}");
+            let idle = run(&ScaleParams {
+                idle: true,
+                ..ScaleParams::new(t, 20, 50, 5)
+            })
+            .unwrap();
+            assert_eq!((idle.requests_issued, idle.goodput_bytes), (0, 0), "{t}");
+            assert!(idle.packet_hops < busy.packet_hops / 100, "{t}: {idle:?}");
+        }
     }
 }
