@@ -26,8 +26,8 @@ use std::process::ExitCode;
 /// mimalloc instead of the C library's allocator. A simulation makes
 /// millions of short-lived allocations of many sizes (segments, cells,
 /// write buffers); with glibc's malloc a Tor-sized run kept about a third
-/// of its resident memory as free but unreturned fragments
-/// (docs/performance.md has the figures).
+/// of its resident memory as free but unreturned fragments (the figures
+/// are in docs/reproductions/backtap-network.md, "Scale").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

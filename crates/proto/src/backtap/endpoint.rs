@@ -3,9 +3,14 @@
 //! Data structures (all deterministic, O(1) amortised per cell unless noted):
 //!
 //! * circuits in a `Vec` indexed by [`CircuitId`] (ids are not reused), each
-//!   with two fused queues ([`Queue`]): a `VecDeque` ring of cells indexed by
-//!   `seq − head`, with holes for out-of-order cells, and a ring of first-send
-//!   times indexed by `seq − fwd_seen`;
+//!   with two fused queues ([`Queue`]): a `VecDeque` ring of cell slots
+//!   indexed by `seq − head`, with the out-of-order cells' slots in a map by
+//!   sequence number, and a ring of first-send times indexed by
+//!   `seq − fwd_seen`;
+//! * the cell bodies of all queues in one [`crate::slab::Slab`] (chunks
+//!   that never move, slots reused): a queue holds four bytes per cell, and
+//!   the endpoint's memory follows the cells it holds, not every queue's
+//!   largest burst;
 //! * `(peer, circ_id) → (circuit, side)` in a hash map used for lookups only
 //!   (never iterated);
 //! * the scheduler's round-robin list of queues that have a sendable cell
