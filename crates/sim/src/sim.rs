@@ -52,6 +52,15 @@ enum Ev {
 }
 
 impl Ev {
+    /// The event queue's lane: a link's frequent near-future events apart
+    /// from timers and the rest (the order is the same either way).
+    fn lane(self) -> usize {
+        match self {
+            Ev::TxDone(_) | Ev::Arrive(_) | Ev::Wake(_) => 0,
+            _ => 1,
+        }
+    }
+
     fn code(self) -> u64 {
         let (k, id) = match self {
             Ev::TxDone(i) => (1, i),
@@ -84,14 +93,27 @@ pub struct Iface {
     pub(crate) qdisc: Qdisc,
     busy: bool,
     wake_pending: bool,
-    /// Packets on the wire, with their arrival times (FIFO: the delay is constant).
-    pipeline: VecDeque<(Time, Packet)>,
+    /// Packets on the wire, with their arrival times and the sequence
+    /// numbers of their `Arrive` events. Sorted by arrival time, ties in
+    /// sending order. On a direction that never reorders, only the first
+    /// packet's `Arrive` is in the event queue; the next one is queued (with
+    /// its own sequence number, so the event order is unchanged) when it
+    /// arrives.
+    pipeline: VecDeque<(Time, u64, Packet)>,
     rng: Rng,
     pub(crate) stats: QueueStats,
     /// Sampled occupancy at each trace tick.
     pub(crate) trace: Vec<QueueSample>,
     /// A packet capture on this direction, with its label (the file name).
     capture: Option<(String, Box<Capture>)>,
+}
+
+impl Iface {
+    /// Whether packets may overtake each other on the wire (a jitter model
+    /// that reorders).
+    fn reorders(&self) -> bool {
+        self.model.as_deref().is_some_and(LinkState::reorders)
+    }
 }
 
 /// A node's name and kind (read through [`Sim::node_name`] and
@@ -461,7 +483,7 @@ impl Sim {
     /// event already queued for the same instant.
     fn schedule(&mut self, at: Time, ev: Ev) {
         self.seq += 1;
-        self.queue.push(at.max(self.now), self.seq, ev);
+        self.queue.push(at.max(self.now), self.seq, ev.lane(), ev);
     }
 
     /// Folds 64-bit words into the event-log hash (FNV-1a over their bytes).
@@ -483,11 +505,7 @@ impl Sim {
     /// Processes every event up to and including `until` (capped at the end).
     pub fn run_until(&mut self, until: Time) {
         let until = until.min(self.end_time());
-        while let Some(t) = self.queue.peek_time() {
-            if t > until {
-                break;
-            }
-            let (_, ev) = self.queue.pop().expect("peeked");
+        while let Some((t, ev)) = self.queue.pop_until(until) {
             self.now = t;
             self.events += 1;
             self.fold_hash(&[t.as_nanos(), ev.code()]);
@@ -512,11 +530,14 @@ impl Sim {
                 }
             }
             Ev::Arrive(i) => {
-                let (_, p) = self.ifaces[i as usize]
-                    .pipeline
-                    .pop_front()
-                    .expect("arrival has a packet");
-                let node = self.ifaces[i as usize].to;
+                let f = &mut self.ifaces[i as usize];
+                let (_, _, p) = f.pipeline.pop_front().expect("arrival has a packet");
+                let node = f.to;
+                if !f.reorders() {
+                    if let Some(&(at, seq, _)) = f.pipeline.front() {
+                        self.queue.push(at, seq, 0, Ev::Arrive(i));
+                    }
+                }
                 // The log also covers what arrived, so protocol state (ISNs,
                 // ACK numbers, windows) is part of the hash, not only timing.
                 let w = match &p.body {
@@ -730,15 +751,22 @@ impl Sim {
                 if lost {
                     f.stats.wire_losses += 1;
                 } else {
+                    self.seq += 1;
+                    let seq = self.seq;
                     if reorders {
                         // Keep the pipeline sorted by arrival time, ties in
                         // sending order: `Arrive` takes the earliest.
-                        let k = f.pipeline.partition_point(|(t, _)| *t <= at);
-                        f.pipeline.insert(k, (at, p));
+                        let k = f.pipeline.partition_point(|(t, _, _)| *t <= at);
+                        f.pipeline.insert(k, (at, seq, p));
+                        self.queue.push(at, seq, 0, Ev::Arrive(i));
                     } else {
-                        f.pipeline.push_back((at, p));
+                        // Arrival times never decrease here: only the
+                        // first packet's arrival is queued.
+                        f.pipeline.push_back((at, seq, p));
+                        if f.pipeline.len() == 1 {
+                            self.queue.push(at, seq, 0, Ev::Arrive(i));
+                        }
                     }
-                    self.schedule(at, Ev::Arrive(i));
                 }
                 self.schedule(done, Ev::TxDone(i));
                 self.transmissions += 1;
