@@ -648,7 +648,7 @@ impl Sim {
             while want > 0 {
                 let off = (ep.written % PATTERN_LEN as u64) as usize;
                 let n = (want as usize).min(PATTERN_LEN - off);
-                let took = c.send(pattern().slice(off..off + n)) as u64;
+                let took = c.send_slice(pattern(), off..off + n) as u64;
                 ep.written += took;
                 want -= took;
                 if took < n as u64 {

@@ -7,6 +7,7 @@
 
 use bytes::{Bytes, BytesMut};
 use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
 
 /// Bytes written by the application and not yet acknowledged, addressed by
 /// stream offset (0 = first data byte).
@@ -40,6 +41,28 @@ impl SendBuffer {
             self.len += data.len() as u64;
             self.chunks.push_back(data);
         }
+    }
+    /// Appends `src[range]`. When the last chunk is the part of `src` just
+    /// before `range` (the previous write was the preceding range of the
+    /// same buffer), the chunk grows to cover both instead, so that a slice
+    /// across the two writes is a view of `src`, not a copy.
+    pub fn push_slice(&mut self, src: &Bytes, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        let base = src.as_ptr() as usize;
+        if let Some(tail) = self.chunks.back_mut() {
+            let at = tail.as_ptr() as usize;
+            // `tail` and `src` are both alive, so if `tail`'s memory lies
+            // inside `src`'s it is that very memory: `tail` is
+            // `src[at - base..range.start]`.
+            if at >= base && at + tail.len() == base + range.start {
+                self.len += range.len() as u64;
+                *tail = src.slice(at - base..range.end);
+                return;
+            }
+        }
+        self.push(src.slice(range));
     }
     /// Drops everything before stream offset `off`.
     pub fn release_to(&mut self, off: u64) {
@@ -311,6 +334,68 @@ mod tests {
         assert_eq!(&sb.slice(3, 8)[..], b"lo world");
         sb.release_to(11);
         assert!(sb.is_empty());
+    }
+
+    /// Writes of consecutive ranges of one buffer become one chunk; slices
+    /// across them are views of that buffer, and every slice has the bytes
+    /// a buffer of separate chunks (the same writes pushed as copies) has.
+    #[test]
+    fn adjacent_slices_of_one_buffer_are_merged_and_slice_the_same() {
+        let src = Bytes::from((0..=255u8).cycle().take(10_007).collect::<Vec<u8>>());
+        let other = Bytes::from(vec![7u8; 3000]);
+        let mut rng = crate::rng::Rng::from_seed(5);
+        let mut fewer_chunks = 0;
+        for _ in 0..50 {
+            let mut merged = SendBuffer::new();
+            let mut plain = SendBuffer::new();
+            let mut pos = rng.below(src.len() as u64) as usize;
+            for _ in 0..40 {
+                // Mostly the next range of `src` (wrapping at its end), some
+                // other buffers, some empty writes.
+                let (buf, range) = match rng.below(8) {
+                    0 => (&other, 100..100 + rng.below(500) as usize),
+                    1 => (&src, pos..pos),
+                    _ => {
+                        if pos == src.len() {
+                            pos = 0;
+                        }
+                        let n = (1 + rng.below(3000) as usize).min(src.len() - pos);
+                        pos += n;
+                        (&src, pos - n..pos)
+                    }
+                };
+                merged.push_slice(buf, range.clone());
+                plain.push(Bytes::copy_from_slice(&buf[range]));
+                assert_eq!(merged.len(), plain.len());
+                fewer_chunks += (merged.chunks.len() < plain.chunks.len()) as usize;
+                if rng.chance(0.3) {
+                    let to = merged.start() + rng.below(merged.len() + 1);
+                    merged.release_to(to);
+                    plain.release_to(to);
+                }
+                for _ in 0..5 {
+                    if merged.is_empty() {
+                        break;
+                    }
+                    let off = merged.start() + rng.below(merged.len());
+                    let len = 1 + rng.below(merged.end() - off) as usize;
+                    assert_eq!(merged.slice(off, len), plain.slice(off, len));
+                }
+            }
+        }
+        assert!(fewer_chunks > 500, "{fewer_chunks} writes merged");
+        // Two adjacent writes of `src`: one chunk, sliced without a copy.
+        let mut sb = SendBuffer::new();
+        sb.push_slice(&src, 10..20);
+        sb.push_slice(&src, 20..4000);
+        assert_eq!(sb.chunks.len(), 1);
+        let s = sb.slice(15, 1500);
+        assert_eq!(s.as_ptr(), src[15..].as_ptr());
+        assert_eq!(&s[..], &src[15..1515]);
+        // A gap, or another buffer, starts a new chunk.
+        sb.push_slice(&src, 4001..4002);
+        sb.push_slice(&other, 0..10);
+        assert_eq!(sb.chunks.len(), 3);
     }
 
     #[test]

@@ -689,6 +689,22 @@ impl Connection {
         n
     }
 
+    /// Writes `src[range]` (as much as fits, like [`Connection::send`]).
+    /// A write that continues the previous one in the same buffer (the
+    /// range right after it) extends it, so that segments spanning the two
+    /// are views of `src` rather than copies.
+    pub fn send_slice(&mut self, src: &Bytes, range: std::ops::Range<usize>) -> usize {
+        let space = self.send_space() as usize;
+        let mut end = range.end;
+        if range.len() > space {
+            self.write_blocked = true;
+            end = range.start + space;
+        }
+        let n = end - range.start;
+        self.sendbuf.push_slice(src, range.start..end);
+        n
+    }
+
     /// Takes up to `max` bytes of in-order data. Reading frees receive
     /// buffer space and may open the window.
     pub fn recv(&mut self, max: usize) -> Option<Bytes> {
