@@ -25,6 +25,11 @@ use hopwise_proto::time::Time;
 const BUCKETS: usize = 128;
 /// The queue's lanes: separate radix heaps, each with its own last key.
 pub(crate) const LANES: usize = 2;
+/// The lane of a link's events: a few per busy direction, all soon due.
+pub(crate) const NEAR: usize = 0;
+/// The lane of everything else, timers above all: most far in the future.
+pub(crate) const FAR: usize = 1;
+const _: () = assert!(NEAR == 0 && FAR == 1 && LANES == 2);
 
 fn key(t: u64, seq: u64) -> u128 {
     (t as u128) << 64 | seq as u128
@@ -73,12 +78,14 @@ impl<T> Radix<T> {
         self.top.is_some() as usize + self.buckets.iter().map(Vec::len).sum::<usize>()
     }
 
+    #[inline]
     fn put(&mut self, k: u128, item: T) {
         let b = bucket_of(self.last, k);
         self.buckets[b].push((k, item));
         self.nonempty[b >> 6] |= 1 << (b & 63);
     }
 
+    #[inline]
     fn push(&mut self, k: u128, item: T) {
         if k < self.last {
             self.rebase(k, item);
@@ -89,6 +96,8 @@ impl<T> Radix<T> {
 
     /// Makes `item`, at key `k` below every queued key, the top, and
     /// re-buckets every other item against `k`.
+    #[cold]
+    #[inline(never)]
     fn rebase(&mut self, k: u128, item: T) {
         let old = self.last;
         let mut items: Vec<(u128, T)> = self.top.take().map(|x| (old, x)).into_iter().collect();
@@ -105,6 +114,7 @@ impl<T> Radix<T> {
 
     /// Finds the item with the smallest key and makes it the top (if the
     /// heap is not empty); returns the top's key.
+    #[inline]
     fn settle(&mut self) -> Option<u128> {
         if self.top.is_some() {
             return Some(self.last);
@@ -116,15 +126,25 @@ impl<T> Radix<T> {
         } else {
             return None;
         };
-        self.nonempty[i >> 6] &= !(1 << (i & 63));
-        let (lower, rest) = self.buckets.split_at_mut(i);
-        let b = &mut rest[0];
+        let b = &mut self.buckets[i];
         if b.len() == 1 {
+            self.nonempty[i >> 6] &= !(1 << (i & 63));
             let (k, item) = b.pop().expect("one item");
             self.last = k;
             self.top = Some(item);
             return Some(k);
         }
+        Some(self.split(i))
+    }
+
+    /// Makes the smallest item of bucket `i` (the lowest non-empty one, with
+    /// several items) the top and sorts the others into lower buckets;
+    /// returns the top's key.
+    #[inline(never)]
+    fn split(&mut self, i: usize) -> u128 {
+        self.nonempty[i >> 6] &= !(1 << (i & 63));
+        let (lower, rest) = self.buckets.split_at_mut(i);
+        let b = &mut rest[0];
         let min = b.iter().map(|(k, _)| *k).min().expect("non-empty");
         self.last = min;
         // Every key in bucket i agrees with the new `last` above bit i, so
@@ -138,7 +158,7 @@ impl<T> Radix<T> {
                 self.nonempty[j >> 6] |= 1 << (j & 63);
             }
         }
-        Some(min)
+        min
     }
 }
 
@@ -173,6 +193,7 @@ impl<T> EventQueue<T> {
     /// peek and the next pop may go before the peeked key (a driver adding
     /// work between two `run_until` calls): its lane is then rebuilt around
     /// it, which costs one pass over the lane's items.
+    #[inline]
     pub(crate) fn push(&mut self, t: Time, seq: u64, lane: usize, item: T) {
         let t = t.as_nanos();
         let k = key(t, seq);
@@ -187,9 +208,9 @@ impl<T> EventQueue<T> {
     fn first(&mut self) -> Option<(usize, u128)> {
         let [a, b] = &mut self.lanes;
         match (a.settle(), b.settle()) {
-            (Some(x), Some(y)) if y < x => Some((1, y)),
-            (Some(x), _) => Some((0, x)),
-            (None, Some(y)) => Some((1, y)),
+            (Some(x), Some(y)) if y < x => Some((FAR, y)),
+            (Some(x), _) => Some((NEAR, x)),
+            (None, Some(y)) => Some((FAR, y)),
             (None, None) => None,
         }
     }
@@ -202,6 +223,7 @@ impl<T> EventQueue<T> {
 
     /// Removes and returns the item with the smallest key, with its time,
     /// if its time is at most `until`.
+    #[inline]
     pub(crate) fn pop_until(&mut self, until: Time) -> Option<(Time, T)> {
         let (lane, k) = self.first()?;
         if time_of(k) > until {

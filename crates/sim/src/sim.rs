@@ -15,7 +15,7 @@ use crate::measure::{Binned, QueueSample, QueueStats, TraceSample};
 use crate::packet::{Body, NodeId, Packet};
 use crate::pcap::Capture;
 use crate::qdisc::{Dequeue, Qdisc};
-use crate::queue::EventQueue;
+use crate::queue::{EventQueue, FAR, NEAR};
 use crate::routing::{Hop, Routing};
 use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
@@ -56,8 +56,8 @@ impl Ev {
     /// from timers and the rest (the order is the same either way).
     fn lane(self) -> usize {
         match self {
-            Ev::TxDone(_) | Ev::Arrive(_) | Ev::Wake(_) => 0,
-            _ => 1,
+            Ev::TxDone(_) | Ev::Arrive(_) | Ev::Wake(_) => NEAR,
+            _ => FAR,
         }
     }
 
@@ -535,7 +535,7 @@ impl Sim {
                 let node = f.to;
                 if !f.reorders() {
                     if let Some(&(at, seq, _)) = f.pipeline.front() {
-                        self.queue.push(at, seq, 0, Ev::Arrive(i));
+                        self.queue.push(at, seq, NEAR, Ev::Arrive(i));
                     }
                 }
                 // The log also covers what arrived, so protocol state (ISNs,
@@ -758,13 +758,13 @@ impl Sim {
                         // sending order: `Arrive` takes the earliest.
                         let k = f.pipeline.partition_point(|(t, _, _)| *t <= at);
                         f.pipeline.insert(k, (at, seq, p));
-                        self.queue.push(at, seq, 0, Ev::Arrive(i));
+                        self.queue.push(at, seq, NEAR, Ev::Arrive(i));
                     } else {
                         // Arrival times never decrease here: only the
                         // first packet's arrival is queued.
                         f.pipeline.push_back((at, seq, p));
                         if f.pipeline.len() == 1 {
-                            self.queue.push(at, seq, 0, Ev::Arrive(i));
+                            self.queue.push(at, seq, NEAR, Ev::Arrive(i));
                         }
                     }
                 }
