@@ -275,6 +275,16 @@ impl Qdisc {
         }
     }
 
+    /// Whether a packet of `size` bytes would leave unchanged if it were
+    /// queued now and dequeued right after: a drop-tail FIFO that is empty
+    /// and has room for it. An idle port may then send it without queueing.
+    pub fn passes_through(&self, size: u32) -> bool {
+        match self {
+            Qdisc::DropTail(q) => q.q.is_empty() && q.fits(size),
+            _ => false,
+        }
+    }
+
     /// Queues a packet arriving at `now`; `false` if it was dropped.
     #[must_use]
     pub fn enqueue(&mut self, now: Time, p: Packet) -> bool {

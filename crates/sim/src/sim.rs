@@ -712,6 +712,15 @@ impl Sim {
         let warmup = self.warmup;
         let f = &mut self.ifaces[i as usize];
         f.stats.advance(now, warmup);
+        if !f.busy && !f.wake_pending && f.qdisc.passes_through(p.size) {
+            // It would enter the empty queue and leave it at once: account
+            // for both and send it (its queueing time is zero).
+            p.queued_ns = p.queued_ns.wrapping_add(now.as_nanos());
+            f.stats.enqueued += 1;
+            f.stats.set(p.size as u64, 1);
+            self.transmit(i, p);
+            return;
+        }
         if f.qdisc.enqueue(now, p) {
             f.stats.enqueued += 1;
         } else {
@@ -730,46 +739,7 @@ impl Sim {
         match f.qdisc.dequeue(now) {
             Dequeue::Packet(mut p) => {
                 p.queued_ns = p.queued_ns.wrapping_add(now.as_nanos());
-                f.stats.advance(now, warmup);
-                f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
-                f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
-                if let Some((_, c)) = f.capture.as_mut() {
-                    c.record(now, &p);
-                }
-                f.busy = true;
-                let (done, lost, at, reorders) = match f.model.as_deref_mut() {
-                    None => {
-                        let done = now + f.rate.tx_time(p.size as u64);
-                        (done, f.rng.chance(f.loss), done + f.delay, false)
-                    }
-                    Some(m) => {
-                        let (done, lost, at) =
-                            m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng);
-                        (done, lost, at, m.reorders())
-                    }
-                };
-                if lost {
-                    f.stats.wire_losses += 1;
-                } else {
-                    self.seq += 1;
-                    let seq = self.seq;
-                    if reorders {
-                        // Keep the pipeline sorted by arrival time, ties in
-                        // sending order: `Arrive` takes the earliest.
-                        let k = f.pipeline.partition_point(|(t, _, _)| *t <= at);
-                        f.pipeline.insert(k, (at, seq, p));
-                        self.queue.push(at, seq, NEAR, Ev::Arrive(i));
-                    } else {
-                        // Arrival times never decrease here: only the
-                        // first packet's arrival is queued.
-                        f.pipeline.push_back((at, seq, p));
-                        if f.pipeline.len() == 1 {
-                            self.queue.push(at, seq, NEAR, Ev::Arrive(i));
-                        }
-                    }
-                }
-                self.schedule(done, Ev::TxDone(i));
-                self.transmissions += 1;
+                self.transmit(i, p);
             }
             Dequeue::WaitUntil(t) => {
                 if !f.wake_pending {
@@ -785,6 +755,52 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// Starts sending `p`, just taken from interface `i`'s queue.
+    fn transmit(&mut self, i: u32, p: Packet) {
+        let now = self.now;
+        let warmup = self.warmup;
+        let f = &mut self.ifaces[i as usize];
+        f.stats.advance(now, warmup);
+        f.stats.set(f.qdisc.bytes(), f.qdisc.packets());
+        f.stats.departed(now, warmup, p.size, p.payload, p.pure_ack);
+        if let Some((_, c)) = f.capture.as_mut() {
+            c.record(now, &p);
+        }
+        f.busy = true;
+        let (done, lost, at, reorders) = match f.model.as_deref_mut() {
+            None => {
+                let done = now + f.rate.tx_time(p.size as u64);
+                (done, f.rng.chance(f.loss), done + f.delay, false)
+            }
+            Some(m) => {
+                let (done, lost, at) = m.depart(now, p.size, (f.rate, f.delay, f.loss), &mut f.rng);
+                (done, lost, at, m.reorders())
+            }
+        };
+        if lost {
+            f.stats.wire_losses += 1;
+        } else {
+            self.seq += 1;
+            let seq = self.seq;
+            if reorders {
+                // Keep the pipeline sorted by arrival time, ties in
+                // sending order: `Arrive` takes the earliest.
+                let k = f.pipeline.partition_point(|(t, _, _)| *t <= at);
+                f.pipeline.insert(k, (at, seq, p));
+                self.queue.push(at, seq, NEAR, Ev::Arrive(i));
+            } else {
+                // Arrival times never decrease here: only the
+                // first packet's arrival is queued.
+                f.pipeline.push_back((at, seq, p));
+                if f.pipeline.len() == 1 {
+                    self.queue.push(at, seq, NEAR, Ev::Arrive(i));
+                }
+            }
+        }
+        self.schedule(done, Ev::TxDone(i));
+        self.transmissions += 1;
     }
 
     fn deliver(&mut self, node: NodeId, p: Packet) {
