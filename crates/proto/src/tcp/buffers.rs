@@ -389,9 +389,10 @@ mod tests {
         sb.push_slice(&src, 10..20);
         sb.push_slice(&src, 20..4000);
         assert_eq!(sb.chunks.len(), 1);
+        // Stream offset 15 is src[25].
         let s = sb.slice(15, 1500);
-        assert_eq!(s.as_ptr(), src[15..].as_ptr());
-        assert_eq!(&s[..], &src[15..1515]);
+        assert_eq!(s.as_ptr(), src[25..].as_ptr());
+        assert_eq!(&s[..], &src[25..1525]);
         // A gap, or another buffer, starts a new chunk.
         sb.push_slice(&src, 4001..4002);
         sb.push_slice(&other, 0..10);
