@@ -243,6 +243,8 @@ pub struct Sim {
     /// Trace tick times actually sampled.
     pub(crate) trace_times: Vec<Time>,
     scratch: Vec<Segment>,
+    /// Socket events on their way to an agent ([`Sim::agent_events`]).
+    sock_events: Vec<SockEvent>,
     agents: Vec<AgentSlot>,
     /// Node ids by name (lookups only, never iterated).
     node_index: BTreeMap<String, NodeId>,
@@ -435,6 +437,7 @@ impl Sim {
             flows,
             trace_times: Vec::new(),
             scratch: Vec::new(),
+            sock_events: Vec::new(),
             agents: Vec::new(),
             node_index: BTreeMap::new(),
             listeners: BTreeMap::new(),

@@ -77,7 +77,9 @@ impl Sim {
 
     /// Hands an agent socket's connection events to its agent.
     pub(super) fn agent_events(&mut self, e: u32, a: u32) {
-        let mut evs: Vec<SockEvent> = Vec::new();
+        // A buffer kept between calls (a callback that ends up here again
+        // finds it taken and uses a fresh one).
+        let mut evs = std::mem::take(&mut self.sock_events);
         let ep = &mut self.endpoints[e as usize];
         if std::mem::take(&mut ep.accepted) {
             evs.push(SockEvent::Accepted);
@@ -102,9 +104,10 @@ impl Sim {
                 });
             }
         }
-        for ev in evs {
+        for ev in evs.drain(..) {
             self.with_agent(a, |ag, cx| ag.tcp_event(cx, e, ev));
         }
+        self.sock_events = evs;
     }
 
     pub(crate) fn listen(
