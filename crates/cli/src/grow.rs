@@ -216,29 +216,24 @@ pub fn write(out: &Path, transport: &str, rows: &[GrowthRow]) -> Result<()> {
             )
         })
     };
-    let time = Chart::new("Run time")
-        .x_label("relays")
-        .y_label("wall time (s)")
-        .log_x(true)
-        .log_y(true)
+    // Every panel: a quantity against the relays, on a log axis.
+    let chart = |title: &str, y: &str, log_y: bool| {
+        Chart::new(title)
+            .x_label("relays")
+            .y_label(y)
+            .log_x(true)
+            .log_y(log_y)
+    };
+    let time = chart("Run time", "wall time (s)", true)
         .series(Series::line_points(
             "measured",
             pts(&|r| (r.relays as f64, r.run_wall_s)),
         ))
         .series(Series::line("linear in packet-hops", linear(&|r| r.run_wall_s)).dashed());
-    let per_hop = Chart::new("Wall time per packet-hop")
-        .x_label("relays")
-        .y_label("ns per packet-hop")
-        .log_x(true)
-        .series(Series::line_points(
-            "measured",
-            pts(&|r| (r.relays as f64, r.ns_per_packet_hop)),
-        ));
-    let mem = Chart::new("Peak memory")
-        .x_label("relays")
-        .y_label("MiB")
-        .log_x(true)
-        .log_y(true)
+    let per_hop = chart("Wall time per packet-hop", "ns per packet-hop", false).series(
+        Series::line_points("measured", pts(&|r| (r.relays as f64, r.ns_per_packet_hop))),
+    );
+    let mem = chart("Peak memory", "MiB", true)
         .series(Series::line_points(
             "busy",
             pts(&|r| (r.relays as f64, r.peak_rss_mib)),
@@ -247,10 +242,7 @@ pub fn write(out: &Path, transport: &str, rows: &[GrowthRow]) -> Result<()> {
             "idle",
             pts(&|r| (r.relays as f64, r.idle_peak_rss_mib)),
         ));
-    let idle = Chart::new("Memory per idle circuit")
-        .x_label("relays")
-        .y_label("KiB")
-        .log_x(true)
+    let idle = chart("Memory per idle circuit", "KiB", false)
         .series(Series::line_points(
             "measured",
             pts(&|r| (r.relays as f64, r.idle_kib_per_circuit)),

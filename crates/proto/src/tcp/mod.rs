@@ -679,14 +679,21 @@ impl Connection {
 
     /// Queues data; returns how many bytes were accepted (bounded by the send buffer).
     pub fn send(&mut self, mut data: Bytes) -> usize {
-        let space = self.send_space() as usize;
-        if data.len() > space {
-            self.write_blocked = true;
-            data.truncate(space);
-        }
-        let n = data.len();
+        let n = self.accept_len(data.len());
+        data.truncate(n);
         self.sendbuf.push(data);
         n
+    }
+
+    /// How much of a write of `len` bytes the send buffer takes; a write it
+    /// cuts short marks the connection write-blocked.
+    fn accept_len(&mut self, len: usize) -> usize {
+        let space = self.send_space() as usize;
+        if len > space {
+            self.write_blocked = true;
+            return space;
+        }
+        len
     }
 
     /// Writes `src[range]` (as much as fits, like [`Connection::send`]).
@@ -694,14 +701,8 @@ impl Connection {
     /// range right after it) extends it, so that segments spanning the two
     /// are views of `src` rather than copies.
     pub fn send_slice(&mut self, src: &Bytes, range: std::ops::Range<usize>) -> usize {
-        let space = self.send_space() as usize;
-        let mut end = range.end;
-        if range.len() > space {
-            self.write_blocked = true;
-            end = range.start + space;
-        }
-        let n = end - range.start;
-        self.sendbuf.push_slice(src, range.start..end);
+        let n = self.accept_len(range.len());
+        self.sendbuf.push_slice(src, range.start..range.start + n);
         n
     }
 
