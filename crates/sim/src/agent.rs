@@ -136,7 +136,7 @@ impl Cx<'_> {
     }
     /// The connection behind a socket, for its state, window and statistics.
     pub fn conn(&self, sock: Sock) -> Option<&Connection> {
-        self.sim.endpoints.get(sock as usize)?.conn.as_ref()
+        self.sim.endpoints.get(sock as usize)?.conn.as_deref()
     }
     /// Samples this socket's cwnd/ssthresh/SRTT/in-flight at every trace
     /// tick, and records its connection's latency (both ends'

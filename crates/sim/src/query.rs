@@ -211,7 +211,7 @@ impl Endpoint {
     }
     /// The TCP connection, once it exists.
     pub fn conn(&self) -> Option<&Connection> {
-        self.conn.as_ref()
+        self.conn.as_deref()
     }
     /// Bytes a flow's application wrote.
     pub fn written(&self) -> u64 {

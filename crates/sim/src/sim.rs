@@ -128,7 +128,9 @@ pub(crate) struct Node {
 /// are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Endpoint {
-    pub(crate) conn: Option<Connection>,
+    /// Boxed: a connection is about 1.5 KiB and most of an endpoint's
+    /// accesses (routing a segment, its measurements) need only the rest.
+    pub(crate) conn: Option<Box<Connection>>,
     pub(crate) node: NodeId,
     pub(crate) peer_node: NodeId,
     pub(crate) peer: u32,
@@ -591,7 +593,7 @@ impl Sim {
         let port = 10_000 + (f % 50_000) as u16;
         let conn = Connection::connect(flow.tcp.clone(), &flow.cc, port, 5001, iss);
         let e = flow.ends[0];
-        self.endpoints[e as usize].conn = Some(conn);
+        self.endpoints[e as usize].conn = Some(Box::new(conn));
         self.service(e);
     }
 
@@ -854,7 +856,7 @@ impl Sim {
                 let ep = &mut self.endpoints[e as usize];
                 match accepted {
                     Some(c) => {
-                        ep.conn = Some(c);
+                        ep.conn = Some(Box::new(c));
                         ep.accepted = ep.agent.is_some();
                     }
                     None => return self.reply_reset(e, &seg),

@@ -87,36 +87,259 @@ pub fn relay_data(body: &Body, len: u16) -> &[u8] {
 }
 
 /// Cell bodies owned by one node, addressed by `u32` slots with a free list,
-/// so that moving a cell between queues never allocates. The bodies live
-/// in a [`Slab`]: chunks that never move, small for a node that holds a
-/// few cells (most clients of a large network).
+/// so that moving a cell between queues never allocates.
+///
+/// A cell is held in one of two forms, and every reader sees the same
+/// 509 bytes either way:
+/// - a full body, in a [`Slab`] (chunks that never move, small for a node
+///   that holds a few cells, as most clients of a large network do);
+/// - a *pattern DATA cell*: a relay DATA cell whose data is a run of the
+///   application pattern ([`pattern`]) and whose other bytes are those
+///   [`write_relay`] writes, kept as its stream, length and pattern
+///   position (8 bytes). Exits package responses this way, and a relay
+///   that reads such a cell off a link recognises it ([`CellPool::store`])
+///   and keeps it so. In a Tor-sized run most held cells are DATA cells
+///   waiting in circuit queues; kept in full they were the largest part of
+///   the simulator's memory.
+///
+/// Slots of the second form have the top bit set.
 #[derive(Debug, Default)]
 pub struct CellPool {
     cells: Slab<Body>,
+    data: Slab<PatternCell>,
+    live: u32,
+    peak: u32,
+    /// A pattern cell's body, built for [`CellPool::get`].
+    scratch: Option<Box<Body>>,
 }
 
+/// A relay DATA cell whose data is `len` pattern bytes from `pos`.
+#[derive(Clone, Copy, Debug, Default)]
+struct PatternCell {
+    stream: u16,
+    len: u16,
+    pos: u32,
+}
+
+/// The top bit of a slot marks a pattern DATA cell.
+const PATTERN_SLOT: u32 = 1 << 31;
+
 impl CellPool {
-    /// A slot with unspecified contents.
+    /// A slot for a full body, with unspecified contents (fill it with
+    /// [`CellPool::get_mut`]).
     pub fn alloc(&mut self) -> u32 {
+        self.count_alloc();
         self.cells.alloc(&[0; BODY_LEN])
     }
+
+    /// A relay DATA cell of `len` (at most [`RELAY_DATA_LEN`]) pattern
+    /// bytes from stream offset `off`: the body [`write_relay`] would write
+    /// with that data.
+    pub fn alloc_pattern_data(&mut self, stream: u16, len: u16, off: u64) -> u32 {
+        debug_assert!(len as usize <= RELAY_DATA_LEN);
+        self.count_alloc();
+        let pos = (off % PATTERN_LEN as u64) as u32;
+        PATTERN_SLOT | self.data.insert(PatternCell { stream, len, pos })
+    }
+
+    /// A slot holding `body` (a body read off a link): a pattern DATA cell
+    /// if it is one, else a full copy.
+    pub fn store(&mut self, body: &[u8]) -> u32 {
+        debug_assert_eq!(body.len(), BODY_LEN);
+        if let Some((stream, len, pos)) = as_pattern_data(body) {
+            self.count_alloc();
+            return PATTERN_SLOT | self.data.insert(PatternCell { stream, len, pos });
+        }
+        let slot = self.alloc();
+        self.cells.get_mut(slot).copy_from_slice(body);
+        slot
+    }
+
+    fn count_alloc(&mut self) {
+        self.live += 1;
+        self.peak = self.peak.max(self.live);
+    }
+
     pub fn free(&mut self, id: u32) {
-        self.cells.free(id);
+        self.live -= 1;
+        if id & PATTERN_SLOT != 0 {
+            self.data.free(id & !PATTERN_SLOT);
+        } else {
+            self.cells.free(id);
+        }
     }
-    pub fn get(&self, id: u32) -> &Body {
-        self.cells.get(id)
+
+    /// The body in slot `id` (a pattern DATA cell's is built in a scratch
+    /// body, valid until the next call).
+    pub fn get(&mut self, id: u32) -> &Body {
+        if id & PATTERN_SLOT == 0 {
+            return self.cells.get(id);
+        }
+        let c = *self.data.get(id & !PATTERN_SLOT);
+        let body = self.scratch.get_or_insert_with(|| Box::new([0; BODY_LEN]));
+        write_relay(body, relay::DATA, c.stream, &[]);
+        body[9..11].copy_from_slice(&c.len.to_be_bytes());
+        fill_pattern(
+            c.pos as u64,
+            &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + c.len as usize],
+        );
+        body
     }
+
+    /// Appends the body in slot `id` to `out` (as [`CellPool::get`] would
+    /// read it, without the scratch copy).
+    pub fn append_to(&self, id: u32, out: &mut Vec<u8>) {
+        if id & PATTERN_SLOT == 0 {
+            out.extend_from_slice(self.cells.get(id));
+            return;
+        }
+        let c = self.data.get(id & !PATTERN_SLOT);
+        let at = out.len();
+        out.resize(at + BODY_LEN, 0);
+        let body: &mut Body = (&mut out[at..]).try_into().expect("a body's length");
+        body[0] = relay::DATA;
+        body[3..5].copy_from_slice(&c.stream.to_be_bytes());
+        body[9..11].copy_from_slice(&c.len.to_be_bytes());
+        fill_pattern(
+            c.pos as u64,
+            &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + c.len as usize],
+        );
+    }
+
+    /// The relay header of slot `id` ([`read_relay`] of its body).
+    pub fn header(&self, id: u32) -> RelayHeader {
+        if id & PATTERN_SLOT == 0 {
+            return read_relay(self.cells.get(id));
+        }
+        let c = self.data.get(id & !PATTERN_SLOT);
+        RelayHeader {
+            cmd: relay::DATA,
+            stream: c.stream,
+            len: c.len,
+        }
+    }
+
+    /// The body of a slot from [`CellPool::alloc`], to fill.
     pub fn get_mut(&mut self, id: u32) -> &mut Body {
+        debug_assert_eq!(id & PATTERN_SLOT, 0, "a pattern cell is not mutable");
         self.cells.get_mut(id)
     }
-    /// Slots in use.
+
+    /// Cells held.
     pub fn live(&self) -> usize {
-        self.cells.live()
+        self.live as usize
     }
-    /// Slots ever allocated (the peak number of cells held at once).
+
+    /// The most cells held at once.
     pub fn capacity(&self) -> usize {
-        self.cells.capacity()
+        self.peak as usize
     }
+}
+
+/// `(stream, len, pattern position)` if `body` is a relay DATA cell whose
+/// data is a run of the pattern and whose other bytes are those
+/// [`write_relay`] writes (zero `recognized`, `digest` and padding).
+fn as_pattern_data(body: &[u8]) -> Option<(u16, u16, u32)> {
+    let h = read_relay(body.try_into().ok()?);
+    let len = u16::from_be_bytes([body[9], body[10]]);
+    if h.cmd != relay::DATA
+        || len as usize > RELAY_DATA_LEN
+        || len < 4
+        || body[1..3] != [0, 0]
+        || body[5..9] != [0; 4]
+    {
+        return None;
+    }
+    let data = &body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + len as usize];
+    if body[RELAY_HEADER_LEN + len as usize..]
+        .iter()
+        .any(|&b| b != 0)
+    {
+        return None;
+    }
+    let pos = pattern_index().find(data)?;
+    Some((h.stream, len, pos))
+}
+
+/// Where each 4-byte window of the pattern starts: an open-addressing
+/// table keyed by the window's bytes, so that a cell's data is matched to
+/// its pattern position with about one probe (and a comparison) rather
+/// than a search. Positions fit in 16 bits, so the table is 256 KiB.
+struct PatternIndex {
+    /// `position + 1` of a window, 0 for an empty slot.
+    slots: Box<[u16]>,
+}
+
+/// Table slots: a power of two, twice the pattern's windows.
+const INDEX_BITS: u32 = 17;
+const _: () = assert!(PATTERN_LEN < u16::MAX as usize && PATTERN_LEN < 1 << (INDEX_BITS - 1));
+
+/// The pattern's 4 bytes from `pos`, wrapping at its end.
+fn window(p: &[u8], pos: usize) -> u32 {
+    match p.get(pos..pos + 4) {
+        Some(w) => u32::from_le_bytes(w.try_into().expect("4 bytes")),
+        None => {
+            let b = |i: usize| p[(pos + i) % PATTERN_LEN];
+            u32::from_le_bytes([b(0), b(1), b(2), b(3)])
+        }
+    }
+}
+
+fn index_hash(key: u32) -> usize {
+    (key.wrapping_mul(0x9e37_79b1) >> (32 - INDEX_BITS)) as usize
+}
+
+impl PatternIndex {
+    fn build() -> PatternIndex {
+        let p = pattern();
+        let mask = (1usize << INDEX_BITS) - 1;
+        let mut slots = vec![0u16; 1 << INDEX_BITS].into_boxed_slice();
+        for pos in 0..PATTERN_LEN {
+            let mut h = index_hash(window(p, pos));
+            while slots[h] != 0 {
+                h = (h + 1) & mask;
+            }
+            slots[h] = pos as u16 + 1;
+        }
+        PatternIndex { slots }
+    }
+
+    /// A position where the pattern (wrapping at its end) continues as
+    /// `data` (at least 4 bytes) does, if any.
+    fn find(&self, data: &[u8]) -> Option<u32> {
+        let p = pattern();
+        let key = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
+        let mask = self.slots.len() - 1;
+        let mut h = index_hash(key);
+        while self.slots[h] != 0 {
+            let pos = self.slots[h] as usize - 1;
+            if window(p, pos) == key && pattern_matches(pos, data) {
+                return Some(pos as u32);
+            }
+            h = (h + 1) & mask;
+        }
+        None
+    }
+}
+
+fn pattern_index() -> &'static PatternIndex {
+    static I: OnceLock<PatternIndex> = OnceLock::new();
+    I.get_or_init(PatternIndex::build)
+}
+
+/// Whether `data` equals the pattern from position `pos` on (wrapping).
+fn pattern_matches(mut pos: usize, data: &[u8]) -> bool {
+    let p = pattern();
+    let mut rest = data;
+    while !rest.is_empty() {
+        let n = rest.len().min(PATTERN_LEN - pos);
+        if rest[..n] != p[pos..pos + n] {
+            return false;
+        }
+        rest = &rest[n..];
+        pos = 0;
+    }
+    true
 }
 
 /// Length of the application byte pattern: a prime, so that cell and segment
@@ -260,6 +483,106 @@ mod tests {
         p.free(b);
         assert_eq!(p.live(), 1);
         assert_eq!(p.capacity(), 2);
+    }
+
+    /// A body as an exit writes it: `len` pattern bytes from `off`.
+    fn data_body(stream: u16, len: usize, off: u64) -> Body {
+        let mut b = [0u8; BODY_LEN];
+        let mut data = vec![0u8; len];
+        fill_pattern(off, &mut data);
+        write_relay(&mut b, relay::DATA, stream, &data);
+        b
+    }
+
+    #[test]
+    fn pattern_cells_read_as_the_body_they_stand_for() {
+        let mut p = CellPool::default();
+        // Short and full lengths, and positions that wrap past the
+        // pattern's end.
+        for (len, off) in [
+            (498, 0),
+            (4, 17),
+            (137, PATTERN_LEN as u64 - 60),
+            (9, PATTERN_LEN as u64 - 2),
+            (498, 1 << 40),
+        ] {
+            let want = data_body(9, len, off);
+            let a = p.alloc_pattern_data(9, len as u16, off);
+            assert_eq!(a & PATTERN_SLOT, PATTERN_SLOT);
+            assert_eq!(p.header(a), read_relay(&want));
+            assert_eq!(p.get(a), &want);
+            let mut out = vec![1, 2];
+            p.append_to(a, &mut out);
+            assert_eq!(&out[2..], &want);
+            // Read off a link, the same body is recognised and kept compact.
+            let b = p.store(&want);
+            assert_eq!(b & PATTERN_SLOT, PATTERN_SLOT, "len {len} off {off}");
+            assert_eq!(p.get(b), &want);
+            p.free(a);
+            p.free(b);
+        }
+        assert_eq!(p.live(), 0);
+        assert_eq!(p.capacity(), 2);
+    }
+
+    #[test]
+    fn other_bodies_are_stored_in_full() {
+        let mut p = CellPool::default();
+        let good = data_body(3, 498, 1234);
+        let mut cases = Vec::new();
+        let mut flipped = good;
+        flipped[300] ^= 1; // data off the pattern
+        cases.push(flipped);
+        let mut digest = good;
+        digest[6] = 1; // non-zero digest
+        cases.push(digest);
+        let mut end = good;
+        end[0] = relay::END;
+        cases.push(end);
+        let mut short = data_body(3, 100, 5);
+        short[400] = 7; // non-zero padding
+        cases.push(short);
+        cases.push(data_body(3, 3, 5)); // too short to index
+        let mut long = good;
+        long[9..11].copy_from_slice(&600u16.to_be_bytes()); // length past the field
+        cases.push(long);
+        for (i, body) in cases.iter().enumerate() {
+            let s = p.store(body);
+            assert_eq!(s & PATTERN_SLOT, 0, "case {i}");
+            assert_eq!(p.get(s), body, "case {i}");
+            let mut out = Vec::new();
+            p.append_to(s, &mut out);
+            assert_eq!(&out[..], body, "case {i}");
+            assert_eq!(p.header(s), read_relay(body), "case {i}");
+        }
+        assert_eq!(p.live(), cases.len());
+    }
+
+    proptest::proptest! {
+        /// Whatever a link brings, the pool gives back the same bytes, and
+        /// an exit's DATA cell, with any one byte changed, still does.
+        #[test]
+        fn stored_bodies_read_back_unchanged(
+            raw in proptest::collection::vec(proptest::prelude::any::<u8>(), BODY_LEN),
+            stream in proptest::prelude::any::<u16>(),
+            len in 0usize..=RELAY_DATA_LEN,
+            off in proptest::prelude::any::<u64>(),
+            flip in proptest::option::of((0usize..BODY_LEN, 1u8..=255)),
+        ) {
+            let mut p = CellPool::default();
+            let mut data = data_body(stream, len, off);
+            if let Some((at, x)) = flip {
+                data[at] ^= x;
+            }
+            for body in [&raw[..], &data[..]] {
+                let s = p.store(body);
+                proptest::prop_assert_eq!(&p.get(s)[..], body);
+                let mut out = Vec::new();
+                p.append_to(s, &mut out);
+                proptest::prop_assert_eq!(&out[..], body);
+                proptest::prop_assert_eq!(p.header(s), read_relay(body.try_into().unwrap()));
+            }
+        }
     }
 
     #[test]

@@ -17,8 +17,8 @@
 
 use crate::buckets::Side;
 use crate::cell::{
-    count_corrupt, decode_request, encode_request, fill_pattern, read_relay, relay, relay_data,
-    write_relay, Request, RELAY_DATA_LEN, RELAY_HEADER_LEN, REQUEST_LEN,
+    count_corrupt, decode_request, encode_request, relay, relay_data, write_relay, Request,
+    RELAY_DATA_LEN, REQUEST_LEN,
 };
 use crate::config::{Dir, ResponseDelay, TorConfig, TorVegasConfig, Traffic, Window};
 use crate::plan::NodePlan;
@@ -318,7 +318,7 @@ impl Edge {
         e: u32,
         slot: u32,
     ) {
-        let h = read_relay(sh.pool.get(slot));
+        let h = sh.pool.header(slot);
         let client = self.circs[e as usize].client;
         match h.cmd {
             relay::DATA => {
@@ -722,22 +722,20 @@ impl Edge {
             c.rr = (si + 1) % n;
             let s = &mut c.streams[si];
             let len = (s.out.len() as usize).min(RELAY_DATA_LEN);
-            let slot = sh.pool.alloc();
-            let body = sh.pool.get_mut(slot);
-            write_relay(body, relay::DATA, s.id, &[]);
-            body[9..11].copy_from_slice(&(len as u16).to_be_bytes());
-            let dst = &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + len];
-            match &mut s.out {
+            let slot = match &mut s.out {
                 Out::Pattern { off, left } => {
-                    fill_pattern(*off, dst);
+                    let slot = sh.pool.alloc_pattern_data(s.id, len as u16, *off);
                     *off += len as u64;
                     *left -= len as u64;
+                    slot
                 }
                 Out::Buf(b) => {
-                    dst.copy_from_slice(&b[..len]);
+                    let slot = sh.pool.alloc();
+                    write_relay(sh.pool.get_mut(slot), relay::DATA, s.id, &b[..len]);
                     b.advance(len);
+                    slot
                 }
-            }
+            };
             if let Some(p) = s.pkg.as_mut() {
                 *p -= 1;
             }

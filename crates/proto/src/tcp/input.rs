@@ -161,7 +161,7 @@ impl Connection {
                 if self.ack.unacked_bytes > 0 || self.ack.deadline.is_some() {
                     self.stats.pure_acks_sent += 1;
                     let a = self.header(now, self.snd_nxt, Flags::ACK);
-                    self.ecn_ack_out = Some(a);
+                    self.ecn_ack_out = Some(Box::new(a));
                 }
                 self.ece_echo = ce;
             }

@@ -358,7 +358,8 @@ pub struct Connection {
     ecn_recover: u64,
     /// An ACK built for DCTCP's echo when the CE state changed with an
     /// ACK still owed for the earlier segments (RFC 8257 §3.2).
-    ecn_ack_out: Option<Segment>,
+    /// Boxed: rare (DCTCP only), and a segment is 112 bytes.
+    ecn_ack_out: Option<Box<Segment>>,
     /// RACK-TLP (TcpConfig::rack with SACK negotiated) and its state.
     rack_on: bool,
     rack: rack::Rack,

@@ -10,7 +10,7 @@ impl Connection {
     pub fn poll_transmit(&mut self, now: Time) -> Option<Segment> {
         self.last_now = self.last_now.max(now);
         if self.ecn_ack_out.is_some() {
-            return self.ecn_ack_out.take();
+            return self.ecn_ack_out.take().map(|s| *s);
         }
         if self.rst_pending {
             self.rst_pending = false;

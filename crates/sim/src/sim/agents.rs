@@ -189,8 +189,9 @@ impl Sim {
             });
         }
         let iss = self.agents[a as usize].rng.next_u64() as u32;
-        self.endpoints[e0 as usize].conn =
-            Some(Connection::connect(tcp, cc, local_port, port, iss));
+        self.endpoints[e0 as usize].conn = Some(Box::new(Connection::connect(
+            tcp, cc, local_port, port, iss,
+        )));
         self.flush(e0);
         Ok(e0)
     }

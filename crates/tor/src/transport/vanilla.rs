@@ -102,8 +102,10 @@ struct Link {
     open: bool,
     /// Circuit id on this link → hop index.
     circ_hops: Vec<u32>,
-    /// A partly received cell.
-    partial: [u8; CELL_LEN],
+    /// A partly received cell; allocated at the link's first partial cell
+    /// and kept (an idle link never has one, and a network holds tens of
+    /// thousands of links).
+    partial: Option<Box<[u8; CELL_LEN]>>,
     plen: usize,
     /// Bytes taken from the circuit queues that the socket has not accepted yet.
     leftover: Option<Bytes>,
@@ -203,7 +205,7 @@ impl VanillaTransport {
                     sock: None,
                     open: false,
                     circ_hops,
-                    partial: [0; CELL_LEN],
+                    partial: None,
                     plen: 0,
                     leftover: None,
                     active: VecDeque::new(),
@@ -400,8 +402,7 @@ impl VanillaTransport {
             return;
         }
         self.stats.cells_in += 1;
-        let slot = sh.pool.alloc();
-        sh.pool.get_mut(slot).copy_from_slice(&cell[3..CELL_LEN]);
+        let slot = sh.pool.store(&cell[3..CELL_LEN]);
         let h = &self.hops[hop as usize];
         let d = if h.prev.link().map(|x| x.0) == Some(l) {
             Dir::Forward
@@ -424,12 +425,13 @@ impl VanillaTransport {
         if plen > 0 {
             let n = (CELL_LEN - plen).min(d.len());
             let link = &mut self.links[l as usize];
-            link.partial[plen..plen + n].copy_from_slice(&d[..n]);
+            let partial = link.partial.as_mut().expect("a partial cell is held");
+            partial[plen..plen + n].copy_from_slice(&d[..n]);
             link.plen += n;
             d = &d[n..];
             if link.plen == CELL_LEN {
                 link.plen = 0;
-                let cell = link.partial;
+                let cell = **partial;
                 self.process_cell(l, &cell, sh);
             }
         }
@@ -439,7 +441,8 @@ impl VanillaTransport {
         }
         if !d.is_empty() {
             let link = &mut self.links[l as usize];
-            link.partial[..d.len()].copy_from_slice(d);
+            let partial = link.partial.get_or_insert_with(|| Box::new([0; CELL_LEN]));
+            partial[..d.len()].copy_from_slice(d);
             link.plen = d.len();
         }
     }
@@ -603,7 +606,7 @@ impl VanillaTransport {
             if cmd == CMD_CREDIT {
                 buf.extend_from_slice(&[0u8; CELL_LEN - 3]);
             } else {
-                buf.extend_from_slice(sh.pool.get(slot));
+                sh.pool.append_to(slot, &mut buf);
                 sh.pool.free(slot);
             }
         }
