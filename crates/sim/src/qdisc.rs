@@ -13,6 +13,9 @@ use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
 use std::collections::VecDeque;
 
+/// Packets a drained queue keeps room for.
+const KEEP_IDLE: usize = 16;
+
 /// A drop-tail FIFO limited in bytes or packets.
 #[derive(Debug)]
 pub struct Fifo {
@@ -48,6 +51,11 @@ impl Fifo {
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;
+        if self.q.is_empty() && self.q.capacity() > KEEP_IDLE {
+            // Drained: give back a burst's ring (a large network has
+            // thousands of queues, most of them empty most of the time).
+            self.q.shrink_to(KEEP_IDLE);
+        }
         Some(p)
     }
     pub fn front_size(&self) -> Option<u32> {
@@ -402,6 +410,22 @@ mod tests {
             seg.sack.push(i as u32 * 10, i as u32 * 10 + 5);
         }
         Packet::tcp(NodeId(0), NodeId(1), 0, seg)
+    }
+
+    #[test]
+    fn a_drained_fifo_gives_its_room_back() {
+        let mut f = Fifo::new(Limit::Packets(1000));
+        for _ in 0..500 {
+            assert!(f.push(pkt(100, 0)));
+        }
+        for _ in 0..499 {
+            f.pop().expect("queued");
+        }
+        assert!(f.q.capacity() >= 500, "one packet still queued");
+        f.pop().expect("queued");
+        assert!(f.pop().is_none());
+        assert!(f.q.capacity() <= 2 * KEEP_IDLE, "{}", f.q.capacity());
+        assert_eq!((f.bytes(), f.packets()), (0, 0));
     }
 
     #[test]

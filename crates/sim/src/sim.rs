@@ -269,6 +269,9 @@ struct AgentSlot {
 /// boundaries drifting across it.
 const PATTERN_LEN: usize = 65_537;
 
+/// Packets an empty link direction's pipeline keeps room for.
+const PIPELINE_KEEP: usize = 8;
+
 fn pattern() -> &'static Bytes {
     static P: OnceLock<Bytes> = OnceLock::new();
     P.get_or_init(|| {
@@ -537,6 +540,10 @@ impl Sim {
             Ev::Arrive(i) => {
                 let f = &mut self.ifaces[i as usize];
                 let (_, _, p) = f.pipeline.pop_front().expect("arrival has a packet");
+                if f.pipeline.is_empty() && f.pipeline.capacity() > PIPELINE_KEEP {
+                    // The wire is empty: give back a burst's ring.
+                    f.pipeline.shrink_to(PIPELINE_KEEP);
+                }
                 let node = f.to;
                 if !f.reorders() {
                     if let Some(&(at, seq, _)) = f.pipeline.front() {

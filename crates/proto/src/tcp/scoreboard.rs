@@ -47,6 +47,9 @@ impl SentSeg {
     }
 }
 
+/// Entries an empty scoreboard keeps room for.
+const KEEP_IDLE: usize = 16;
+
 #[derive(Debug, Default)]
 pub struct Scoreboard {
     segs: VecDeque<SentSeg>,
@@ -212,6 +215,12 @@ impl Scoreboard {
                 }
                 break;
             }
+        }
+        if self.segs.is_empty() && self.segs.capacity() > KEEP_IDLE {
+            // Everything is acknowledged: give back a burst's ring, so that
+            // a large simulation's idle connections hold little.
+            self.segs.shrink_to(KEEP_IDLE);
+            self.txs.shrink_to(KEEP_IDLE);
         }
         r
     }
@@ -429,6 +438,18 @@ mod tests {
             b.push(1 + i * 100, 1 + (i + 1) * 100, Time::ZERO);
         }
         b
+    }
+
+    #[test]
+    fn an_acknowledged_burst_gives_its_room_back() {
+        let mut b = board(1000);
+        b.cum_ack(1 + 500 * 100);
+        assert!(b.segs.capacity() >= 1000, "half a burst still in flight");
+        assert_eq!(b.cum_ack(1 + 1000 * 100).newly_acked, 500 * 100);
+        assert!(b.segs.capacity() <= 2 * KEEP_IDLE, "{}", b.segs.capacity());
+        // And it still works.
+        b.push(100_001, 100_101, Time::ZERO);
+        assert_eq!(b.cum_ack(100_101).newly_acked, 100);
     }
 
     #[test]
