@@ -269,8 +269,19 @@ struct AgentSlot {
 /// boundaries drifting across it.
 const PATTERN_LEN: usize = 65_537;
 
-/// Packets an empty link direction's pipeline keeps room for.
+/// An empty link direction's pipeline with room for more than
+/// [`PIPELINE_SHRINK_ABOVE`] packets shrinks to room for [`PIPELINE_KEEP`]
+/// (the gap keeps small bursts from reallocating at each one).
+const PIPELINE_SHRINK_ABOVE: usize = 64;
 const PIPELINE_KEEP: usize = 8;
+
+/// The wire is empty: gives back a burst's ring (out of line, off the
+/// per-packet path).
+#[cold]
+#[inline(never)]
+fn shrink_pipeline(p: &mut VecDeque<(Time, u64, Packet)>) {
+    p.shrink_to(PIPELINE_KEEP);
+}
 
 fn pattern() -> &'static Bytes {
     static P: OnceLock<Bytes> = OnceLock::new();
@@ -540,9 +551,8 @@ impl Sim {
             Ev::Arrive(i) => {
                 let f = &mut self.ifaces[i as usize];
                 let (_, _, p) = f.pipeline.pop_front().expect("arrival has a packet");
-                if f.pipeline.is_empty() && f.pipeline.capacity() > PIPELINE_KEEP {
-                    // The wire is empty: give back a burst's ring.
-                    f.pipeline.shrink_to(PIPELINE_KEEP);
+                if f.pipeline.is_empty() && f.pipeline.capacity() > PIPELINE_SHRINK_ABOVE {
+                    shrink_pipeline(&mut f.pipeline);
                 }
                 let node = f.to;
                 if !f.reorders() {

@@ -47,7 +47,10 @@ impl SentSeg {
     }
 }
 
-/// Entries an empty scoreboard keeps room for.
+/// An empty scoreboard with room for more than [`SHRINK_ABOVE`] entries
+/// shrinks to room for [`KEEP_IDLE`]; the gap keeps a connection whose
+/// bursts stay small from reallocating at each one.
+const SHRINK_ABOVE: usize = 64;
 const KEEP_IDLE: usize = 16;
 
 #[derive(Debug, Default)]
@@ -169,6 +172,16 @@ impl Scoreboard {
         (outstanding + self.retx_bytes).saturating_sub(self.sacked_bytes + self.lost_bytes)
     }
 
+    /// Everything is acknowledged: gives back a burst's ring, so that a
+    /// large simulation's idle connections hold little (out of line, off
+    /// the per-ACK path).
+    #[cold]
+    #[inline(never)]
+    fn shrink(&mut self) {
+        self.segs.shrink_to(KEEP_IDLE);
+        self.txs.shrink_to(KEEP_IDLE);
+    }
+
     /// Removes segments below `una`.
     pub fn cum_ack(&mut self, una: u64) -> CumAck {
         let mut r = CumAck::default();
@@ -216,11 +229,8 @@ impl Scoreboard {
                 break;
             }
         }
-        if self.segs.is_empty() && self.segs.capacity() > KEEP_IDLE {
-            // Everything is acknowledged: give back a burst's ring, so that
-            // a large simulation's idle connections hold little.
-            self.segs.shrink_to(KEEP_IDLE);
-            self.txs.shrink_to(KEEP_IDLE);
+        if self.segs.is_empty() && self.segs.capacity() > SHRINK_ABOVE {
+            self.shrink();
         }
         r
     }
