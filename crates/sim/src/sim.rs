@@ -128,7 +128,7 @@ pub(crate) struct Node {
 /// are in [`crate::query`]).
 #[derive(Debug)]
 pub struct Endpoint {
-    /// Boxed: a connection is about 1.5 KiB and most of an endpoint's
+    /// Boxed: a connection is about 1.4 KiB and most of an endpoint's
     /// accesses (routing a segment, its measurements) need only the rest.
     pub(crate) conn: Option<Box<Connection>>,
     pub(crate) node: NodeId,
