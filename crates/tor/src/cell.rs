@@ -129,7 +129,9 @@ impl CellPool {
     /// [`CellPool::get_mut`]).
     pub fn alloc(&mut self) -> u32 {
         self.count_alloc();
-        self.cells.alloc(&[0; BODY_LEN])
+        let slot = self.cells.alloc(&[0; BODY_LEN]);
+        assert!(slot < PATTERN_SLOT, "cell pool full");
+        slot
     }
 
     /// A relay DATA cell of `len` (at most [`RELAY_DATA_LEN`]) pattern
@@ -139,7 +141,13 @@ impl CellPool {
         debug_assert!(len as usize <= RELAY_DATA_LEN);
         self.count_alloc();
         let pos = (off % PATTERN_LEN as u64) as u32;
-        PATTERN_SLOT | self.data.insert(PatternCell { stream, len, pos })
+        self.insert_pattern(PatternCell { stream, len, pos })
+    }
+
+    fn insert_pattern(&mut self, c: PatternCell) -> u32 {
+        let slot = self.data.insert(c);
+        assert!(slot < PATTERN_SLOT, "cell pool full");
+        PATTERN_SLOT | slot
     }
 
     /// A slot holding `body` (a body read off a link): a pattern DATA cell
@@ -148,7 +156,7 @@ impl CellPool {
         debug_assert_eq!(body.len(), BODY_LEN);
         if let Some((stream, len, pos)) = as_pattern_data(body) {
             self.count_alloc();
-            return PATTERN_SLOT | self.data.insert(PatternCell { stream, len, pos });
+            return self.insert_pattern(PatternCell { stream, len, pos });
         }
         let slot = self.alloc();
         self.cells.get_mut(slot).copy_from_slice(body);
