@@ -18,6 +18,7 @@ pub mod link;
 pub mod otcp;
 #[cfg(feature = "link")]
 pub mod overlay;
+pub mod ring;
 pub mod rng;
 pub mod rtt;
 pub mod slab;

@@ -8,15 +8,14 @@
 use crate::aqm::{AqmCounts, Codel, CodelParams, FqCodel, Pie, PieParams, Red, RedParams};
 use crate::packet::Packet;
 use crate::spec::{AckClassifier, Limit, QueueSpec};
+use hopwise_proto::ring;
 use hopwise_proto::rng::Rng;
 use hopwise_proto::time::{Dur, Time};
 use hopwise_proto::units::Rate;
 use std::collections::VecDeque;
 
-/// A drained queue with room for more than [`SHRINK_ABOVE`] packets
-/// shrinks to room for [`KEEP_IDLE`]; the gap keeps a queue whose bursts
-/// stay small from reallocating at each one.
-const SHRINK_ABOVE: usize = 64;
+/// Packets a drained queue keeps room for
+/// ([`hopwise_proto::ring::release_if_drained`]).
 const KEEP_IDLE: usize = 16;
 
 /// A drop-tail FIFO limited in bytes or packets.
@@ -54,18 +53,8 @@ impl Fifo {
     pub fn pop(&mut self) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;
-        if self.q.is_empty() && self.q.capacity() > SHRINK_ABOVE {
-            self.shrink();
-        }
+        ring::release_if_drained(&mut self.q, KEEP_IDLE);
         Some(p)
-    }
-    /// Drained: gives back a burst's ring (a large network has thousands
-    /// of queues, most of them empty most of the time). Out of line, so
-    /// that `pop` stays small enough to inline.
-    #[cold]
-    #[inline(never)]
-    fn shrink(&mut self) {
-        self.q.shrink_to(KEEP_IDLE);
     }
     pub fn front_size(&self) -> Option<u32> {
         self.q.front().map(|p| p.size)

@@ -21,6 +21,7 @@ use crate::spec::{NodeKind, Scenario, Traffic};
 use bytes::Bytes;
 use hopwise_experiment::stats::LogHistogram;
 use hopwise_proto::cc::{CcConfig, CongestionControl};
+use hopwise_proto::ring;
 use hopwise_proto::rng::Rng;
 use hopwise_proto::tcp::{reset_for, Connection, Event, Segment, State, TcpConfig};
 use hopwise_proto::time::{Dur, Time};
@@ -269,19 +270,9 @@ struct AgentSlot {
 /// boundaries drifting across it.
 const PATTERN_LEN: usize = 65_537;
 
-/// An empty link direction's pipeline with room for more than
-/// [`PIPELINE_SHRINK_ABOVE`] packets shrinks to room for [`PIPELINE_KEEP`]
-/// (the gap keeps small bursts from reallocating at each one).
-const PIPELINE_SHRINK_ABOVE: usize = 64;
+/// Packets an empty link direction's pipeline keeps room for
+/// ([`hopwise_proto::ring::release_if_drained`]).
 const PIPELINE_KEEP: usize = 8;
-
-/// The wire is empty: gives back a burst's ring (out of line, off the
-/// per-packet path).
-#[cold]
-#[inline(never)]
-fn shrink_pipeline(p: &mut VecDeque<(Time, u64, Packet)>) {
-    p.shrink_to(PIPELINE_KEEP);
-}
 
 fn pattern() -> &'static Bytes {
     static P: OnceLock<Bytes> = OnceLock::new();
@@ -551,9 +542,7 @@ impl Sim {
             Ev::Arrive(i) => {
                 let f = &mut self.ifaces[i as usize];
                 let (_, _, p) = f.pipeline.pop_front().expect("arrival has a packet");
-                if f.pipeline.is_empty() && f.pipeline.capacity() > PIPELINE_SHRINK_ABOVE {
-                    shrink_pipeline(&mut f.pipeline);
-                }
+                ring::release_if_drained(&mut f.pipeline, PIPELINE_KEEP);
                 let node = f.to;
                 if !f.reorders() {
                     if let Some(&(at, seq, _)) = f.pipeline.front() {

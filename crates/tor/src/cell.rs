@@ -121,6 +121,16 @@ struct PatternCell {
     pos: u32,
 }
 
+impl PatternCell {
+    /// The body it stands for: what [`write_relay`] writes with its data.
+    fn write(&self, body: &mut Body) {
+        write_relay(body, relay::DATA, self.stream, &[]);
+        body[9..11].copy_from_slice(&self.len.to_be_bytes());
+        let data = &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + self.len as usize];
+        fill_pattern(self.pos as u64, data);
+    }
+}
+
 /// The top bit of a slot marks a pattern DATA cell.
 const PATTERN_SLOT: u32 = 1 << 31;
 
@@ -185,12 +195,7 @@ impl CellPool {
         }
         let c = *self.data.get(id & !PATTERN_SLOT);
         let body = self.scratch.get_or_insert_with(|| Box::new([0; BODY_LEN]));
-        write_relay(body, relay::DATA, c.stream, &[]);
-        body[9..11].copy_from_slice(&c.len.to_be_bytes());
-        fill_pattern(
-            c.pos as u64,
-            &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + c.len as usize],
-        );
+        c.write(body);
         body
     }
 
@@ -201,17 +206,10 @@ impl CellPool {
             out.extend_from_slice(self.cells.get(id));
             return;
         }
-        let c = self.data.get(id & !PATTERN_SLOT);
         let at = out.len();
         out.resize(at + BODY_LEN, 0);
         let body: &mut Body = (&mut out[at..]).try_into().expect("a body's length");
-        body[0] = relay::DATA;
-        body[3..5].copy_from_slice(&c.stream.to_be_bytes());
-        body[9..11].copy_from_slice(&c.len.to_be_bytes());
-        fill_pattern(
-            c.pos as u64,
-            &mut body[RELAY_HEADER_LEN..RELAY_HEADER_LEN + c.len as usize],
-        );
+        self.data.get(id & !PATTERN_SLOT).write(body);
     }
 
     /// The relay header of slot `id` ([`read_relay`] of its body).
@@ -315,13 +313,12 @@ impl PatternIndex {
     /// A position where the pattern (wrapping at its end) continues as
     /// `data` (at least 4 bytes) does, if any.
     fn find(&self, data: &[u8]) -> Option<u32> {
-        let p = pattern();
         let key = u32::from_le_bytes(data.get(..4)?.try_into().ok()?);
         let mask = self.slots.len() - 1;
         let mut h = index_hash(key);
         while self.slots[h] != 0 {
             let pos = self.slots[h] as usize - 1;
-            if window(p, pos) == key && pattern_matches(pos, data) {
+            if pattern_matches(pos, data) {
                 return Some(pos as u32);
             }
             h = (h + 1) & mask;

@@ -7,6 +7,7 @@
 //! blocks, which the receiver builds from whole segments, always cover whole
 //! entries.
 
+use crate::ring;
 use crate::time::Time;
 use std::collections::VecDeque;
 
@@ -47,10 +48,8 @@ impl SentSeg {
     }
 }
 
-/// An empty scoreboard with room for more than [`SHRINK_ABOVE`] entries
-/// shrinks to room for [`KEEP_IDLE`]; the gap keeps a connection whose
-/// bursts stay small from reallocating at each one.
-const SHRINK_ABOVE: usize = 64;
+/// Entries a fully acknowledged scoreboard keeps room for
+/// ([`crate::ring::release_if_drained`]).
 const KEEP_IDLE: usize = 16;
 
 #[derive(Debug, Default)]
@@ -172,16 +171,6 @@ impl Scoreboard {
         (outstanding + self.retx_bytes).saturating_sub(self.sacked_bytes + self.lost_bytes)
     }
 
-    /// Everything is acknowledged: gives back a burst's ring, so that a
-    /// large simulation's idle connections hold little (out of line, off
-    /// the per-ACK path).
-    #[cold]
-    #[inline(never)]
-    fn shrink(&mut self) {
-        self.segs.shrink_to(KEEP_IDLE);
-        self.txs.shrink_to(KEEP_IDLE);
-    }
-
     /// Removes segments below `una`.
     pub fn cum_ack(&mut self, una: u64) -> CumAck {
         let mut r = CumAck::default();
@@ -229,9 +218,9 @@ impl Scoreboard {
                 break;
             }
         }
-        if self.segs.is_empty() && self.segs.capacity() > SHRINK_ABOVE {
-            self.shrink();
-        }
+        // Everything acknowledged: give back a burst's room.
+        ring::release_if_drained(&mut self.segs, KEEP_IDLE);
+        ring::release_if_drained(&mut self.txs, KEEP_IDLE);
         r
     }
 
